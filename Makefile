@@ -1,0 +1,37 @@
+# lock-reaper: `make demo` shows it working, `make test` runs every test.
+GO          ?= go
+BIN         ?= bin/lock-reaper
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+TEST_FLAGS  ?= -race -count=1 -timeout 15m
+
+.PHONY: build test lint unit services demo audit bench soak clean
+
+## build: the binary, built exactly as the Dockerfile builds it
+build:
+	scripts/docker-build-cmd.sh $(BIN)
+
+## services: start (or install) the local Redis and PostgreSQL
+services:
+	scripts/services.sh
+
+## lint: gofmt, go vet, staticcheck
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+## test: every test, against real Redis and PostgreSQL, with the race detector
+test: services lint
+	$(GO) test $(TEST_FLAGS) ./...
+
+## demo: the 2026-07-24 incident reproduced, audited, reaped and audited again
+demo: services build
+	$(BIN) demo
+
+## audit: a read-only pass against the local Redis and PostgreSQL
+audit: services build
+	$(BIN) audit
+
+clean:
+	rm -rf bin

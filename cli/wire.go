@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// setup is what every command that talks to Redis and PostgreSQL needs.
+type setup struct {
+	cfg  config.Config
+	log  *slog.Logger
+	rdb  redis.UniversalClient
+	pool *pgxpool.Pool
+}
+
+func (s *setup) close() {
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	if s.rdb != nil {
+		_ = s.rdb.Close()
+	}
+}
+
+// loadConfig loads and validates the configuration registered on fs. A bad
+// setting is a usage error naming the key.
+func loadConfig(loader *config.Loader, env Env) (config.Config, *slog.Logger, int, bool) {
+	cfg, err := loader.Load(env.LookupEnv)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+		return cfg, nil, reaper.ExitUsage, false
+	}
+	logger, err := newLogger(env.Stderr, cfg.Log.Format, cfg.Log.Level)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+		return cfg, nil, reaper.ExitUsage, false
+	}
+	return cfg, logger, 0, true
+}
+
+// connect opens the Redis client and the database pool. Neither dials here:
+// an unreachable service fails the pass, with the error in its report.
+func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool) {
+	s := &setup{cfg: cfg, log: logger}
+	var err error
+	if s.rdb, err = config.NewRedisClient(cfg); err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: redis.url: %v\n", err)
+		return nil, reaper.ExitUsage, false
+	}
+	pc, err := config.PoolConfig(cfg)
+	if err != nil {
+		s.close()
+		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: database.url: %v\n", err)
+		return nil, reaper.ExitUsage, false
+	}
+	if s.pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
+		s.close()
+		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: database.url: %v\n", err)
+		return nil, reaper.ExitUsage, false
+	}
+	return s, 0, true
+}
+
+// reaperConfig maps the loaded configuration onto the reaper's own.
+func reaperConfig(c config.Config, force bool) reaper.Config {
+	rc := reaper.DefaultConfig()
+	rc.HeartbeatGrace = c.HeartbeatGrace
+	rc.FinishedGrace = c.FinishedGrace
+	rc.ConfirmAfter = c.ConfirmAfter
+	rc.LostRunning = c.LostRunning
+	rc.OrphanedWaiting = c.OrphanedWaiting
+	rc.MaxDeadFraction = c.MaxDeadFraction
+	rc.MinWorkers = c.MinWorkers
+	rc.MaxReleases = c.MaxReleases
+	rc.MaxTaskUpdates = c.MaxTaskUpdates
+	rc.Force = force
+	rc.ScanCount = c.Redis.ScanCount
+	rc.BatchSize = c.Redis.BatchSize
+	rc.RedisTimeout = c.Redis.Timeout
+	rc.DatabaseTimeout = c.Database.Timeout
+	rc.SuspectTTL = c.SuspectTTL
+	rc.CoordinateWithPulpcore = c.CoordinateWithPulpcore
+	return rc
+}
+
+// newReaper wires a reaper for a command: config, logger, clients.
+func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*reaper.Reaper, *setup, int, bool) {
+	cfg, logger, code, ok := loadConfig(loader, env)
+	if !ok {
+		return nil, nil, code, false
+	}
+	s, code, ok := connect(cfg, logger, env)
+	if !ok {
+		return nil, nil, code, false
+	}
+	r, err := reaper.New(reaperConfig(cfg, force), s.rdb, s.pool, logger)
+	if err != nil {
+		s.close()
+		fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)
+		return nil, nil, reaper.ExitUsage, false
+	}
+	return r, s, 0, true
+}

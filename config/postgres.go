@@ -1,0 +1,60 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// applicationName tags lock-reaper's sessions in pg_stat_activity.
+const applicationName = "lock-reaper"
+
+// PoolConfig returns the pgx pool configuration of database.url. An empty
+// URL leaves everything to libpq's PG* environment variables (read from the
+// process environment, not from Load's getenv) and ~/.pgpass.
+//
+// database.timeout becomes the session's statement_timeout and the connect
+// timeout, and application_name is lock-reaper, each unless the URL (or
+// PGAPPNAME, PGCONNECT_TIMEOUT) sets it: an explicit connection parameter is
+// the more specific wish.
+func PoolConfig(c Config) (*pgxpool.Config, error) {
+	pc, err := pgxpool.ParseConfig(c.Database.URL)
+	if err != nil {
+		// No "database.url:" prefix: callers name the setting themselves.
+		return nil, fmt.Errorf("invalid database URL: %w", scrubError(err, c.Database.URL))
+	}
+	cc := pc.ConnConfig
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	if _, ok := cc.RuntimeParams["statement_timeout"]; !ok {
+		cc.RuntimeParams["statement_timeout"] = statementTimeout(c.Database.Timeout)
+	}
+	if _, ok := cc.RuntimeParams["application_name"]; !ok {
+		cc.RuntimeParams["application_name"] = applicationName
+	}
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = c.Database.Timeout
+	}
+	return pc, nil
+}
+
+// statementTimeout renders d in milliseconds, PostgreSQL's unit for
+// statement_timeout. It rounds up, because 0 would mean no timeout at all.
+func statementTimeout(d time.Duration) string {
+	ms := d.Milliseconds()
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+// checkDatabaseURL validates database.url as PoolConfig will parse it.
+func checkDatabaseURL(s string) error {
+	if _, err := pgxpool.ParseConfig(s); err != nil {
+		return fmt.Errorf("invalid database URL: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// Groups order the settings in config.yaml.example and in WriteYAML.
+const (
+	groupRedis    = "Redis"
+	groupDatabase = "PostgreSQL"
+	groupJudge    = "Judging locks and tasks"
+	groupGuards   = "Safety guards"
+	groupRun      = "Scheduling and metrics"
+	groupOutput   = "Logging and output"
+)
+
+// setting is one row of the table: everything the loaders, the flag set,
+// WriteYAML and the example file need to know about a configuration key.
+type setting struct {
+	key    string // dotted YAML key; env and flag names derive from it
+	group  string
+	def    string // default, in the textual form a user would write
+	secret bool   // hidden in Redacted, WriteYAML and error messages
+	doc    string
+	binding
+}
+
+// env is the setting's environment variable: REAPER_ and the key upper-cased
+// with dots turned into underscores.
+func (s *setting) env() string {
+	return "REAPER_" + strings.ToUpper(strings.ReplaceAll(s.key, ".", "_"))
+}
+
+// flag is the setting's flag name: the key with dots and underscores turned
+// into dashes.
+func (s *setting) flag() string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(s.key)
+}
+
+// section is the YAML mapping the key lives in ("" for top-level keys).
+func (s *setting) section() string {
+	sec, _, ok := strings.Cut(s.key, ".")
+	if !ok {
+		return ""
+	}
+	return sec
+}
+
+// leaf is the key within its section.
+func (s *setting) leaf() string {
+	_, leaf, ok := strings.Cut(s.key, ".")
+	if !ok {
+		return s.key
+	}
+	return leaf
+}
+
+// settings is the table. Its order is the order of the example file and of
+// WriteYAML, so keys of one section must stay together (a test checks it).
+var settings = []setting{
+	{
+		key: "redis.url", group: groupRedis, def: "redis://localhost:6379/0", secret: true,
+		binding: bind(stringCodec("url"), func(c *Config) *string { return &c.Redis.URL }, checkRedisURL),
+		doc: "URL of Pulp's Redis. Schemes: redis://, rediss:// (TLS), unix:///path/to/socket, " +
+			"and Sentinel as redis+sentinel://[user:pass@]host:port[,host:port...]/DB?master_name=NAME " +
+			"(rediss+sentinel:// for TLS). With Sentinel the user and password authenticate against Redis " +
+			"itself; sentinel_username and sentinel_password query parameters authenticate against the " +
+			"sentinels; a sentinel without a port uses 26379. go-redis query options such as dial_timeout " +
+			"are accepted and win over redis.timeout.",
+	},
+	{
+		key: "redis.scan_count", group: groupRedis, def: "1000",
+		binding: bind(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, positive[int]),
+		doc:     "COUNT hint of each SCAN call over the keyspace.",
+	},
+	{
+		key: "redis.batch_size", group: groupRedis, def: "1000",
+		binding: bind(intCodec, func(c *Config) *int { return &c.Redis.BatchSize }, positive[int]),
+		doc:     "Keys per pipelined read, holdings per release (Lua) call and tasks per update statement.",
+	},
+	{
+		key: "redis.timeout", group: groupRedis, def: "5s",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Redis.Timeout }, positive[time.Duration]),
+		doc:     "Deadline of each Redis call; also the dial, read and write timeout of the connections.",
+	},
+	{
+		key: "database.url", group: groupDatabase, def: "", secret: true,
+		binding: bind(stringCodec("url"), func(c *Config) *string { return &c.Database.URL }, checkDatabaseURL),
+		doc: "PostgreSQL connection string of Pulp's database, as a postgres:// URL or as " +
+			"\"host=... dbname=...\" keywords. Empty: libpq's PG* environment variables " +
+			"(PGHOST, PGUSER, PGPASSWORD, ...) and ~/.pgpass apply.",
+	},
+	{
+		key: "database.timeout", group: groupDatabase, def: "10s",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, positive[time.Duration]),
+		doc: "Deadline of each statement (sent as statement_timeout unless the URL sets one) " +
+			"and of connecting.",
+	},
+	{
+		key: "heartbeat_grace", group: groupJudge, def: "30s",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatGrace }, nonNegative[time.Duration]),
+		doc:     "How long past its expiry a worker's heartbeat may be late before the worker counts as dead.",
+	},
+	{
+		key: "finished_grace", group: groupJudge, def: "60s",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.FinishedGrace }, nonNegative[time.Duration]),
+		doc:     "How long after a task finished its locks are left for its worker to release them itself.",
+	},
+	{
+		key: "confirm_after", group: groupJudge, def: "2m",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.ConfirmAfter }, nonNegative[time.Duration]),
+		doc:     "How long a suspect lock must stay suspect, across passes, before it is released.",
+	},
+	{
+		key: "suspect_ttl", group: groupJudge, def: "1h",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.SuspectTTL }, positive[time.Duration]),
+		doc:     "Expiry of the hash of remembered suspects in Redis. Must be greater than confirm_after.",
+	},
+	{
+		key: "lost_running", group: groupJudge, def: "canceled",
+		binding: bind(stringCodec("canceled|failed"), func(c *Config) *string { return &c.LostRunning }, oneOf("canceled", "failed")),
+		doc:     "State a running task of a dead worker is moved to: canceled, or failed (what pulpcore itself does).",
+	},
+	{
+		key: "orphaned_waiting", group: groupJudge, def: "requeue",
+		binding: bind(stringCodec("requeue|cancel"), func(c *Config) *string { return &c.OrphanedWaiting }, oneOf("requeue", "cancel")),
+		doc:     "What happens to a waiting task claimed by a dead worker: requeue (clear the claim) or cancel.",
+	},
+	{
+		key: "max_dead_fraction", group: groupGuards, def: "0.5",
+		binding: bind(floatCodec, func(c *Config) *float64 { return &c.MaxDeadFraction }, fraction),
+		doc: "Mass-death guard: when more than this fraction (0 to 1) of at least min_workers workers " +
+			"is dead, nothing is released on dead-worker grounds and no task is updated (--force overrides).",
+	},
+	{
+		key: "min_workers", group: groupGuards, def: "3",
+		binding: bind(intCodec, func(c *Config) *int { return &c.MinWorkers }, nonNegative[int]),
+		doc:     "Fewest known workers for the mass-death guard to apply.",
+	},
+	{
+		key: "max_releases", group: groupGuards, def: "10000",
+		binding: bind(intCodec, func(c *Config) *int { return &c.MaxReleases }, nonNegative[int]),
+		doc:     "Most lock holdings released in one pass; the rest waits for the next pass.",
+	},
+	{
+		key: "max_task_updates", group: groupGuards, def: "1000",
+		binding: bind(intCodec, func(c *Config) *int { return &c.MaxTaskUpdates }, nonNegative[int]),
+		doc:     "Most tasks canceled, failed or requeued in one pass; the rest waits for the next pass.",
+	},
+	{
+		key: "coordinate_with_pulpcore", group: groupGuards, def: "true",
+		binding: bind(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }),
+		doc: "Also take pulpcore's worker-cleanup advisory lock for each pass, so the reaper never " +
+			"races pulpcore's own cleanup of dead workers.",
+	},
+	{
+		key: "schedule", group: groupRun, def: "@every 1m",
+		binding: bind(stringCodec("cron"), func(c *Config) *string { return &c.Schedule }, checkSchedule),
+		doc:     "When the daemon runs a pass: a 5-field cron expression or a descriptor such as @every 30s or @hourly.",
+	},
+	{
+		key: "jitter", group: groupRun, def: "5s",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Jitter }, nonNegative[time.Duration]),
+		doc:     "Random delay up to this long before each scheduled pass, so replicas do not fire together.",
+	},
+	{
+		key: "full_scan_interval", group: groupRun, def: "10m",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.FullScanInterval }, positive[time.Duration]),
+		doc: "How often a pass scans the whole keyspace instead of only the owners Pulp registered; " +
+			"only a full scan finds locks of unregistered owners.",
+	},
+	{
+		key: "listen", group: groupRun, def: ":9090",
+		binding: bind(stringCodec("host:port"), func(c *Config) *string { return &c.Listen }, checkListen),
+		doc:     "Address of the daemon's HTTP listener for /metrics and health checks.",
+	},
+	{
+		// Marked secret although it usually is not: a Pushgateway behind
+		// basic auth carries its password in this URL.
+		key: "pushgateway_url", group: groupRun, def: "", secret: true,
+		binding: bind(stringCodec("url"), func(c *Config) *string { return &c.PushgatewayURL }, checkHTTPURL),
+		doc:     "Prometheus Pushgateway (http:// or https:// URL) that one-shot runs push their metrics to. Empty: no push.",
+	},
+	{
+		key: "log.format", group: groupOutput, def: "auto",
+		binding: bind(stringCodec("auto|text|json"), func(c *Config) *string { return &c.Log.Format }, oneOf("auto", "text", "json")),
+		doc:     "Log format: text, json, or auto (text on a terminal, json otherwise).",
+	},
+	{
+		key: "log.level", group: groupOutput, def: "info",
+		binding: bind(stringCodec("debug|info|warn|error"), func(c *Config) *string { return &c.Log.Level }, oneOf("debug", "info", "warn", "error")),
+		doc:     "Lowest level logged: debug, info, warn or error.",
+	},
+	{
+		key: "output", group: groupOutput, def: "text",
+		binding: bind(stringCodec("text|json"), func(c *Config) *string { return &c.Output }, oneOf("text", "json")),
+		doc:     "Format of reports printed on standard output: text or json.",
+	},
+}
+
+// settingByKey indexes the table for the YAML loader.
+var settingByKey = func() map[string]*setting {
+	m := make(map[string]*setting, len(settings))
+	for i := range settings {
+		m[settings[i].key] = &settings[i]
+	}
+	return m
+}()
+
+// sections are the YAML mappings that hold nested keys.
+var sections = func() map[string]bool {
+	m := map[string]bool{}
+	for i := range settings {
+		if sec := settings[i].section(); sec != "" {
+			m[sec] = true
+		}
+	}
+	return m
+}()

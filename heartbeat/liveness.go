@@ -1,0 +1,161 @@
+// Package heartbeat knows whether a Pulp lock owner is alive, from the rows of
+// core_appstatus and the database's clock.
+//
+// Judging is pure: Judge takes the rows and the database's now and never reads
+// a clock of its own. Read loads the rows inside the caller's transaction.
+package heartbeat
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Liveness of one owner name or one core_appstatus row.
+type Liveness int
+
+const (
+	// Gone: no core_appstatus row carries the name.
+	Gone Liveness = iota
+	// Dead: rows exist and the newest heartbeat is older than ttl + grace.
+	Dead
+	// Late: no row is online, but one is still within ttl + grace. A slow
+	// heartbeat is not a death, so late owners are left alone.
+	Late
+	// Alive: some row with the name has last_heartbeat >= now - ttl.
+	Alive
+)
+
+func (l Liveness) String() string {
+	switch l {
+	case Alive:
+		return "alive"
+	case Late:
+		return "late"
+	case Dead:
+		return "dead"
+	default:
+		return "gone"
+	}
+}
+
+// MarshalText makes liveness print as its name in JSON reports.
+func (l Liveness) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText reads a name MarshalText wrote.
+func (l *Liveness) UnmarshalText(b []byte) error {
+	for _, c := range []Liveness{Gone, Dead, Late, Alive} {
+		if c.String() == string(b) {
+			*l = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown liveness %q", b)
+}
+
+// AppStatus is one core_appstatus row, with only the columns lock-reaper uses.
+type AppStatus struct {
+	ID            string        `json:"id"`
+	Name          string        `json:"name"`
+	AppType       string        `json:"app_type"`
+	TTL           time.Duration `json:"ttl"`
+	LastHeartbeat time.Time     `json:"last_heartbeat"`
+}
+
+// Liveness of the row at the database's now.
+func (r AppStatus) Liveness(now time.Time, grace time.Duration) Liveness {
+	age := now.Sub(r.LastHeartbeat)
+	switch {
+	case age <= r.TTL:
+		return Alive
+	case age <= r.TTL+grace:
+		return Late
+	default:
+		return Dead
+	}
+}
+
+// Owner is what the fleet says about one owner name.
+type Owner struct {
+	Name     string   `json:"name"`
+	Liveness Liveness `json:"liveness"`
+	// HeartbeatAge is the age of the newest heartbeat among the name's rows;
+	// zero when the name has no row.
+	HeartbeatAge time.Duration `json:"heartbeat_age"`
+	// Rows counts the core_appstatus rows carrying the name (a stale row and a
+	// live successor may share it).
+	Rows int `json:"rows"`
+}
+
+// Fleet is the liveness of every row and owner name at one instant.
+type Fleet struct {
+	Now   time.Time
+	Grace time.Duration
+	rows  map[string]AppStatus
+	names map[string]Owner
+}
+
+// Judge computes the liveness of every row and every owner name.
+func Judge(rows []AppStatus, now time.Time, grace time.Duration) *Fleet {
+	f := &Fleet{Now: now, Grace: grace, rows: make(map[string]AppStatus, len(rows)), names: make(map[string]Owner, len(rows))}
+	for _, r := range rows {
+		f.rows[r.ID] = r
+		o, seen := f.names[r.Name]
+		live := r.Liveness(now, grace)
+		age := now.Sub(r.LastHeartbeat)
+		if !seen {
+			o = Owner{Name: r.Name, Liveness: live, HeartbeatAge: age}
+		}
+		if seen && live > o.Liveness {
+			o.Liveness = live
+		}
+		if seen && age < o.HeartbeatAge {
+			o.HeartbeatAge = age
+		}
+		o.Rows++
+		f.names[r.Name] = o
+	}
+	return f
+}
+
+// Owner returns the liveness of an owner name; a name without rows is Gone.
+func (f *Fleet) Owner(name string) Owner {
+	if o, ok := f.names[name]; ok {
+		return o
+	}
+	return Owner{Name: name, Liveness: Gone}
+}
+
+// Row returns the row with the given pulp_id and its liveness.
+func (f *Fleet) Row(id string) (AppStatus, Liveness, bool) {
+	r, ok := f.rows[id]
+	if !ok {
+		return AppStatus{}, Gone, false
+	}
+	return r, r.Liveness(f.Now, f.Grace), true
+}
+
+// Owners lists every owner name, sorted.
+func (f *Fleet) Owners() []Owner {
+	out := make([]Owner, 0, len(f.names))
+	for _, o := range f.names {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// WorkerCounts counts the worker rows and how many of them are dead, for the
+// mass-death guard.
+func (f *Fleet) WorkerCounts() (workers, dead int) {
+	for _, r := range f.rows {
+		if r.AppType != "worker" {
+			continue
+		}
+		workers++
+		if r.Liveness(f.Now, f.Grace) == Dead {
+			dead++
+		}
+	}
+	return workers, dead
+}

@@ -1,0 +1,58 @@
+package heartbeat
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Querier is the part of pgx.Tx and pgx.Conn that Read needs.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// readSQL names only the columns lock-reaper relies on, so it works against a
+// real pulpcore database with all its other columns. The interval is returned
+// in microseconds so that months and days in odd ttl values cannot overflow.
+const readSQL = `SELECT pulp_id::text, name, app_type,
+	(EXTRACT(EPOCH FROM ttl) * 1000000)::float8, last_heartbeat
+FROM core_appstatus`
+
+// maxTTL caps absurd ttl values so that duration arithmetic never overflows.
+const maxTTL = 100 * 365 * 24 * time.Hour
+
+// Read loads every core_appstatus row.
+func Read(ctx context.Context, q Querier) ([]AppStatus, error) {
+	rows, err := q.Query(ctx, readSQL)
+	if err != nil {
+		return nil, fmt.Errorf("read core_appstatus: %w", err)
+	}
+	defer rows.Close()
+	var out []AppStatus
+	for rows.Next() {
+		var r AppStatus
+		var ttlMicros float64
+		if err := rows.Scan(&r.ID, &r.Name, &r.AppType, &ttlMicros, &r.LastHeartbeat); err != nil {
+			return nil, fmt.Errorf("read core_appstatus: %w", err)
+		}
+		r.TTL = clampTTL(ttlMicros)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read core_appstatus: %w", err)
+	}
+	return out, nil
+}
+
+func clampTTL(micros float64) time.Duration {
+	switch {
+	case micros <= 0:
+		return 0
+	case micros >= float64(maxTTL/time.Microsecond):
+		return maxTTL
+	default:
+		return time.Duration(micros) * time.Microsecond
+	}
+}

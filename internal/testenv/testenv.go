@@ -1,0 +1,242 @@
+// Package testenv gives tests their own real Redis database and their own real
+// PostgreSQL database holding pulpcore's schema, and removes both afterwards.
+//
+// Redis: each call claims one of the logical databases 1..15 of the server named
+// by REAPER_TEST_REDIS_URL (default redis://127.0.0.1:6379/0), flushes it, and
+// hands it back at cleanup. Claims are keys in database 0 with an expiry, so
+// test binaries running in parallel never share a database and a crashed run
+// frees its claims by itself.
+//
+// PostgreSQL: each call creates a fresh database from a template that holds
+// pulpcore's schema (made once per schema version) on the server named by
+// REAPER_TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+// and drops it at cleanup.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
+)
+
+const (
+	defaultRedisURL    = "redis://127.0.0.1:6379/0"
+	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+	// claimTTL bounds how long a crashed test run keeps a Redis database.
+	claimTTL     = 30 * time.Minute
+	claimTimeout = 5 * time.Minute
+	firstTestDB  = 1
+	lastTestDB   = 15
+)
+
+// RedisURL is the test Redis server's URL (database 0, the claim registry).
+func RedisURL() string { return envOr("REAPER_TEST_REDIS_URL", defaultRedisURL) }
+
+// DatabaseURL is the test PostgreSQL server's administrative URL.
+func DatabaseURL() string { return envOr("REAPER_TEST_DATABASE_URL", defaultDatabaseURL) }
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Redis is a claimed, empty Redis database.
+type Redis struct {
+	Client *redis.Client
+	// URL selects the claimed database; pass it to the reaper under test.
+	URL string
+	DB  int
+}
+
+// NewRedis claims an empty Redis database for the test and releases it at cleanup.
+func NewRedis(t testing.TB) *Redis {
+	t.Helper()
+	ctx := context.Background()
+	base, err := redis.ParseURL(RedisURL())
+	if err != nil {
+		t.Fatalf("parse REAPER_TEST_REDIS_URL: %v", err)
+	}
+	registry := redis.NewClient(base)
+	defer registry.Close()
+
+	token := randomName("claim")
+	deadline := time.Now().Add(claimTimeout)
+	db := -1
+	for db < 0 {
+		for n := firstTestDB; n <= lastTestDB; n++ {
+			ok, err := registry.SetNX(ctx, claimKey(n), token, claimTTL).Result()
+			if err != nil {
+				t.Fatalf("claim redis database: %v", err)
+			}
+			if ok {
+				db = n
+				break
+			}
+		}
+		if db < 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no free redis test database in %v", claimTimeout)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	opts := *base
+	opts.DB = db
+	client := redis.NewClient(&opts)
+	if err := client.FlushDB(ctx).Err(); err != nil {
+		t.Fatalf("flush redis database %d: %v", db, err)
+	}
+	u, err := url.Parse(RedisURL())
+	if err != nil {
+		t.Fatalf("parse REAPER_TEST_REDIS_URL: %v", err)
+	}
+	u.Path = "/" + strconv.Itoa(db)
+	t.Cleanup(func() {
+		_ = client.FlushDB(context.Background()).Err()
+		_ = client.Close()
+		reg := redis.NewClient(base)
+		defer reg.Close()
+		// Hand the database back only if the claim is still ours.
+		_ = reg.Eval(context.Background(),
+			`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`,
+			[]string{claimKey(db)}, token).Err()
+	})
+	return &Redis{Client: client, URL: u.String(), DB: db}
+}
+
+func claimKey(db int) string { return "lock-reaper:test-claim:db:" + strconv.Itoa(db) }
+
+// Database is a fresh PostgreSQL database holding pulpcore's schema.
+type Database struct {
+	Pool *pgxpool.Pool
+	URL  string
+	Name string
+}
+
+// NewDatabase creates a database with pulpcore's schema for the test and drops it at cleanup.
+func NewDatabase(t testing.TB) *Database {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, DatabaseURL())
+	if err != nil {
+		t.Fatalf("connect to test postgres (REAPER_TEST_DATABASE_URL): %v", err)
+	}
+	defer admin.Close(ctx)
+
+	template, err := ensureTemplate(ctx, admin)
+	if err != nil {
+		t.Fatalf("prepare schema template: %v", err)
+	}
+	name := randomName("lr_test")
+	// Creating databases from one template is serialised: PostgreSQL refuses a
+	// copy while another session is connected to the template.
+	if err := withAdvisoryLock(ctx, admin, func() error {
+		_, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize())
+		return err
+	}); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	dbURL, err := withDatabase(DatabaseURL(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		DropDatabase(name)
+	})
+	return &Database{Pool: pool, URL: dbURL, Name: name}
+}
+
+// DropDatabase removes a test database, disconnecting whoever is still in it.
+func DropDatabase(name string) {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, DatabaseURL())
+	if err != nil {
+		return
+	}
+	defer admin.Close(ctx)
+	_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
+
+func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
+	sum := sha256.Sum256([]byte(pulpschema.SQL))
+	template := "lr_template_" + hex.EncodeToString(sum[:6])
+	err := withAdvisoryLock(ctx, admin, func() error {
+		var exists bool
+		if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", template).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return nil
+		}
+		building := template + "_building"
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return err
+		}
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
+			return err
+		}
+		u, err := withDatabase(DatabaseURL(), building)
+		if err != nil {
+			return err
+		}
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			return err
+		}
+		_, err = conn.Exec(ctx, pulpschema.SQL)
+		conn.Close(ctx)
+		if err != nil {
+			return fmt.Errorf("load pulp schema: %w", err)
+		}
+		_, err = admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{template}.Sanitize())
+		return err
+	})
+	return template, err
+}
+
+// testenvLockKey serialises template creation and copies across test binaries.
+const testenvLockKey = 7_000_000_001
+
+func withAdvisoryLock(ctx context.Context, conn *pgx.Conn, fn func() error) error {
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(testenvLockKey)); err != nil {
+		return err
+	}
+	defer conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(testenvLockKey)) //nolint:errcheck
+	return fn()
+}
+
+func withDatabase(raw, name string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("parse REAPER_TEST_DATABASE_URL: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func randomName(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}

@@ -1,0 +1,241 @@
+package reaper
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// actor carries out a plan: releases first, then task updates, then the
+// suspects to remember. Each batch runs to its end even when the pass is
+// being stopped, so nothing is left half-done; the next batch is not started.
+type actor struct {
+	r      *Reaper
+	plan   *Plan
+	dryRun bool
+	// holdingResults and taskResults parallel plan.Holdings and plan.Tasks.
+	holdingResults []Result
+	taskResults    []Result
+	taskDeferred   []string
+}
+
+func (a *actor) run(ctx context.Context) error {
+	a.initResults()
+	if a.dryRun {
+		return nil
+	}
+	releaseErr := a.release(ctx)
+	var updateErr error
+	if releaseErr == nil {
+		updateErr = a.updateTasks(ctx)
+	} else {
+		a.failPendingTasks()
+	}
+	suspectErr := writeSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep())
+	return errors.Join(releaseErr, updateErr, suspectErr)
+}
+
+// initResults gives every holding and task the result it has unless the
+// pass acts on it.
+func (a *actor) initResults() {
+	a.holdingResults = make([]Result, len(a.plan.Holdings))
+	for i, jd := range a.plan.Holdings {
+		switch {
+		case jd.Action == ActionKeep:
+			a.holdingResults[i] = ResultKept
+		case jd.Action == ActionSuspect:
+			a.holdingResults[i] = ResultSuspected
+		case jd.Deferred != "":
+			a.holdingResults[i] = ResultDeferred
+		case a.dryRun:
+			a.holdingResults[i] = ResultWouldRelease
+		}
+	}
+	a.taskResults = make([]Result, len(a.plan.Tasks))
+	a.taskDeferred = make([]string, len(a.plan.Tasks))
+	for i, tj := range a.plan.Tasks {
+		a.taskDeferred[i] = tj.Deferred
+		switch {
+		case tj.Action == ActionSuspect:
+			a.taskResults[i] = ResultSuspected
+		case tj.Deferred != "":
+			a.taskResults[i] = ResultDeferred
+		case a.dryRun:
+			a.taskResults[i] = ResultWouldUpdate
+		}
+	}
+}
+
+// release applies the releases in batches of BatchSize, one Lua call each.
+func (a *actor) release(ctx context.Context) error {
+	var todo []int
+	for i, res := range a.holdingResults {
+		if res == "" {
+			todo = append(todo, i)
+		}
+	}
+	rel := &releaser{rdb: a.r.rdb, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.RedisTimeout}
+	for start := 0; start < len(todo); start += rel.batchSize {
+		if err := ctx.Err(); err != nil {
+			a.markHoldings(todo[start:], ResultFailed)
+			return err
+		}
+		idx := todo[start:min(start+rel.batchSize, len(todo))]
+		batch := make([]Holding, len(idx))
+		var retire []string
+		for n, i := range idx {
+			jd := a.plan.Holdings[i]
+			batch[n] = jd.Holding
+			if l := jd.Evidence.OwnerLiveness; (l == heartbeat.Dead || l == heartbeat.Gone) && !slices.Contains(retire, jd.Owner) {
+				retire = append(retire, jd.Owner)
+			}
+		}
+		results, err := rel.releaseBatch(context.WithoutCancel(ctx), batch, retire)
+		if err != nil {
+			a.markHoldings(todo[start:], ResultFailed)
+			return err
+		}
+		for n, i := range idx {
+			a.holdingResults[i] = results[n]
+			a.logHolding(a.plan.Holdings[i], results[n])
+		}
+	}
+	return nil
+}
+
+func (a *actor) markHoldings(idx []int, res Result) {
+	for _, i := range idx {
+		a.holdingResults[i] = res
+	}
+}
+
+func (a *actor) logHolding(jd Judgement, res Result) {
+	attrs := []slog.Attr{
+		slog.String("key", jd.Key), slog.String("kind", string(jd.Kind)), slog.String("owner", jd.Owner),
+		slog.String("verdict", string(jd.Verdict)), slog.String("result", string(res)),
+		slog.String("owner_liveness", jd.Evidence.OwnerLiveness.String()),
+	}
+	if jd.TaskID != "" {
+		attrs = append(attrs, slog.String("task", jd.TaskID))
+	}
+	if jd.Evidence.HeartbeatAge != nil {
+		attrs = append(attrs, slog.Duration("heartbeat_age", timeDuration(jd.Evidence.HeartbeatAge)))
+	}
+	if jd.Evidence.TaskState != "" {
+		attrs = append(attrs, slog.String("task_state", jd.Evidence.TaskState))
+	}
+	if jd.Evidence.FinishedAge != nil {
+		attrs = append(attrs, slog.Duration("finished_age", timeDuration(jd.Evidence.FinishedAge)))
+	}
+	if jd.Evidence.Via != "" {
+		attrs = append(attrs, slog.String("via", jd.Evidence.Via))
+	}
+	level := slog.LevelInfo
+	if res == ResultOwnerChanged {
+		level = slog.LevelWarn
+	}
+	a.r.log.LogAttrs(context.Background(), level, "released holding", attrs...)
+}
+
+// updateTasks applies the task updates. A requeue or cancel of a waiting task
+// waits until its task lock is gone: a task requeued while its old lock
+// remains would block the next worker that picks it up.
+func (a *actor) updateTasks(ctx context.Context) error {
+	gone := map[string]bool{}
+	held := map[string]bool{}
+	for i, jd := range a.plan.Holdings {
+		if jd.Kind != KindTask {
+			continue
+		}
+		if r := a.holdingResults[i]; r == ResultReleased || r == ResultAlreadyGone {
+			gone[jd.Key] = true
+		} else {
+			held[jd.Key] = true
+		}
+	}
+	var todo []int
+	for i, tj := range a.plan.Tasks {
+		if a.taskResults[i] != "" {
+			continue
+		}
+		blocked := false
+		for _, k := range tj.AfterRelease {
+			if held[k] && !gone[k] {
+				blocked = true
+			}
+		}
+		if blocked {
+			a.taskResults[i], a.taskDeferred[i] = ResultDeferred, "its task lock is still held"
+			continue
+		}
+		todo = append(todo, i)
+	}
+	up := &taskUpdater{pool: a.r.pool, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.DatabaseTimeout}
+	for start := 0; start < len(todo); start += up.batchSize {
+		if err := ctx.Err(); err != nil {
+			a.markTasks(todo[start:], ResultFailed)
+			return err
+		}
+		idx := todo[start:min(start+up.batchSize, len(todo))]
+		batch := make([]TaskJudgement, len(idx))
+		for n, i := range idx {
+			batch[n] = a.plan.Tasks[i]
+		}
+		results, err := up.updateBatch(context.WithoutCancel(ctx), batch)
+		if err != nil {
+			a.markTasks(todo[start:], ResultFailed)
+			return err
+		}
+		for n, i := range idx {
+			a.taskResults[i] = results[n]
+			a.logTask(a.plan.Tasks[i], results[n])
+		}
+	}
+	return nil
+}
+
+func (a *actor) failPendingTasks() {
+	for i, res := range a.taskResults {
+		if res == "" {
+			a.taskResults[i] = ResultFailed
+		}
+	}
+}
+
+func (a *actor) markTasks(idx []int, res Result) {
+	for _, i := range idx {
+		a.taskResults[i] = res
+	}
+}
+
+func (a *actor) logTask(tj TaskJudgement, res Result) {
+	a.r.log.LogAttrs(context.Background(), slog.LevelInfo, "updated task",
+		slog.String("task", tj.ID), slog.String("verdict", string(tj.Verdict)), slog.String("result", string(res)),
+		slog.String("state_before", tj.StateBefore), slog.String("state_after", tj.StateAfter),
+		slog.Bool("requeue", tj.ClearClaim), slog.String("owner", tj.Owner), slog.String("app_lock_id", tj.AppLockID))
+}
+
+// suspectsToKeep is the plan's suspects less those this pass settled: a
+// holding released or gone, a stuck claim requeued.
+func (a *actor) suspectsToKeep() map[SuspectKey]Suspect {
+	keep := make(map[SuspectKey]Suspect, len(a.plan.Suspects))
+	for k, s := range a.plan.Suspects {
+		keep[k] = s
+	}
+	for i, jd := range a.plan.Holdings {
+		switch a.holdingResults[i] {
+		case ResultReleased, ResultAlreadyGone, ResultOwnerChanged:
+			delete(keep, SuspectKey{Key: jd.Key, Owner: jd.Owner})
+		}
+	}
+	for i, tj := range a.plan.Tasks {
+		switch a.taskResults[i] {
+		case ResultUpdated, ResultSkipped:
+			delete(keep, stuckClaimKey(tj.ID, tj.AppLockID))
+		}
+	}
+	return keep
+}

@@ -1,0 +1,81 @@
+package reaper
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Pulp's Redis key names.
+const (
+	TaskKeyPrefix     = "task:"
+	ResourceKeyPrefix = "pulp:resource_lock:"
+	OwnerLocksPrefix  = "pulp:owner_locks:"
+	ActiveOwnersKey   = "pulp:active_owners"
+	// SuspectsKey is lock-reaper's own hash of remembered suspects.
+	SuspectsKey = "pulp:lock_reaper:suspects"
+)
+
+// MaxOwnerLen bounds an owner name; pulpcore's are pid@hostname or
+// immediate-<uuid>, far shorter. A longer value is not an owner name.
+const MaxOwnerLen = 1024
+
+// IsTaskUUID reports whether s is a UUID in the canonical lowercase text form
+// pulpcore uses for task keys.
+func IsTaskUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ParseTaskKey returns the task id of a task:<uuid> key.
+func ParseTaskKey(key string) (string, bool) {
+	id, ok := strings.CutPrefix(key, TaskKeyPrefix)
+	if !ok || !IsTaskUUID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// ParseResourceKey returns the resource name of a pulp:resource_lock:<R> key.
+// Resource names are opaque; only an empty one is refused.
+func ParseResourceKey(key string) (string, bool) {
+	r, ok := strings.CutPrefix(key, ResourceKeyPrefix)
+	if !ok || r == "" {
+		return "", false
+	}
+	return r, true
+}
+
+// OwnerProblem says why a lock value is not an owner name, or "" when it is
+// one. Owner names may hold spaces, '@', ':' and any printable Unicode.
+func OwnerProblem(v string) string {
+	switch {
+	case v == "":
+		return "empty owner name"
+	case len(v) > MaxOwnerLen:
+		return "owner name longer than 1024 bytes"
+	case !utf8.ValidString(v):
+		return "owner name is not valid UTF-8"
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return "owner name contains control characters"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,328 @@
+package reaper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const domain = "prn:core.domain:00000000-0000-4000-8000-000000000001"
+
+func repo() string { return "prn:rpm.rpmrepository:" + newUUID() }
+
+// TestPassVerdicts builds one fleet with a holding for each verdict of the
+// task lock and resource tables and checks what one real pass does to each.
+func TestPassVerdicts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+
+	live := f.worker("1@live", 2*time.Second)
+	late := f.worker("1@late", 45*time.Second) // past ttl 30s, within grace 30s
+	f.worker("1@dead", time.Hour)
+	// A restarted worker reuses its dead predecessor's name.
+	deadRow := f.worker("1@reused", time.Hour)
+	f.worker("1@reused", time.Second)
+
+	type held struct{ key, owner string }
+	var keep, release, suspect []held
+	withLocks := func(owner, task string, reserved []string, legacy bool) {
+		f.acquire(owner, task, reserved, legacy)
+	}
+
+	// healthy: running on a live worker.
+	r1 := repo()
+	healthy := f.task("running", live, []string{r1, "shared:" + domain}, -1)
+	withLocks("1@live", healthy, []string{r1, "shared:" + domain}, false)
+	keep = append(keep, held{"task:" + healthy, "1@live"}, held{"pulp:resource_lock:" + r1, "1@live"}, held{"pulp:resource_lock:" + domain, "1@live"})
+
+	// pending: late owner.
+	r2 := repo()
+	lateTask := f.task("running", late, []string{r2}, -1)
+	withLocks("1@late", lateTask, []string{r2}, false)
+	keep = append(keep, held{"task:" + lateTask, "1@late"}, held{"pulp:resource_lock:" + r2, "1@late"})
+
+	// pending: finished a moment ago, the worker is about to release.
+	r3 := repo()
+	justDone := f.task("completed", live, []string{r3}, 5*time.Second)
+	withLocks("1@live", justDone, []string{r3}, false)
+	keep = append(keep, held{"task:" + justDone, "1@live"}, held{"pulp:resource_lock:" + r3, "1@live"})
+
+	// task-finished: OOM-killed after writing the final state (leak path 2).
+	r4 := repo()
+	finished := f.task("completed", live, []string{r4, "shared:" + domain}, 10*time.Minute)
+	withLocks("1@live", finished, []string{r4}, false)
+	release = append(release, held{"task:" + finished, "1@live"}, held{"pulp:resource_lock:" + r4, "1@live"})
+
+	// owner-dead: a killed worker, registered and legacy locks.
+	r5, r6 := repo(), repo()
+	deadTask := f.task("running", "", []string{r5, "shared:" + domain}, -1)
+	withLocks("1@dead", deadTask, []string{r5, "shared:" + domain}, false)
+	legacyTask := f.task("completed", "", []string{r6}, -1)
+	withLocks("1@dead", legacyTask, []string{r6}, true)
+	release = append(release, held{"task:" + deadTask, "1@dead"}, held{"pulp:resource_lock:" + r5, "1@dead"},
+		held{"pulp:resource_lock:" + domain, "1@dead"}, held{"task:" + legacyTask, "1@dead"}, held{"pulp:resource_lock:" + r6, "1@dead"})
+
+	// owner-gone: an owner without any AppStatus row.
+	r7 := repo()
+	goneTask := f.task("waiting", "", []string{r7}, -1)
+	withLocks("7@vanished", goneTask, []string{r7}, false)
+	release = append(release, held{"task:" + goneTask, "7@vanished"}, held{"pulp:resource_lock:" + r7, "7@vanished"})
+
+	// task-lost: claimed by the dead row of a reused name.
+	r8 := repo()
+	lostTask := f.task("running", deadRow, []string{r8}, -1)
+	withLocks("1@reused", lostTask, []string{r8}, false)
+	release = append(release, held{"task:" + lostTask, "1@reused"}, held{"pulp:resource_lock:" + r8, "1@reused"})
+
+	// task-missing, unclaimed and no-task need confirmation.
+	missing := newUUID()
+	withLocks("1@live", missing, nil, false)
+	r9 := repo()
+	unclaimed := f.task("waiting", "", []string{r9}, -1)
+	withLocks("1@live", unclaimed, []string{r9}, false)
+	r10 := repo()
+	require.NoError(t, f.redis.Client.Set(f.ctx, "pulp:resource_lock:"+r10, "1@live", 0).Err())
+	suspect = append(suspect, held{"task:" + missing, "1@live"}, held{"task:" + unclaimed, "1@live"},
+		held{"pulp:resource_lock:" + r9, "1@live"}, held{"pulp:resource_lock:" + r10, "1@live"})
+
+	r := f.reaper(nil)
+	audit := f.pass(r, ModeAudit)
+	require.Equal(t, ExitFindings, audit.ExitCode())
+	for _, h := range release {
+		fd := findingFor(audit, h.key, h.owner)
+		require.NotNil(t, fd, h.key)
+		require.Equal(t, ResultWouldRelease, fd.Result, h.key)
+	}
+	require.Equal(t, "1@dead", f.get("task:"+legacyTask), "audit writes nothing")
+
+	rep := f.pass(r, ModeOnce)
+	require.Equal(t, ExitOK, rep.ExitCode(), rep.Error)
+	verdicts := map[string]Verdict{}
+	for _, fd := range rep.Findings {
+		verdicts[fd.Key+" "+fd.Owner] = fd.Verdict
+	}
+	require.Equal(t, VerdictTaskFinished, verdicts["task:"+finished+" 1@live"])
+	require.Equal(t, VerdictOwnerDead, verdicts["task:"+deadTask+" 1@dead"])
+	require.Equal(t, VerdictOwnerGone, verdicts["task:"+goneTask+" 7@vanished"])
+	require.Equal(t, VerdictTaskLost, verdicts["task:"+lostTask+" 1@reused"])
+	require.Equal(t, VerdictTaskLost, verdicts["pulp:resource_lock:"+r8+" 1@reused"], "resource inherits its task lock's verdict")
+	require.Equal(t, VerdictPending, verdicts["task:"+lateTask+" 1@late"])
+	require.Equal(t, VerdictTaskMissing, verdicts["task:"+missing+" 1@live"])
+	require.Equal(t, VerdictUnclaimed, verdicts["task:"+unclaimed+" 1@live"])
+	require.Equal(t, VerdictNoTask, verdicts["pulp:resource_lock:"+r10+" 1@live"])
+
+	holds := func(h held) bool {
+		if v := f.get(h.key); v != "" {
+			return v == h.owner
+		}
+		for _, m := range f.members(h.key) {
+			if m == h.owner {
+				return true
+			}
+		}
+		return false
+	}
+	for _, h := range keep {
+		require.True(t, holds(h), "healthy holding released: %v", h)
+	}
+	for _, h := range suspect {
+		require.True(t, holds(h), "suspect released before confirmation: %v", h)
+	}
+	for _, h := range release {
+		require.False(t, holds(h), "stale holding kept: %v", h)
+	}
+	require.NotContains(t, f.members(ActiveOwnersKey), "1@dead", "a dead owner with an empty registry leaves active_owners")
+	require.Empty(t, f.members(OwnerLocksPrefix+"1@dead"))
+	require.Contains(t, f.members(ActiveOwnersKey), "1@live")
+
+	// Confirmation: the same suspects seen again after confirm_after go.
+	f.ageSuspects(3 * time.Minute)
+	rep = f.pass(r, ModeOnce)
+	for _, h := range suspect {
+		require.False(t, holds(h), "confirmed suspect kept: %v %+v", h, findingFor(rep, h.key, h.owner))
+	}
+	for _, h := range keep {
+		require.True(t, holds(h), "healthy holding released: %v", h)
+	}
+
+	// A running task with no claim has lost its worker: it was canceled.
+	state, _, reason, fin := f.taskRow(deadTask)
+	require.Equal(t, "canceled", state)
+	require.Equal(t, "Worker 1@dead has gone missing; lock reaper canceled.", *reason)
+	require.NotNil(t, fin)
+}
+
+// TestPassLostTasks covers the lost task table: running and canceling tasks
+// of dead workers are finished, waiting ones requeued, stuck claims requeued
+// once confirmed, and running progress reports follow their task.
+func TestPassLostTasks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dead := f.worker("9@dead", time.Hour)
+	live := f.worker("9@live", time.Second)
+	lateRow := f.worker("9@late", 40*time.Second)
+
+	rRun, rWait := repo(), repo()
+	running := f.task("running", dead, []string{rRun}, -1)
+	f.acquire("9@dead", running, []string{rRun}, false)
+	runningReport := f.progressReport(running, "running")
+	doneReport := f.progressReport(running, "completed")
+	canceling := f.task("canceling", dead, nil, -1)
+	waiting := f.task("waiting", dead, []string{rWait}, -1)
+	f.acquire("9@dead", waiting, []string{rWait}, true)
+	unclaimedRunning := f.task("running", "", nil, -1)
+	stuck := f.task("waiting", live, nil, -1)
+	lateTask := f.task("running", lateRow, nil, -1)
+	healthy := f.task("running", live, nil, -1)
+	f.acquire("9@live", healthy, nil, false)
+
+	r := f.reaper(nil)
+	rep := f.pass(r, ModeOnce)
+	require.Empty(t, rep.Error)
+
+	state, lock, reason, fin := f.taskRow(running)
+	require.Equal(t, "canceled", state)
+	require.NotNil(t, lock)
+	require.Equal(t, "Worker 9@dead has gone missing; lock reaper canceled.", *reason)
+	require.NotNil(t, fin)
+	var prState string
+	require.NoError(t, f.db.Pool.QueryRow(f.ctx, "SELECT state FROM core_progressreport WHERE pulp_id = $1", runningReport).Scan(&prState))
+	require.Equal(t, "canceled", prState)
+	require.NoError(t, f.db.Pool.QueryRow(f.ctx, "SELECT state FROM core_progressreport WHERE pulp_id = $1", doneReport).Scan(&prState))
+	require.Equal(t, "completed", prState)
+
+	state, _, _, _ = f.taskRow(canceling)
+	require.Equal(t, "canceled", state)
+	state, lock, _, _ = f.taskRow(waiting)
+	require.Equal(t, "waiting", state)
+	require.Nil(t, lock, "orphaned claim requeued")
+	require.Equal(t, "", f.get("task:"+waiting), "its lock released first")
+	state, _, reason, _ = f.taskRow(unclaimedRunning)
+	require.Equal(t, "canceled", state)
+	require.Equal(t, "Worker (unknown) has gone missing; lock reaper canceled.", *reason)
+
+	state, lock, _, _ = f.taskRow(stuck)
+	require.Equal(t, "waiting", state)
+	require.NotNil(t, lock, "a stuck claim is only a suspect on first sight")
+	require.Equal(t, ResultSuspected, taskFindingFor(rep, stuck).Result)
+	state, _, _, _ = f.taskRow(lateTask)
+	require.Equal(t, "running", state, "a late worker keeps its task")
+	state, _, _, _ = f.taskRow(healthy)
+	require.Equal(t, "running", state)
+
+	f.ageSuspects(3 * time.Minute)
+	rep = f.pass(r, ModeOnce)
+	state, lock, _, _ = f.taskRow(stuck)
+	require.Equal(t, "waiting", state)
+	require.Nil(t, lock, "a confirmed stuck claim is requeued")
+	require.Equal(t, ResultUpdated, taskFindingFor(rep, stuck).Result)
+
+	audit := f.pass(r, ModeAudit)
+	require.Equal(t, ExitOK, audit.ExitCode(), "nothing left to do: %+v %+v", audit.Findings, audit.Tasks)
+}
+
+// TestPassPolicies: lost running tasks may be failed, orphaned waiting ones canceled.
+func TestPassPolicies(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dead := f.worker("3@dead", time.Hour)
+	running := f.task("running", dead, nil, -1)
+	waiting := f.task("waiting", dead, nil, -1)
+	r := f.reaper(func(c *Config) { c.LostRunning = StateFailed; c.OrphanedWaiting = WaitingCancel })
+	f.pass(r, ModeOnce)
+	state, _, reason, _ := f.taskRow(running)
+	require.Equal(t, "failed", state)
+	require.Equal(t, "Worker 3@dead has gone missing; lock reaper failed.", *reason)
+	state, _, reason, fin := f.taskRow(waiting)
+	require.Equal(t, "canceled", state)
+	require.NotNil(t, fin)
+	require.Contains(t, *reason, "3@dead")
+}
+
+// TestPassRaces: a write that lost a race changes nothing and is counted.
+func TestPassRaces(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.worker("4@dead", time.Hour)
+	live := f.worker("4@live", time.Second)
+	f.worker("4@live2", time.Second)
+	f.worker("4@live3", time.Second)
+	task := f.task("completed", "", nil, 5*time.Minute)
+	f.acquire("4@dead", task, nil, false)
+
+	r := f.reaper(func(c *Config) {})
+	snap, err := r.snapshot(f.ctx, PassOptions{Mode: ModeOnce}, &Report{})
+	require.NoError(t, err)
+	plan := Judge(snap, r.cfg.Policy)
+	// Between the snapshot and the release, a live worker takes the key.
+	require.NoError(t, f.redis.Client.Set(f.ctx, "task:"+task, "4@live", 0).Err())
+	act := &actor{r: r, plan: &plan}
+	require.NoError(t, act.run(f.ctx))
+	require.Equal(t, []Result{ResultOwnerChanged}, act.holdingResults)
+	require.Equal(t, "4@live", f.get("task:"+task))
+
+	// A task that changed state between the snapshot and the update is skipped.
+	dead := f.worker("5@dead", time.Hour)
+	lost := f.task("running", dead, nil, -1)
+	snap, err = r.snapshot(f.ctx, PassOptions{Mode: ModeOnce}, &Report{})
+	require.NoError(t, err)
+	plan = Judge(snap, r.cfg.Policy)
+	_, err = f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed', app_lock_id = $2 WHERE pulp_id = $1", lost, live)
+	require.NoError(t, err)
+	act = &actor{r: r, plan: &plan}
+	require.NoError(t, act.run(f.ctx))
+	require.Equal(t, []Result{ResultSkipped}, act.taskResults)
+	state, _, _, _ := f.taskRow(lost)
+	require.Equal(t, "completed", state)
+}
+
+// TestPassIgnoresForeignKeys: keys under the lock prefixes that are not Pulp
+// locks are reported and never touched.
+func TestPassIgnoresForeignKeys(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rdb := f.redis.Client
+	require.NoError(t, rdb.Set(f.ctx, "task:not-a-uuid", "cache", 0).Err())
+	require.NoError(t, rdb.Set(f.ctx, "task:"+newUUID(), "", 0).Err())
+	require.NoError(t, rdb.HSet(f.ctx, "task:"+newUUID(), "a", "b").Err())
+	require.NoError(t, rdb.RPush(f.ctx, "pulp:resource_lock:"+repo(), "x").Err())
+	require.NoError(t, rdb.Set(f.ctx, "pulp:resource_lock:"+repo(), "bad\x00owner", 0).Err())
+	require.NoError(t, rdb.Set(f.ctx, "unrelated", "x", 0).Err())
+	before, err := rdb.DBSize(f.ctx).Result()
+	require.NoError(t, err)
+
+	rep := f.pass(f.reaper(nil), ModeOnce)
+	require.Len(t, rep.Ignored, 5)
+	require.Empty(t, rep.Findings)
+	after, err := rdb.DBSize(f.ctx).Result()
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
+
+// TestPassSkipsWhenLocked: a reaper that does not get the advisory locks
+// skips the pass.
+func TestPassSkipsWhenLocked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.worker("6@dead", time.Hour)
+	task := f.task("running", "", nil, -1)
+	f.acquire("6@dead", task, nil, false)
+
+	conn, err := f.db.Pool.Acquire(f.ctx)
+	require.NoError(t, err)
+	tx, err := conn.Begin(f.ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, "SELECT pg_advisory_xact_lock(0, 11)") // pulpcore's cleanup runs
+	require.NoError(t, err)
+	rep := f.pass(f.reaper(nil), ModeOnce)
+	require.NotEmpty(t, rep.Skipped)
+	require.Equal(t, ExitOK, rep.ExitCode())
+	require.Equal(t, "6@dead", f.get("task:"+task))
+
+	rep = f.pass(f.reaper(func(c *Config) { c.CoordinateWithPulpcore = false }), ModeOnce)
+	require.Empty(t, rep.Skipped)
+	require.Equal(t, "", f.get("task:"+task))
+	require.NoError(t, tx.Rollback(f.ctx))
+	conn.Release()
+}

@@ -1,0 +1,101 @@
+package reaper
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// Evidence is what a verdict rested on, for the report and the logs.
+type Evidence struct {
+	OwnerLiveness heartbeat.Liveness `json:"owner_liveness"`
+	// HeartbeatAge is the age of the owner's newest heartbeat (absent when gone).
+	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
+	// TaskState is the state of the task the holding is for ("" when unknown).
+	TaskState string `json:"task_state,omitempty"`
+	// FinishedAge is how long ago the task finished.
+	FinishedAge *Duration `json:"finished_age,omitempty"`
+	// AppLock names the process the task is claimed by, and its liveness.
+	AppLock         string              `json:"app_lock,omitempty"`
+	AppLockLiveness *heartbeat.Liveness `json:"app_lock_liveness,omitempty"`
+	// Via is the task lock whose verdict a resource holding inherited, or
+	// which justified it.
+	Via string `json:"via,omitempty"`
+}
+
+// Judgement is the verdict on one holding.
+type Judgement struct {
+	Holding
+	Verdict  Verdict  `json:"verdict"`
+	Action   Action   `json:"action"`
+	Evidence Evidence `json:"evidence"`
+	// FirstSeen is when a suspect was first sighted (database clock).
+	FirstSeen *time.Time `json:"first_seen,omitempty"`
+	// Deferred says why a release was held back this pass.
+	Deferred string `json:"deferred,omitempty"`
+}
+
+// TaskJudgement is the verdict on one lost, orphaned or stuck task.
+type TaskJudgement struct {
+	ID      string  `json:"id"`
+	Name    string  `json:"name,omitempty"`
+	Verdict Verdict `json:"verdict"`
+	Action  Action  `json:"action"`
+	// Observed state and claim: the update only applies while both still hold.
+	StateBefore string `json:"state_before"`
+	AppLockID   string `json:"app_lock_id,omitempty"`
+	// Owner names the worker the task was lost by.
+	Owner      string `json:"owner,omitempty"`
+	StateAfter string `json:"state_after"`
+	// ClearClaim sets app_lock_id to NULL (requeue); otherwise the task is
+	// finished with Reason.
+	ClearClaim bool       `json:"clear_claim,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+	FirstSeen  *time.Time `json:"first_seen,omitempty"`
+	// AfterRelease lists task lock keys that must be gone before the update:
+	// a requeued task whose lock remains would block its next worker.
+	AfterRelease []string `json:"-"`
+	Deferred     string   `json:"deferred,omitempty"`
+}
+
+// Guard says why a pass held back work.
+type Guard struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Plan is the judge's answer for one snapshot: what to release, what to
+// update, what to remember.
+type Plan struct {
+	Now      time.Time
+	Holdings []Judgement
+	Tasks    []TaskJudgement
+	Owners   []heartbeat.Owner
+	// Suspects is the set to remember after this pass, before removing those
+	// the pass released.
+	Suspects map[SuspectKey]Suspect
+	Guards   []Guard
+}
+
+// Duration prints as seconds in JSON and as Go duration text elsewhere.
+type Duration time.Duration
+
+func durationPtr(d time.Duration) *Duration { v := Duration(d); return &v }
+
+// MarshalJSON renders seconds with millisecond precision.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(formatSeconds(time.Duration(d))), nil
+}
+
+// UnmarshalJSON reads the seconds MarshalJSON wrote.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return err
+	}
+	*d = Duration(secs * float64(time.Second))
+	return nil
+}
+
+func (d Duration) String() string { return time.Duration(d).Round(time.Millisecond).String() }

@@ -1,0 +1,210 @@
+// Package reaper finds and releases stale Pulp locks and lost tasks.
+//
+// One pass reads a snapshot (Redis first, then the database), judges it with
+// the pure function Judge, acts on the plan with writes that are each
+// conditional on what was observed, and returns a Report of what it found and
+// did.
+package reaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// Modes of a pass, as reports name them.
+const (
+	ModeAudit   = "audit"
+	ModeOnce    = "once"
+	ModeRelease = "release"
+)
+
+// Defaults of Config besides the Policy.
+const (
+	DefaultScanCount       = 1000
+	DefaultBatchSize       = 1000
+	DefaultRedisTimeout    = 5 * time.Second
+	DefaultDatabaseTimeout = 10 * time.Second
+	DefaultSuspectTTL      = time.Hour
+)
+
+// Config is the reaper's configuration.
+type Config struct {
+	Policy
+	// ScanCount is the COUNT hint of each SCAN call. Default 1000.
+	ScanCount int
+	// BatchSize is the number of keys per pipelined read, of holdings per
+	// release call and of tasks per update statement. Default 1000.
+	BatchSize int
+	// RedisTimeout is the deadline of each Redis call. Default 5s.
+	RedisTimeout time.Duration
+	// DatabaseTimeout is the deadline of each database statement. Default 10s.
+	DatabaseTimeout time.Duration
+	// SuspectTTL is the expiry of the remembered suspects. Default 1h.
+	SuspectTTL time.Duration
+	// CoordinateWithPulpcore also takes pulpcore's cleanup advisory lock for
+	// the pass, so the reaper never races pulpcore's in-worker cleanup.
+	CoordinateWithPulpcore bool
+}
+
+// DefaultConfig returns the configuration with every default.
+func DefaultConfig() Config {
+	return Config{
+		Policy:                 DefaultPolicy(),
+		ScanCount:              DefaultScanCount,
+		BatchSize:              DefaultBatchSize,
+		RedisTimeout:           DefaultRedisTimeout,
+		DatabaseTimeout:        DefaultDatabaseTimeout,
+		SuspectTTL:             DefaultSuspectTTL,
+		CoordinateWithPulpcore: true,
+	}
+}
+
+// Validate reports the first setting a user could have got wrong.
+func (c Config) Validate() error {
+	if err := c.Policy.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.ScanCount <= 0:
+		return fmt.Errorf("redis.scan_count must be positive, got %d", c.ScanCount)
+	case c.BatchSize <= 0:
+		return fmt.Errorf("redis.batch_size must be positive, got %d", c.BatchSize)
+	case c.RedisTimeout <= 0:
+		return fmt.Errorf("redis.timeout must be positive, got %v", c.RedisTimeout)
+	case c.DatabaseTimeout <= 0:
+		return fmt.Errorf("database.timeout must be positive, got %v", c.DatabaseTimeout)
+	case c.SuspectTTL <= c.ConfirmAfter:
+		return fmt.Errorf("suspect_ttl (%v) must be longer than confirm_after (%v)", c.SuspectTTL, c.ConfirmAfter)
+	}
+	return nil
+}
+
+// Reaper runs passes against one Redis and one database.
+type Reaper struct {
+	cfg  Config
+	rdb  redis.UniversalClient
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// New validates the configuration and returns a Reaper.
+func New(cfg Config, rdb redis.UniversalClient, pool *pgxpool.Pool, logger *slog.Logger) (*Reaper, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Reaper{cfg: cfg, rdb: rdb, pool: pool, log: logger}, nil
+}
+
+// PassOptions choose what kind of pass to run.
+type PassOptions struct {
+	// Mode is ModeAudit (dry run: writes nothing), ModeOnce or ModeRelease.
+	Mode string
+	// RegistryOnly skips the keyspace SCAN and reads only the owner registry;
+	// legacy locks are then not seen.
+	RegistryOnly bool
+	// Progress, when set, is told how many lock keys have been read.
+	Progress func(keys int)
+	// Adjust, when set, may change the plan before it is acted on (the
+	// break-glass release uses it); it must keep the plan's invariants.
+	Adjust func(*Plan)
+}
+
+// ErrSkipped is the error RunOnce wraps in nothing: a skipped pass returns a
+// report with Skipped set and a nil error.
+var errNoSnapshot = errors.New("no database snapshot, no writes")
+
+// RunOnce runs one pass. The returned report is never nil; the error says why
+// the pass could not complete, and is also in the report.
+func (r *Reaper) RunOnce(ctx context.Context, opts PassOptions) (*Report, error) {
+	if opts.Mode == "" {
+		opts.Mode = ModeOnce
+	}
+	rep := &Report{Mode: opts.Mode, StartedAt: time.Now().UTC()}
+	err := r.runPass(ctx, opts, rep)
+	rep.DurationMS = time.Since(rep.StartedAt).Milliseconds()
+	if err != nil {
+		rep.Error = err.Error()
+		r.log.Error("pass failed", slog.String("mode", opts.Mode), slog.String("error", err.Error()))
+	}
+	rep.summarizeAll()
+	return rep, err
+}
+
+func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) error {
+	dryRun := opts.Mode == ModeAudit
+	if !dryRun {
+		lock, got, err := acquirePassLock(ctx, r.pool, r.cfg.DatabaseTimeout, r.cfg.CoordinateWithPulpcore)
+		if err != nil {
+			return err
+		}
+		if !got {
+			rep.Skipped = "another lock-reaper or pulpcore's worker cleanup holds the advisory lock"
+			r.log.Info("pass skipped", slog.String("reason", rep.Skipped))
+			return nil
+		}
+		defer lock.release()
+	}
+
+	snap, err := r.snapshot(ctx, opts, rep)
+	if err != nil {
+		return err
+	}
+	plan := Judge(snap, r.cfg.Policy)
+	if opts.Adjust != nil {
+		opts.Adjust(&plan)
+	}
+	rep.Guards = plan.Guards
+	for _, g := range plan.Guards {
+		r.log.Warn("guard held work back", slog.String("guard", g.Name), slog.String("reason", g.Reason))
+	}
+	act := &actor{r: r, plan: &plan, dryRun: dryRun}
+	err = act.run(ctx)
+	rep.fill(&plan, act)
+	return err
+}
+
+// snapshot reads Redis, then the database. A lock seen in Redis was taken
+// after its owner's AppStatus row and its task row were written, so reading
+// the database second keeps every lock's evidence at least as new as the lock.
+func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (Snapshot, error) {
+	suspects, err := readSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	rr := &redisReader{rdb: r.rdb, scanCount: r.cfg.ScanCount, batchSize: r.cfg.BatchSize, timeout: r.cfg.RedisTimeout, progress: opts.Progress}
+	rs, err := rr.read(ctx, !opts.RegistryOnly)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskIDsOf(rs.holdings))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, err)
+	}
+	snap := Snapshot{
+		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
+		Tasks: ds.tasks, Suspects: suspects, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
+	}
+	rep.DBNow = ds.now
+	rep.Ignored = rs.ignored
+	rep.Scanned = Scanned{Keys: rs.keys, Owners: len(ds.appStatuses), Tasks: len(ds.tasks), Ignored: len(rs.ignored), FullScan: !opts.RegistryOnly}
+	for _, h := range rs.holdings {
+		if h.Kind == KindTask {
+			rep.Scanned.TaskLocks++
+		} else {
+			rep.Scanned.ResourceHoldings++
+		}
+	}
+	for _, ig := range rs.ignored {
+		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
+	}
+	return snap, nil
+}

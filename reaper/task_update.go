@@ -1,0 +1,87 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// updateTasksSQL applies a batch of task updates in one statement. Each row
+// changes only while the task still has the observed state and claim; a row
+// that lost a race is simply not returned. A task that is finished (not
+// requeued) gets finished_at, the error reason, and its running progress
+// reports move to the same state. Data-modifying CTEs run whether or not the
+// outer query reads them.
+const updateTasksSQL = `
+WITH input AS (
+  SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::bool[], $6::text[])
+    AS i(id, observed_state, observed_lock, new_state, clear_claim, reason)
+), updated AS (
+  UPDATE core_task t SET
+    state       = i.new_state,
+    app_lock_id = CASE WHEN i.clear_claim THEN NULL ELSE t.app_lock_id END,
+    finished_at = CASE WHEN i.clear_claim THEN t.finished_at ELSE now() END,
+    error       = CASE WHEN i.clear_claim THEN t.error ELSE jsonb_build_object('reason', i.reason) END
+  FROM input i
+  WHERE t.pulp_id = i.id
+    AND t.state = i.observed_state
+    AND t.app_lock_id IS NOT DISTINCT FROM i.observed_lock
+  RETURNING t.pulp_id, i.new_state, i.clear_claim
+), reports AS (
+  UPDATE core_progressreport p SET state = u.new_state
+  FROM updated u
+  WHERE p.task_id = u.pulp_id AND p.state = 'running' AND NOT u.clear_claim
+  RETURNING p.pulp_id
+)
+SELECT pulp_id::text FROM updated`
+
+// taskUpdater applies the task updates of a plan in batches.
+type taskUpdater struct {
+	pool      *pgxpool.Pool
+	batchSize int
+	timeout   time.Duration
+}
+
+// updateBatch applies the updates and returns, per task, updated or skipped.
+func (u *taskUpdater) updateBatch(ctx context.Context, batch []TaskJudgement) ([]Result, error) {
+	n := len(batch)
+	ids, states, newStates, reasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	locks := make([]*string, n)
+	clear := make([]bool, n)
+	for i, tj := range batch {
+		ids[i], states[i], newStates[i], reasons[i], clear[i] = tj.ID, tj.StateBefore, tj.StateAfter, tj.Reason, tj.ClearClaim
+		if tj.AppLockID != "" {
+			lock := tj.AppLockID
+			locks[i] = &lock
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	rows, err := u.pool.Query(cctx, updateTasksSQL, ids, states, locks, newStates, clear, reasons)
+	if err != nil {
+		return nil, fmt.Errorf("update %d tasks: %w", n, err)
+	}
+	defer rows.Close()
+	done := make(map[string]bool, n)
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("update tasks: %w", err)
+		}
+		done[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("update %d tasks: %w", n, err)
+	}
+	out := make([]Result, n)
+	for i, tj := range batch {
+		if done[tj.ID] {
+			out[i] = ResultUpdated
+		} else {
+			out[i] = ResultSkipped
+		}
+	}
+	return out, nil
+}
