@@ -12,17 +12,32 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
-// writeReport prints the report as text or as one JSON document.
-func writeReport(w io.Writer, format string, rep *reaper.Report) error {
+// writeReport prints the report as text or as one JSON document. limit
+// bounds the rows of each text table (0: all); JSON is always complete.
+func writeReport(w io.Writer, format string, rep *reaper.Report, limit int) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return writeText(w, rep)
+	return writeText(w, rep, limit)
 }
 
-func writeText(w io.Writer, rep *reaper.Report) error {
+// shown returns how many of n rows a table prints.
+func shown(n, limit int) int {
+	if limit > 0 && n > limit {
+		return limit
+	}
+	return n
+}
+
+func writeMore(w io.Writer, n, limit int) {
+	if rest := n - shown(n, limit); rest > 0 {
+		fmt.Fprintf(w, "  … and %d more (--limit 0 shows all, --output json gives everything)\n", rest)
+	}
+}
+
+func writeText(w io.Writer, rep *reaper.Report, limit int) error {
 	verb := map[string]string{reaper.ModeAudit: "lock-reaper audit (dry run: nothing was written)", reaper.ModeOnce: "lock-reaper once", reaper.ModeRelease: "lock-reaper release"}[rep.Mode]
 	fmt.Fprintf(w, "%s at %s (database clock), %d ms\n", verb, rep.DBNow.UTC().Format(time.RFC3339), rep.DurationMS)
 	if rep.Skipped != "" {
@@ -54,16 +69,17 @@ func writeText(w io.Writer, rep *reaper.Report) error {
 		fmt.Fprintln(w, "\nFindings (holdings that are not healthy)")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  KEY\tKIND\tOWNER\tVERDICT\tRESULT\tEVIDENCE")
-		for _, f := range rep.Findings {
+		for _, f := range rep.Findings[:shown(len(rep.Findings), limit)] {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", f.Key, f.Kind, f.Owner, f.Verdict, resultText(f.Result, f.Deferred), evidenceText(f))
 		}
 		tw.Flush()
+		writeMore(w, len(rep.Findings), limit)
 	}
 	if len(rep.Tasks) > 0 {
 		fmt.Fprintln(w, "\nTasks lost, orphaned or stuck")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  TASK\tNAME\tVERDICT\tSTATE\tAFTER\tWORKER\tRESULT")
-		for _, t := range rep.Tasks {
+		for _, t := range rep.Tasks[:shown(len(rep.Tasks), limit)] {
 			after := t.StateAfter
 			if t.Requeue {
 				after = "waiting (requeued)"
@@ -71,15 +87,17 @@ func writeText(w io.Writer, rep *reaper.Report) error {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Verdict, t.StateBefore, after, t.Owner, resultText(t.Result, t.Deferred))
 		}
 		tw.Flush()
+		writeMore(w, len(rep.Tasks), limit)
 	}
 	if len(rep.Ignored) > 0 {
 		fmt.Fprintln(w, "\nIgnored keys (not Pulp locks; never touched)")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  KEY\tTYPE\tWHY")
-		for _, ig := range rep.Ignored {
+		for _, ig := range rep.Ignored[:shown(len(rep.Ignored), limit)] {
 			fmt.Fprintf(tw, "  %q\t%s\t%s\n", ig.Key, ig.Type, ig.Reason)
 		}
 		tw.Flush()
+		writeMore(w, len(rep.Ignored), limit)
 	}
 	for _, g := range rep.Guards {
 		fmt.Fprintf(w, "\nGuard %s: %s\n", g.Name, g.Reason)

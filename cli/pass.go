@@ -25,6 +25,7 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 		dryRun = fs.Bool("dry-run", false, "report what the pass would do and write nothing (the same as audit)")
 	}
 	force := fs.Bool("force", false, "act even when the mass-death guard trips (the workers really died)")
+	limit := fs.Int("limit", 0, "text output: at most this many rows per table (0: all)")
 	registryOnly := fs.Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
@@ -41,7 +42,7 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
 	rep, _ := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys})
 	progress.done()
-	if err := writeReport(env.Stdout, s.cfg.Output, rep); err != nil {
+	if err := writeReport(env.Stdout, s.cfg.Output, rep, *limit); err != nil {
 		return reaper.ExitFailed
 	}
 	return rep.ExitCode()

@@ -98,4 +98,16 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (d Duration) String() string { return time.Duration(d).Round(time.Millisecond).String() }
+// String rounds to what a reader needs: milliseconds under a second, tenths
+// under a minute, whole seconds above.
+func (d Duration) String() string {
+	td := time.Duration(d)
+	switch abs := max(td, -td); {
+	case abs < time.Second:
+		return td.Round(time.Millisecond).String()
+	case abs < time.Minute:
+		return td.Round(100 * time.Millisecond).String()
+	default:
+		return td.Round(time.Second).String()
+	}
+}

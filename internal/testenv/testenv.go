@@ -2,10 +2,10 @@
 // PostgreSQL database holding pulpcore's schema, and removes both afterwards.
 //
 // Redis: each call claims one of the logical databases 1..15 of the server named
-// by REAPER_TEST_REDIS_URL (default redis://127.0.0.1:6379/0), flushes it, and
-// hands it back at cleanup. Claims are keys in database 0 with an expiry, so
-// test binaries running in parallel never share a database and a crashed run
-// frees its claims by itself.
+// by REAPER_TEST_REDIS_URL (default redis://127.0.0.1:6379/0) through
+// internal/redisclaim, flushes it, and hands it back at cleanup, so test
+// binaries running in parallel never share a database and a crashed run frees
+// its claims by itself.
 //
 // PostgreSQL: each call creates a fresh database from a template that holds
 // pulpcore's schema (made once per schema version) on the server named by
@@ -30,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
+	"github.com/lock-reaper/lock-reaper/internal/redisclaim"
 )
 
 const (
@@ -39,8 +40,6 @@ const (
 	// claimTTL bounds how long a crashed test run keeps a Redis database.
 	claimTTL     = 30 * time.Minute
 	claimTimeout = 5 * time.Minute
-	firstTestDB  = 1
-	lastTestDB   = 15
 )
 
 // RedisURL is the test Redis server's URL (database 0, the claim registry).
@@ -72,55 +71,26 @@ func NewRedis(t testing.TB) *Redis {
 	if err != nil {
 		t.Fatalf("parse REAPER_TEST_REDIS_URL: %v", err)
 	}
-	registry := redis.NewClient(base)
-	defer registry.Close()
-
-	token := randomName("claim")
-	deadline := time.Now().Add(claimTimeout)
-	db := -1
-	for db < 0 {
-		for n := firstTestDB; n <= lastTestDB; n++ {
-			ok, err := registry.SetNX(ctx, claimKey(n), token, claimTTL).Result()
-			if err != nil {
-				t.Fatalf("claim redis database: %v", err)
-			}
-			if ok {
-				db = n
-				break
-			}
-		}
-		if db < 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("no free redis test database in %v", claimTimeout)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	claim, err := redisclaim.Acquire(ctx, base, claimTTL, claimTimeout, false)
+	if err != nil {
+		t.Fatalf("claim a redis test database: %v", err)
 	}
-	opts := *base
-	opts.DB = db
-	client := redis.NewClient(&opts)
+	client := redis.NewClient(claim.Options())
 	if err := client.FlushDB(ctx).Err(); err != nil {
-		t.Fatalf("flush redis database %d: %v", db, err)
+		t.Fatalf("flush redis database %d: %v", claim.DB, err)
 	}
 	u, err := url.Parse(RedisURL())
 	if err != nil {
 		t.Fatalf("parse REAPER_TEST_REDIS_URL: %v", err)
 	}
-	u.Path = "/" + strconv.Itoa(db)
+	u.Path = "/" + strconv.Itoa(claim.DB)
 	t.Cleanup(func() {
 		_ = client.FlushDB(context.Background()).Err()
 		_ = client.Close()
-		reg := redis.NewClient(base)
-		defer reg.Close()
-		// Hand the database back only if the claim is still ours.
-		_ = reg.Eval(context.Background(),
-			`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`,
-			[]string{claimKey(db)}, token).Err()
+		claim.Release()
 	})
-	return &Redis{Client: client, URL: u.String(), DB: db}
+	return &Redis{Client: client, URL: u.String(), DB: claim.DB}
 }
-
-func claimKey(db int) string { return "lock-reaper:test-claim:db:" + strconv.Itoa(db) }
 
 // Database is a fresh PostgreSQL database holding pulpcore's schema.
 type Database struct {

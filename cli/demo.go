@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
+	"github.com/lock-reaper/lock-reaper/internal/redisclaim"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/sim"
+)
+
+func init() {
+	register("demo", "reproduce the 2026-07-24 incident in a throwaway database, audit, reap, audit again", runDemo)
+}
+
+const (
+	defaultDemoRedis    = "redis://127.0.0.1:6379/0"
+	defaultDemoDatabase = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+)
+
+// runDemo builds the incident of 2026-07-24 in a throwaway PostgreSQL
+// database and an empty Redis logical database, runs audit, once and audit
+// again through the real command line, and removes what it created.
+func runDemo(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	redisURL := fs.String("redis-url", envDefault(env, "REAPER_REDIS_URL", defaultDemoRedis), "Redis server to use; the demo picks an empty logical database 1-15 on it")
+	dbURL := fs.String("database-url", envDefault(env, "REAPER_DATABASE_URL", defaultDemoDatabase), "PostgreSQL server to use; the demo creates and drops its own database on it")
+	limit := fs.Int("limit", 8, "rows per table in the reports")
+	if code, ok := parseFlags(fs, env, args, 0); !ok {
+		return code
+	}
+	d := &demo{env: env, out: env.Stdout}
+	defer d.cleanup()
+	if err := d.setUp(ctx, *redisURL, *dbURL); err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper demo: %v\n", err)
+		return reaper.ExitFailed
+	}
+	return d.play(ctx, *limit)
+}
+
+func envDefault(env Env, name, def string) string {
+	if v, ok := env.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+type demo struct {
+	env      Env
+	out      io.Writer
+	rdb      *redis.Client
+	claim    *redisclaim.Claim
+	redisURL string
+	admin    string
+	dbName   string
+	dbURL    string
+	pool     *pgxpool.Pool
+	inc      *sim.Incident
+	stopBeat context.CancelFunc
+	beatDone chan struct{}
+}
+
+func (d *demo) setUp(ctx context.Context, redisURL, adminURL string) error {
+	if err := d.pickRedisDB(ctx, redisURL); err != nil {
+		return err
+	}
+	if err := d.createDatabase(ctx, adminURL); err != nil {
+		return err
+	}
+	spec := sim.IncidentOf20260724()
+	spec.DeadRunning, spec.DeadClaimed = 12, 6
+	inc, err := sim.BuildIncident(ctx, d.rdb, d.pool, spec)
+	if err != nil {
+		return fmt.Errorf("build the incident: %w", err)
+	}
+	d.inc = inc
+	// The live workers keep beating for as long as the demo runs, as real
+	// workers would; the dead one stopped 23 hours ago.
+	beatCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	d.stopBeat, d.beatDone = stop, make(chan struct{})
+	go func() {
+		defer close(d.beatDone)
+		_ = inc.KeepAlive(beatCtx, d.pool)
+	}()
+	return nil
+}
+
+// pickRedisDB claims an empty logical database (1-15) the way tests do, so
+// the demo never sees or touches a real Pulp's keys in database 0, nor a
+// database a test is using.
+func (d *demo) pickRedisDB(ctx context.Context, raw string) error {
+	opts, err := redis.ParseURL(raw)
+	if err != nil {
+		return fmt.Errorf("--redis-url: %w", err)
+	}
+	claim, err := redisclaim.Acquire(ctx, opts, 30*time.Minute, 30*time.Second, true)
+	if err != nil {
+		return err
+	}
+	d.claim = claim
+	d.rdb = redis.NewClient(claim.Options())
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("--redis-url: %w", err)
+	}
+	u.Path = "/" + strconv.Itoa(claim.DB)
+	d.redisURL = u.String()
+	return nil
+}
+
+func (d *demo) createDatabase(ctx context.Context, adminURL string) error {
+	admin, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connect to postgresql: %w", err)
+	}
+	defer admin.Close(ctx)
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "lock_reaper_demo_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create the demo database: %w", err)
+	}
+	d.admin, d.dbName = adminURL, name
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return fmt.Errorf("--database-url: %w", err)
+	}
+	u.Path = "/" + name
+	d.dbURL = u.String()
+	if d.pool, err = pgxpool.New(ctx, d.dbURL); err != nil {
+		return fmt.Errorf("open the demo database: %w", err)
+	}
+	if _, err := d.pool.Exec(ctx, pulpschema.SQL); err != nil {
+		return fmt.Errorf("load pulpcore's schema: %w", err)
+	}
+	return nil
+}
+
+func (d *demo) cleanup() {
+	if d.stopBeat != nil {
+		d.stopBeat()
+		<-d.beatDone
+	}
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	if d.rdb != nil {
+		_ = d.rdb.FlushDB(context.Background()).Err()
+		_ = d.rdb.Close()
+		d.claim.Release()
+	}
+	if d.dbName != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if admin, err := pgx.Connect(ctx, d.admin); err == nil {
+			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.dbName}.Sanitize()+" WITH (FORCE)")
+			admin.Close(ctx)
+		}
+	}
+	fmt.Fprintln(d.out, "\nRemoved the demo database and flushed the demo's Redis database.")
+}
+
+func (d *demo) play(ctx context.Context, limit int) int {
+	inc := d.inc
+	tasks := sim.Count(inc.Stale, inc.DeadOwner, sim.KindTask)
+	fmt.Fprintf(d.out, "lock-reaper demo: the incident of 2026-07-24\n\n")
+	fmt.Fprintf(d.out, "Built in PostgreSQL database %s and Redis %s:\n", d.dbName, d.redisURL)
+	fmt.Fprintf(d.out, "  - worker %s, dead for 23 hours, still holds %d task locks\n", inc.DeadOwner, tasks)
+	fmt.Fprintf(d.out, "    and %d resource locks (%d keys are legacy locks with no owner-registry entry);\n", len(inc.Stale)-tasks, len(inc.LegacyKeys))
+	fmt.Fprintf(d.out, "  - %d live workers run healthy tasks; %d queued tasks need the dead worker's\n", len(inc.LiveOwners), len(inc.Queued))
+	fmt.Fprintf(d.out, "    resources and would wait forever.\n\n")
+
+	steps := []struct {
+		title string
+		args  []string
+		want  int
+	}{
+		{"1. lock-reaper audit: what a pass would do (writes nothing)", []string{"audit"}, reaper.ExitFindings},
+		{"2. lock-reaper once: release the stale locks, cancel and requeue the lost tasks", []string{"once"}, reaper.ExitOK},
+		{"3. lock-reaper audit again: nothing left to do", []string{"audit"}, reaper.ExitOK},
+	}
+	for _, s := range steps {
+		fmt.Fprintf(d.out, "━━ %s\n$ lock-reaper %s\n\n", s.title, strings.Join(s.args, " "))
+		code := Main(ctx, Env{
+			Args: append(s.args, "--limit", strconv.Itoa(limit)), Stdout: d.out, Stderr: io.Discard, Version: d.env.Version,
+			LookupEnv: d.lookup,
+		})
+		fmt.Fprintf(d.out, "(exit code %d)\n\n", code)
+		if code != s.want {
+			fmt.Fprintf(d.env.Stderr, "lock-reaper demo: step %q exited %d, expected %d\n", s.title, code, s.want)
+			return reaper.ExitFailed
+		}
+	}
+	fmt.Fprintf(d.out, "The dead worker's %d holdings are gone, its running tasks are canceled and its\n"+
+		"claimed waiting tasks requeued; every healthy lock of the live workers is intact.\n", len(inc.Stale))
+	return reaper.ExitOK
+}
+
+// lookup gives the demo's passes the demo's services and nothing else from
+// the caller's environment, so a REAPER_* variable cannot point them at a
+// real Pulp.
+func (d *demo) lookup(name string) (string, bool) {
+	switch name {
+	case "REAPER_REDIS_URL":
+		return d.redisURL, true
+	case "REAPER_DATABASE_URL":
+		return d.dbURL, true
+	case "REAPER_LOG_FORMAT":
+		return "json", true
+	}
+	return "", false
+}
