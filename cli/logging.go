@@ -26,7 +26,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 	switch format {
 	case "text":
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)})), nil
+		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)})), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), nil
 	default:

@@ -8,9 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// canonicalTaskKey is pulp-protocol.md's task key: "task:" and the canonical
+// fzCanonicalTaskKey is pulp-protocol.md's task key: "task:" and the canonical
 // lowercase UUID text, written out independently of IsTaskUUID.
-var canonicalTaskKey = regexp.MustCompile(`^task:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var fzCanonicalTaskKey = regexp.MustCompile(`^task:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func FuzzParseTaskKey(f *testing.F) {
 	for _, seed := range []string{
@@ -31,7 +31,7 @@ func FuzzParseTaskKey(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, key string) {
 		id, ok := ParseTaskKey(key)
-		if ok != canonicalTaskKey.MatchString(key) {
+		if ok != fzCanonicalTaskKey.MatchString(key) {
 			t.Fatalf("ParseTaskKey(%q) ok=%v, want %v", key, ok, !ok)
 		}
 		if !ok {

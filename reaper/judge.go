@@ -156,13 +156,18 @@ func (j *judge) remember(key SuspectKey, v Verdict, plan *Plan) Suspect {
 }
 
 // carryUnobservedSuspects keeps suspects a registry-only pass could not see:
-// only a full scan proves a legacy lock is gone.
+// only a full scan proves a legacy lock is gone. A suspect whose holding this
+// pass did see, with whatever verdict, is settled by that sighting.
 func (j *judge) carryUnobservedSuspects(plan *Plan) {
 	if j.snap.FullScan {
 		return
 	}
+	observed := make(map[SuspectKey]bool, len(j.snap.Holdings))
+	for _, h := range j.snap.Holdings {
+		observed[SuspectKey{Key: h.Key, Owner: h.Owner}] = true
+	}
 	for k, s := range j.snap.Suspects {
-		if _, seen := plan.Suspects[k]; !seen {
+		if _, seen := plan.Suspects[k]; !seen && !observed[k] {
 			plan.Suspects[k] = s
 		}
 	}
@@ -174,35 +179,58 @@ type reservation struct {
 	kind     Kind
 }
 
+// parseReservation reads one entry of a reserved_resources_record: shared
+// resources carry the shared: prefix.
+func parseReservation(r string) reservation {
+	if name, ok := strings.CutPrefix(r, "shared:"); ok {
+		return reservation{name, KindShared}
+	}
+	return reservation{r, KindExclusive}
+}
+
 func reservations(record []string) map[reservation]bool {
 	out := make(map[reservation]bool, len(record))
 	for _, r := range record {
-		if name, ok := strings.CutPrefix(r, "shared:"); ok {
-			out[reservation{name, KindShared}] = true
-		} else {
-			out[reservation{r, KindExclusive}] = true
-		}
+		out[parseReservation(r)] = true
 	}
 	return out
 }
 
-// taskLockIndex maps an owner to the judged task locks it holds, with what
-// each task reserved.
-type taskLockIndex map[string][]indexedTaskLock
-
-type indexedTaskLock struct {
-	judgement Judgement
-	reserved  map[reservation]bool
+// ownedReservation is a resource of a given kind held or reserved by an owner.
+type ownedReservation struct {
+	owner string
+	reservation
 }
+
+// taskLockIndex says, for each resource an owner's task locks reserve, which
+// kept task lock justifies a holding of it and which released one it inherits
+// from: indexes into plan.Holdings, -1 for none. One lookup per resource
+// holding keeps judging linear in the number of holdings.
+type taskLockIndex map[ownedReservation]*reservedBy
+
+type reservedBy struct{ kept, released int }
 
 func indexTaskLocks(judged []Judgement, tasks map[string]Task) taskLockIndex {
 	idx := taskLockIndex{}
-	for _, jd := range judged {
-		var reserved map[reservation]bool
-		if t, ok := tasks[jd.TaskID]; ok {
-			reserved = reservations(t.Reserved)
+	for i, jd := range judged {
+		t, ok := tasks[jd.TaskID]
+		if !ok {
+			continue
 		}
-		idx[jd.Owner] = append(idx[jd.Owner], indexedTaskLock{judgement: jd, reserved: reserved})
+		for _, entry := range t.Reserved {
+			r := ownedReservation{jd.Owner, parseReservation(entry)}
+			by := idx[r]
+			if by == nil {
+				by = &reservedBy{kept: -1, released: -1}
+				idx[r] = by
+			}
+			switch {
+			case jd.Action != ActionRelease && by.kept < 0:
+				by.kept = i
+			case jd.Action == ActionRelease && by.released < 0:
+				by.released = i
+			}
+		}
 	}
 	return idx
 }
@@ -212,28 +240,19 @@ func indexTaskLocks(judged []Judgement, tasks map[string]Task) taskLockIndex {
 // releases its resources in the same pass, without a confirmation of their own.
 func (j *judge) resource(h Holding, idx taskLockIndex, plan *Plan) Judgement {
 	e := j.ownerEvidence(h.Owner)
-	want := reservation{h.Resource, h.Kind}
-	var inherited *Judgement
-	for _, tl := range idx[h.Owner] {
-		if !tl.reserved[want] {
-			continue
-		}
-		if tl.judgement.Action != ActionRelease {
-			// A task lock kept this pass, or a suspect not yet confirmed,
-			// justifies the holding.
-			e.Via, e.TaskState = tl.judgement.Key, tl.judgement.Evidence.TaskState
-			return Judgement{Holding: h, Verdict: VerdictJustified, Action: ActionKeep, Evidence: e}
-		}
-		if inherited == nil {
-			jd := tl.judgement
-			inherited = &jd
-		}
-	}
+	by := idx[ownedReservation{h.Owner, reservation{h.Resource, h.Kind}}]
 	switch {
-	case inherited != nil:
-		e.Via, e.TaskState = inherited.Key, inherited.Evidence.TaskState
-		e.FinishedAge, e.AppLock, e.AppLockLiveness = inherited.Evidence.FinishedAge, inherited.Evidence.AppLock, inherited.Evidence.AppLockLiveness
-		return Judgement{Holding: h, Verdict: inherited.Verdict, Action: ActionRelease, Evidence: e}
+	case by != nil && by.kept >= 0:
+		// A task lock kept this pass, or a suspect not yet confirmed,
+		// justifies the holding.
+		tl := plan.Holdings[by.kept]
+		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
+		return Judgement{Holding: h, Verdict: VerdictJustified, Action: ActionKeep, Evidence: e}
+	case by != nil && by.released >= 0:
+		tl := plan.Holdings[by.released]
+		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
+		e.FinishedAge, e.AppLock, e.AppLockLiveness = tl.Evidence.FinishedAge, tl.Evidence.AppLock, tl.Evidence.AppLockLiveness
+		return Judgement{Holding: h, Verdict: tl.Verdict, Action: ActionRelease, Evidence: e}
 	case e.OwnerLiveness == heartbeat.Dead:
 		return Judgement{Holding: h, Verdict: VerdictOwnerDead, Action: ActionRelease, Evidence: e}
 	case e.OwnerLiveness == heartbeat.Gone:
@@ -272,6 +291,12 @@ func (j *judge) lostTasks(taskLocks []Holding, plan *Plan) []TaskJudgement {
 			// A running task with no claim lost its worker's row; a claim
 			// whose row is missing or dead lost its worker.
 			if t.AppLockID != "" && claimed && live != heartbeat.Dead {
+				continue
+			}
+			// pulpcore runs an immediate task with no AppStatus in the
+			// dispatching process under immediate-<T> and app_lock NULL: that
+			// owner is alive while the task is incomplete, so the task is not lost.
+			if t.AppLockID == "" && lockOwner[id] == immediateOwnerPrefix+id {
 				continue
 			}
 			tj.Verdict = VerdictLost

@@ -9,7 +9,6 @@ package reaper
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -140,15 +139,6 @@ func jtTask(plan Plan, id string) (TaskJudgement, bool) {
 		}
 	}
 	return TaskJudgement{}, false
-}
-
-// jtKnownBug skips a test that shows a disagreement between judge.go and
-// verdicts.md. Set REAPER_SHOW_BUGS=1 to run it and see it fail.
-func jtKnownBug(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("REAPER_SHOW_BUGS") == "" {
-		t.Skip(why)
-	}
 }
 
 func jtHasGuard(plan Plan, name string) bool {
@@ -1078,7 +1068,6 @@ func TestJudgeSuspectsNotSeenAgain(t *testing.T) {
 // after a fresh confirm_after.
 func TestJudgeRegistryOnlyForgetsSuspectSeenWithOtherVerdict(t *testing.T) {
 	t.Parallel()
-	jtKnownBug(t, "BUG: registry-only snapshot (FullScan=false) carries a suspect whose holding was observed this pass with a non-suspect verdict; expected it forgotten (judge.go carryUnobservedSuspects)")
 	w := jtNewWorld()
 	w.snap.FullScan = false
 	row := w.worker("1@w", time.Second)
@@ -1093,7 +1082,6 @@ func TestJudgeRegistryOnlyForgetsSuspectSeenWithOtherVerdict(t *testing.T) {
 // The consequence of the bug above over three passes.
 func TestJudgeRegistryOnlyHealthyPassRestartsConfirmation(t *testing.T) {
 	t.Parallel()
-	jtKnownBug(t, "BUG: after a registry-only pass saw the holding healthy, a later unclaimed sighting is released at once on the stale first sighting; expected a fresh suspect")
 	const owner = "1@w"
 	w := jtNewWorld()
 	row := w.worker(owner, time.Second)
@@ -1393,7 +1381,6 @@ func TestJudgeLostTasks(t *testing.T) {
 // hazard in the contract itself, not a judge.go disagreement; see the report.
 func TestJudgeRunningImmediateTaskWithoutAppStatusIsNotLost(t *testing.T) {
 	t.Parallel()
-	jtKnownBug(t, "SPEC HAZARD: a running immediate task owned by immediate-<T> with app_lock NULL is healthy, yet the lost-task row (app_lock NULL) cancels it; verdicts.md and judge.go agree, the contract needs an exception")
 	w := jtNewWorld()
 	id := w.task(StateRunning, "", "R")
 	w.acquire(id, "immediate-"+id)
