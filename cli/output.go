@@ -39,11 +39,16 @@ func writeMore(w io.Writer, n, limit int) {
 
 func writeText(w io.Writer, rep *reaper.Report, limit int) error {
 	verb := map[string]string{reaper.ModeAudit: "lock-reaper audit (dry run: nothing was written)", reaper.ModeOnce: "lock-reaper once", reaper.ModeRelease: "lock-reaper release"}[rep.Mode]
-	fmt.Fprintf(w, "%s at %s (database clock), %d ms\n", verb, rep.DBNow.UTC().Format(time.RFC3339), rep.DurationMS)
-	if rep.Skipped != "" {
-		fmt.Fprintf(w, "Skipped: %s.\n", rep.Skipped)
+	switch {
+	case rep.Skipped != "":
+		fmt.Fprintf(w, "%s: skipped: %s.\n", verb, rep.Skipped)
+		return nil
+	case rep.DBNow.IsZero():
+		// Nothing was judged: say why and nothing else.
+		fmt.Fprintf(w, "%s: the pass did not complete after %d ms.\nError: %s\nNothing was released and no task was updated.\n", verb, rep.DurationMS, rep.Error)
 		return nil
 	}
+	fmt.Fprintf(w, "%s at %s (database clock), %d ms\n", verb, rep.DBNow.UTC().Format(time.RFC3339), rep.DurationMS)
 	scan := "full keyspace scan"
 	if !rep.Scanned.FullScan {
 		scan = "owner registry only"
