@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -34,7 +33,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 }
 
+// isTerminal looks through writers that wrap a file and name its descriptor
+// (the progress line's wrapper of stderr does).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

@@ -30,6 +30,9 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
 	}
+	// Logs go through the progress line, which clears itself around them.
+	progress := wrapStderr(env.Stderr)
+	env.Stderr = progress
 	r, s, code, ok := newReaper(fs, loader, env, *force)
 	if !ok {
 		return code
@@ -39,9 +42,10 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 	if *dryRun {
 		mode = reaper.ModeAudit
 	}
-	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	rep, _ := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys})
+	progress.enable(s.cfg.Log.Format)
+	rep, _ := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
 	progress.done()
+	pushPass(ctx, s, env.Version, rep)
 	if err := writeReport(env.Stdout, s.cfg.Output, rep, *limit); err != nil {
 		return reaper.ExitFailed
 	}

@@ -16,6 +16,7 @@ type actor struct {
 	r      *Reaper
 	plan   *Plan
 	dryRun bool
+	phase  func(phase string, done, total int)
 	// holdingResults and taskResults parallel plan.Holdings and plan.Tasks.
 	holdingResults []Result
 	taskResults    []Result
@@ -78,22 +79,26 @@ func (a *actor) release(ctx context.Context) error {
 		}
 	}
 	rel := &releaser{rdb: a.r.rdb, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.RedisTimeout}
+	seen := a.taskLocksByOwner()
 	for start := 0; start < len(todo); start += rel.batchSize {
 		if err := ctx.Err(); err != nil {
 			a.markHoldings(todo[start:], ResultFailed)
 			return err
 		}
 		idx := todo[start:min(start+rel.batchSize, len(todo))]
-		batch := make([]Holding, len(idx))
-		var retire []string
+		b := releaseBatch{holdings: make([]Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
 		for n, i := range idx {
 			jd := a.plan.Holdings[i]
-			batch[n] = jd.Holding
-			if l := jd.Evidence.OwnerLiveness; (l == heartbeat.Dead || l == heartbeat.Gone) && !slices.Contains(retire, jd.Owner) {
-				retire = append(retire, jd.Owner)
+			b.holdings[n] = jd.Holding
+			switch l := jd.Evidence.OwnerLiveness; {
+			case (l == heartbeat.Dead || l == heartbeat.Gone) && !slices.Contains(b.retire, jd.Owner):
+				b.retire = append(b.retire, jd.Owner)
+			case (l == heartbeat.Alive || l == heartbeat.Late) && jd.Kind != KindTask:
+				b.guarded[n] = true
+				b.seen[jd.Owner] = seen[jd.Owner]
 			}
 		}
-		results, err := rel.releaseBatch(context.WithoutCancel(ctx), batch, retire)
+		results, err := rel.release(context.WithoutCancel(ctx), b)
 		if err != nil {
 			a.markHoldings(todo[start:], ResultFailed)
 			return err
@@ -102,8 +107,20 @@ func (a *actor) release(ctx context.Context) error {
 			a.holdingResults[i] = results[n]
 			a.logHolding(a.plan.Holdings[i], results[n])
 		}
+		a.progress(PhaseReleasing, start+len(idx), len(todo))
 	}
 	return nil
+}
+
+// taskLocksByOwner lists the task lock keys the snapshot saw each owner hold.
+func (a *actor) taskLocksByOwner() map[string][]string {
+	out := map[string][]string{}
+	for _, jd := range a.plan.Holdings {
+		if jd.Kind == KindTask {
+			out[jd.Owner] = append(out[jd.Owner], jd.Key)
+		}
+	}
+	return out
 }
 
 func (a *actor) markHoldings(idx []int, res Result) {
@@ -193,6 +210,7 @@ func (a *actor) updateTasks(ctx context.Context) error {
 			a.taskResults[i] = results[n]
 			a.logTask(a.plan.Tasks[i], results[n])
 		}
+		a.progress(PhaseUpdatingTasks, start+len(idx), len(todo))
 	}
 	return nil
 }

@@ -326,3 +326,43 @@ func TestPassSkipsWhenLocked(t *testing.T) {
 	require.NoError(t, tx.Rollback(f.ctx))
 	conn.Release()
 }
+
+// TestPassLeavesHoldingsOfANewTask: lock values are owner names, so a live
+// worker that took a new task between the snapshot and the release may hold
+// the same shared resource again, for the new task. The release leaves such
+// an owner's resources alone (owner-changed) and the next pass, which sees the
+// new task, releases only what is stale.
+func TestPassLeavesHoldingsOfANewTask(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	live := f.worker("8@w", time.Second)
+	f.worker("8@x", time.Second)
+	f.worker("8@y", time.Second)
+	r1, r2 := repo(), repo()
+	leaked := f.task("completed", live, []string{r1, "shared:" + domain}, 10*time.Minute) // leak path 2
+	f.acquire("8@w", leaked, []string{r1, "shared:" + domain}, false)
+
+	r := f.reaper(nil)
+	snap, err := r.snapshot(f.ctx, PassOptions{Mode: ModeOnce}, &Report{})
+	require.NoError(t, err)
+	plan := Judge(snap, r.cfg.Policy)
+	// Meanwhile the worker fetches its next task, sharing the domain.
+	next := f.task("running", live, []string{r2, "shared:" + domain}, -1)
+	f.acquire("8@w", next, []string{r2, "shared:" + domain}, false)
+
+	act := &actor{r: r, plan: &plan}
+	require.NoError(t, act.run(f.ctx))
+	require.Contains(t, f.members("pulp:resource_lock:"+domain), "8@w", "the new task's shared holding survives")
+	require.Equal(t, "8@w", f.get("pulp:resource_lock:"+r2))
+	require.Equal(t, "", f.get("task:"+leaked), "the stale task lock itself goes")
+
+	// Its task lock gone, the stale exclusive lock is a no-task suspect of a
+	// live owner: released once confirmed.
+	rep := f.pass(r, ModeOnce)
+	require.Equal(t, VerdictNoTask, findingFor(rep, "pulp:resource_lock:"+r1, "8@w").Verdict)
+	f.ageSuspects(3 * time.Minute)
+	f.pass(r, ModeOnce)
+	require.Equal(t, "", f.get("pulp:resource_lock:"+r1), "a later pass releases the stale exclusive lock")
+	require.Contains(t, f.members("pulp:resource_lock:"+domain), "8@w")
+	require.Equal(t, "8@w", f.get("task:"+next))
+}

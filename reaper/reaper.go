@@ -113,9 +113,14 @@ type PassOptions struct {
 	RegistryOnly bool
 	// Progress, when set, is told how many lock keys have been read.
 	Progress func(keys int)
-	// Adjust, when set, may change the plan before it is acted on (the
-	// break-glass release uses it); it must keep the plan's invariants.
+	// Phase, when set, is told as the pass moves on (see PhaseReleasing).
+	Phase func(phase string, done, total int)
+	// Adjust, when set, may change the plan before it is acted on; it must
+	// keep the plan's invariants.
 	Adjust func(*Plan)
+	// ReleaseOwner, when set, makes the pass the break-glass release of that
+	// one owner (`lock-reaper release`): see judgeOwnerRelease.
+	ReleaseOwner string
 }
 
 // ErrSkipped is the error RunOnce wraps in nothing: a skipped pass returns a
@@ -158,7 +163,7 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	if err != nil {
 		return err
 	}
-	plan := Judge(snap, r.cfg.Policy)
+	plan := judgeFor(snap, r.cfg.Policy, opts)
 	if opts.Adjust != nil {
 		opts.Adjust(&plan)
 	}
@@ -166,7 +171,7 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	for _, g := range plan.Guards {
 		r.log.Warn("guard held work back", slog.String("guard", g.Name), slog.String("reason", g.Reason))
 	}
-	act := &actor{r: r, plan: &plan, dryRun: dryRun}
+	act := &actor{r: r, plan: &plan, dryRun: dryRun, phase: opts.Phase}
 	err = act.run(ctx)
 	rep.fill(&plan, act)
 	return err
@@ -185,6 +190,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	if err != nil {
 		return Snapshot{}, err
 	}
+	opts.phase(PhaseReadingDatabase, 0, 0)
 	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskIDsOf(rs.holdings))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, err)

@@ -11,10 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scanMatch narrows the keyspace walk to keys that can be Pulp locks (task:*
+// ScanMatch narrows the keyspace walk to keys that can be Pulp locks (task:*
 // and pulp:*) with one SCAN instead of one per prefix; the exact prefixes are
-// checked on this side.
-const scanMatch = "[tp]*"
+// checked on this side. The benchmark's baseline walks with the same pattern.
+const ScanMatch = "[tp]*"
 
 // redisReader reads every Pulp lock holding from Redis.
 type redisReader struct {
@@ -123,7 +123,7 @@ func (rr *redisReader) scan(ctx context.Context, into map[string]struct{}) error
 	var cursor uint64
 	for {
 		cctx, cancel := context.WithTimeout(ctx, rr.timeout)
-		keys, next, err := rr.rdb.Scan(cctx, cursor, scanMatch, int64(rr.scanCount)).Result()
+		keys, next, err := rr.rdb.Scan(cctx, cursor, ScanMatch, int64(rr.scanCount)).Result()
 		cancel()
 		if err != nil {
 			return fmt.Errorf("scan keyspace: %w", err)

@@ -3,6 +3,7 @@ package reaper
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,20 +13,61 @@ import (
 //
 // KEYS: the lock keys, one per holding.
 // ARGV: n, then n kinds ("s" for a shared member, "x" for a string lock),
-// then n owners, then the owners judged dead or gone that may leave
+// then n owners, then n guard flags ("1" or "0"), then g, then for each of g
+// guarded owners its name, k and the k task lock keys the snapshot saw it
+// hold, then the owners judged dead or gone that may leave
 // pulp:active_owners once their registry is empty.
 //
 // A string lock is deleted only while its value is still the observed owner;
 // a shared set loses only that member. A key leaves the owner's registry once
 // the owner no longer holds it. It returns one result per holding.
+//
+// Lock values are owner names, not tokens: a live owner that took a new task
+// since the snapshot may hold the same resource again, for the new task (a
+// shared domain membership is the common case). So a guarded holding (a
+// resource of a live or late owner) is only released while the owner's
+// registry lists no task lock the snapshot did not see; otherwise it is left
+// alone as owner-changed, and the next pass judges it afresh.
+//
+// The registry keys are only touched while they are sets: a Redis error in a
+// script does not undo the writes before it, so a registry key of another
+// type must neither fail the batch half-done nor block every later pass.
 var releaseScript = redis.NewScript(`
 local n = tonumber(ARGV[1])
 local out = {}
+local function is_set(k) return redis.call('TYPE', k)['ok'] == 'set' end
+local pos = 3 * n + 2
+local seen = {}
+for _ = 1, tonumber(ARGV[pos]) do
+  local owner, k = ARGV[pos + 1], tonumber(ARGV[pos + 2])
+  local set = {}
+  for x = 1, k do set[ARGV[pos + 2 + x]] = true end
+  seen[owner] = set
+  pos = pos + 2 + k
+end
+local busy = {}
+local function took_new_task(owner)
+  if busy[owner] == nil then
+    busy[owner] = false
+    local registry = '` + OwnerLocksPrefix + `' .. owner
+    if is_set(registry) then
+      for _, k in ipairs(redis.call('SMEMBERS', registry)) do
+        if string.sub(k, 1, 5) == '` + TaskKeyPrefix + `' and not seen[owner][k] then
+          busy[owner] = true
+          break
+        end
+      end
+    end
+  end
+  return busy[owner]
+end
 for i = 1, n do
   local key, kind, owner = KEYS[i], ARGV[1 + i], ARGV[1 + n + i]
   local t = redis.call('TYPE', key)['ok']
   local res, holds = 'already-gone', false
-  if kind == 's' then
+  if ARGV[1 + 2 * n + i] == '1' and took_new_task(owner) then
+    res, holds = 'owner-changed', true
+  elseif kind == 's' then
     if t == 'set' then
       if redis.call('SREM', key, owner) == 1 then res = 'released' end
     elseif t ~= 'none' then
@@ -46,14 +88,16 @@ for i = 1, n do
       res = 'owner-changed'
     end
   end
-  if not holds then
-    redis.call('SREM', '` + OwnerLocksPrefix + `' .. owner, key)
+  local registry = '` + OwnerLocksPrefix + `' .. owner
+  if not holds and is_set(registry) then
+    redis.call('SREM', registry, key)
   end
   out[i] = res
 end
-for i = 2 + 2 * n, #ARGV do
-  local owner = ARGV[i]
-  if redis.call('SCARD', '` + OwnerLocksPrefix + `' .. owner) == 0 then
+for i = pos + 1, #ARGV do
+  local owner, registry = ARGV[i], '` + OwnerLocksPrefix + `' .. ARGV[i]
+  local t = redis.call('TYPE', registry)['ok']
+  if (t == 'none' or (t == 'set' and redis.call('SCARD', registry) == 0)) and is_set('` + ActiveOwnersKey + `') then
     redis.call('SREM', '` + ActiveOwnersKey + `', owner)
   end
 end
@@ -67,13 +111,24 @@ type releaser struct {
 	timeout   time.Duration
 }
 
-// releaseBatch releases holdings and returns one Result per holding. retire
-// names the owners judged dead or gone in this batch.
-func (r *releaser) releaseBatch(ctx context.Context, batch []Holding, retire []string) ([]Result, error) {
-	keys := make([]string, len(batch))
-	args := make([]any, 0, 1+2*len(batch)+len(retire))
-	args = append(args, len(batch))
-	for i, h := range batch {
+// releaseBatch is one call of the release script.
+type releaseBatch struct {
+	holdings []Holding
+	// guarded parallels holdings: release only while the owner took no new task.
+	guarded []bool
+	// seen lists, per guarded owner, the task lock keys the snapshot saw.
+	seen map[string][]string
+	// retire names the owners judged dead or gone in this batch.
+	retire []string
+}
+
+// release runs one batch and returns one Result per holding.
+func (r *releaser) release(ctx context.Context, b releaseBatch) ([]Result, error) {
+	n := len(b.holdings)
+	keys := make([]string, n)
+	args := make([]any, 0, 2+4*n+len(b.retire))
+	args = append(args, n)
+	for i, h := range b.holdings {
 		keys[i] = h.Key
 		if h.Kind == KindShared {
 			args = append(args, "s")
@@ -81,20 +136,38 @@ func (r *releaser) releaseBatch(ctx context.Context, batch []Holding, retire []s
 			args = append(args, "x")
 		}
 	}
-	for _, h := range batch {
+	for _, h := range b.holdings {
 		args = append(args, h.Owner)
 	}
-	for _, o := range retire {
+	guardedOwners := []string{}
+	for i, h := range b.holdings {
+		if !b.guarded[i] {
+			args = append(args, "0")
+			continue
+		}
+		args = append(args, "1")
+		if !slices.Contains(guardedOwners, h.Owner) {
+			guardedOwners = append(guardedOwners, h.Owner)
+		}
+	}
+	args = append(args, len(guardedOwners))
+	for _, o := range guardedOwners {
+		args = append(args, o, len(b.seen[o]))
+		for _, k := range b.seen[o] {
+			args = append(args, k)
+		}
+	}
+	for _, o := range b.retire {
 		args = append(args, o)
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	raw, err := releaseScript.Run(cctx, r.rdb, keys, args...).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("release batch of %d holdings: %w", len(batch), err)
+		return nil, fmt.Errorf("release batch of %d holdings: %w", n, err)
 	}
-	if len(raw) != len(batch) {
-		return nil, fmt.Errorf("release batch: %d results for %d holdings", len(raw), len(batch))
+	if len(raw) != n {
+		return nil, fmt.Errorf("release batch: %d results for %d holdings", len(raw), n)
 	}
 	out := make([]Result, len(raw))
 	for i, s := range raw {

@@ -119,11 +119,11 @@ func (inc *incarnation) runImmediate(ctx context.Context, spec TaskSpec) (string
 		q = tx
 	}
 	j := newJob(NewUUID(), name, spec.Record())
-	j.immediate = true
 	if _, err := f.exec(ctx, q, name, sqlInsertImmediate, j.id, spec.Name, j.record, spec.DomainID, inc.rowID); err != nil {
 		return "", false, fmt.Errorf("insert immediate task: %w", err)
 	}
 	f.counters.created.Add(1)
+	j.acquiredAt = time.Now()
 	blocked, err := Acquire(ctx, f.rdb, j.id, name, j.exclusive, j.shared)
 	if err != nil {
 		return j.id, false, err
@@ -136,11 +136,10 @@ func (inc *incarnation) runImmediate(ctx context.Context, spec TaskSpec) (string
 		f.counters.immediateDeferred.Add(1)
 		return j.id, false, commit(ctx, q)
 	}
-	j.acquiredAt = time.Now()
 	f.counters.acquired.Add(1)
 
 	if _, err := inc.check(ctx, q, j, "set-running", false); err != nil {
-		f.noteError(name, "check before set-running", err)
+		f.noteError(ctx, name, "check before set-running", err)
 	}
 	if n, err := f.exec(ctx, q, name, sqlSetRunning, j.id, inc.rowID, NewUUID()); err != nil || n != 1 {
 		inc.release(ctx, j)
@@ -154,7 +153,7 @@ func (inc *incarnation) runImmediate(ctx context.Context, spec TaskSpec) (string
 		return j.id, false, ctx.Err()
 	}
 	if _, err := inc.check(ctx, q, j, "set-completed", false); err != nil {
-		f.noteError(name, "check before set-completed", err)
+		f.noteError(ctx, name, "check before set-completed", err)
 	}
 	ok, err := f.finish(ctx, q, name, j.id, inc.rowID, StateCompleted, nil, StateRunning)
 	if err != nil {
@@ -172,7 +171,7 @@ func (inc *incarnation) runImmediate(ctx context.Context, spec TaskSpec) (string
 		return j.id, true, commit(ctx, q)
 	}
 	if _, err := inc.check(ctx, q, j, "release", false); err != nil {
-		f.noteError(name, "check before release", err)
+		f.noteError(ctx, name, "check before release", err)
 	}
 	inc.release(ctx, j)
 	return j.id, true, commit(ctx, q)

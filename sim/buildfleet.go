@@ -29,12 +29,14 @@ type FleetSpec struct {
 	// SharedDomains is how many domains the tasks are spread over; domains
 	// beyond the default one get core_domain rows [1].
 	SharedDomains int
-	// FinishedFraction of the task locks belong to tasks completed long ago
-	// (leaked); the others run under their owner.
+	// FinishedFraction of the task locks (drawn at random) belong to tasks
+	// completed long ago (leaked); the others run under their owner.
 	FinishedFraction float64
-	// LegacyFraction of the task locks (with their exclusive locks) have no
-	// registry entries.
+	// LegacyFraction of the task locks (drawn at random, with their exclusive
+	// locks) have no registry entries.
 	LegacyFraction float64
+	// Seed makes the random draws repeatable.
+	Seed uint64
 	// QueuedTasks are waiting, unclaimed, without locks.
 	QueuedTasks int
 	// UnrelatedKeys are keys outside the lock prefixes, like a shared
@@ -69,6 +71,8 @@ type FleetManifest struct {
 	// shared) a correct reaper releases or must keep.
 	StaleHoldings   int
 	HealthyHoldings int
+	// LegacyTaskLocks have no registry entries.
+	LegacyTaskLocks int
 	// LostTasks run under dead owners: a reaper cancels them.
 	LostTasks   int
 	QueuedTasks int
@@ -106,9 +110,23 @@ func (s FleetSpec) withDefaults() (FleetSpec, error) {
 }
 
 // spread reports whether item i of a sequence is among the fraction f of
-// items picked evenly along it.
+// items picked evenly along it: exact counts, for the owners.
 func spread(i int, f float64) bool {
 	return int(float64(i+1)*f) > int(float64(i)*f)
+}
+
+// chance reports whether task i has a property of probability f, drawn from
+// a hash of (seed, salt, i): the same answer every time it is asked, for the
+// Redis and the database side, and uncorrelated with the owner (i mod
+// Owners) and with other properties.
+func chance(seed uint64, salt uint64, i int, f float64) bool {
+	x := seed ^ salt*0x9e3779b97f4a7c15 ^ uint64(i)*0xbf58476d1ce4e5b9
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11)/(1<<53) < f
 }
 
 // idSpace makes distinct version 4 UUIDs from a random prefix and an index,
@@ -169,7 +187,7 @@ func BuildFleet(ctx context.Context, rdb redis.UniversalClient, pool *pgxpool.Po
 		for k := range spec.ExclusivePerTask {
 			exclusive = append(exclusive, RepositoryPRN(repos.id(i*spec.ExclusivePerTask+k)))
 		}
-		return owner, domain, exclusive, spread(i, spec.FinishedFraction)
+		return owner, domain, exclusive, chance(spec.Seed, 1, i, spec.FinishedFraction)
 	}
 	if spec.TaskLocks > 0 && spec.Owners == 0 {
 		return nil, errors.New("sim: FleetSpec: TaskLocks need Owners")
@@ -237,7 +255,10 @@ func (m *FleetManifest) buildLocks(ctx context.Context, rdb redis.UniversalClien
 	members := map[membership]bool{} // value: some running task justifies it
 	for i := range spec.TaskLocks {
 		owner, domain, exclusive, finished := task(i)
-		legacy := spread(i, spec.LegacyFraction)
+		legacy := chance(spec.Seed, 2, i, spec.LegacyFraction)
+		if legacy {
+			m.LegacyTaskLocks++
+		}
 		if _, err := locks.hold(ctx, rows[owner].name, tasks.id(i), exclusive, nil, !legacy); err != nil {
 			return err
 		}

@@ -105,8 +105,8 @@ func (f *Fleet) dispatchTasks(ctx context.Context, n int, immediateFraction floa
 		if immediateFraction > 0 && f.rng.Float64() < immediateFraction {
 			// Immediate tasks run in API processes, beside the dispatcher.
 			f.spawn(func(ctx context.Context) {
-				if _, _, err := f.RunImmediate(ctx, spec); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-					f.noteError("dispatcher", "immediate task", err)
+				if _, _, err := f.RunImmediate(ctx, spec); err != nil {
+					f.noteError(ctx, "dispatcher", "immediate task", err)
 				}
 			})
 			continue
@@ -116,8 +116,8 @@ func (f *Fleet) dispatchTasks(ctx context.Context, n int, immediateFraction floa
 	if len(deferred) == 0 {
 		return
 	}
-	if _, err := f.SubmitSpecs(ctx, deferred...); err != nil && ctx.Err() == nil {
-		f.noteError("dispatcher", "submit", err)
+	if _, err := f.SubmitSpecs(ctx, deferred...); err != nil {
+		f.noteError(ctx, "dispatcher", "submit", err)
 	}
 }
 
@@ -130,7 +130,7 @@ func (f *Fleet) cancelRandom(ctx context.Context) {
 	if err == nil {
 		err = f.Cancel(ctx, id)
 	}
-	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNoAPI) {
-		f.noteError("dispatcher", "cancel", err)
+	if err != nil && !errors.Is(err, ErrNoAPI) {
+		f.noteError(ctx, "dispatcher", "cancel", err)
 	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -91,8 +92,11 @@ type FaultEvent struct {
 // Inject arms one fault of kind: the next process that reaches a step where
 // that fault can happen performs it, whatever the random rates say. Use
 // WaitFaults to learn which task it hit. FaultRestart cannot be armed (use
-// Restart).
+// Restart) and is ignored, like any unknown kind.
 func (f *Fleet) Inject(kind FaultKind) {
+	if !slices.Contains(randomFaultKinds, kind) {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.armed[kind]++

@@ -67,9 +67,12 @@ func TestFaultFinalNoReleaseKeepsLocksOfACompletedTask(t *testing.T) {
 	require.Equal(t, sim.StateCompleted, ti.state)
 	require.Equal(t, ev.Process, ti.appLockName)
 	requireLeaked(t, b, ev.Process, id)
+	problems, err := sim.CheckConverged(b.ctx, b.rdb, b.pool)
+	require.NoError(t, err)
+	require.Contains(t, problems, sim.TaskKey(id)+" held by "+ev.Process+": task is completed")
 
 	// Releasing a leak is what a reaper is for: no violation.
-	_, err := sim.Release(b.ctx, b.rdb, id, ev.Process, nil, nil)
+	_, err = sim.Release(b.ctx, b.rdb, id, ev.Process, nil, nil)
 	require.NoError(t, err)
 	waitState(t, b, oneTask(t, f, b), sim.StateCompleted)
 	require.Empty(t, f.Violations())

@@ -386,7 +386,13 @@ func (f *Fleet) selfReleasedSince(owner, key string, since time.Time) bool {
 	return ok && (r.inFlight > 0 || !r.last.Before(since))
 }
 
-func (f *Fleet) noteError(who, what string, err error) {
+// noteError counts and logs an unexpected error of a simulated process. An
+// error because the process was killed or the fleet stopped is no surprise
+// and is dropped.
+func (f *Fleet) noteError(ctx context.Context, who, what string, err error) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return
+	}
 	f.counters.errors.Add(1)
 	f.log.Warn("simulated process error", "process", who, "step", what, "error", err)
 }

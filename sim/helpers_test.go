@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -39,6 +40,9 @@ func testConfig() sim.Config {
 func startFleet(t *testing.T, cfg sim.Config) (*sim.Fleet, *bundle) {
 	t.Helper()
 	b := newBundle(t)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	f, err := sim.New(b.rdb, b.pool, cfg)
 	require.NoError(t, err)
 	require.NoError(t, f.Start(b.ctx))

@@ -151,28 +151,6 @@ type Incident struct {
 	liveIDs []string
 }
 
-// Count returns how many of hs are held by owner with one of kinds (any kind
-// if none given).
-func Count(hs []Holding, owner string, kinds ...HoldingKind) int {
-	n := 0
-	for _, h := range hs {
-		if h.Owner != owner {
-			continue
-		}
-		if len(kinds) == 0 {
-			n++
-			continue
-		}
-		for _, k := range kinds {
-			if h.Kind == k {
-				n++
-				break
-			}
-		}
-	}
-	return n
-}
-
 // BuildIncident writes an incident into an empty Redis database and a
 // database with pulpcore's schema and returns its manifest. Ages are measured
 // from the database clock. The live rows only look alive for TTL: run

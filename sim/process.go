@@ -105,8 +105,8 @@ func (inc *incarnation) die(task, step string) {
 			if !sleepCtx(ctx, after) {
 				return
 			}
-			if err := f.Restart(ctx, name); err != nil && ctx.Err() == nil {
-				f.noteError(name, "restart", err)
+			if err := f.Restart(ctx, name); err != nil {
+				f.noteError(ctx, name, "restart", err)
 			}
 		})
 	}
@@ -156,12 +156,15 @@ func (inc *incarnation) heartbeatLoop() {
 			f.recordFault(FaultHeartbeatDelay, p.name, "", "gap "+gap.String())
 			continue
 		}
+		if err := f.beforeStatement(ctx, p.name); err != nil {
+			return
+		}
 		sent := time.Now()
-		if _, err := f.exec(ctx, f.pool, p.name, sqlHeartbeat, inc.rowID); err != nil {
+		if _, err := f.pool.Exec(ctx, sqlHeartbeat, inc.rowID); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			f.noteError(p.name, "heartbeat", err)
+			f.noteError(ctx, p.name, "heartbeat", fmt.Errorf("beat: %w", err))
 			// Try again soon rather than a full interval later.
 			retryAt = time.Now().Add(interval / 4)
 			continue

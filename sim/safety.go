@@ -36,9 +36,8 @@ type job struct {
 	record    []string
 	exclusive []string
 	shared    []string
-	immediate bool
-	// acquiredAt is when its locks were taken, to tell the fleet's own later
-	// releases from earlier ones.
+	// acquiredAt is taken just before the acquire, to tell the fleet's own
+	// releases that may have hit these holdings from earlier ones.
 	acquiredAt time.Time
 	// compromised stops further checks once a loss was judged: one loss is
 	// one finding, and the process carries on as pulpcore would.
@@ -46,9 +45,13 @@ type job struct {
 	killAt      string // step at which a kill fault strikes, "" for none
 }
 
+// newJob takes the resources in the form the acquire script locks them
+// (unique, a resource reserved both ways only exclusive), so that the checks
+// look for exactly what was locked.
 func newJob(id, owner string, record []string) *job {
 	ex, sh := SplitReserved(record)
-	return &job{id: id, owner: owner, record: record, exclusive: ex, shared: sh}
+	l := lockLayout(id, ex, sh)
+	return &job{id: id, owner: owner, record: record, exclusive: l.names[:l.nExclusive], shared: l.names[l.nExclusive:]}
 }
 
 // check verifies, before step, that the process still holds every lock of j;
@@ -135,9 +138,7 @@ func (inc *incarnation) judgeLoss(ctx context.Context, q querier, j *job, step s
 	}
 	state, appLock, _, found, err := f.taskRow(ctx, q, j.owner, j.id)
 	if err != nil {
-		if ctx.Err() == nil {
-			f.noteError(j.owner, "read task after lock loss", err)
-		}
+		f.noteError(ctx, j.owner, "read task after lock loss", err)
 		return
 	}
 	if found && appLock != "" && appLock != inc.rowID {
@@ -164,9 +165,7 @@ func (inc *incarnation) rowChanged(ctx context.Context, q querier, j *job, step 
 	}
 	state, appLock, _, _, err := f.taskRow(ctx, q, j.owner, j.id)
 	if err != nil {
-		if ctx.Err() == nil {
-			f.noteError(j.owner, "read changed task", err)
-		}
+		f.noteError(ctx, j.owner, "read changed task", err)
 		return
 	}
 	if appLock != "" && appLock != inc.rowID {

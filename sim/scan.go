@@ -40,11 +40,33 @@ func (h Holding) TaskID() string {
 
 // Resource is the resource of a resource holding, or "".
 func (h Holding) Resource() string {
-	r, _ := strings.CutPrefix(h.Key, ResourceKeyPrefix)
 	if h.Kind == KindTask {
 		return ""
 	}
+	r, _ := strings.CutPrefix(h.Key, ResourceKeyPrefix)
 	return r
+}
+
+// Count returns how many of hs are held by owner with one of kinds (any kind
+// if none given).
+func Count(hs []Holding, owner string, kinds ...HoldingKind) int {
+	n := 0
+	for _, h := range hs {
+		if h.Owner != owner {
+			continue
+		}
+		if len(kinds) == 0 {
+			n++
+			continue
+		}
+		for _, k := range kinds {
+			if h.Kind == k {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 const scanCount = 1000

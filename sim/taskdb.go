@@ -23,7 +23,7 @@ type querier interface {
 // statement that lost a race changes nothing and says so (zero rows).
 const (
 	// Pulp's fetch: waiting tasks nobody claimed, oldest first.
-	sqlWaitingTasks = `SELECT pulp_id::text, coalesce(reserved_resources_record, '{}'), coalesce(immediate, false)
+	sqlWaitingTasks = `SELECT pulp_id::text, coalesce(reserved_resources_record, '{}')
 FROM core_task WHERE state = 'waiting' AND app_lock_id IS NULL ORDER BY pulp_created LIMIT $1`
 
 	sqlClaim = `UPDATE core_task SET app_lock_id = $2, pulp_last_updated = now()

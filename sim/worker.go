@@ -16,7 +16,7 @@ func (inc *incarnation) workerLoop() {
 			return
 		}
 		if err != nil {
-			f.noteError(inc.p.name, "fetch", err)
+			f.noteError(ctx, inc.p.name, "fetch", err)
 		}
 		if j == nil {
 			if !sleepCtx(ctx, f.cfg.PollInterval) {
@@ -30,9 +30,8 @@ func (inc *incarnation) workerLoop() {
 
 // candidate is a waiting task as fetch sees it.
 type candidate struct {
-	id        string
-	record    []string
-	immediate bool
+	id     string
+	record []string
 }
 
 // fetch is pulpcore's fetch: the oldest waiting unclaimed tasks in order,
@@ -50,10 +49,10 @@ func (inc *incarnation) fetch(ctx context.Context) (*job, error) {
 	wantedShared := map[string]bool{}
 	for _, c := range cands {
 		j := newJob(c.id, name, c.record)
-		j.immediate = c.immediate
 		if conflictsWithOlder(j, wantedExclusive, wantedShared) {
 			continue
 		}
+		j.acquiredAt = time.Now()
 		blocked, err := Acquire(ctx, f.rdb, j.id, name, j.exclusive, j.shared)
 		if err != nil {
 			return nil, err
@@ -70,7 +69,6 @@ func (inc *incarnation) fetch(ctx context.Context) (*job, error) {
 			}
 			continue
 		}
-		j.acquiredAt = time.Now()
 		f.counters.acquired.Add(1)
 		if claimed := inc.claim(ctx, j); claimed {
 			return j, nil
@@ -109,7 +107,7 @@ func (inc *incarnation) waitingTasks(ctx context.Context) ([]candidate, error) {
 	var out []candidate
 	for rows.Next() {
 		var c candidate
-		if err := rows.Scan(&c.id, &c.record, &c.immediate); err != nil {
+		if err := rows.Scan(&c.id, &c.record); err != nil {
 			return nil, fmt.Errorf("scan waiting task: %w", err)
 		}
 		out = append(out, c)
@@ -140,12 +138,12 @@ func (inc *incarnation) claim(ctx context.Context, j *job) bool {
 		// The API cancels the task between our acquire and our claim and,
 		// like pulpcore before the fix, releases nothing.
 		if err := api.cancelWaiting(ctx, j.id, false); err != nil {
-			f.noteError(api.p.name, "cancel in race", err)
+			f.noteError(ctx, api.p.name, "cancel in race", err)
 		}
 		raced = true
 	}
 	if _, err := inc.check(ctx, f.pool, j, "claim", false); err != nil {
-		f.noteError(name, "check before claim", err)
+		f.noteError(ctx, name, "check before claim", err)
 	}
 	n, err := f.exec(ctx, f.pool, name, sqlClaim, j.id, inc.rowID)
 	if err != nil && ctx.Err() != nil {
@@ -160,7 +158,7 @@ func (inc *incarnation) claim(ctx context.Context, j *job) bool {
 		return false
 	}
 	if err != nil {
-		f.noteError(name, "claim", err)
+		f.noteError(ctx, name, "claim", err)
 	}
 	// The fixed path 1: whatever went wrong, give the locks back.
 	inc.release(ctx, j)
@@ -177,7 +175,7 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 		return
 	}
 	if _, err := inc.check(ctx, f.pool, j, "set-running", false); err != nil {
-		f.noteError(name, "check before set-running", err)
+		f.noteError(ctx, name, "check before set-running", err)
 	}
 	n, err := f.exec(ctx, f.pool, name, sqlSetRunning, j.id, inc.rowID, NewUUID())
 	if ctx.Err() != nil {
@@ -185,7 +183,7 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 	}
 	if err != nil || n != 1 {
 		if err != nil {
-			f.noteError(name, "set running", err)
+			f.noteError(ctx, name, "set running", err)
 		} else {
 			inc.rowChanged(ctx, f.pool, j, "set-running")
 		}
@@ -210,7 +208,7 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 		return
 	}
 	if _, err := inc.check(ctx, f.pool, j, "set-completed", false); err != nil {
-		f.noteError(name, "check before set-completed", err)
+		f.noteError(ctx, name, "check before set-completed", err)
 	}
 	ok, err := f.finish(ctx, f.pool, name, j.id, inc.rowID, StateCompleted, nil, StateRunning)
 	if ctx.Err() != nil {
@@ -218,7 +216,7 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 	}
 	switch {
 	case err != nil:
-		f.noteError(name, "set completed", err)
+		f.noteError(ctx, name, "set completed", err)
 	case !ok:
 		inc.rowChanged(ctx, f.pool, j, "set-completed")
 	default:
@@ -229,7 +227,7 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 		}
 	}
 	if _, err := inc.check(ctx, f.pool, j, "release", false); err != nil {
-		f.noteError(name, "check before release", err)
+		f.noteError(ctx, name, "check before release", err)
 	}
 	inc.release(ctx, j)
 }
@@ -275,7 +273,7 @@ func (inc *incarnation) execute(ctx context.Context, j *job, d time.Duration, ca
 			return outcomeKilled
 		}
 		if err != nil {
-			f.noteError(inc.p.name, "check while executing", err)
+			f.noteError(ctx, inc.p.name, "check while executing", err)
 		}
 		if canceled {
 			return outcomeCanceled
@@ -291,8 +289,8 @@ func (inc *incarnation) execute(ctx context.Context, j *job, d time.Duration, ca
 // Leak path 3 strikes here.
 func (inc *incarnation) cancelRunning(ctx context.Context, j *job) {
 	f, name := inc.p.f, inc.p.name
-	if err := f.rdb.Del(ctx, CancelKey(j.id)).Err(); err != nil && ctx.Err() == nil {
-		f.noteError(name, "clear cancel request", err)
+	if err := f.rdb.Del(ctx, CancelKey(j.id)).Err(); err != nil {
+		f.noteError(ctx, name, "clear cancel request", err)
 	}
 	reason := strPtr("Canceled on request (simulated).")
 	if f.fire(FaultCancelPathError) {
@@ -305,21 +303,17 @@ func (inc *incarnation) cancelRunning(ctx context.Context, j *job) {
 		return
 	}
 	if _, err := inc.check(ctx, f.pool, j, "cancel", false); err != nil {
-		f.noteError(name, "check before cancel", err)
+		f.noteError(ctx, name, "check before cancel", err)
 	}
 	inc.release(ctx, j)
 	if _, err := f.exec(ctx, f.pool, name, sqlSetCanceling, j.id, inc.rowID); err != nil {
-		if ctx.Err() == nil {
-			f.noteError(name, "set canceling", err)
-		}
+		f.noteError(ctx, name, "set canceling", err)
 		return
 	}
 	ok, err := f.finish(ctx, f.pool, name, j.id, inc.rowID, StateCanceled, reason, StateCanceling)
 	switch {
 	case err != nil:
-		if ctx.Err() == nil {
-			f.noteError(name, "set canceled", err)
-		}
+		f.noteError(ctx, name, "set canceled", err)
 	case ok:
 		f.counters.canceled.Add(1)
 	}
@@ -329,9 +323,7 @@ func (inc *incarnation) cancelRunning(ctx context.Context, j *job) {
 func (inc *incarnation) release(ctx context.Context, j *job) {
 	f := inc.p.f
 	if _, err := Release(ctx, f.rdb, j.id, j.owner, j.exclusive, j.shared); err != nil {
-		if ctx.Err() == nil {
-			f.noteError(j.owner, "release", err)
-		}
+		f.noteError(ctx, j.owner, "release", err)
 		return
 	}
 	f.counters.released.Add(1)

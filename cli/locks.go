@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+func init() {
+	register("locks", "list every lock holding with its verdict (read-only)", runLocks)
+}
+
+// LocksOutput is what `lock-reaper locks --output json` prints: every
+// holding of one snapshot that passes the filters, judged as a pass would,
+// in the order a pass handles them (task locks first, then by key and owner).
+type LocksOutput struct {
+	// DBNow is the database clock every age was measured against.
+	DBNow    time.Time  `json:"db_now"`
+	Holdings []LockLine `json:"holdings"`
+}
+
+// LocksByOwnerOutput is what `lock-reaper locks --by-owner --output json`
+// prints: the filtered holdings counted per owner, sorted by owner.
+type LocksByOwnerOutput struct {
+	DBNow  time.Time     `json:"db_now"`
+	Owners []OwnerCounts `json:"owners"`
+}
+
+// LockLine is one holding: a task key or exclusive key and its owner, or one
+// member of a shared set.
+type LockLine struct {
+	Key   string      `json:"key"`
+	Kind  reaper.Kind `json:"kind"`
+	Owner string      `json:"owner"`
+	// OwnerLiveness is alive, late, dead or gone; HeartbeatAge is in seconds.
+	OwnerLiveness string           `json:"owner_liveness"`
+	HeartbeatAge  *reaper.Duration `json:"heartbeat_age,omitempty"`
+	Resource      string           `json:"resource,omitempty"`
+	// Task is the task the holding is held for: the task of a task lock, or
+	// of the owner's task lock that reserves the resource.
+	Task      string         `json:"task,omitempty"`
+	TaskState string         `json:"task_state,omitempty"`
+	Verdict   reaper.Verdict `json:"verdict"`
+	Action    reaper.Action  `json:"action"`
+	// Deferred says why a pass would hold the release back.
+	Deferred   string `json:"deferred,omitempty"`
+	Registered bool   `json:"registered"`
+}
+
+// OwnerCounts sums up one owner's holdings.
+type OwnerCounts struct {
+	Owner         string                 `json:"owner"`
+	OwnerLiveness string                 `json:"owner_liveness"`
+	HeartbeatAge  *reaper.Duration       `json:"heartbeat_age,omitempty"`
+	Holdings      int                    `json:"holdings"`
+	ByKind        map[reaper.Kind]int    `json:"by_kind"`
+	ByVerdict     map[reaper.Verdict]int `json:"by_verdict"`
+}
+
+// lockFilter keeps the holdings an operator asked about; empty fields match
+// everything.
+type lockFilter struct {
+	owner, resource, task string
+	verdict               reaper.Verdict
+}
+
+func (f lockFilter) match(l LockLine) bool {
+	return (f.owner == "" || l.Owner == f.owner) &&
+		(f.resource == "" || l.Resource == f.resource) &&
+		(f.task == "" || l.Task == f.task) &&
+		(f.verdict == "" || l.Verdict == f.verdict)
+}
+
+// holdingVerdicts are the verdicts a holding can get, for checking --verdict.
+var holdingVerdicts = []reaper.Verdict{
+	reaper.VerdictHealthy, reaper.VerdictJustified, reaper.VerdictPending, reaper.VerdictTaskFinished,
+	reaper.VerdictOwnerDead, reaper.VerdictOwnerGone, reaper.VerdictTaskLost, reaper.VerdictTaskMissing,
+	reaper.VerdictUnclaimed, reaper.VerdictNoTask,
+}
+
+// runLocks lists the holdings of one snapshot. It reads as a pass does and
+// writes nothing, not even suspects. Exit 0, 1 when the read failed, 2 on
+// usage errors.
+func runLocks(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("locks", flag.ContinueOnError)
+	loader := config.Register(fs)
+	var f lockFilter
+	var verdict string
+	fs.StringVar(&f.owner, "owner", "", "only holdings of this owner")
+	fs.StringVar(&f.resource, "resource", "", "only holdings of this resource (the name without pulp:resource_lock:)")
+	fs.StringVar(&verdict, "verdict", "", "only holdings with this verdict ("+verdictNames()+")")
+	fs.StringVar(&f.task, "task", "", "only holdings held for this task: its task lock and the resources it reserves")
+	byOwner := fs.Bool("by-owner", false, "print counts per owner instead of one line per holding")
+	registryOnly := fs.Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
+	if code, ok := parseFlags(fs, env, args, 0); !ok {
+		return code
+	}
+	f.verdict, f.task = reaper.Verdict(verdict), strings.ToLower(f.task)
+	if verdict != "" && !knownVerdict(f.verdict) {
+		fmt.Fprintf(env.Stderr, "lock-reaper locks: --verdict must be one of %s, got %q\n", verdictNames(), verdict)
+		return reaper.ExitUsage
+	}
+	r, s, code, ok := newReaper(fs, loader, env, false)
+	if !ok {
+		return code
+	}
+	defer s.close()
+	progress := newProgress(env.Stderr, s.cfg.Log.Format)
+	in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: *registryOnly, Progress: progress.keys})
+	progress.done()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper locks: %v\n", err)
+		return reaper.ExitFailed
+	}
+	lines := filterLockLines(lockLines(in.Plan), f)
+	if *byOwner {
+		err = writeLocksByOwner(env.Stdout, s.cfg.Output, LocksByOwnerOutput{DBNow: in.Snapshot.Now, Owners: countByOwner(lines)})
+	} else {
+		err = writeLocks(env.Stdout, s.cfg.Output, LocksOutput{DBNow: in.Snapshot.Now, Holdings: lines})
+	}
+	if err != nil {
+		return reaper.ExitFailed
+	}
+	return reaper.ExitOK
+}
+
+// lockLines turns a plan's judgements into lines, in the plan's order.
+func lockLines(plan reaper.Plan) []LockLine {
+	lines := make([]LockLine, 0, len(plan.Holdings))
+	for _, jd := range plan.Holdings {
+		lines = append(lines, LockLine{
+			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: jd.Evidence.OwnerLiveness.String(),
+			HeartbeatAge: jd.Evidence.HeartbeatAge, Resource: jd.Resource, Task: jd.HoldingTask(), TaskState: jd.Evidence.TaskState,
+			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
+		})
+	}
+	return lines
+}
+
+func filterLockLines(lines []LockLine, f lockFilter) []LockLine {
+	out := []LockLine{}
+	for _, l := range lines {
+		if f.match(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func countByOwner(lines []LockLine) []OwnerCounts {
+	byName := map[string]*OwnerCounts{}
+	for _, l := range lines {
+		c := byName[l.Owner]
+		if c == nil {
+			c = &OwnerCounts{Owner: l.Owner, OwnerLiveness: l.OwnerLiveness, HeartbeatAge: l.HeartbeatAge,
+				ByKind: map[reaper.Kind]int{}, ByVerdict: map[reaper.Verdict]int{}}
+			byName[l.Owner] = c
+		}
+		c.Holdings++
+		c.ByKind[l.Kind]++
+		c.ByVerdict[l.Verdict]++
+	}
+	out := make([]OwnerCounts, 0, len(byName))
+	for _, c := range byName {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Owner < out[b].Owner })
+	return out
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeLocks(w io.Writer, format string, out LocksOutput) error {
+	if format == "json" {
+		return writeJSON(w, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tKIND\tOWNER\tLIVENESS\tTASK\tVERDICT\tACTION")
+	for _, l := range out.Holdings {
+		task := "-"
+		if l.Task != "" {
+			task = l.Task
+			if l.TaskState != "" {
+				task += " (" + l.TaskState + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", l.Key, l.Kind, l.Owner, livenessText(l.OwnerLiveness, l.HeartbeatAge), task,
+			l.Verdict, l.Action, deferredText(l.Deferred))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d holdings at %s (database clock)\n", len(out.Holdings), out.DBNow.UTC().Format(time.RFC3339))
+	return err
+}
+
+func writeLocksByOwner(w io.Writer, format string, out LocksByOwnerOutput) error {
+	if format == "json" {
+		return writeJSON(w, out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OWNER\tLIVENESS\tHEARTBEAT AGE\tHOLDINGS\tTASK\tEXCLUSIVE\tSHARED\tVERDICTS")
+	for _, c := range out.Owners {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", c.Owner, c.OwnerLiveness, ageOrDash(c.HeartbeatAge), c.Holdings,
+			c.ByKind[reaper.KindTask], c.ByKind[reaper.KindExclusive], c.ByKind[reaper.KindShared], countsText(c.ByVerdict))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d owners at %s (database clock)\n", len(out.Owners), out.DBNow.UTC().Format(time.RFC3339))
+	return err
+}
+
+func ageOrDash(d *reaper.Duration) string {
+	if d == nil {
+		return "-"
+	}
+	return d.String()
+}
+
+func knownVerdict(v reaper.Verdict) bool {
+	for _, k := range holdingVerdicts {
+		if k == v {
+			return true
+		}
+	}
+	return false
+}
+
+func verdictNames() string {
+	names := make([]string, len(holdingVerdicts))
+	for i, v := range holdingVerdicts {
+		names[i] = string(v)
+	}
+	return strings.Join(names, ", ")
+}

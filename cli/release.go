@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+func init() {
+	register("release", "break-glass: release every lock of one owner known to be dead", runRelease)
+}
+
+// releaseFlags are the flags of `lock-reaper release` besides the
+// configuration.
+type releaseFlags struct {
+	owner  string
+	yes    bool
+	force  bool
+	dryRun bool
+	limit  int
+}
+
+// runRelease is the break-glass release of one owner an operator knows to be
+// dead: every holding of it is released and its tasks are handled as for a
+// dead worker, whatever its heartbeat says, by one real pass restricted to
+// that owner. It reports like `once` (mode "release"), or like `audit` with
+// --dry-run, and has the same exit codes; an owner with an online AppStatus
+// row is refused (exit 4) unless --force.
+func runRelease(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("release", flag.ContinueOnError)
+	loader := config.Register(fs)
+	var rf releaseFlags
+	fs.StringVar(&rf.owner, "owner", "", "the lock owner to release, as Redis names it (an AppStatus name such as 1@pulp-worker-3)")
+	fs.BoolVar(&rf.yes, "yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	fs.BoolVar(&rf.force, "force", false, "release even though the owner has an online AppStatus row")
+	fs.BoolVar(&rf.dryRun, "dry-run", false, "report what the release would do and write nothing")
+	fs.IntVar(&rf.limit, "limit", 0, "text output: at most this many rows per table (0: all)")
+	if code, ok := parseFlags(fs, env, args, 0); !ok {
+		return code
+	}
+	if rf.owner == "" {
+		fmt.Fprintln(env.Stderr, "lock-reaper release: --owner is required")
+		return reaper.ExitUsage
+	}
+	if problem := reaper.OwnerProblem(rf.owner); problem != "" {
+		fmt.Fprintf(env.Stderr, "lock-reaper release: --owner: %s\n", problem)
+		return reaper.ExitUsage
+	}
+	interactive := !rf.yes && !rf.dryRun
+	if interactive && !stdinIsTerminal(env.Stdin) {
+		fmt.Fprintf(env.Stderr, "lock-reaper release: releasing the locks of %s needs confirmation and stdin is not a terminal: rerun with --yes (or --dry-run to see what it would do)\n", rf.owner)
+		return reaper.ExitUsage
+	}
+	r, s, code, ok := newReaper(fs, loader, env, rf.force)
+	if !ok {
+		return code
+	}
+	defer s.close()
+	operator := operatorAttrs()
+	s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release started", append(operator,
+		slog.String("owner", rf.owner), slog.Bool("force", rf.force), slog.Bool("dry_run", rf.dryRun), slog.Bool("yes", rf.yes))...)
+
+	if interactive {
+		if code, ok := confirmRelease(ctx, env, r, rf.owner); !ok {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release not run", append(operator,
+				slog.String("owner", rf.owner), slog.Int("exit_code", code))...)
+			return code
+		}
+	}
+	mode := reaper.ModeRelease
+	if rf.dryRun {
+		mode = reaper.ModeAudit
+	}
+	progress := newProgress(env.Stderr, s.cfg.Log.Format)
+	rep, _ := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
+	progress.done()
+	logReleaseDone(ctx, s.log, operator, rf.owner, rep)
+	if err := writeReport(env.Stdout, s.cfg.Output, rep, rf.limit); err != nil {
+		return reaper.ExitFailed
+	}
+	return rep.ExitCode()
+}
+
+// confirmRelease previews the release on a read-only inspection and asks the
+// operator on the terminal. It refuses an owner that is alive (exit 4, as a
+// guard does) without asking.
+func confirmRelease(ctx context.Context, env Env, r *reaper.Reaper, owner string) (int, bool) {
+	in, err := r.Inspect(ctx, reaper.InspectOptions{})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper release: %v\n", err)
+		return reaper.ExitFailed, false
+	}
+	plan := in.OwnerRelease(owner)
+	for _, g := range plan.Guards {
+		if g.Name == "alive-owner" {
+			fmt.Fprintf(env.Stderr, "lock-reaper release: refused: %s\n", g.Reason)
+			return reaper.ExitGuarded, false
+		}
+	}
+	releases, updates, deferred := plannedWork(plan)
+	if releases+updates == 0 && deferred == 0 {
+		return 0, true
+	}
+	if deferred > 0 {
+		fmt.Fprintf(env.Stderr, "%d more holdings or tasks exceed max_releases/max_task_updates and wait for another run.\n", deferred)
+	}
+	fmt.Fprintf(env.Stderr, "Release %d holdings of %s and update %d tasks? [y/N] ", releases, owner, updates)
+	if !answeredYes(env.Stdin) {
+		fmt.Fprintln(env.Stderr, "lock-reaper release: aborted; nothing was written")
+		return reaper.ExitFailed, false
+	}
+	return 0, true
+}
+
+// plannedWork counts what a plan would do now and what it holds back.
+func plannedWork(plan reaper.Plan) (releases, updates, deferred int) {
+	for _, jd := range plan.Holdings {
+		switch {
+		case jd.Action != reaper.ActionRelease:
+		case jd.Deferred != "":
+			deferred++
+		default:
+			releases++
+		}
+	}
+	for _, tj := range plan.Tasks {
+		switch {
+		case tj.Action != reaper.ActionUpdate:
+		case tj.Deferred != "":
+			deferred++
+		default:
+			updates++
+		}
+	}
+	return releases, updates, deferred
+}
+
+// terminal is implemented by a Stdin that knows whether it is a terminal;
+// tests use it to answer the prompt.
+type terminal interface{ IsTerminal() bool }
+
+func stdinIsTerminal(r io.Reader) bool {
+	switch in := r.(type) {
+	case terminal:
+		return in.IsTerminal()
+	case *os.File:
+		return isatty.IsTerminal(in.Fd()) || isatty.IsCygwinTerminal(in.Fd())
+	}
+	return false
+}
+
+// answeredYes reads one line; only y or yes (any case) confirms.
+func answeredYes(r io.Reader) bool {
+	if r == nil {
+		return false
+	}
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && line == "" {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// operatorAttrs names who ran the command, for the audit trail in the logs.
+func operatorAttrs() []slog.Attr {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return []slog.Attr{slog.String("operator", name), slog.String("operator_host", host)}
+}
+
+func logReleaseDone(ctx context.Context, log *slog.Logger, operator []slog.Attr, owner string, rep *reaper.Report) {
+	attrs := append(operator, slog.String("owner", owner), slog.String("mode", rep.Mode),
+		slog.Int("released", rep.Summary.Released), slog.Int("tasks_updated", rep.Summary.TasksUpdated),
+		slog.Int("deferred", rep.Summary.Deferred), slog.Int("exit_code", rep.ExitCode()))
+	if rep.Skipped != "" {
+		attrs = append(attrs, slog.String("skipped", rep.Skipped))
+	}
+	if rep.Error != "" {
+		attrs = append(attrs, slog.String("error", rep.Error))
+	}
+	for _, g := range rep.Guards {
+		attrs = append(attrs, slog.String("guard", g.Name))
+	}
+	log.LogAttrs(ctx, slog.LevelWarn, "break-glass release finished", attrs...)
+}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/daemon"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+func init() {
+	register("run", "the daemon: passes on a schedule, /metrics, /livez and /readyz on --listen", runDaemon)
+}
+
+// runDaemon runs passes until ctx is cancelled (SIGTERM or SIGINT in main),
+// finishes the pass under way and exits 0. A failed pass never ends it: only
+// a bad configuration (2) or a listener it cannot bind or keep (1) does.
+func runDaemon(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	loader := config.Register(fs)
+	if code, ok := parseFlags(fs, env, args, 0); !ok {
+		return code
+	}
+	// No --force here: a daemon that ignores the mass-death guard on every
+	// pass would release a whole fleet's locks during a database outage.
+	r, s, code, ok := newReaper(fs, loader, env, false)
+	if !ok {
+		return code
+	}
+	defer s.close()
+	if s.cfg.PushgatewayURL != "" {
+		s.log.Info("pushgateway_url is ignored by run: scrape its /metrics instead")
+	}
+	d, err := daemon.New(r, daemonConfig(s.cfg, s.log, env.Version))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper run: configuration: %v\n", err)
+		return reaper.ExitUsage
+	}
+	if err := d.Start(ctx); err != nil {
+		s.log.Error("daemon did not start", slog.String("error", err.Error()))
+		return reaper.ExitFailed
+	}
+	<-d.Done()
+	d.Stop()
+	if err := d.Err(); err != nil {
+		return reaper.ExitFailed
+	}
+	s.log.Info("daemon stopped")
+	return reaper.ExitOK
+}
+
+// daemonConfig maps the loaded configuration onto the daemon's.
+func daemonConfig(c config.Config, logger *slog.Logger, version string) daemon.Config {
+	return daemon.Config{
+		Schedule:         c.Schedule,
+		Jitter:           c.Jitter,
+		FullScanInterval: c.FullScanInterval,
+		Listen:           c.Listen,
+		Version:          version,
+		Logger:           logger,
+	}
+}

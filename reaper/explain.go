@@ -1,0 +1,607 @@
+package reaper
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// Status sums up why a task is where it is.
+type Status string
+
+const (
+	// StatusNotFound: no core_task row has the id.
+	StatusNotFound Status = "not-found"
+	// StatusFinished: the task is in a final state.
+	StatusFinished Status = "finished"
+	// StatusLost: running or canceling, its worker dead or its claim gone.
+	StatusLost Status = "lost"
+	// StatusOrphaned: waiting, claimed by a dead worker.
+	StatusOrphaned Status = "orphaned"
+	// StatusStuck: waiting, claimed by a live worker that holds no lock for it.
+	StatusStuck Status = "stuck"
+	// StatusRunning: running or canceling on a worker that is not dead.
+	StatusRunning Status = "running"
+	// StatusStarting: waiting, claimed by a live worker: about to run.
+	StatusStarting Status = "starting"
+	// StatusBlocked: a stale or suspect lock stands in its way; a pass will
+	// release it (at once or once confirmed).
+	StatusBlocked Status = "blocked"
+	// StatusWaiting: a healthy lock or an older task goes first.
+	StatusWaiting Status = "waiting"
+	// StatusReady: nothing holds its resources and no older task needs them.
+	StatusReady Status = "ready"
+)
+
+// Explanation says why one task waits, runs or was lost, from one
+// inspection. It is what `lock-reaper explain --output json` prints.
+type Explanation struct {
+	TaskID string `json:"task_id"`
+	// DBNow is the database clock every age was measured against.
+	DBNow time.Time `json:"db_now"`
+	// Task is the task's row; nil when it has none.
+	Task *TaskRow `json:"task,omitempty"`
+	// Claim is the process the task's app_lock_id points at.
+	Claim *Process `json:"claim,omitempty"`
+	// TaskLocks are the holdings of task:<id> (normally none or one).
+	TaskLocks []Holder `json:"task_locks"`
+	// Resources are the task's reservations and who holds each in Redis.
+	Resources []ResourceNeed `json:"resources"`
+	// Ahead are the older waiting tasks that need the same resources in a
+	// conflicting way and therefore go first; AheadTotal counts all of them
+	// when the inspection loaded only the first MaxAhead.
+	Ahead      []TaskAhead `json:"ahead"`
+	AheadTotal int         `json:"ahead_total"`
+	// TaskVerdict is what a pass would do to the task itself, if anything.
+	TaskVerdict *TaskJudgement `json:"task_verdict,omitempty"`
+	Status      Status         `json:"status"`
+	// Conclusion is one line for a human.
+	Conclusion string `json:"conclusion"`
+}
+
+// Process is a core_appstatus row a task is claimed by, as judged.
+type Process struct {
+	AppLockID string `json:"app_lock_id"`
+	// Name and AppType are empty when the row no longer exists.
+	Name         string             `json:"name,omitempty"`
+	AppType      string             `json:"app_type,omitempty"`
+	Liveness     heartbeat.Liveness `json:"liveness"`
+	HeartbeatAge *Duration          `json:"heartbeat_age,omitempty"`
+}
+
+// ResourceNeed is one reservation of the task and its holders in Redis.
+type ResourceNeed struct {
+	Resource string `json:"resource"`
+	// Need is how the task reserves it: exclusive or shared.
+	Need    Kind     `json:"need"`
+	Holders []Holder `json:"holders"`
+}
+
+// Holder is one holding that matters to the explained task, with the
+// verdict a pass would give it.
+type Holder struct {
+	Key          string             `json:"key"`
+	Kind         Kind               `json:"kind"`
+	Owner        string             `json:"owner"`
+	Liveness     heartbeat.Liveness `json:"owner_liveness"`
+	HeartbeatAge *Duration          `json:"heartbeat_age,omitempty"`
+	// Task is the task the owner holds it for, through its task lock.
+	Task *TaskRef `json:"task,omitempty"`
+	// Own says it is held for the explained task itself.
+	Own bool `json:"own"`
+	// Blocks says it keeps the waiting task from acquiring its locks.
+	Blocks   bool    `json:"blocks"`
+	Verdict  Verdict `json:"verdict"`
+	Action   Action  `json:"action"`
+	Deferred string  `json:"deferred,omitempty"`
+}
+
+// TaskRef is a task mentioned by an explanation.
+type TaskRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// State is empty when the task has no row.
+	State string `json:"state,omitempty"`
+}
+
+// TaskAhead is an older waiting task that goes first.
+type TaskAhead struct {
+	TaskRow
+	// Conflicts lists the explained task's resources it needs in a
+	// conflicting way.
+	Conflicts []string `json:"conflicts"`
+	Claim     *Process `json:"claim,omitempty"`
+}
+
+// Explain says why the task waits, runs or was lost, from an inspection
+// alone: it is pure, and every age is measured on the inspection's database
+// clock. A task the inspection has no row of is StatusNotFound.
+func Explain(in *Inspection, taskID string) Explanation {
+	ex := explainer{in: in, j: in.judge(), id: taskID}
+	return ex.run()
+}
+
+type explainer struct {
+	in *Inspection
+	j  *judge
+	id string
+	e  Explanation
+}
+
+func (x *explainer) run() Explanation {
+	snap := x.in.Snapshot
+	x.e = Explanation{TaskID: x.id, DBNow: snap.Now, TaskLocks: []Holder{}, Resources: []ResourceNeed{}, Ahead: []TaskAhead{}}
+	x.e.Task = x.taskRow()
+	for _, tj := range x.in.Plan.Tasks {
+		if tj.ID == x.id {
+			x.e.TaskVerdict = &tj
+		}
+	}
+	x.collectTaskLocks()
+	if x.e.Task == nil {
+		x.e.Status, x.e.Conclusion = StatusNotFound, x.notFound()
+		return x.e
+	}
+	x.e.Claim = x.process(x.e.Task.AppLockID)
+	x.collectResources()
+	x.collectAhead()
+	x.e.Status, x.e.Conclusion = x.conclude()
+	return x.e
+}
+
+// taskRow prefers the row read for explain, which has pulp_created, and falls
+// back on the snapshot's.
+func (x *explainer) taskRow() *TaskRow {
+	if ex := x.in.Explained; ex != nil && ex.TaskID == x.id && ex.Row != nil {
+		row := *ex.Row
+		return &row
+	}
+	if t, ok := x.in.Snapshot.Tasks[x.id]; ok {
+		return &TaskRow{Task: t}
+	}
+	return nil
+}
+
+func (x *explainer) process(appLockID string) *Process {
+	if appLockID == "" {
+		return nil
+	}
+	p := &Process{AppLockID: appLockID, Liveness: heartbeat.Gone}
+	row, live, ok := x.j.fleet.Row(appLockID)
+	if ok {
+		p.Name, p.AppType, p.Liveness = row.Name, row.AppType, live
+		p.HeartbeatAge = durationPtr(x.in.Snapshot.Now.Sub(row.LastHeartbeat))
+	}
+	return p
+}
+
+func (x *explainer) taskRef(id string) *TaskRef {
+	if id == "" {
+		return nil
+	}
+	ref := &TaskRef{ID: id}
+	if t, ok := x.in.Snapshot.Tasks[id]; ok {
+		ref.Name, ref.State = t.Name, t.State
+	} else if x.e.Task != nil && id == x.id {
+		ref.Name, ref.State = x.e.Task.Name, x.e.Task.State
+	}
+	return ref
+}
+
+func (x *explainer) holder(jd Judgement) Holder {
+	h := Holder{
+		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: jd.Evidence.OwnerLiveness, HeartbeatAge: jd.Evidence.HeartbeatAge,
+		Task: x.taskRef(jd.HoldingTask()), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
+	}
+	h.Own = jd.HoldingTask() == x.id
+	return h
+}
+
+// waiting says the task still has to acquire its locks: only then do other
+// holdings and older tasks stand in its way.
+func (x *explainer) waiting() bool {
+	return x.e.Task != nil && x.e.Task.State == StateWaiting && x.e.Task.AppLockID == ""
+}
+
+func (x *explainer) collectTaskLocks() {
+	key := TaskKeyPrefix + x.id
+	for _, jd := range x.in.Plan.Holdings {
+		if jd.Key == key {
+			h := x.holder(jd)
+			// Pulp's acquire fails while the task key exists, whoever holds it.
+			h.Blocks = x.waiting()
+			x.e.TaskLocks = append(x.e.TaskLocks, h)
+		}
+	}
+}
+
+func (x *explainer) collectResources() {
+	byKey := map[string][]Judgement{}
+	for _, jd := range x.in.Plan.Holdings {
+		if jd.Kind != KindTask {
+			byKey[jd.Key] = append(byKey[jd.Key], jd)
+		}
+	}
+	for _, n := range needsOf(x.e.Task.Reserved) {
+		rn := ResourceNeed{Resource: n.resource, Need: n.kind, Holders: []Holder{}}
+		for _, jd := range byKey[ResourceKeyPrefix+n.resource] {
+			h := x.holder(jd)
+			h.Blocks = x.waiting() && !h.Own && conflicts(n.kind, jd.Kind)
+			rn.Holders = append(rn.Holders, h)
+		}
+		x.e.Resources = append(x.e.Resources, rn)
+	}
+}
+
+// need is one resource of a reserved_resources_record, with its kind.
+type need struct {
+	resource string
+	kind     Kind
+}
+
+// needsOf lists a reserved_resources_record as needs in record order,
+// without duplicates: shared ones carry the shared: prefix.
+func needsOf(record []string) []need {
+	seen := map[need]bool{}
+	var out []need
+	for _, r := range record {
+		n := need{r, KindExclusive}
+		if name, ok := strings.CutPrefix(r, "shared:"); ok {
+			n = need{name, KindShared}
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// conflicts says whether two reservations of one resource exclude each
+// other: exclusive against anything does, shared against shared does not.
+func conflicts(a, b Kind) bool {
+	return a == KindExclusive || b == KindExclusive
+}
+
+func (x *explainer) collectAhead() {
+	ex := x.in.Explained
+	if ex == nil || ex.TaskID != x.id || Final(x.e.Task.State) {
+		return
+	}
+	mine := needsOf(x.e.Task.Reserved)
+	finishing := map[string]bool{}
+	for _, tj := range x.in.Plan.Tasks {
+		if tj.Action == ActionUpdate && Final(tj.StateAfter) {
+			finishing[tj.ID] = true
+		}
+	}
+	for _, t := range ex.Ahead {
+		// Only a waiting task goes first; one the next pass cancels does not.
+		if t.State != StateWaiting || finishing[t.ID] {
+			continue
+		}
+		var hits []string
+		theirs := map[need]bool{}
+		for _, n := range needsOf(t.Reserved) {
+			theirs[n] = true
+		}
+		for _, n := range mine {
+			for _, kind := range []Kind{KindExclusive, KindShared} {
+				if theirs[need{n.resource, kind}] && conflicts(n.kind, kind) {
+					hits = append(hits, n.resource)
+					break
+				}
+			}
+		}
+		// The query already selected conflicting tasks; this check keeps
+		// Explain right for any inspection it is given.
+		if len(hits) > 0 {
+			x.e.Ahead = append(x.e.Ahead, TaskAhead{TaskRow: t, Conflicts: hits, Claim: x.process(t.AppLockID)})
+		}
+	}
+	x.e.AheadTotal = max(ex.AheadTotal-(len(ex.Ahead)-len(x.e.Ahead)), len(x.e.Ahead))
+}
+
+func (x *explainer) notFound() string {
+	msg := "not found: no task " + x.id
+	for _, h := range x.e.TaskLocks {
+		msg += fmt.Sprintf("; yet %s holds its task lock (%s): %s", h.Owner, h.Verdict, fate(h.Action, h.Deferred, false))
+	}
+	return msg
+}
+
+// conclude decides the status and the one-line conclusion.
+func (x *explainer) conclude() (Status, string) {
+	t := x.e.Task
+	if tj := x.e.TaskVerdict; tj != nil {
+		if s, msg, ok := x.taskVerdictConclusion(*tj); ok {
+			return s, msg
+		}
+	}
+	claim := x.e.Claim
+	switch {
+	case Final(t.State):
+		return StatusFinished, x.finished()
+	case t.State == StateRunning || t.State == StateCanceling:
+		return StatusRunning, fmt.Sprintf("%s on %s", t.State, processPhrase(claim))
+	case t.AppLockID != "":
+		return StatusStarting, fmt.Sprintf("claimed by %s: about to run", processPhrase(claim))
+	}
+	return x.queued()
+}
+
+func (x *explainer) taskVerdictConclusion(tj TaskJudgement) (Status, string, bool) {
+	held := ""
+	if tj.Deferred != "" {
+		held = fmt.Sprintf(" (held back this pass: %s)", tj.Deferred)
+	}
+	worker := processPhrase(x.e.Claim)
+	switch {
+	case tj.Verdict == VerdictLost && x.e.Claim == nil:
+		return StatusLost, fmt.Sprintf("lost: %s with no claim, its worker's row is gone; the next pass %s it%s", tj.StateBefore, finishVerb(tj.StateAfter), held), true
+	case tj.Verdict == VerdictLost:
+		return StatusLost, fmt.Sprintf("lost: claimed by %s; the next pass %s it%s", worker, finishVerb(tj.StateAfter), held), true
+	case tj.Verdict == VerdictOrphanedClaim:
+		next := "requeues it"
+		if !tj.ClearClaim {
+			next = finishVerb(tj.StateAfter) + " it"
+		}
+		if len(x.e.TaskLocks) > 0 {
+			next = "releases its lock and " + next
+		}
+		return StatusOrphaned, fmt.Sprintf("orphaned: claimed by %s; the next pass %s%s", worker, next, held), true
+	case tj.Verdict == VerdictStuckClaim:
+		when := "the next pass requeues it"
+		if tj.Action == ActionSuspect {
+			when = "requeued once confirmed"
+			if tj.FirstSeen != nil {
+				when += " (suspect since " + tj.FirstSeen.UTC().Format(time.RFC3339) + ")"
+			}
+		}
+		return StatusStuck, fmt.Sprintf("stuck: claimed by %s, which holds no lock for it; %s%s", worker, when, held), true
+	}
+	return "", "", false
+}
+
+func (x *explainer) finished() string {
+	msg := "finished (" + x.e.Task.State + ")"
+	var left []string
+	for _, h := range x.e.TaskLocks {
+		left = append(left, fmt.Sprintf("%s still holds its task lock (%s): %s", h.Owner, h.Verdict, fate(h.Action, h.Deferred, false)))
+	}
+	if len(left) > 0 {
+		msg += "; " + strings.Join(left, "; ")
+	}
+	return msg
+}
+
+// queued explains a waiting, unclaimed task: Pulp's workers acquire its
+// locks only once no one holds them in a conflicting way and no older task
+// needs them.
+func (x *explainer) queued() (Status, string) {
+	var stale, live []Holder
+	for _, h := range x.blockers() {
+		if h.Action == ActionKeep {
+			live = append(live, h)
+		} else {
+			stale = append(stale, h)
+		}
+	}
+	var clauses []string
+	status := StatusReady
+	if len(stale) > 0 {
+		status = StatusBlocked
+		clauses = append(clauses, staleClause(stale))
+	}
+	if len(live) > 0 {
+		if status == StatusReady {
+			status = StatusWaiting
+		}
+		clauses = append(clauses, x.liveClause(live))
+	}
+	if ahead := x.aheadClause(append(stale, live...)); ahead != "" {
+		if status == StatusReady {
+			status = StatusWaiting
+		}
+		clauses = append(clauses, ahead)
+	}
+	if len(clauses) == 0 {
+		return StatusReady, "ready to run: nothing holds its resources and no older task needs them"
+	}
+	for i := 1; i < len(clauses); i++ {
+		clauses[i] = "then " + clauses[i]
+	}
+	return status, strings.Join(clauses, "; ")
+}
+
+// blockers lists the holdings in the waiting task's way, task lock first,
+// then in the order of its reservations.
+func (x *explainer) blockers() []Holder {
+	var out []Holder
+	for _, h := range x.e.TaskLocks {
+		if h.Blocks {
+			out = append(out, h)
+		}
+	}
+	for _, rn := range x.e.Resources {
+		for _, h := range rn.Holders {
+			if h.Blocks {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// staleClause names the owners of stale and suspect holdings in the way;
+// releases come before suspects, so the first one named is the surest.
+func staleClause(hs []Holder) string {
+	sort.SliceStable(hs, func(a, b int) bool { return hs[a].Action == ActionRelease && hs[b].Action != ActionRelease })
+	first := hs[0]
+	subject := "a stale lock of " + ownerPhrase(first)
+	switch {
+	case first.Own && first.Kind == KindTask:
+		// A worker took its locks and stopped before claiming it.
+		subject = "its own task lock, taken by " + ownerPhrase(first) + " that never claimed it"
+	case first.Verdict == VerdictTaskFinished && first.Liveness != heartbeat.Dead && first.Task != nil:
+		// A live worker that lost track of a finished task's locks.
+		subject = fmt.Sprintf("a lock %s kept for finished task %s", first.Owner, first.Task.ID)
+	case first.Action == ActionSuspect:
+		subject = "a suspect lock of " + ownerPhrase(first)
+	}
+	if n := len(distinctOwners(hs)) - 1; n > 0 {
+		subject += fmt.Sprintf(" and %d other owner%s", n, plural(n))
+	}
+	return fmt.Sprintf("blocked by %s (%s): %s", subject, evidencePhrase(first), fate(first.Action, first.Deferred, len(hs) > 1))
+}
+
+func (x *explainer) liveClause(hs []Holder) string {
+	h := hs[0]
+	var msg string
+	if h.Task != nil && h.Task.State != "" {
+		how := h.Task.State + " on " + ownerPhrase(h)
+		if h.HeartbeatAge != nil {
+			how += " (heartbeat " + h.HeartbeatAge.String() + " ago)"
+		}
+		if t, ok := x.in.Snapshot.Tasks[h.Task.ID]; ok && t.AppLockID != "" {
+			how = h.Task.State + " on " + processPhrase(x.process(t.AppLockID))
+			if t.State == StateWaiting {
+				how = "claimed by " + processPhrase(x.process(t.AppLockID))
+			}
+		}
+		msg = fmt.Sprintf("waiting behind task %s (%s), %s", h.Task.ID, h.Task.Name, how)
+	} else {
+		msg = fmt.Sprintf("waiting for %s, held by %s (%s, kept)", h.Key, ownerPhrase(h), evidencePhrase(h))
+	}
+	if n := len(distinctOwners(hs)) - 1; n > 0 {
+		msg += fmt.Sprintf(" and %d other live owner%s", n, plural(n))
+	}
+	return msg
+}
+
+// aheadClause names the oldest task that goes first and is not already named
+// as the holder of a lock in the way; "" when there is none.
+func (x *explainer) aheadClause(blockers []Holder) string {
+	named := map[string]bool{}
+	for _, h := range blockers {
+		if h.Task != nil {
+			named[h.Task.ID] = true
+		}
+	}
+	var rest []TaskAhead
+	for _, a := range x.e.Ahead {
+		if !named[a.ID] {
+			rest = append(rest, a)
+		}
+	}
+	if len(rest) == 0 {
+		return ""
+	}
+	a := rest[0]
+	who := "unclaimed"
+	if a.Claim != nil {
+		who = "claimed by " + processPhrase(a.Claim)
+	}
+	msg := fmt.Sprintf("waiting behind older task %s (%s), %s, %s, which needs %s first", a.ID, a.Name, a.State, who, strings.Join(a.Conflicts, ", "))
+	if n := x.e.AheadTotal - (len(x.e.Ahead) - len(rest)) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more older task%s)", n, plural(n))
+	}
+	return msg
+}
+
+// fate says what the next pass does with a holding.
+func fate(a Action, deferred string, many bool) string {
+	it := "it"
+	if many {
+		it = "them"
+	}
+	switch {
+	case a == ActionRelease && deferred != "":
+		return fmt.Sprintf("a pass would release %s but %s holds it back", it, deferred)
+	case a == ActionRelease:
+		return "the next pass releases " + it
+	case a == ActionSuspect:
+		return "released once confirmed, confirm_after after its first sighting"
+	default:
+		return "kept"
+	}
+}
+
+func finishVerb(stateAfter string) string {
+	switch stateAfter {
+	case StateFailed:
+		return "fails"
+	case StateWaiting:
+		return "requeues"
+	default:
+		return "cancels"
+	}
+}
+
+// livenessWord reads better in a sentence than the liveness name.
+func livenessWord(l heartbeat.Liveness) string {
+	if l == heartbeat.Alive {
+		return "live"
+	}
+	return l.String()
+}
+
+// ownerPhrase names a holding's owner with its liveness: "dead worker 1@w".
+func ownerPhrase(h Holder) string {
+	if h.Liveness == heartbeat.Gone {
+		return "owner " + h.Owner + ", which has no AppStatus row"
+	}
+	return livenessWord(h.Liveness) + " worker " + h.Owner
+}
+
+// evidencePhrase is the verdict and heartbeat age behind a holding's fate.
+func evidencePhrase(h Holder) string {
+	s := string(h.Verdict)
+	if h.HeartbeatAge != nil {
+		s += ", heartbeat " + h.HeartbeatAge.String() + " ago"
+	}
+	return s
+}
+
+// processPhrase describes the process a task is claimed by: "live worker
+// 1@w (heartbeat 2s ago)".
+func processPhrase(p *Process) string {
+	if p == nil {
+		return "no process (unclaimed)"
+	}
+	if p.Name == "" {
+		return "a process whose AppStatus row " + p.AppLockID + " is gone"
+	}
+	kind := p.AppType
+	if kind == "" {
+		kind = "process"
+	}
+	s := livenessWord(p.Liveness) + " " + kind + " " + p.Name
+	if p.HeartbeatAge != nil {
+		s += " (heartbeat " + p.HeartbeatAge.String() + " ago)"
+	}
+	return s
+}
+
+func distinctOwners(hs []Holder) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, h := range hs {
+		if !seen[h.Owner] {
+			seen[h.Owner] = true
+			out = append(out, h.Owner)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

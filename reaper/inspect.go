@@ -1,0 +1,222 @@
+package reaper
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// InspectOptions choose what an inspection reads.
+type InspectOptions struct {
+	// RegistryOnly skips the keyspace SCAN, as PassOptions.RegistryOnly does.
+	RegistryOnly bool
+	// TaskID, when set, also reads that task and the older waiting tasks
+	// whose reservations conflict with it (see Inspection.Explained).
+	TaskID string
+	// Progress, when set, is told how many lock keys have been read.
+	Progress func(keys int)
+}
+
+// Inspection is what a pass would see and decide, without acting: the
+// snapshot, the plan Judge makes of it and the policy it was judged with.
+// Operator tools (explain, locks, the preview of a break-glass release) read
+// it; nothing in it has been written anywhere.
+type Inspection struct {
+	Snapshot Snapshot
+	Plan     Plan
+	Policy   Policy
+	// Explained is set when InspectOptions.TaskID was.
+	Explained *ExplainedTask
+}
+
+// TaskRow is a core_task row with its creation time, which decides the order
+// in which Pulp's workers fetch waiting tasks.
+type TaskRow struct {
+	Task
+	Created time.Time `json:"pulp_created"`
+}
+
+// ExplainedTask holds the rows explain needs beyond a pass's snapshot. They
+// are read in a read-only transaction of their own right after the snapshot.
+type ExplainedTask struct {
+	TaskID string
+	// Row is nil when no core_task row has TaskID.
+	Row *TaskRow
+	// Ahead are the waiting tasks created before it whose reservations
+	// conflict with its own, oldest first, at most MaxAhead of them. Older
+	// running tasks are not among them: they hold their locks, which the
+	// snapshot already shows.
+	Ahead []TaskRow
+	// AheadTotal counts all of them.
+	AheadTotal int
+}
+
+// MaxAhead bounds how many older conflicting tasks an inspection loads.
+const MaxAhead = 50
+
+// Inspect reads one snapshot exactly as a pass does (Redis, then the
+// database) and judges it, without taking the pass lock and without writing
+// anything, not even suspects.
+func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection, error) {
+	pass := PassOptions{Mode: ModeAudit, RegistryOnly: opts.RegistryOnly, Progress: opts.Progress}
+	snap, err := r.snapshot(ctx, pass, &Report{})
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspection{Snapshot: snap, Plan: Judge(snap, r.cfg.Policy), Policy: r.cfg.Policy}
+	if opts.TaskID != "" {
+		if in.Explained, err = readExplainedTask(ctx, r.pool, r.cfg.DatabaseTimeout, opts.TaskID); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// Owner returns what the inspection knows of an owner name: the liveness of
+// its AppStatus rows, or for an immediate-<uuid> owner that of its task.
+func (in *Inspection) Owner(name string) heartbeat.Owner {
+	return in.judge().owner(name)
+}
+
+// Fleet returns the liveness of every AppStatus row and name.
+func (in *Inspection) Fleet() *heartbeat.Fleet {
+	return heartbeat.Judge(in.Snapshot.AppStatuses, in.Snapshot.Now, in.Policy.HeartbeatGrace)
+}
+
+func (in *Inspection) judge() *judge {
+	return &judge{snap: in.Snapshot, p: in.Policy, fleet: in.Fleet()}
+}
+
+// HoldingTask names the task a holding is held for: the task of a task lock,
+// or for a resource holding the task of the owner's task lock that reserves
+// the resource (the one that justified it or whose verdict it inherited).
+// It is "" when no task lock of the owner reserves the resource.
+func (jd Judgement) HoldingTask() string {
+	if jd.Kind == KindTask {
+		return jd.TaskID
+	}
+	id, _ := ParseTaskKey(jd.Evidence.Via)
+	return id
+}
+
+// explainTaskSQL and explainAheadSQL name only columns of pulp-protocol.md §3.
+const (
+	explainTaskSQL = `
+SELECT pulp_id::text, name, state, app_lock_id::text,
+       coalesce(array_remove(reserved_resources_record, NULL), '{}'), finished_at, pulp_created
+FROM core_task WHERE pulp_id = $1::uuid`
+
+	// explainAheadSQL finds the older waiting tasks that reserve one of the
+	// names in $2: Pulp's workers fetch waiting tasks in pulp_created order
+	// and never start one before an older one it conflicts with. The caller
+	// passes exactly the forms that conflict with the task (see
+	// conflictingForms), so the limit never cuts off a conflicting task in
+	// favour of a harmless one.
+	explainAheadSQL = `
+SELECT pulp_id::text, name, state, app_lock_id::text,
+       coalesce(array_remove(reserved_resources_record, NULL), '{}'), finished_at, pulp_created,
+       count(*) OVER ()
+FROM core_task
+WHERE state = 'waiting'
+  AND pulp_created < $1
+  AND pulp_id <> $3::uuid
+  AND reserved_resources_record && $2::text[]
+ORDER BY pulp_created, pulp_id
+LIMIT $4`
+)
+
+// readExplainedTask reads a task and the older waiting tasks that must go
+// before it, in one read-only transaction.
+func readExplainedTask(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, taskID string) (*ExplainedTask, error) {
+	out := &ExplainedTask{TaskID: taskID}
+	if !IsTaskUUID(taskID) {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("begin explain transaction: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
+
+	rows, err := tx.Query(ctx, explainTaskSQL, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("read task %s: %w", taskID, err)
+	}
+	found, _, err := scanTaskRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read task %s: %w", taskID, err)
+	}
+	if len(found) == 0 {
+		return out, nil
+	}
+	out.Row = &found[0]
+	forms := conflictingForms(out.Row.Reserved)
+	if len(forms) == 0 || Final(out.Row.State) {
+		return out, nil
+	}
+	rows, err = tx.Query(ctx, explainAheadSQL, out.Row.Created, forms, taskID, MaxAhead)
+	if err != nil {
+		return nil, fmt.Errorf("read tasks ahead of %s: %w", taskID, err)
+	}
+	if out.Ahead, out.AheadTotal, err = scanTaskRows(rows); err != nil {
+		return nil, fmt.Errorf("read tasks ahead of %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// scanTaskRows reads rows of explainTaskSQL or explainAheadSQL; the total is
+// the window count of the latter.
+func scanTaskRows(rows pgx.Rows) ([]TaskRow, int, error) {
+	defer rows.Close()
+	var out []TaskRow
+	total := 0
+	withTotal := len(rows.FieldDescriptions()) == 8
+	for rows.Next() {
+		var t TaskRow
+		var appLock *string
+		dest := []any{&t.ID, &t.Name, &t.State, &appLock, &t.Reserved, &t.FinishedAt, &t.Created}
+		if withTotal {
+			dest = append(dest, &total)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, 0, err
+		}
+		if appLock != nil {
+			t.AppLockID = *appLock
+		}
+		out = append(out, t)
+	}
+	return out, total, rows.Err()
+}
+
+// conflictingForms lists the reserved_resources_record entries of another
+// task that conflict with this record: an exclusive need conflicts with the
+// resource in both forms (R and shared:R), a shared need only with R itself,
+// since shared holders coexist.
+func conflictingForms(record []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, r := range record {
+		if name, shared := strings.CutPrefix(r, "shared:"); shared {
+			add(name)
+		} else {
+			add(r)
+			add("shared:" + r)
+		}
+	}
+	return out
+}

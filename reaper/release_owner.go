@@ -1,0 +1,175 @@
+package reaper
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// Deferral reasons of a break-glass release.
+const (
+	deferredAliveOwner   = "alive-owner guard"
+	deferredOtherTaskKey = "its task lock is held by another owner"
+)
+
+// judgeFor judges a snapshot the way the pass options ask: a normal pass, or
+// the break-glass release of one owner.
+func judgeFor(snap Snapshot, p Policy, opts PassOptions) Plan {
+	if opts.ReleaseOwner != "" {
+		return judgeOwnerRelease(snap, p, opts.ReleaseOwner)
+	}
+	return Judge(snap, p)
+}
+
+// OwnerRelease is the plan of a break-glass release of owner on this
+// inspection: what `lock-reaper release --owner` would do.
+func (in *Inspection) OwnerRelease(owner string) Plan {
+	return judgeOwnerRelease(in.Snapshot, in.Policy, owner)
+}
+
+// judgeOwnerRelease plans the break-glass release of one owner an operator
+// knows to be dead. Its AppStatus rows are judged dead whatever their
+// heartbeat says, and the plan keeps only:
+//   - every holding of the owner, each released (a holding the pass would
+//     keep, such as the lock of a task that finished moments ago or of an
+//     immediate task, is released as owner-dead: the owner will not do it);
+//   - the tasks claimed by the owner's rows, lost or orphaned as for a dead
+//     worker (canceled/failed, requeued/canceled per the policy).
+//
+// The mass-death guard does not apply: one owner is named explicitly. The
+// per-pass limits do. An owner with an online row is refused unless p.Force
+// (see refuseAliveOwner). Suspects are remembered as they were; only the ones
+// this release settles are forgotten.
+func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
+	actual := heartbeat.Judge(snap.AppStatuses, snap.Now, p.HeartbeatGrace)
+	if o := actual.Owner(owner); o.Rows > 0 && o.Liveness == heartbeat.Alive && !p.Force {
+		return refuseAliveOwner(snap, p, o)
+	}
+	declared := snap
+	declared.AppStatuses = declareDead(snap.AppStatuses, snap.Now, p.HeartbeatGrace, owner)
+	rows := map[string]bool{}
+	for _, a := range declared.AppStatuses {
+		if a.Name == owner {
+			rows[a.ID] = true
+		}
+	}
+
+	forced := p
+	forced.Force = true
+	full := Judge(declared, forced)
+	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects)}
+	if plan.Suspects == nil {
+		plan.Suspects = map[SuspectKey]Suspect{}
+	}
+	for _, o := range full.Owners {
+		if o.Name == owner {
+			o.HeartbeatAge = actual.Owner(owner).HeartbeatAge
+			plan.Owners = append(plan.Owners, o)
+		}
+	}
+
+	realOwner := actual.Owner(owner)
+	taskKeyOwners := map[string][]string{}
+	for _, jd := range full.Holdings {
+		if jd.Kind == KindTask {
+			taskKeyOwners[jd.Key] = append(taskKeyOwners[jd.Key], jd.Owner)
+		}
+		if jd.Owner != owner {
+			continue
+		}
+		if jd.Action != ActionRelease {
+			jd.Verdict, jd.Action, jd.FirstSeen = VerdictOwnerDead, ActionRelease, nil
+		}
+		jd.Deferred = ""
+		// The owner is judged dead (an immediate-<uuid> owner has no row to
+		// declare dead), so that its registry leaves pulp:active_owners once
+		// empty; the heartbeat reported is the one it really had.
+		if jd.Evidence.OwnerLiveness != heartbeat.Gone {
+			jd.Evidence.OwnerLiveness = heartbeat.Dead
+		}
+		if realOwner.Rows > 0 {
+			jd.Evidence.HeartbeatAge = durationPtr(realOwner.HeartbeatAge)
+		}
+		plan.Holdings = append(plan.Holdings, jd)
+	}
+	for _, tj := range full.Tasks {
+		if !rows[tj.AppLockID] {
+			continue
+		}
+		tj.Deferred = ""
+		// A requeue waits until the task's lock is gone; a lock held by
+		// another owner is not this release's to remove.
+		for _, k := range tj.AfterRelease {
+			for _, o := range taskKeyOwners[k] {
+				if o != owner {
+					tj.Deferred = deferredOtherTaskKey
+				}
+			}
+		}
+		plan.Tasks = append(plan.Tasks, tj)
+	}
+
+	applyGuards(&plan, heartbeat.Judge(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
+	return plan
+}
+
+// declareDead returns the rows with the owner's heartbeats moved just past
+// ttl + grace, so that every rule that asks for a dead owner applies. Rows
+// already dead keep their heartbeat.
+func declareDead(rows []heartbeat.AppStatus, now time.Time, grace time.Duration, owner string) []heartbeat.AppStatus {
+	out := make([]heartbeat.AppStatus, len(rows))
+	for i, a := range rows {
+		if a.Name == owner && a.Liveness(now, grace) != heartbeat.Dead {
+			a.LastHeartbeat = now.Add(-(a.TTL + grace + time.Second))
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// refuseAliveOwner plans nothing for an owner whose heartbeat is current:
+// its locks are most likely healthy. The plan shows the owner's holdings and
+// tasks as a normal pass judges them, with anything a normal pass would do to
+// them held back by the alive-owner guard.
+func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
+	full := Judge(snap, p)
+	rows := map[string]bool{}
+	for _, a := range snap.AppStatuses {
+		if a.Name == o.Name {
+			rows[a.ID] = true
+		}
+	}
+	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects), Guards: []Guard{{Name: "alive-owner", Reason: fmt.Sprintf(
+		"%s has an online AppStatus row (heartbeat %s ago): its locks are most likely healthy; nothing is released and no task is updated; rerun with --force if it is really dead",
+		o.Name, Duration(o.HeartbeatAge))}}}
+	if plan.Suspects == nil {
+		plan.Suspects = map[SuspectKey]Suspect{}
+	}
+	for _, owner := range full.Owners {
+		if owner.Name == o.Name {
+			plan.Owners = append(plan.Owners, owner)
+		}
+	}
+	for _, jd := range full.Holdings {
+		if jd.Owner != o.Name {
+			continue
+		}
+		switch jd.Action {
+		case ActionRelease:
+			jd.Deferred = deferredAliveOwner
+		case ActionSuspect:
+			// Not remembered either: the suspects stay as they were.
+			jd.Action, jd.FirstSeen = ActionKeep, nil
+		}
+		plan.Holdings = append(plan.Holdings, jd)
+	}
+	for _, tj := range full.Tasks {
+		if rows[tj.AppLockID] {
+			tj.Deferred = deferredAliveOwner
+			plan.Tasks = append(plan.Tasks, tj)
+		}
+	}
+	return plan
+}

@@ -1,0 +1,281 @@
+package reaper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// TestJudgeOwnerRelease checks the plan of a break-glass release on pure
+// snapshots: only the owner's holdings and the tasks of its rows, all
+// released or updated whatever the heartbeat says, the real heartbeat age in
+// the evidence, suspects kept as they were.
+func TestJudgeOwnerRelease(t *testing.T) {
+	t.Parallel()
+	w := exNewWorld()
+	target := w.worker("1@target", 40*time.Second) // late: a normal pass leaves it alone
+	other := w.worker("2@dead", time.Hour)
+	w.worker("3@dead", time.Hour)
+	w.worker("1@live", time.Second)
+
+	running := w.task("", StateRunning, target, exRepo)
+	w.hold("1@target", running, exRepo, "shared:"+exDomain)
+	waiting := w.task("", StateWaiting, target)
+	w.hold("1@target", waiting)
+	justDone := w.task("", StateCompleted, target, "shared:"+exDomain)
+	w.finishedAgo(justDone, time.Second)
+	w.hold("1@target", justDone)
+	// A waiting task claimed by the owner whose task key another owner holds:
+	// requeuing it would leave that lock in its next worker's way.
+	crossed := w.task("", StateWaiting, target)
+	w.hold("2@dead", crossed)
+	othersTask := w.task("", StateRunning, other, "shared:"+exDomain)
+	w.hold("2@dead", othersTask, "shared:"+exDomain)
+	suspect := SuspectKey{Key: "pulp:resource_lock:x", Owner: "1@live"}
+	w.snap.Suspects[suspect] = Suspect{Verdict: VerdictNoTask, FirstSeen: exNow.Add(-time.Minute)}
+
+	plan := judgeOwnerRelease(w.snap, w.policy, "1@target")
+	require.Empty(t, plan.Guards, "the mass-death guard does not apply to one named owner")
+	require.Len(t, plan.Holdings, 5)
+	for _, jd := range plan.Holdings {
+		require.Equal(t, "1@target", jd.Owner)
+		require.Equal(t, ActionRelease, jd.Action, jd.Key)
+		require.Empty(t, jd.Deferred, jd.Key)
+		require.Equal(t, heartbeat.Dead, jd.Evidence.OwnerLiveness)
+		require.Equal(t, Duration(40*time.Second), *jd.Evidence.HeartbeatAge, "the real heartbeat age is reported")
+		if jd.Key == TaskKeyPrefix+justDone {
+			require.Equal(t, VerdictOwnerDead, jd.Verdict, "a lock the pass would keep a moment longer goes too")
+		}
+	}
+	byID := map[string]TaskJudgement{}
+	for _, tj := range plan.Tasks {
+		byID[tj.ID] = tj
+	}
+	require.Len(t, byID, 3)
+	require.Equal(t, VerdictLost, byID[running].Verdict)
+	require.Equal(t, StateCanceled, byID[running].StateAfter)
+	require.Empty(t, byID[running].Deferred)
+	require.Equal(t, VerdictOrphanedClaim, byID[waiting].Verdict)
+	require.True(t, byID[waiting].ClearClaim)
+	require.Empty(t, byID[waiting].Deferred)
+	require.Equal(t, deferredOtherTaskKey, byID[crossed].Deferred)
+	require.Equal(t, map[SuspectKey]Suspect{suspect: w.snap.Suspects[suspect]}, plan.Suspects)
+	require.Len(t, plan.Owners, 1)
+	require.Equal(t, 40*time.Second, plan.Owners[0].HeartbeatAge)
+
+	// The same snapshot judged normally keeps the late owner's locks.
+	for _, jd := range Judge(w.snap, w.policy).Holdings {
+		if jd.Owner == "1@target" {
+			require.NotEqual(t, ActionRelease, jd.Action, jd.Key)
+		}
+	}
+}
+
+func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
+	t.Parallel()
+	w := exNewWorld()
+	live := w.worker("1@live", time.Second)
+	running := w.task("", StateRunning, live, exRepo)
+	w.hold("1@live", running, exRepo)
+
+	stray := "pulp:resource_lock:stray"
+	w.snap.Holdings = append(w.snap.Holdings, Holding{Key: stray, Kind: KindExclusive, Owner: "1@live", Resource: "stray"})
+	leaked := w.id()
+	w.hold("1@live", leaked) // no task row: task-missing, a suspect
+
+	plan := judgeOwnerRelease(w.snap, w.policy, "1@live")
+	require.Len(t, plan.Guards, 1)
+	require.Equal(t, "alive-owner", plan.Guards[0].Name)
+	require.Contains(t, plan.Guards[0].Reason, "1@live has an online AppStatus row (heartbeat 1s ago)")
+	require.Len(t, plan.Holdings, 4, "the owner's holdings as a normal pass judges them")
+	for _, jd := range plan.Holdings {
+		require.NotEqual(t, ActionSuspect, jd.Action, "a refused release remembers nothing")
+		if jd.Action == ActionRelease {
+			require.Equal(t, deferredAliveOwner, jd.Deferred, jd.Key)
+		}
+		require.Equal(t, heartbeat.Alive, jd.Evidence.OwnerLiveness)
+		if jd.Key == TaskKeyPrefix+running {
+			require.Equal(t, VerdictHealthy, jd.Verdict)
+		}
+	}
+	require.Empty(t, plan.Tasks, "a task running on a live worker is not lost")
+	require.Empty(t, plan.Suspects)
+
+	forced := w.policy
+	forced.Force = true
+	plan = judgeOwnerRelease(w.snap, forced, "1@live")
+	require.Empty(t, plan.Guards)
+	for _, jd := range plan.Holdings {
+		require.Equal(t, ActionRelease, jd.Action)
+		require.Equal(t, VerdictOwnerDead, jd.Verdict)
+		require.Empty(t, jd.Deferred)
+	}
+	require.Len(t, plan.Holdings, 4)
+	require.Len(t, plan.Tasks, 1)
+	require.Equal(t, running, plan.Tasks[0].ID)
+	require.Equal(t, VerdictLost, plan.Tasks[0].Verdict)
+	require.Empty(t, plan.Tasks[0].Deferred)
+}
+
+func TestJudgeOwnerReleaseLimits(t *testing.T) {
+	t.Parallel()
+	w := exNewWorld()
+	dead := w.worker("1@dead", time.Hour)
+	for range 3 {
+		w.hold("1@dead", w.task("", StateRunning, dead))
+	}
+	w.worker("2@dead", time.Hour)
+	w.hold("2@dead", w.task("", StateCompleted, ""))
+	w.policy.MaxReleases, w.policy.MaxTaskUpdates = 2, 1
+
+	plan := judgeOwnerRelease(w.snap, w.policy, "1@dead")
+	releases, deferred := 0, 0
+	for _, jd := range plan.Holdings {
+		if jd.Deferred == "" {
+			releases++
+		} else {
+			deferred++
+			require.Equal(t, "max_releases", jd.Deferred)
+		}
+	}
+	require.Equal(t, 2, releases, "the other owner's release does not use up the limit")
+	require.Equal(t, 1, deferred)
+	updates := 0
+	for _, tj := range plan.Tasks {
+		if tj.Deferred == "" {
+			updates++
+		}
+	}
+	require.Equal(t, 1, updates)
+	names := []string{}
+	for _, g := range plan.Guards {
+		names = append(names, g.Name)
+	}
+	require.Equal(t, []string{"max-releases", "max-task-updates"}, names)
+
+	// An owner nobody knows: nothing to do.
+	plan = judgeOwnerRelease(w.snap, w.policy, "7@nobody")
+	require.Empty(t, plan.Holdings)
+	require.Empty(t, plan.Tasks)
+	require.Empty(t, plan.Guards)
+}
+
+// TestReleaseOwnerPass runs the break-glass release for real: everything of
+// the named owner goes and its tasks are handled as for a dead worker, while
+// another dead owner and a live one are untouched, although the fleet is
+// dead enough for the mass-death guard to stop a normal pass.
+func TestReleaseOwnerPass(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	target := f.worker("1@target", time.Hour)
+	other := f.worker("2@dead", time.Hour)
+	live := f.worker("1@live", time.Second)
+
+	rRun, rWait, rDone, rOther, rLive := repo(), repo(), repo(), repo(), repo()
+	running := f.task("running", target, []string{rRun, "shared:" + domain}, -1)
+	f.acquire("1@target", running, []string{rRun, "shared:" + domain}, false)
+	waiting := f.task("waiting", target, []string{rWait}, -1)
+	f.acquire("1@target", waiting, []string{rWait}, true)
+	done := f.task("completed", target, []string{rDone}, time.Hour)
+	f.acquire("1@target", done, []string{rDone}, false)
+	othersTask := f.task("running", other, []string{rOther, "shared:" + domain}, -1)
+	f.acquire("2@dead", othersTask, []string{rOther, "shared:" + domain}, false)
+	healthy := f.task("running", live, []string{rLive, "shared:" + domain}, -1)
+	f.acquire("1@live", healthy, []string{rLive, "shared:" + domain}, false)
+
+	r := f.reaper(nil)
+	require.Equal(t, ExitGuarded, f.pass(r, ModeAudit).ExitCode(), "2 of 3 workers dead trips the mass-death guard of a normal pass")
+
+	dry, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeAudit, ReleaseOwner: "1@target"})
+	require.NoError(t, err)
+	require.Equal(t, ExitFindings, dry.ExitCode())
+	require.Equal(t, "1@target", f.get(TaskKeyPrefix+running), "a dry run writes nothing")
+
+	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeRelease, ReleaseOwner: "1@target"})
+	require.NoError(t, err)
+	require.Equal(t, ModeRelease, rep.Mode)
+	require.Equal(t, ExitOK, rep.ExitCode(), "%+v", rep.Guards)
+	require.Equal(t, 7, rep.Summary.Released)
+	require.Equal(t, 2, rep.Summary.TasksUpdated)
+	for _, fd := range rep.Findings {
+		require.Equal(t, "1@target", fd.Owner)
+	}
+
+	for _, id := range []string{running, waiting, done} {
+		require.Empty(t, f.get(TaskKeyPrefix+id))
+	}
+	for _, r := range []string{rRun, rWait, rDone} {
+		require.Empty(t, f.get(ResourceKeyPrefix+r))
+	}
+	require.ElementsMatch(t, []string{"2@dead", "1@live"}, f.members(ResourceKeyPrefix+domain))
+	require.Empty(t, f.members(OwnerLocksPrefix+"1@target"))
+	require.NotContains(t, f.members(ActiveOwnersKey), "1@target")
+	require.Equal(t, "2@dead", f.get(TaskKeyPrefix+othersTask), "another dead owner is not this release's")
+	require.Equal(t, "2@dead", f.get(ResourceKeyPrefix+rOther))
+	require.Equal(t, "1@live", f.get(TaskKeyPrefix+healthy))
+
+	state, _, reason, _ := f.taskRow(running)
+	require.Equal(t, "canceled", state)
+	require.Equal(t, "Worker 1@target has gone missing; lock reaper canceled.", *reason)
+	state, lock, _, _ := f.taskRow(waiting)
+	require.Equal(t, "waiting", state)
+	require.Nil(t, lock, "requeued")
+	state, _, _, _ = f.taskRow(done)
+	require.Equal(t, "completed", state)
+	state, _, _, _ = f.taskRow(othersTask)
+	require.Equal(t, "running", state)
+	state, _, _, _ = f.taskRow(healthy)
+	require.Equal(t, "running", state)
+}
+
+// TestReleaseOwnerPassAliveOwner: an owner with an online row is refused
+// unless forced, by the pass itself.
+func TestReleaseOwnerPassAliveOwner(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	live := f.worker("1@live", time.Second)
+	rLive := repo()
+	healthy := f.task("running", live, []string{rLive}, -1)
+	f.acquire("1@live", healthy, []string{rLive}, false)
+
+	rep, err := f.reaper(nil).RunOnce(f.ctx, PassOptions{Mode: ModeRelease, ReleaseOwner: "1@live"})
+	require.NoError(t, err)
+	require.Equal(t, ExitGuarded, rep.ExitCode())
+	require.Equal(t, "alive-owner", rep.Guards[0].Name)
+	require.Equal(t, 0, rep.Summary.Released)
+	require.Equal(t, "1@live", f.get(TaskKeyPrefix+healthy))
+	state, _, _, _ := f.taskRow(healthy)
+	require.Equal(t, "running", state)
+
+	rep, err = f.reaper(func(c *Config) { c.Force = true }).RunOnce(f.ctx, PassOptions{Mode: ModeRelease, ReleaseOwner: "1@live"})
+	require.NoError(t, err)
+	require.Equal(t, ExitOK, rep.ExitCode())
+	require.Equal(t, 2, rep.Summary.Released)
+	require.Empty(t, f.get(TaskKeyPrefix+healthy))
+	state, _, _, _ = f.taskRow(healthy)
+	require.Equal(t, "canceled", state)
+}
+
+// TestJudgeOwnerReleaseImmediateOwner: an immediate-<uuid> owner has no row;
+// naming it releases its locks although its task is incomplete.
+func TestJudgeOwnerReleaseImmediateOwner(t *testing.T) {
+	t.Parallel()
+	w := exNewWorld()
+	id := w.task("", StateRunning, "", exRepo)
+	owner := immediateOwnerPrefix + id
+	w.hold(owner, id, exRepo)
+	require.Equal(t, VerdictHealthy, Judge(w.snap, w.policy).Holdings[0].Verdict)
+
+	plan := judgeOwnerRelease(w.snap, w.policy, owner)
+	require.Empty(t, plan.Guards)
+	require.Len(t, plan.Holdings, 2)
+	for _, jd := range plan.Holdings {
+		require.Equal(t, VerdictOwnerDead, jd.Verdict)
+		require.Equal(t, ActionRelease, jd.Action)
+		require.Equal(t, heartbeat.Dead, jd.Evidence.OwnerLiveness, "so that its empty registry is retired")
+	}
+	require.Empty(t, plan.Tasks, "it has no row, so no task is claimed by it")
+}
