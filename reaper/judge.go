@@ -25,6 +25,11 @@ type judge struct {
 	snap  Snapshot
 	p     Policy
 	fleet *heartbeat.Fleet
+	// opaque names the owners holding a kept task lock whose task row the
+	// snapshot lacks (an immediate task's row not committed yet): what that
+	// task reserves is unknown, so a shared membership of the owner may be
+	// its own.
+	opaque map[string]bool
 }
 
 func (j *judge) run() Plan {
@@ -44,6 +49,7 @@ func (j *judge) run() Plan {
 		plan.Holdings = append(plan.Holdings, j.confirm(j.taskLock(h), &plan))
 	}
 	index := indexTaskLocks(plan.Holdings, j.snap.Tasks)
+	j.opaque = opaqueOwners(plan.Holdings, j.snap.Tasks)
 	for _, h := range resources {
 		plan.Holdings = append(plan.Holdings, j.resource(h, index, &plan))
 	}
@@ -188,14 +194,6 @@ func parseReservation(r string) reservation {
 	return reservation{r, KindExclusive}
 }
 
-func reservations(record []string) map[reservation]bool {
-	out := make(map[reservation]bool, len(record))
-	for _, r := range record {
-		out[parseReservation(r)] = true
-	}
-	return out
-}
-
 // ownedReservation is a resource of a given kind held or reserved by an owner.
 type ownedReservation struct {
 	owner string
@@ -235,6 +233,17 @@ func indexTaskLocks(judged []Judgement, tasks map[string]Task) taskLockIndex {
 	return idx
 }
 
+// opaqueOwners lists the owners of kept task locks without a task row.
+func opaqueOwners(judged []Judgement, tasks map[string]Task) map[string]bool {
+	out := map[string]bool{}
+	for _, jd := range judged {
+		if _, ok := tasks[jd.TaskID]; !ok && jd.Action != ActionRelease {
+			out[jd.Owner] = true
+		}
+	}
+	return out
+}
+
 // resource applies the resource holding table of verdicts.md.
 // An inherited verdict carries its task lock's action: a confirmed task lock
 // releases its resources in the same pass, without a confirmation of their own.
@@ -248,7 +257,14 @@ func (j *judge) resource(h Holding, idx taskLockIndex, plan *Plan) Judgement {
 		tl := plan.Holdings[by.kept]
 		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
 		return Judgement{Holding: h, Verdict: VerdictJustified, Action: ActionKeep, Evidence: e}
-	case by != nil && by.released >= 0:
+	case by != nil && by.released >= 0 && !(h.Kind == KindShared && j.opaque[h.Owner]):
+		// A shared membership is one set member for every task of its owner
+		// on that resource, so while the owner also holds a kept task lock
+		// whose reservations are unknown, it may be that task's too: it is
+		// then judged below like a holding no task explains, released only
+		// once confirmed, as the unknown task's own resources are. An
+		// exclusive lock was taken together with the released task lock
+		// that reserves it, and is that task's alone.
 		tl := plan.Holdings[by.released]
 		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
 		e.FinishedAge, e.AppLock, e.AppLockLiveness = tl.Evidence.FinishedAge, tl.Evidence.AppLock, tl.Evidence.AppLockLiveness

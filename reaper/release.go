@@ -95,9 +95,9 @@ for i = 1, n do
   out[i] = res
 end
 for i = pos + 1, #ARGV do
-  local owner, registry = ARGV[i], '` + OwnerLocksPrefix + `' .. ARGV[i]
-  local t = redis.call('TYPE', registry)['ok']
-  if (t == 'none' or (t == 'set' and redis.call('SCARD', registry) == 0)) and is_set('` + ActiveOwnersKey + `') then
+  -- Redis deletes a set that loses its last member: an empty registry is none.
+  local owner = ARGV[i]
+  if redis.call('TYPE', '` + OwnerLocksPrefix + `' .. owner)['ok'] == 'none' and is_set('` + ActiveOwnersKey + `') then
     redis.call('SREM', '` + ActiveOwnersKey + `', owner)
   end
 end
