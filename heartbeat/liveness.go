@@ -146,14 +146,21 @@ func (f *Fleet) Owners() []Owner {
 }
 
 // WorkerCounts counts the worker rows and how many of them are dead, for the
-// mass-death guard.
+// mass-death guard. A dead row whose name a live or late row carries again
+// is left out: that worker restarted under the same pid@hostname, so its old
+// row speaks of a restart, not of a fleet dying at once, and would otherwise
+// pile up with every restart until the guard tripped for good.
 func (f *Fleet) WorkerCounts() (workers, dead int) {
 	for _, r := range f.rows {
 		if r.AppType != "worker" {
 			continue
 		}
+		rowDead := r.Liveness(f.Now, f.Grace) == Dead
+		if rowDead && f.names[r.Name].Liveness > Dead {
+			continue
+		}
 		workers++
-		if r.Liveness(f.Now, f.Grace) == Dead {
+		if rowDead {
 			dead++
 		}
 	}

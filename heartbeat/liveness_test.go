@@ -150,6 +150,13 @@ func TestFleetWorkerCounts(t *testing.T) {
 			ltRow("4", "w3", "worker", ltWorkerTTL, 2*time.Hour), // rows, not names
 			ltRow("5", "api", "api", 120*time.Second, time.Hour),
 		}, 4, 2},
+		{"a dead row superseded by a live row of its name is left out", []AppStatus{
+			ltRow("1", "w1", "worker", ltWorkerTTL, time.Hour),
+			ltRow("2", "w1", "worker", ltWorkerTTL, 2*time.Hour),
+			ltRow("3", "w1", "worker", ltWorkerTTL, time.Second),
+			ltRow("4", "w2", "worker", ltWorkerTTL, time.Hour),
+			ltRow("5", "w3", "worker", ltWorkerTTL, time.Second),
+		}, 3, 1},
 		{"boundary ttl+grace is not dead", []AppStatus{
 			ltRow("1", "w1", "worker", ltWorkerTTL, ltWorkerTTL+ltGrace),
 			ltRow("2", "w2", "worker", ltWorkerTTL, ltWorkerTTL+ltGrace+1),

@@ -439,15 +439,24 @@ func ptHealthy(c ptCase, h Holding) bool {
 	return false
 }
 
-// ptMassDeath is the mass-death guard of verdicts.md.
+// ptMassDeath is the mass-death guard of verdicts.md, less the dead rows
+// whose name a row that is not dead carries again (a restart, not a death).
 func ptMassDeath(c ptCase) bool {
+	restarted := map[string]bool{}
+	for _, r := range c.snap.AppStatuses {
+		if !ptRowDead(r, c.snap.Now, c.p.HeartbeatGrace) {
+			restarted[r.Name] = true
+		}
+	}
 	workers, dead := 0, 0
 	for _, r := range c.snap.AppStatuses {
-		if r.AppType == "worker" {
-			workers++
-			if ptRowDead(r, c.snap.Now, c.p.HeartbeatGrace) {
-				dead++
-			}
+		rowDead := ptRowDead(r, c.snap.Now, c.p.HeartbeatGrace)
+		if r.AppType != "worker" || (rowDead && restarted[r.Name]) {
+			continue
+		}
+		workers++
+		if rowDead {
+			dead++
 		}
 	}
 	return !c.p.Force && workers > 0 && workers >= c.p.MinWorkers && float64(dead) > c.p.MaxDeadFraction*float64(workers)

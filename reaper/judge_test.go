@@ -1518,7 +1518,8 @@ func TestJudgeMassDeathGuard(t *testing.T) {
 	t.Parallel()
 	// The fixture adds two rows of its own: a dead "0@retired" only when no
 	// worker is dead, and always the task-lost pair "5@reborn" (one alive,
-	// one dead). Counts below include them.
+	// one dead; the dead row of a restarted name does not count). Counts
+	// below include them.
 	// Worker rows and dead ones, counting the fixture's own rows.
 	minWorkers := func(n int) func(*Policy) { return func(p *Policy) { p.MinWorkers = n } }
 	cases := []struct {
@@ -1527,15 +1528,15 @@ func TestJudgeMassDeathGuard(t *testing.T) {
 		policy        func(*Policy)
 		trips         bool
 	}{
-		{"more than half dead trips", 4, 3, nil, true},                                                   // 4 of 6
-		{"all dead trips", 3, 3, nil, true},                                                              // 4 of 5
-		{"exactly half dead does not trip", 4, 2, nil, false},                                            // 3 of 6
-		{"few dead do not trip", 8, 2, nil, false},                                                       // 3 of 10
-		{"force disables it", 4, 3, func(p *Policy) { p.Force = true }, false},                           // 4 of 6
-		{"fewer than min_workers never trips", 0, 0, minWorkers(4), false},                               // 2 of 3
-		{"exactly min_workers trips", 1, 1, minWorkers(3), true},                                         // 2 of 3
-		{"max_dead_fraction 0.9", 4, 3, func(p *Policy) { p.MaxDeadFraction = 0.9 }, false},              // 4 of 6
-		{"max_dead_fraction 0 trips on any dead", 8, 0, func(p *Policy) { p.MaxDeadFraction = 0 }, true}, // 2 of 11
+		{"more than half dead trips", 4, 3, nil, true},                                                   // 3 of 5
+		{"all dead trips", 3, 3, nil, true},                                                              // 3 of 4
+		{"exactly half dead does not trip", 4, 2, nil, false},                                            // 2 of 5
+		{"few dead do not trip", 8, 2, nil, false},                                                       // 2 of 9
+		{"force disables it", 4, 3, func(p *Policy) { p.Force = true }, false},                           // 3 of 5
+		{"fewer than min_workers never trips", 0, 0, minWorkers(4), false},                               // 1 of 2
+		{"exactly min_workers trips", 2, 2, minWorkers(3), true},                                         // 2 of 3
+		{"max_dead_fraction 0.9", 4, 3, func(p *Policy) { p.MaxDeadFraction = 0.9 }, false},              // 3 of 5
+		{"max_dead_fraction 0 trips on any dead", 8, 0, func(p *Policy) { p.MaxDeadFraction = 0 }, true}, // 1 of 10
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1591,7 +1592,7 @@ func TestJudgeMassDeathGuardReason(t *testing.T) {
 	plan := g.w.judge(DefaultPolicy())
 	require.Len(t, plan.Guards, 1)
 	require.Equal(t, "mass-death", plan.Guards[0].Name)
-	require.Contains(t, plan.Guards[0].Reason, "4 of 6 worker rows are dead")
+	require.Contains(t, plan.Guards[0].Reason, "3 of 5 worker rows are dead")
 	require.Contains(t, plan.Guards[0].Reason, "0.5")
 }
 

@@ -137,6 +137,8 @@ func (inc *incarnation) runImmediate(ctx context.Context, spec TaskSpec) (string
 		return j.id, false, commit(ctx, q)
 	}
 	f.counters.acquired.Add(1)
+	inc.track(j)
+	defer inc.untrack(j)
 
 	if _, err := inc.check(ctx, q, j, "set-running", false); err != nil {
 		f.noteError(ctx, name, "check before set-running", err)

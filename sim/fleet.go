@@ -49,6 +49,8 @@ type Fleet struct {
 	// a restart's cleanup) released a holding of some owner, so that the
 	// owner's safety check does not blame the reaper for it.
 	selfReleased map[holdingRef]selfRelease
+	// active is the work of live processes, for ActiveHoldings (active.go).
+	active map[*job]activeJob
 
 	counters counters
 }

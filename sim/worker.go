@@ -25,6 +25,7 @@ func (inc *incarnation) workerLoop() {
 			continue
 		}
 		inc.runTask(ctx, j)
+		inc.untrack(j)
 	}
 }
 
@@ -70,9 +71,11 @@ func (inc *incarnation) fetch(ctx context.Context) (*job, error) {
 			continue
 		}
 		f.counters.acquired.Add(1)
+		inc.track(j)
 		if claimed := inc.claim(ctx, j); claimed {
 			return j, nil
 		}
+		inc.untrack(j)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// holdingRef names one holding: a lock key and one owner.
+type holdingRef struct{ Key, Owner string }
+
+func (h holdingRef) String() string { return h.Key + " held by " + h.Owner }
+
+// wireLog is a go-redis hook on the reaper's own Redis client that records,
+// from the replies Redis sent, every holding the reaper's release script
+// removed. It is the accounting's independent witness: the reports are built
+// by the reaper from the same replies, so a report that drops, doubles or
+// invents a release disagrees with this log.
+//
+// It decodes the release script's calling convention (reaper/release.go):
+// KEYS are the lock keys, ARGV[1] is their number n, ARGV[2..n+1] their kinds
+// and ARGV[n+2..2n+1] their owners; the reply has one result per key. The
+// reaper runs no other script, so any EVAL or EVALSHA that does not fit is
+// recorded as malformed and fails the test.
+type wireLog struct {
+	mu        sync.Mutex
+	released  map[holdingRef]int
+	results   map[string]int // by result, over every holding sent
+	malformed []string
+}
+
+func newWireLog() *wireLog {
+	return &wireLog{released: map[holdingRef]int{}, results: map[string]int{}}
+}
+
+var _ redis.Hook = (*wireLog)(nil)
+
+func (w *wireLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (w *wireLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		w.observe(cmd, err)
+		return err
+	}
+}
+
+func (w *wireLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			w.observe(cmd, cmd.Err())
+		}
+		return err
+	}
+}
+
+// observe records a release script call that Redis answered. A call that
+// failed on the wire changed nothing we can know of; a NOSCRIPT reply is
+// followed by the same call as EVAL.
+func (w *wireLog) observe(cmd redis.Cmder, err error) {
+	name := strings.ToLower(cmd.Name())
+	if (name != "evalsha" && name != "eval") || err != nil {
+		return
+	}
+	refs, results, perr := decodeRelease(cmd)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if perr != nil {
+		w.malformed = append(w.malformed, fmt.Sprintf("%v: %v", cmd.Args(), perr))
+		return
+	}
+	for i, res := range results {
+		w.results[res]++
+		if res == "released" {
+			w.released[refs[i]]++
+		}
+	}
+}
+
+func decodeRelease(cmd redis.Cmder) ([]holdingRef, []string, error) {
+	args := cmd.Args()
+	if len(args) < 3 {
+		return nil, nil, fmt.Errorf("%d arguments", len(args))
+	}
+	numKeys, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil || len(args) < 3+numKeys+1 {
+		return nil, nil, fmt.Errorf("bad key count %v", args[2])
+	}
+	keys, argv := args[3:3+numKeys], args[3+numKeys:]
+	n, err := strconv.Atoi(fmt.Sprint(argv[0]))
+	if err != nil || n != numKeys || len(argv) < 1+2*n {
+		return nil, nil, fmt.Errorf("ARGV[1] %v does not count the %d keys", argv[0], numKeys)
+	}
+	c, ok := cmd.(*redis.Cmd)
+	if !ok {
+		return nil, nil, fmt.Errorf("reply of type %T", cmd)
+	}
+	results, err := c.StringSlice()
+	if err != nil || len(results) != n {
+		return nil, nil, fmt.Errorf("reply %v for %d keys: %v", c.Val(), n, err)
+	}
+	refs := make([]holdingRef, n)
+	for i := range n {
+		refs[i] = holdingRef{Key: fmt.Sprint(keys[i]), Owner: fmt.Sprint(argv[1+n+i])}
+	}
+	return refs, results, nil
+}
+
+// snapshot returns copies of what was recorded.
+func (w *wireLog) snapshot() (released map[holdingRef]int, results map[string]int, malformed []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	released = make(map[holdingRef]int, len(w.released))
+	for k, v := range w.released {
+		released[k] = v
+	}
+	results = make(map[string]int, len(w.results))
+	for k, v := range w.results {
+		results[k] = v
+	}
+	return released, results, append([]string(nil), w.malformed...)
+}
