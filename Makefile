@@ -35,3 +35,7 @@ audit: services build
 
 clean:
 	rm -rf bin
+
+## soak: the end-to-end chaos test for 10 minutes (SOAK.md records a run)
+soak: services
+	$(GO) test ./e2e -run Soak -soak 10m -timeout 30m -v
