@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
@@ -87,11 +86,13 @@ func (a *actor) release(ctx context.Context) error {
 		}
 		idx := todo[start:min(start+rel.batchSize, len(todo))]
 		b := releaseBatch{holdings: make([]Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
+		retired := map[string]bool{}
 		for n, i := range idx {
 			jd := a.plan.Holdings[i]
 			b.holdings[n] = jd.Holding
 			switch l := jd.Evidence.OwnerLiveness; {
-			case (l == heartbeat.Dead || l == heartbeat.Gone) && !slices.Contains(b.retire, jd.Owner):
+			case (l == heartbeat.Dead || l == heartbeat.Gone) && !retired[jd.Owner]:
+				retired[jd.Owner] = true
 				b.retire = append(b.retire, jd.Owner)
 			case (l == heartbeat.Alive || l == heartbeat.Late) && jd.Kind != KindTask:
 				b.guarded[n] = true

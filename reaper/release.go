@@ -3,7 +3,6 @@ package reaper
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -139,14 +138,16 @@ func (r *releaser) release(ctx context.Context, b releaseBatch) ([]Result, error
 	for _, h := range b.holdings {
 		args = append(args, h.Owner)
 	}
-	guardedOwners := []string{}
+	var guardedOwners []string
+	listed := map[string]bool{}
 	for i, h := range b.holdings {
 		if !b.guarded[i] {
 			args = append(args, "0")
 			continue
 		}
 		args = append(args, "1")
-		if !slices.Contains(guardedOwners, h.Owner) {
+		if !listed[h.Owner] {
+			listed[h.Owner] = true
 			guardedOwners = append(guardedOwners, h.Owner)
 		}
 	}

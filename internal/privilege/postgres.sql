@@ -1,0 +1,21 @@
+-- The PostgreSQL role lock-reaper runs as. Run as the owner of pulpcore's
+-- tables (or a superuser) in pulpcore's database, with a password of your own.
+CREATE ROLE lock_reaper LOGIN PASSWORD 'change-me';
+
+-- Where PUBLIC's default privileges were revoked, the role also needs:
+--   GRANT CONNECT ON DATABASE pulp TO lock_reaper;
+GRANT USAGE ON SCHEMA public TO lock_reaper;
+
+-- Owner liveness: every heartbeat row, read in the snapshot.
+GRANT SELECT (pulp_id, name, app_type, ttl, last_heartbeat) ON core_appstatus TO lock_reaper;
+
+-- Tasks: the columns a pass judges, and those the update of a lost task sets
+-- (the update reads error and finished_at back when it requeues instead).
+GRANT SELECT (pulp_id, name, state, app_lock_id, reserved_resources_record, finished_at, error) ON core_task TO lock_reaper;
+GRANT UPDATE (state, app_lock_id, finished_at, error) ON core_task TO lock_reaper;
+
+-- The running progress reports of a task it finishes take the task's state.
+GRANT SELECT (pulp_id, task_id, state) ON core_progressreport TO lock_reaper;
+GRANT UPDATE (state) ON core_progressreport TO lock_reaper;
+
+-- Advisory locks (its own pass lock, pulpcore's cleanup lock) need no grant.
