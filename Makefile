@@ -33,6 +33,12 @@ demo: services build
 audit: services build
 	$(BIN) audit
 
+## bench: a pass over a production-size keyspace in throwaway databases (BENCHMARKS.md); a few minutes
+bench: services
+	@mkdir -p bench/results
+	$(GO) run ./bench -json bench/results/fleet-latest.json > bench/results/fleet-latest.md
+	@cat bench/results/fleet-latest.md
+
 clean:
 	rm -rf bin
 

@@ -18,21 +18,26 @@ type dbSnapshot struct {
 	tasks       map[string]Task
 }
 
-// readTasksSQL loads, in one statement, the tasks named by task locks or by
-// immediate-<uuid> owners ($1), and the incomplete tasks that are claimed or
-// are running/canceling without a claim (about one per worker). It names only
-// the columns lock-reaper relies on; NULL array elements are dropped so that
-// an odd record cannot fail the read.
-const readTasksSQL = `
-SELECT pulp_id::text, name, state, app_lock_id::text,
-       array_remove(reserved_resources_record, NULL), finished_at
-FROM core_task WHERE pulp_id = ANY($1::uuid[])
-UNION
-SELECT pulp_id::text, name, state, app_lock_id::text,
-       array_remove(reserved_resources_record, NULL), finished_at
-FROM core_task
+// Tasks are read in two statements of the snapshot transaction: first the
+// incomplete tasks that are claimed or are running/canceling without a claim
+// (about one per worker), then those of the tasks named by task locks or by
+// immediate-<uuid> owners that the first did not return. Each row comes
+// once, and each statement keeps a plan that suits it when PostgreSQL
+// caches a generic one: a UNION would sort every row to drop duplicates,
+// and one scan with OR becomes a sequential scan testing each row against
+// the whole array of ids. They name only the columns lock-reaper relies on;
+// NULL array elements are dropped so that an odd record cannot fail the read.
+const (
+	taskColumns = `pulp_id, name, state, app_lock_id,
+       array_remove(reserved_resources_record, NULL), finished_at`
+	readOpenTasksSQL = `SELECT ` + taskColumns + ` FROM core_task
 WHERE state IN ('waiting', 'running', 'canceling')
   AND (app_lock_id IS NOT NULL OR state <> 'waiting')`
+	// The ids travel as text, which PostgreSQL parses faster than the
+	// driver would.
+	readTasksByIDSQL = `SELECT ` + taskColumns + ` FROM core_task
+WHERE pulp_id = ANY($1::text[]::uuid[])`
+)
 
 // readDatabase reads the fleet and the tasks in one read-only REPEATABLE READ
 // transaction, so that every row is judged against the same instant: the
@@ -61,49 +66,66 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 }
 
 func readTasks(ctx context.Context, tx pgx.Tx, ids []string) (map[string]Task, error) {
-	if ids == nil {
-		ids = []string{}
-	}
-	rows, err := tx.Query(ctx, readTasksSQL, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read core_task: %w", err)
-	}
-	defer rows.Close()
 	tasks := make(map[string]Task, len(ids))
-	for rows.Next() {
-		var t Task
-		var appLock *string
-		if err := rows.Scan(&t.ID, &t.Name, &t.State, &appLock, &t.Reserved, &t.FinishedAt); err != nil {
-			return nil, fmt.Errorf("read core_task: %w", err)
-		}
-		if appLock != nil {
-			t.AppLockID = *appLock
-		}
-		tasks[t.ID] = t
+	// Names, states, claims and shared resources repeat across thousands of
+	// rows; each distinct value is kept once.
+	in := interner{claims: map[[16]byte]string{}, text: map[string]string{}}
+	if err := scanTasks(ctx, tx, in, tasks, readOpenTasksSQL); err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read core_task: %w", err)
+	rest := []string{}
+	for _, id := range ids {
+		if _, ok := tasks[id]; !ok {
+			rest = append(rest, id)
+		}
+	}
+	if err := scanTasks(ctx, tx, in, tasks, readTasksByIDSQL, rest); err != nil {
+		return nil, err
 	}
 	return tasks, nil
 }
 
-// taskIDsOf lists the tasks a set of holdings refers to: the task of every
-// task lock and the task of every immediate-<uuid> owner.
-func taskIDsOf(holdings []Holding) []string {
-	seen := make(map[string]struct{}, len(holdings))
-	var ids []string
-	add := func(id string) {
-		if _, ok := seen[id]; !ok {
-			seen[id] = struct{}{}
-			ids = append(ids, id)
-		}
+func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]Task, sql string, args ...any) error {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("read core_task: %w", err)
 	}
+	defer rows.Close()
+	var t Task
+	dest := []any{uuidText{dst: &t.ID}, internedText{&t.Name, in}, internedText{&t.State, in}, uuidText{&t.AppLockID, in.claims},
+		&reservedScanner{out: &t.Reserved, elem: reservedElem{in: in}}, &t.FinishedAt}
+	for rows.Next() {
+		t = Task{}
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("read core_task: %w", err)
+		}
+		into[t.ID] = t
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read core_task: %w", err)
+	}
+	return nil
+}
+
+// taskIDsOf lists the tasks a set of holdings refers to: the task of every
+// task lock and the task of every immediate-<uuid> owner. A task may be
+// listed twice (a statement reads each row once whatever its argument
+// holds); only the many holdings of one immediate owner are folded.
+func taskIDsOf(holdings []Holding) []string {
+	var ids []string
+	var immediate map[string]struct{}
 	for _, h := range holdings {
 		if h.TaskID != "" {
-			add(h.TaskID)
+			ids = append(ids, h.TaskID)
 		}
 		if id, ok := immediateTaskID(h.Owner); ok {
-			add(id)
+			if _, seen := immediate[id]; !seen {
+				if immediate == nil {
+					immediate = map[string]struct{}{}
+				}
+				immediate[id] = struct{}{}
+				ids = append(ids, id)
+			}
 		}
 	}
 	return ids

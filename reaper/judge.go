@@ -2,9 +2,13 @@ package reaper
 
 import (
 	"fmt"
+	"maps"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -30,30 +34,92 @@ type judge struct {
 	// task reserves is unknown, so a shared membership of the owner may be
 	// its own.
 	opaque map[string]bool
+	// evidence holds each owner's part of the evidence, which all its
+	// holdings share (with one heartbeat age), filled as owners are met.
+	evidence map[string]Evidence
+	// livenesses are what AppLockLiveness points to, one per value, so that
+	// a hundred thousand task locks do not each allocate one.
+	livenesses *[4]heartbeat.Liveness
+}
+
+// judgeParts bounds how many goroutines judge the holdings of one snapshot
+// at once, and judgePartMin how few holdings make a part worth one.
+const (
+	judgeParts   = 4
+	judgePartMin = 8192
+)
+
+// inParts calls fn on consecutive parts of [0, n) at once, when n is large
+// enough to be worth it and more than one CPU can run them. Each part gets a
+// judge of its own (its own cache of owner evidence) and its own map for the
+// suspects it remembers, merged into plan's in order afterwards: the
+// holdings of a snapshot are judged independently of one another, so the
+// plan is the same as from one part.
+func (j *judge) inParts(n int, plan *Plan, fn func(w *judge, part *Plan, lo, hi int)) {
+	parts := min(runtime.GOMAXPROCS(0), judgeParts, n/judgePartMin)
+	if parts < 2 {
+		fn(j, plan, 0, n)
+		return
+	}
+	j.liveness(heartbeat.Gone) // fill the shared pointers before sharing them
+	pieces := make([]Plan, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		w := *j
+		w.evidence = nil
+		pieces[p].Suspects = map[SuspectKey]Suspect{}
+		wg.Go(func() { fn(&w, &pieces[p], n*p/parts, n*(p+1)/parts) })
+	}
+	wg.Wait()
+	for _, piece := range pieces {
+		maps.Copy(plan.Suspects, piece.Suspects)
+	}
 }
 
 func (j *judge) run() Plan {
-	holdings := append([]Holding(nil), j.snap.Holdings...)
-	sortHoldings(holdings)
-
-	var tasks, resources []Holding
-	for _, h := range holdings {
-		if h.Kind == KindTask {
-			tasks = append(tasks, h)
-		} else {
-			resources = append(resources, h)
+	tasks, resources := sortedHoldings(j.snap.Holdings)
+	plan := Plan{Now: j.snap.Now, Owners: j.fleet.Owners(), Suspects: map[SuspectKey]Suspect{}}
+	if len(j.snap.Holdings) > 0 {
+		plan.Holdings = make([]Judgement, len(j.snap.Holdings))
+	}
+	taskLocks := plan.Holdings[:len(tasks):len(tasks)]
+	// What each task lock's task reserved, for the index, and which have no
+	// task row.
+	reserved := make([][]string, len(tasks))
+	missing := make([]bool, len(tasks))
+	j.inParts(len(tasks), &plan, func(w *judge, part *Plan, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			h := w.snap.Holdings[tasks[n]]
+			t, found := w.snap.Tasks[h.TaskID]
+			taskLocks[n] = w.confirm(w.taskLock(h, t, found), part)
+			reserved[n], missing[n] = t.Reserved, !found
+		}
+	})
+	index := make(taskLockIndex, len(tasks))
+	j.opaque = map[string]bool{}
+	for n, jd := range taskLocks {
+		index.add(n, jd, reserved[n])
+		if missing[n] && jd.Action != ActionRelease {
+			j.opaque[jd.Owner] = true
 		}
 	}
-	plan := Plan{Now: j.snap.Now, Owners: j.fleet.Owners(), Suspects: map[SuspectKey]Suspect{}}
-	for _, h := range tasks {
-		plan.Holdings = append(plan.Holdings, j.confirm(j.taskLock(h), &plan))
-	}
-	index := indexTaskLocks(plan.Holdings, j.snap.Tasks)
-	j.opaque = opaqueOwners(plan.Holdings, j.snap.Tasks)
-	for _, h := range resources {
-		plan.Holdings = append(plan.Holdings, j.resource(h, index, &plan))
-	}
-	plan.Tasks = j.lostTasks(tasks, &plan)
+	// The lost tasks depend on the task locks alone: they are judged while
+	// the resource holdings are.
+	lost := Plan{Suspects: map[SuspectKey]Suspect{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lost.Tasks = j.lostTasks(taskLocks, &lost)
+	}()
+	resourceHoldings := plan.Holdings[len(tasks):]
+	j.inParts(len(resources), &plan, func(w *judge, part *Plan, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			resourceHoldings[n] = w.resource(w.snap.Holdings[resources[n]], index, taskLocks, part)
+		}
+	})
+	<-done
+	plan.Tasks = lost.Tasks
+	maps.Copy(plan.Suspects, lost.Suspects)
 	j.carryUnobservedSuspects(&plan)
 	applyGuards(&plan, j.fleet, j.p)
 	return plan
@@ -73,6 +139,13 @@ func (j *judge) owner(name string) heartbeat.Owner {
 	return j.fleet.Owner(name)
 }
 
+// isImmediateOwnerOf says owner is immediate-<taskID>, without building the
+// name for each of a hundred thousand task locks.
+func isImmediateOwnerOf(owner, taskID string) bool {
+	id, ok := strings.CutPrefix(owner, immediateOwnerPrefix)
+	return ok && id == taskID
+}
+
 func immediateTaskID(owner string) (string, bool) {
 	id, ok := strings.CutPrefix(owner, immediateOwnerPrefix)
 	if !ok || !IsTaskUUID(id) {
@@ -82,18 +155,37 @@ func immediateTaskID(owner string) (string, bool) {
 }
 
 func (j *judge) ownerEvidence(name string) Evidence {
+	if e, ok := j.evidence[name]; ok {
+		return e
+	}
 	o := j.owner(name)
 	e := Evidence{OwnerLiveness: o.Liveness}
 	if o.Rows > 0 {
 		e.HeartbeatAge = durationPtr(o.HeartbeatAge)
 	}
+	if j.evidence == nil {
+		j.evidence = map[string]Evidence{}
+	}
+	j.evidence[name] = e
 	return e
 }
 
+// liveness returns a pointer to l that the judgements of one plan share.
+func (j *judge) liveness(l heartbeat.Liveness) *heartbeat.Liveness {
+	if l < 0 || int(l) >= len(j.livenesses) {
+		odd := l
+		return &odd
+	}
+	if j.livenesses == nil {
+		j.livenesses = &[4]heartbeat.Liveness{heartbeat.Gone, heartbeat.Dead, heartbeat.Late, heartbeat.Alive}
+	}
+	return &j.livenesses[l]
+}
+
 // taskLock applies the task lock table of verdicts.md; the first matching row decides.
-func (j *judge) taskLock(h Holding) Judgement {
+// t is the lock's task, when found.
+func (j *judge) taskLock(h Holding, t Task, found bool) Judgement {
 	e := j.ownerEvidence(h.Owner)
-	t, found := j.snap.Tasks[h.TaskID]
 	var claim *heartbeat.AppStatus
 	var claimLive heartbeat.Liveness
 	if found {
@@ -103,7 +195,7 @@ func (j *judge) taskLock(h Holding) Judgement {
 		}
 		if row, live, ok := j.fleet.Row(t.AppLockID); ok {
 			claim, claimLive = &row, live
-			e.AppLock, e.AppLockLiveness = row.Name, &live
+			e.AppLock, e.AppLockLiveness = row.Name, j.liveness(live)
 		}
 	}
 	verdict := func(v Verdict, a Action) Judgement { return Judgement{Holding: h, Verdict: v, Action: a, Evidence: e} }
@@ -119,7 +211,7 @@ func (j *judge) taskLock(h Holding) Judgement {
 		return verdict(VerdictOwnerGone, ActionRelease)
 	case !found:
 		return verdict(VerdictTaskMissing, ActionSuspect)
-	case h.Owner == immediateOwnerPrefix+t.ID:
+	case isImmediateOwnerOf(h.Owner, t.ID):
 		return verdict(VerdictHealthy, ActionKeep)
 	case claim != nil && claim.Name == h.Owner && claimLive == heartbeat.Alive:
 		return verdict(VerdictHealthy, ActionKeep)
@@ -168,9 +260,15 @@ func (j *judge) carryUnobservedSuspects(plan *Plan) {
 	if j.snap.FullScan {
 		return
 	}
-	observed := make(map[SuspectKey]bool, len(j.snap.Holdings))
+	observed := map[SuspectKey]bool{}
 	for _, h := range j.snap.Holdings {
-		observed[SuspectKey{Key: h.Key, Owner: h.Owner}] = true
+		if len(j.snap.Suspects) == 0 {
+			break
+		}
+		k := SuspectKey{Key: h.Key, Owner: h.Owner}
+		if _, remembered := j.snap.Suspects[k]; remembered {
+			observed[k] = true
+		}
 	}
 	for k, s := range j.snap.Suspects {
 		if _, seen := plan.Suspects[k]; !seen && !observed[k] {
@@ -204,60 +302,49 @@ type ownedReservation struct {
 // kept task lock justifies a holding of it and which released one it inherits
 // from: indexes into plan.Holdings, -1 for none. One lookup per resource
 // holding keeps judging linear in the number of holdings.
-type taskLockIndex map[ownedReservation]*reservedBy
+type taskLockIndex map[ownedReservation]reservedBy
 
 type reservedBy struct{ kept, released int }
 
-func indexTaskLocks(judged []Judgement, tasks map[string]Task) taskLockIndex {
-	idx := taskLockIndex{}
-	for i, jd := range judged {
-		t, ok := tasks[jd.TaskID]
-		if !ok {
-			continue
+// add indexes the judged task lock at position i of the task locks under
+// what its task reserved. Task locks are added in plan order, so the first
+// kept and the first released one of each resource are the ones recorded.
+func (idx taskLockIndex) add(i int, jd Judgement, reserved []string) {
+	for _, entry := range reserved {
+		r := ownedReservation{jd.Owner, parseReservation(entry)}
+		by, seen := idx[r]
+		if !seen {
+			by = reservedBy{kept: -1, released: -1}
 		}
-		for _, entry := range t.Reserved {
-			r := ownedReservation{jd.Owner, parseReservation(entry)}
-			by := idx[r]
-			if by == nil {
-				by = &reservedBy{kept: -1, released: -1}
-				idx[r] = by
+		switch {
+		case jd.Action != ActionRelease && by.kept < 0:
+			by.kept = i
+		case jd.Action == ActionRelease && by.released < 0:
+			by.released = i
+		default:
+			if seen {
+				continue
 			}
-			switch {
-			case jd.Action != ActionRelease && by.kept < 0:
-				by.kept = i
-			case jd.Action == ActionRelease && by.released < 0:
-				by.released = i
-			}
 		}
+		idx[r] = by
 	}
-	return idx
-}
-
-// opaqueOwners lists the owners of kept task locks without a task row.
-func opaqueOwners(judged []Judgement, tasks map[string]Task) map[string]bool {
-	out := map[string]bool{}
-	for _, jd := range judged {
-		if _, ok := tasks[jd.TaskID]; !ok && jd.Action != ActionRelease {
-			out[jd.Owner] = true
-		}
-	}
-	return out
 }
 
 // resource applies the resource holding table of verdicts.md.
 // An inherited verdict carries its task lock's action: a confirmed task lock
 // releases its resources in the same pass, without a confirmation of their own.
-func (j *judge) resource(h Holding, idx taskLockIndex, plan *Plan) Judgement {
+// Positions in the index are those of taskLocks; suspects go to plan.
+func (j *judge) resource(h Holding, idx taskLockIndex, taskLocks []Judgement, plan *Plan) Judgement {
 	e := j.ownerEvidence(h.Owner)
-	by := idx[ownedReservation{h.Owner, reservation{h.Resource, h.Kind}}]
+	by, indexed := idx[ownedReservation{h.Owner, reservation{h.Resource, h.Kind}}]
 	switch {
-	case by != nil && by.kept >= 0:
+	case indexed && by.kept >= 0:
 		// A task lock kept this pass, or a suspect not yet confirmed,
 		// justifies the holding.
-		tl := plan.Holdings[by.kept]
+		tl := taskLocks[by.kept]
 		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
 		return Judgement{Holding: h, Verdict: VerdictJustified, Action: ActionKeep, Evidence: e}
-	case by != nil && by.released >= 0 && !(h.Kind == KindShared && j.opaque[h.Owner]):
+	case indexed && by.released >= 0 && !(h.Kind == KindShared && j.opaque[h.Owner]):
 		// A shared membership is one set member for every task of its owner
 		// on that resource, so while the owner also holds a kept task lock
 		// whose reservations are unknown, it may be that task's too: it is
@@ -265,7 +352,7 @@ func (j *judge) resource(h Holding, idx taskLockIndex, plan *Plan) Judgement {
 		// once confirmed, as the unknown task's own resources are. An
 		// exclusive lock was taken together with the released task lock
 		// that reserves it, and is that task's alone.
-		tl := plan.Holdings[by.released]
+		tl := taskLocks[by.released]
 		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
 		e.FinishedAge, e.AppLock, e.AppLockLiveness = tl.Evidence.FinishedAge, tl.Evidence.AppLock, tl.Evidence.AppLockLiveness
 		return Judgement{Holding: h, Verdict: tl.Verdict, Action: ActionRelease, Evidence: e}
@@ -280,18 +367,30 @@ func (j *judge) resource(h Holding, idx taskLockIndex, plan *Plan) Judgement {
 
 // lostTasks applies the lost task table of verdicts.md to every incomplete
 // task of the snapshot.
-func (j *judge) lostTasks(taskLocks []Holding, plan *Plan) []TaskJudgement {
-	locked := map[string][]string{}
-	lockOwner := map[string]string{}
-	for _, h := range taskLocks {
-		locked[h.TaskID] = append(locked[h.TaskID], h.Key)
-		lockOwner[h.TaskID] = h.Owner
+func (j *judge) lostTasks(taskLocks []Judgement, plan *Plan) []TaskJudgement {
+	// Most tasks of a snapshot run under a live claim; only the others are
+	// sorted and looked up among the task locks.
+	var ids []string
+	for id, t := range j.snap.Tasks {
+		if j.mayBeLost(t) {
+			ids = append(ids, id)
+		}
 	}
-	ids := make([]string, 0, len(j.snap.Tasks))
-	for id := range j.snap.Tasks {
-		ids = append(ids, id)
+	if len(ids) == 0 {
+		return nil
 	}
 	sort.Strings(ids)
+	locked := make(map[string][]string, len(ids))
+	lockOwner := make(map[string]string, len(ids))
+	for _, id := range ids {
+		locked[id] = nil
+	}
+	for _, h := range taskLocks {
+		if keys, want := locked[h.TaskID]; want {
+			locked[h.TaskID] = append(keys, h.Key)
+			lockOwner[h.TaskID] = h.Owner
+		}
+	}
 
 	var out []TaskJudgement
 	for _, id := range ids {
@@ -347,9 +446,26 @@ func (j *judge) lostTasks(taskLocks []Holding, plan *Plan) []TaskJudgement {
 		default:
 			continue
 		}
+		if out == nil {
+			out = make([]TaskJudgement, 0, len(ids))
+		}
 		out = append(out, tj)
 	}
 	return out
+}
+
+// mayBeLost says whether a task can get a verdict of the lost task table,
+// judging only by its state and its claim: the rows below also look at its
+// task locks.
+func (j *judge) mayBeLost(t Task) bool {
+	_, live, claimed := j.fleet.Row(t.AppLockID)
+	switch t.State {
+	case StateRunning, StateCanceling:
+		return t.AppLockID == "" || !claimed || live == heartbeat.Dead
+	case StateWaiting:
+		return t.AppLockID != "" && (!claimed || live == heartbeat.Dead || (live == heartbeat.Alive && j.snap.FullScan))
+	}
+	return false
 }
 
 // stuckClaimKey names a stuck claim among the suspects: no lock key starts
@@ -413,18 +529,87 @@ func applyGuards(plan *Plan, fleet *heartbeat.Fleet, p Policy) {
 	}
 }
 
-// sortHoldings orders holdings so that every pass handles them in the same
-// order: task locks first, then by key and owner.
+// sortHoldings puts holdings in the order every pass handles them in: task
+// locks first, then by key and owner. A pass sorts the snapshot's holdings
+// while it reads the database, so that the judge finds them in order.
 func sortHoldings(hs []Holding) {
-	sort.Slice(hs, func(a, b int) bool {
-		if (hs[a].Kind == KindTask) != (hs[b].Kind == KindTask) {
-			return hs[a].Kind == KindTask
+	if holdingsSorted(hs) {
+		return
+	}
+	tasks, resources := sortedHoldings(hs)
+	order := append(tasks, resources...)
+	// Move each holding to its place along the cycles of the permutation:
+	// hs[i] becomes the holding at order[i], and no copy of hs is made.
+	for start := range order {
+		if order[start] < 0 {
+			continue
 		}
-		if hs[a].Key != hs[b].Key {
-			return hs[a].Key < hs[b].Key
+		held, i := hs[start], start
+		for {
+			from := int(order[i])
+			order[i] = -1
+			if from == start {
+				hs[i] = held
+				break
+			}
+			hs[i], i = hs[from], from
 		}
-		return hs[a].Owner < hs[b].Owner
-	})
+	}
+}
+
+func holdingsSorted(hs []Holding) bool {
+	for i := 1; i < len(hs); i++ {
+		if compareHoldings(&hs[i-1], &hs[i]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// compareHoldings orders holdings as sortHoldings does.
+func compareHoldings(a, b *Holding) int {
+	if ta, tb := a.Kind == KindTask, b.Kind == KindTask; ta != tb {
+		if ta {
+			return -1
+		}
+		return 1
+	}
+	return compareKeyOwner(a, b)
+}
+
+func compareKeyOwner(a, b *Holding) int {
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Owner, b.Owner)
+}
+
+// sortedHoldings returns the positions in hs of the task locks and of the
+// resource holdings, each in the order of sortHoldings, whatever order
+// Redis returned them in. Holdings already in order are only checked;
+// otherwise their positions are sorted, leaving the holdings uncopied.
+func sortedHoldings(hs []Holding) (tasks, resources []int32) {
+	n := 0
+	for i := range hs {
+		if hs[i].Kind == KindTask {
+			n++
+		}
+	}
+	tasks, resources = make([]int32, 0, n), make([]int32, 0, len(hs)-n)
+	for i := range hs {
+		if hs[i].Kind == KindTask {
+			tasks = append(tasks, int32(i))
+		} else {
+			resources = append(resources, int32(i))
+		}
+	}
+	byKeyOwner := func(a, b int32) int { return compareKeyOwner(&hs[a], &hs[b]) }
+	for _, positions := range [][]int32{tasks, resources} {
+		if !slices.IsSortedFunc(positions, byKeyOwner) {
+			slices.SortFunc(positions, byKeyOwner)
+		}
+	}
+	return tasks, resources
 }
 
 func formatSeconds(d time.Duration) string {

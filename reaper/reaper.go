@@ -191,7 +191,12 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 		return Snapshot{}, err
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
-	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskIDsOf(rs.holdings))
+	// The holdings are put in the judge's order while the database is read.
+	taskIDs := taskIDsOf(rs.holdings)
+	sorted := make(chan struct{})
+	go func() { sortHoldings(rs.holdings); close(sorted) }()
+	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskIDs)
+	<-sorted
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, err)
 	}

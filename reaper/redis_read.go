@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,44 +36,191 @@ type redisSnapshot struct {
 }
 
 // read collects candidate keys from the owner registry and, on a full scan,
-// from a keyspace SCAN that also finds legacy (unregistered) locks, then
-// reads their types and values in pipelined batches.
+// from a keyspace SCAN that also finds legacy (unregistered) locks, and reads
+// their values in pipelined batches.
+//
+// Redis does the work of a pass while the SCAN walks the keyspace: the walk
+// starts while the registry is read, on a connection of its own, and sends
+// on the lock keys of each page at once, so that the next SCAN call does
+// not wait for them to be looked up; the registered keys are read, then the
+// legacy keys the walk finds as they come, in the gaps between SCAN calls.
+// Every key is read once, and every read still happens before the database
+// is read.
 func (rr *redisReader) read(ctx context.Context, fullScan bool) (redisSnapshot, error) {
-	registered, err := rr.readRegistry(ctx)
-	if err != nil {
-		return redisSnapshot{}, err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The first failure stops the other side; its error is the one reported.
+	var first error
+	var once sync.Once
+	fail := func(err error) {
+		once.Do(func() { first = err; cancel() })
 	}
-	candidates := make(map[string]struct{}, len(registered))
-	for key := range registered {
-		candidates[key] = struct{}{}
-	}
+	registry := make(chan *ownerRegistry, 1)
+	legacy := make(chan []string, 2)
+	var wg sync.WaitGroup
 	if fullScan {
-		if err := rr.scan(ctx, candidates); err != nil {
-			return redisSnapshot{}, err
+		pages := make(chan []string, scanPages)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			defer close(pages)
+			if err := rr.walk(ctx, pages); err != nil {
+				fail(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			defer close(legacy)
+			if err := rr.sift(ctx, registry, pages, legacy); err != nil {
+				fail(err)
+			}
+		}()
+	} else {
+		close(legacy)
+	}
+	var snap redisSnapshot
+	if reg, err := rr.readRegistry(ctx); err != nil {
+		fail(err)
+	} else {
+		registry <- reg
+		snap.holdings = make([]Holding, 0, reg.size())
+		if err := rr.readKeys(ctx, reg, legacy, fullScan, &snap); err != nil {
+			fail(err)
 		}
 	}
-	keys := make([]string, 0, len(candidates))
-	for k := range candidates {
-		keys = append(keys, k)
+	wg.Wait()
+	if first != nil {
+		return redisSnapshot{}, first
 	}
-	sort.Strings(keys)
-
-	snap := redisSnapshot{keys: len(keys)}
-	for start := 0; start < len(keys); start += rr.batchSize {
-		batch := keys[start:min(start+rr.batchSize, len(keys))]
-		if err := rr.readBatch(ctx, batch, registered, &snap); err != nil {
-			return redisSnapshot{}, err
-		}
-		if rr.progress != nil {
-			rr.progress(start + len(batch))
-		}
-	}
+	// Keys are read in no particular order; the report lists what it ignored
+	// by key, members of one set in their order.
+	slices.SortStableFunc(snap.ignored, func(a, b Ignored) int { return strings.Compare(a.Key, b.Key) })
 	return snap, nil
 }
 
-// readRegistry returns, for every lock key in the owner registry, the owners
+// readKeys reads the registered keys, then the legacy keys the walk sends,
+// batch by batch. During a walk, which takes longer than reading the
+// registered keys, the holdings read so far are put in the judge's order
+// while the walk goes on, and the few legacy ones merged in at the end.
+func (rr *redisReader) readKeys(ctx context.Context, reg *ownerRegistry, legacy <-chan []string, walking bool, snap *redisSnapshot) error {
+	read := func(batch []string) error {
+		if err := rr.readBatch(ctx, batch, reg, snap); err != nil {
+			return err
+		}
+		snap.keys += len(batch)
+		if rr.progress != nil {
+			rr.progress(snap.keys)
+		}
+		return nil
+	}
+	registered := reg.lockKeys()
+	for start := 0; start < len(registered); start += rr.batchSize {
+		if err := read(registered[start:min(start+rr.batchSize, len(registered))]); err != nil {
+			return err
+		}
+	}
+	sorted := 0
+	if walking {
+		sortHoldings(snap.holdings)
+		sorted = len(snap.holdings)
+	}
+	for batch := range legacy {
+		if err := read(batch); err != nil {
+			return err
+		}
+	}
+	if walking {
+		mergeSorted(snap.holdings, sorted)
+	}
+	return nil
+}
+
+// mergeSorted puts hs in the judge's order when its first n holdings already
+// are: the rest is sorted and merged in from the back.
+func mergeSorted(hs []Holding, n int) {
+	if n >= len(hs) {
+		return
+	}
+	tail := slices.Clone(hs[n:])
+	sortHoldings(tail)
+	i, j := n-1, len(tail)-1
+	for k := len(hs) - 1; j >= 0; k-- {
+		if i >= 0 && compareHoldings(&hs[i], &tail[j]) > 0 {
+			hs[k], i = hs[i], i-1
+		} else {
+			hs[k], j = tail[j], j-1
+		}
+	}
+}
+
+// ownerRegistry is what pulp:owner_locks:* say: which owners registered
+// which lock keys. Nearly every key has one owner, so the first is kept in a
+// flat map and only the further owners of a shared key in a second one.
+type ownerRegistry struct {
+	first map[string]string
+	more  map[registration]struct{}
+	// owners interns owner names: a lock's value is usually one of them.
+	owners map[string]string
+}
+
+type registration struct{ key, owner string }
+
+func newOwnerRegistry(owners []string, keys int) *ownerRegistry {
+	r := &ownerRegistry{first: make(map[string]string, keys), more: map[registration]struct{}{}, owners: make(map[string]string, len(owners))}
+	for _, o := range owners {
+		r.owners[o] = o
+	}
+	return r
+}
+
+func (r *ownerRegistry) add(key, owner string) {
+	first, ok := r.first[key]
+	switch {
+	case !ok:
+		r.first[key] = owner
+	case first != owner:
+		r.more[registration{key, owner}] = struct{}{}
+	}
+}
+
+// registered says whether owner registered key.
+func (r *ownerRegistry) registered(key, owner string) bool {
+	first, ok := r.first[key]
+	if !ok || first == owner {
+		return ok
+	}
+	_, ok = r.more[registration{key, owner}]
+	return ok
+}
+
+// has says whether any owner registered key.
+func (r *ownerRegistry) has(key string) bool {
+	_, ok := r.first[key]
+	return ok
+}
+
+func (r *ownerRegistry) size() int { return len(r.first) }
+
+func (r *ownerRegistry) lockKeys() []string {
+	keys := make([]string, 0, len(r.first))
+	for k := range r.first {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// intern returns the registry's copy of an owner name, so that the holdings
+// of one owner share one string.
+func (r *ownerRegistry) intern(owner string) string {
+	if o, ok := r.owners[owner]; ok {
+		return o
+	}
+	return owner
+}
+
+// readRegistry reads, for every lock key in the owner registry, the owners
 // that registered it.
-func (rr *redisReader) readRegistry(ctx context.Context) (map[string]map[string]bool, error) {
+func (rr *redisReader) readRegistry(ctx context.Context) (*ownerRegistry, error) {
 	cctx, cancel := context.WithTimeout(ctx, rr.timeout)
 	owners, err := rr.rdb.SMembers(cctx, ActiveOwnersKey).Result()
 	cancel()
@@ -79,7 +228,7 @@ func (rr *redisReader) readRegistry(ctx context.Context) (map[string]map[string]
 		return nil, fmt.Errorf("read %s: %w", ActiveOwnersKey, err)
 	}
 	sort.Strings(owners)
-	registered := map[string]map[string]bool{}
+	var reg *ownerRegistry
 	for start := 0; start < len(owners); start += rr.batchSize {
 		batch := owners[start:min(start+rr.batchSize, len(owners))]
 		cctx, cancel := context.WithTimeout(ctx, rr.timeout)
@@ -93,6 +242,13 @@ func (rr *redisReader) readRegistry(ctx context.Context) (map[string]map[string]
 		if err != nil && !isWrongType(err) {
 			return nil, fmt.Errorf("read owner registry: %w", err)
 		}
+		if reg == nil {
+			total := 0
+			for _, c := range cmds {
+				total += len(c.Val())
+			}
+			reg = newOwnerRegistry(owners, total)
+		}
 		for i, o := range batch {
 			keys, err := cmds[i].Result()
 			if err != nil {
@@ -101,25 +257,28 @@ func (rr *redisReader) readRegistry(ctx context.Context) (map[string]map[string]
 				continue
 			}
 			for _, k := range keys {
-				if !isLockKeyName(k) {
-					continue
+				if isLockKeyName(k) {
+					reg.add(k, o)
 				}
-				if registered[k] == nil {
-					registered[k] = map[string]bool{}
-				}
-				registered[k][o] = true
 			}
 		}
 	}
-	return registered, nil
+	if reg == nil {
+		reg = newOwnerRegistry(nil, 0)
+	}
+	return reg, nil
 }
 
 func isLockKeyName(k string) bool {
 	return strings.HasPrefix(k, TaskKeyPrefix) || strings.HasPrefix(k, ResourceKeyPrefix)
 }
 
-// scan walks the keyspace once and adds every key under a lock prefix.
-func (rr *redisReader) scan(ctx context.Context, into map[string]struct{}) error {
+// scanPages is how many pages of lock keys the walk may run ahead of the
+// registry being read and of the keys being looked up.
+const scanPages = 256
+
+// walk runs SCAN over the whole keyspace and sends the lock keys of each page.
+func (rr *redisReader) walk(ctx context.Context, pages chan<- []string) error {
 	var cursor uint64
 	for {
 		cctx, cancel := context.WithTimeout(ctx, rr.timeout)
@@ -128,9 +287,17 @@ func (rr *redisReader) scan(ctx context.Context, into map[string]struct{}) error
 		if err != nil {
 			return fmt.Errorf("scan keyspace: %w", err)
 		}
+		page := keys[:0]
 		for _, k := range keys {
 			if isLockKeyName(k) {
-				into[k] = struct{}{}
+				page = append(page, k)
+			}
+		}
+		if len(page) > 0 {
+			select {
+			case pages <- page:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
 		}
 		if next == 0 {
@@ -140,95 +307,152 @@ func (rr *redisReader) scan(ctx context.Context, into map[string]struct{}) error
 	}
 }
 
-// readBatch reads the type and value of each key in one round trip, and the
-// members of the sets among them in a second one.
-func (rr *redisReader) readBatch(ctx context.Context, keys []string, registered map[string]map[string]bool, snap *redisSnapshot) error {
+// sift sends on, in batches, the lock keys the walk found that the registry
+// does not list: they were read with the registered ones. SCAN may return a
+// key twice; it is sent once.
+func (rr *redisReader) sift(ctx context.Context, registry <-chan *ownerRegistry, pages <-chan []string, out chan<- []string) error {
+	var reg *ownerRegistry
+	select {
+	case reg = <-registry:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	seen := map[string]struct{}{}
+	var batch []string
+	send := func() error {
+		select {
+		case out <- batch:
+			batch = nil
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for page := range pages {
+		for _, k := range page {
+			if reg.has(k) {
+				continue
+			}
+			if _, dup := seen[k]; dup {
+				continue
+			}
+			seen[k] = struct{}{}
+			if batch = append(batch, k); len(batch) == rr.batchSize {
+				if err := send(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	return send()
+}
+
+// readBatch reads the value of each key in one round trip: a string lock
+// answers with its owner, a key released since it was listed with nil. Only
+// the keys that hold something else (a shared lock's set, or no lock at all)
+// get their type and members read, in a second round trip. Asking for types
+// only where they are needed halves the commands Redis serves for a fleet of
+// string locks.
+func (rr *redisReader) readBatch(ctx context.Context, keys []string, reg *ownerRegistry, snap *redisSnapshot) error {
 	cctx, cancel := context.WithTimeout(ctx, rr.timeout)
 	defer cancel()
 	pipe := rr.rdb.Pipeline()
-	types := make([]*redis.StatusCmd, len(keys))
 	values := make([]*redis.StringCmd, len(keys))
 	for i, k := range keys {
-		types[i] = pipe.Type(cctx, k)
 		values[i] = pipe.Get(cctx, k)
 	}
 	if _, err := pipe.Exec(cctx); err != nil && !isWrongType(err) && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("read lock keys: %w", err)
 	}
-	var sets []string
+	var others []string
 	for i, k := range keys {
-		typ, err := types[i].Result()
-		if err != nil {
-			return fmt.Errorf("read type of %q: %w", k, err)
-		}
-		switch typ {
-		case "none":
-			// Released between the scan and this read.
-		case "string":
-			v, err := values[i].Result()
-			if errors.Is(err, redis.Nil) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("read %q: %w", k, err)
-			}
-			snap.addString(k, v, registered[k])
-		case "set":
-			if _, ok := ParseResourceKey(k); ok {
-				sets = append(sets, k)
-				continue
-			}
-			snap.ignore(k, typ, "task lock is a set; a task lock is a string")
+		v, err := values[i].Result()
+		switch {
+		case err == nil:
+			snap.addString(k, reg.intern(v), reg)
+		case errors.Is(err, redis.Nil):
+			// Released since it was listed.
+		case isWrongType(err):
+			others = append(others, k)
 		default:
-			snap.ignore(k, typ, "lock key of type "+typ+"; Pulp writes strings and sets")
+			return fmt.Errorf("read %q: %w", k, err)
 		}
 	}
-	return rr.readSets(ctx, sets, registered, snap)
+	return rr.readOthers(ctx, others, reg, snap)
 }
 
-func (rr *redisReader) readSets(ctx context.Context, keys []string, registered map[string]map[string]bool, snap *redisSnapshot) error {
+// readOthers reads the type of each key that holds no string, with the
+// members of the sets among them. SMEMBERS of a key that is no set answers
+// WRONGTYPE, which the type explains.
+func (rr *redisReader) readOthers(ctx context.Context, keys []string, reg *ownerRegistry, snap *redisSnapshot) error {
 	if len(keys) == 0 {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, rr.timeout)
 	defer cancel()
 	pipe := rr.rdb.Pipeline()
+	types := make([]*redis.StatusCmd, len(keys))
 	members := make([]*redis.StringSliceCmd, len(keys))
 	for i, k := range keys {
+		types[i] = pipe.Type(cctx, k)
 		members[i] = pipe.SMembers(cctx, k)
 	}
 	if _, err := pipe.Exec(cctx); err != nil && !isWrongType(err) {
 		return fmt.Errorf("read shared locks: %w", err)
 	}
 	for i, k := range keys {
-		ms, err := members[i].Result()
-		if isWrongType(err) {
-			// Became a string since its type was read; the next pass sees it.
-			continue
-		}
+		typ, err := types[i].Result()
 		if err != nil {
-			return fmt.Errorf("read members of %q: %w", k, err)
+			return fmt.Errorf("read type of %q: %w", k, err)
 		}
-		resource, _ := ParseResourceKey(k)
-		sort.Strings(ms)
-		for _, m := range ms {
-			if problem := OwnerProblem(m); problem != "" {
-				snap.ignore(k, "set", "member "+quoteShort(m)+": "+problem)
+		switch typ {
+		case "none", "string":
+			// Changed since its value was read; the next pass sees what it
+			// became.
+		case "set":
+			if _, ok := ParseResourceKey(k); !ok {
+				snap.ignore(k, typ, "task lock is a set; a task lock is a string")
 				continue
 			}
-			snap.holdings = append(snap.holdings, Holding{Key: k, Kind: KindShared, Owner: m, Resource: resource, Registered: registered[k][m]})
+			ms, err := members[i].Result()
+			if isWrongType(err) {
+				// No longer a set; the next pass sees what it became.
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read members of %q: %w", k, err)
+			}
+			snap.addMembers(k, ms, reg)
+		default:
+			snap.ignore(k, typ, "lock key of type "+typ+"; Pulp writes strings and sets")
 		}
 	}
 	return nil
 }
 
-func (s *redisSnapshot) addString(key, value string, registeredBy map[string]bool) {
+func (s *redisSnapshot) addMembers(key string, members []string, reg *ownerRegistry) {
+	resource, _ := ParseResourceKey(key)
+	sort.Strings(members)
+	for _, m := range members {
+		if problem := OwnerProblem(m); problem != "" {
+			s.ignore(key, "set", "member "+quoteShort(m)+": "+problem)
+			continue
+		}
+		m = reg.intern(m)
+		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindShared, Owner: m, Resource: resource, Registered: reg.registered(key, m)})
+	}
+}
+
+func (s *redisSnapshot) addString(key, value string, reg *ownerRegistry) {
 	if problem := OwnerProblem(value); problem != "" {
 		s.ignore(key, "string", "value "+quoteShort(value)+": "+problem)
 		return
 	}
 	if id, ok := ParseTaskKey(key); ok {
-		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindTask, Owner: value, TaskID: id, Registered: registeredBy[value]})
+		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindTask, Owner: value, TaskID: id, Registered: reg.registered(key, value)})
 		return
 	}
 	if strings.HasPrefix(key, TaskKeyPrefix) {
@@ -236,7 +460,7 @@ func (s *redisSnapshot) addString(key, value string, registeredBy map[string]boo
 		return
 	}
 	if resource, ok := ParseResourceKey(key); ok {
-		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindExclusive, Owner: value, Resource: resource, Registered: registeredBy[value]})
+		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindExclusive, Owner: value, Resource: resource, Registered: reg.registered(key, value)})
 		return
 	}
 	s.ignore(key, "string", "resource lock key without a resource name")

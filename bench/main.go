@@ -1,0 +1,107 @@
+// Command bench measures lock-reaper against a production-size keyspace: it
+// builds a fleet in its own Redis logical database and its own PostgreSQL
+// database, times a baseline walk of the keyspace and the reaper's passes,
+// prints a markdown table and writes JSON, and removes everything it wrote.
+//
+//	go run ./bench                       # the default fleet, about 3 minutes
+//	go run ./bench -unrelated 1000 -task-locks 100 -owners 10 -runs 1
+//	go run ./bench -cpuprofile cpu.pprof -profile audit
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// options are the command's flags.
+type options struct {
+	unrelated        int
+	taskLocks        int
+	exclusivePerTask int
+	domains          int
+	owners           int
+	deadFraction     float64
+	finishedFraction float64
+	legacyFraction   float64
+	queued           int
+	decoys           int
+
+	scanCount   int
+	batchSize   int
+	runs        int
+	scaleFactor int
+
+	jsonPath   string
+	cpuProfile string
+	memProfile string
+	profile    string
+
+	redisURL    string
+	databaseURL string
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.unrelated, "unrelated", 1_000_000, "unrelated keys in Redis (a shared cache's)")
+	fs.IntVar(&o.taskLocks, "task-locks", 100_000, "task locks, one task row each")
+	fs.IntVar(&o.exclusivePerTask, "exclusive-per-task", 1, "exclusive resource locks per task")
+	fs.IntVar(&o.domains, "domains", 50, "shared domain sets")
+	fs.IntVar(&o.owners, "owners", 500, "worker processes holding the locks")
+	fs.Float64Var(&o.deadFraction, "dead-fraction", 0.1, "fraction of the owners that are dead")
+	fs.Float64Var(&o.finishedFraction, "finished-fraction", 0.02, "fraction of the task locks whose task completed long ago (leaked)")
+	fs.Float64Var(&o.legacyFraction, "legacy-fraction", 0, "fraction of the task locks without owner registry entries")
+	fs.IntVar(&o.queued, "queued", 0, "waiting, unclaimed tasks without locks")
+	fs.IntVar(&o.decoys, "decoys", 0, "keys under the lock prefixes that are not locks")
+	fs.IntVar(&o.scanCount, "scan-count", 1000, "COUNT of each SCAN (redis.scan_count)")
+	fs.IntVar(&o.batchSize, "batch-size", 1000, "keys per pipelined read, holdings per release call (redis.batch_size)")
+	fs.IntVar(&o.runs, "runs", 5, "rounds of the read-only phases; medians are reported")
+	fs.IntVar(&o.scaleFactor, "scale-factor", 10, "grow the unrelated keys by this factor for the flatness check (1: skip)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile phase to this file")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write heap profiles of the -profile phase to this file and FILE.base (compare with pprof -base)")
+	fs.StringVar(&o.profile, "profile", phaseAudit, "phase to profile: baseline, audit, registry-only, once")
+	fs.StringVar(&o.redisURL, "redis-url", envOr("REAPER_TEST_REDIS_URL", defaultRedisURL), "Redis server; a free logical database 1-15 is claimed")
+	fs.StringVar(&o.databaseURL, "database-url", envOr("REAPER_TEST_DATABASE_URL", defaultDatabaseURL), "PostgreSQL server; a throwaway database is created")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case o.runs < 1:
+		return o, errors.New("-runs must be at least 1")
+	case o.scaleFactor < 1:
+		return o, errors.New("-scale-factor must be at least 1")
+	case o.scanCount < 1 || o.batchSize < 1:
+		return o, errors.New("-scan-count and -batch-size must be positive")
+	case o.taskLocks > math.MaxInt32/4:
+		return o, errors.New("-task-locks is too large")
+	}
+	switch o.profile {
+	case phaseBaseline, phaseAudit, phaseRegistry, phaseOnce:
+	default:
+		return o, fmt.Errorf("-profile must be one of %s, %s, %s, %s", phaseBaseline, phaseAudit, phaseRegistry, phaseOnce)
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseOptions(os.Args[1:], os.Stderr)
+	if err != nil {
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		stop()
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"unsafe"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// TypeSizes are the bytes one holding costs in the reaper's types before any
+// string or task data: the snapshot's Holding and the plan's Judgement,
+// which embeds a copy of it. Their sum is a floor under the heap per holding
+// while a pass judges.
+type TypeSizes struct {
+	Holding   uintptr `json:"holding"`
+	Judgement uintptr `json:"judgement"`
+	Task      uintptr `json:"task"`
+	Finding   uintptr `json:"finding"`
+}
+
+func typeSizes() TypeSizes {
+	return TypeSizes{
+		Holding:   unsafe.Sizeof(reaper.Holding{}),
+		Judgement: unsafe.Sizeof(reaper.Judgement{}),
+		Task:      unsafe.Sizeof(reaper.Task{}),
+		Finding:   unsafe.Sizeof(reaper.Finding{}),
+	}
+}

@@ -1,0 +1,124 @@
+package reaper
+
+import (
+	"bytes"
+	"encoding/hex"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// interner keeps one copy of each distinct string read through it: of
+// text, and of the claims' uuids (one per worker row).
+type interner struct {
+	text   map[string]string
+	claims map[[16]byte]string
+}
+
+func (in interner) get(b []byte) string {
+	if s, ok := in.text[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in.text[s] = s
+	return s
+}
+
+// uuidText scans a uuid column, which PostgreSQL sends as 16 bytes, into its
+// canonical text (what uuid::text prints); NULL is "". With a map, each
+// distinct uuid is formatted once.
+type uuidText struct {
+	dst  *string
+	seen map[[16]byte]string
+}
+
+func (u uuidText) ScanUUID(v pgtype.UUID) error {
+	switch {
+	case !v.Valid:
+		*u.dst = ""
+	case u.seen == nil:
+		*u.dst = formatUUID(v.Bytes)
+	default:
+		s, ok := u.seen[v.Bytes]
+		if !ok {
+			s = formatUUID(v.Bytes)
+			u.seen[v.Bytes] = s
+		}
+		*u.dst = s
+	}
+	return nil
+}
+
+// formatUUID writes a uuid in the canonical lowercase text form.
+func formatUUID(b [16]byte) string {
+	var buf [36]byte
+	hex.Encode(buf[0:8], b[0:4])
+	buf[8] = '-'
+	hex.Encode(buf[9:13], b[4:6])
+	buf[13] = '-'
+	hex.Encode(buf[14:18], b[6:8])
+	buf[18] = '-'
+	hex.Encode(buf[19:23], b[8:10])
+	buf[23] = '-'
+	hex.Encode(buf[24:36], b[10:16])
+	return string(buf[:])
+}
+
+// internedText scans a text column into an interned string; NULL is "".
+type internedText struct {
+	dst *string
+	in  interner
+}
+
+// ScanBytes receives the value in the driver's memory, valid only until the
+// next row.
+func (t internedText) ScanBytes(b []byte) error {
+	*t.dst = t.in.get(b)
+	return nil
+}
+
+// reservedScanner scans reserved_resources_record. Shared resources (a
+// domain most tasks reserve) are interned; exclusive ones are mostly one
+// task's own and are copied.
+type reservedScanner struct {
+	out *[]string
+	// elem scans each element in turn: pgx scans an array's elements one
+	// after the other, and one scanner for all spares an allocation each.
+	elem reservedElem
+}
+
+func (r *reservedScanner) SetDimensions(dims []pgtype.ArrayDimension) error {
+	if dims == nil {
+		*r.out = nil
+		return nil
+	}
+	n := 1
+	for _, d := range dims {
+		n *= int(d.Length)
+	}
+	*r.out = make([]string, n)
+	return nil
+}
+
+func (r *reservedScanner) ScanIndex(i int) any {
+	r.elem.dst = &(*r.out)[i]
+	return &r.elem
+}
+
+func (r *reservedScanner) ScanIndexType() any { return &reservedElem{} }
+
+type reservedElem struct {
+	dst *string
+	in  interner
+}
+
+func (e *reservedElem) ScanBytes(b []byte) error {
+	if bytes.HasPrefix(b, []byte(sharedReservation)) {
+		*e.dst = e.in.get(b)
+	} else {
+		*e.dst = string(b)
+	}
+	return nil
+}
+
+// sharedReservation marks a shared resource in reserved_resources_record.
+const sharedReservation = "shared:"
