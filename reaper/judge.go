@@ -361,7 +361,14 @@ func (j *judge) resource(h Holding, idx taskLockIndex, taskLocks []Judgement, pl
 	case e.OwnerLiveness == heartbeat.Gone:
 		return Judgement{Holding: h, Verdict: VerdictOwnerGone, Action: ActionRelease, Evidence: e}
 	default:
-		return j.confirm(Judgement{Holding: h, Verdict: VerdictNoTask, Action: ActionSuspect, Evidence: e}, plan)
+		jd := j.confirm(Judgement{Holding: h, Verdict: VerdictNoTask, Action: ActionSuspect, Evidence: e}, plan)
+		if jd.Action == ActionRelease && h.Kind == KindShared && j.opaque[h.Owner] {
+			// The suspect may predate the invisible task that now shares
+			// this membership: wait until that task lock is settled, so a
+			// confirmation never outlives the reason it was raised for.
+			jd.Action = ActionSuspect
+		}
+		return jd
 	}
 }
 
