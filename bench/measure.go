@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,7 +34,10 @@ type Measurement struct {
 	// RedisCPUMS is the CPU time the Redis server used during the run
 	// (median run), whoever the client: on a shared server, an upper bound.
 	RedisCPUMS float64 `json:"redis_cpu_ms"`
-	DBQueries  int64   `json:"db_queries"`
+	// CPUMS is the CPU time this process used during the run (median run),
+	// the heap sampler's included.
+	CPUMS     float64 `json:"cpu_ms"`
+	DBQueries int64   `json:"db_queries"`
 	// KeysScanned is what the SCAN returned (baseline) or the lock keys the
 	// pass read (reaper).
 	KeysScanned int `json:"keys_scanned"`
@@ -69,9 +73,10 @@ type phaseRun struct {
 	live  uint64
 	keys  int
 	hold  int
-	// redisCPU is the Redis server's CPU time during the run.
-	redisCPU time.Duration
-	report   *reaper.Report
+	// redisCPU is the Redis server's CPU time during the run, selfCPU this
+	// process's.
+	redisCPU, selfCPU time.Duration
+	report            *reaper.Report
 }
 
 // harness runs phases against the counted clients.
@@ -103,7 +108,7 @@ func newHarness(rdb, admin *redis.Client, pool *pgxpool.Pool, rc *redisCounter, 
 
 // timed runs fn once with the counters and the heap sampler around it.
 func (h *harness) timed(fn func() (phaseRun, error)) (phaseRun, error) {
-	cpu := redisCPU(h.admin)
+	cpu, self := redisCPU(h.admin), processCPU()
 	h.rc.take()
 	h.qc.queries.Swap(0)
 	hs := startHeapSampler()
@@ -113,8 +118,18 @@ func (h *harness) timed(fn func() (phaseRun, error)) (phaseRun, error) {
 	r.inuse, r.live = hs.finish()
 	r.redis = h.rc.take()
 	r.dbq = h.qc.queries.Swap(0)
-	r.redisCPU = redisCPU(h.admin) - cpu
+	r.redisCPU, r.selfCPU = redisCPU(h.admin)-cpu, processCPU()-self
 	return r, err
+}
+
+// processCPU is the CPU time this process has used, user and system: what a
+// phase costs the reaper's host, whatever else the machine runs.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // redisCPU is the CPU time the Redis server has used, user and system; it
@@ -219,7 +234,7 @@ func summarise(name, desc string, runs []phaseRun) Measurement {
 	med := byWall[len(byWall)/2]
 	m := Measurement{
 		Name: name, Description: desc, Runs: len(runs), WallMS: ms(med.wall),
-		RedisRoundTrips: med.redis.roundTrips, RedisCommands: med.redis.commands, RedisCPUMS: ms(med.redisCPU), DBQueries: med.dbq,
+		RedisRoundTrips: med.redis.roundTrips, RedisCommands: med.redis.commands, RedisCPUMS: ms(med.redisCPU), CPUMS: ms(med.selfCPU), DBQueries: med.dbq,
 		KeysScanned: med.keys, Holdings: med.hold,
 	}
 	for _, r := range runs {
