@@ -3,7 +3,7 @@
 // database, times a baseline walk of the keyspace and the reaper's passes,
 // prints a markdown table and writes JSON, and removes everything it wrote.
 //
-//	go run ./bench                       # the default fleet, about 3 minutes
+//	go run ./bench                       # the default fleet, about 2 minutes
 //	go run ./bench -unrelated 1000 -task-locks 100 -owners 10 -runs 1
 //	go run ./bench -cpuprofile cpu.pprof -profile audit
 package main

@@ -93,6 +93,8 @@ type harness struct {
 	fleet *sim.FleetManifest
 	// legacyLocks says some locks have no registry entry.
 	legacyLocks bool
+	// reaped says the real pass ran: nothing is left to find.
+	reaped bool
 }
 
 func newHarness(rdb, admin *redis.Client, pool *pgxpool.Pool, rc *redisCounter, qc *queryCounter, cfg reaper.Config) (*harness, error) {

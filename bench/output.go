@@ -47,7 +47,7 @@ func (r *Results) finish() {
 		r.Targets = append(r.Targets, Target{Name: "audit vs baseline", Goal: "≤ 1.3×", Value: a.RatioToBaseline,
 			Shown: fmt.Sprintf("%.2f×", a.RatioToBaseline), Met: a.RatioToBaseline <= 1.3})
 	}
-	if c, c10 := r.byName(phaseRegistry), r.byName(phaseRegistryScaled); c != nil && c10 != nil && c.WallMS > 0 {
+	if c, c10 := r.byName(phaseRegistryReaped), r.byName(phaseRegistryScaled); c != nil && c10 != nil && c.WallMS > 0 {
 		growth := round2(c10.WallMS / c.WallMS)
 		same := c.RedisCommands == c10.RedisCommands && c.KeysScanned == c10.KeysScanned &&
 			math.Abs(float64(c10.RedisRoundTrips-c.RedisRoundTrips)) <= flatRoundTripsSlack*float64(c.RedisRoundTrips)
@@ -77,7 +77,7 @@ func (r *Results) finish() {
 	var queries []string
 	sameReads := true
 	var first int64 = -1
-	for _, name := range []string{phaseAudit, phaseRegistry, phaseRegistryScaled} {
+	for _, name := range []string{phaseAudit, phaseRegistry, phaseRegistryReaped, phaseRegistryScaled} {
 		if m := r.byName(name); m != nil {
 			queries = append(queries, fmt.Sprintf("%s %d", name, m.DBQueries))
 			if first >= 0 && m.DBQueries != first {

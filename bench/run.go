@@ -20,6 +20,7 @@ const (
 	phaseAudit          = "audit"
 	phaseRegistry       = "registry-only"
 	phaseOnce           = "once"
+	phaseRegistryReaped = "registry-only-reaped"
 	phaseBaselineScaled = "baseline-scaled"
 	phaseRegistryScaled = "registry-only-scaled"
 )
@@ -116,7 +117,7 @@ func benchmark(ctx context.Context, o options, logf func(string, ...any)) (*Resu
 	h.fleet, h.legacyLocks = m, o.legacyFraction > 0
 	s := &session{o: o, h: h, admin: build, prof: newProfiler(o, logf), logf: logf,
 		res: &Results{Machine: machine, Fleet: fleetFigures(o, m, keys, took), Sizes: typeSizes()}}
-	for _, step := range []func(context.Context) error{s.readOnly, s.scaled, s.once} {
+	for _, step := range []func(context.Context) error{s.readOnly, s.once, s.scaled} {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}

@@ -91,8 +91,12 @@ func (r *reservedScanner) SetDimensions(dims []pgtype.ArrayDimension) error {
 		*r.out = nil
 		return nil
 	}
-	n := 1
-	for _, d := range dims {
+	// An empty array has no dimensions and no elements.
+	n := 0
+	for i, d := range dims {
+		if i == 0 {
+			n = 1
+		}
 		n *= int(d.Length)
 	}
 	*r.out = make([]string, n)

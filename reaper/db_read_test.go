@@ -1,0 +1,68 @@
+package reaper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadTasksAsPlainScan: the two statements and the interning scanners
+// return exactly the rows, and the values, that one plain query scanned the
+// ordinary way does: each task once, NULL and empty arrays and NULL
+// elements as pgx gives them, nothing that is neither named nor open.
+func TestReadTasksAsPlainScan(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	w := f.worker("1@w", 0)
+	open := f.task(StateRunning, w, []string{"prn:rpm.rpmrepository:r1", "shared:prn:core.domain:d1"}, -1)
+	openNamed := f.task(StateRunning, w, []string{"prn:rpm.rpmrepository:r2", "shared:prn:core.domain:d1"}, -1)
+	unclaimedRunning := f.task(StateRunning, "", nil, -1)
+	finishedEmpty := f.task(StateCompleted, w, []string{}, time.Hour)
+	waitingNull := f.task(StateWaiting, "", nil, -1)
+	nullElements := f.task(StateCanceled, "", nil, time.Minute)
+	_, err := f.db.Pool.Exec(f.ctx, `UPDATE core_task SET reserved_resources_record = ARRAY[NULL, 'x', NULL, 'shared:y']::text[] WHERE pulp_id = $1`, nullElements)
+	require.NoError(t, err)
+	f.task(StateCompleted, w, []string{"prn:rpm.rpmrepository:elsewhere"}, time.Hour) // neither named nor open
+	ids := []string{openNamed, finishedEmpty, waitingNull, nullElements, finishedEmpty, newUUID()}
+
+	tx, err := f.db.Pool.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	require.NoError(t, err)
+	defer tx.Rollback(f.ctx) //nolint:errcheck // read-only
+	got, err := readTasks(f.ctx, tx, ids)
+	require.NoError(t, err)
+
+	rows, err := tx.Query(f.ctx, `SELECT pulp_id::text, name, state, app_lock_id::text,
+	       array_remove(reserved_resources_record, NULL), finished_at
+	FROM core_task WHERE pulp_id = ANY($1::uuid[])
+	   OR (state IN ('waiting', 'running', 'canceling') AND (app_lock_id IS NOT NULL OR state <> 'waiting'))`, ids)
+	require.NoError(t, err)
+	want := map[string]Task{}
+	for rows.Next() {
+		var task Task
+		var lock *string
+		require.NoError(t, rows.Scan(&task.ID, &task.Name, &task.State, &lock, &task.Reserved, &task.FinishedAt))
+		if lock != nil {
+			task.AppLockID = *lock
+		}
+		want[task.ID] = task
+	}
+	require.NoError(t, rows.Err())
+
+	require.Equal(t, want, got)
+	require.ElementsMatch(t, []string{open, openNamed, unclaimedRunning, finishedEmpty, waitingNull, nullElements}, keysOf(got))
+	require.Equal(t, []string{"x", "shared:y"}, got[nullElements].Reserved)
+	require.NotNil(t, got[finishedEmpty].Reserved, "an empty array is not NULL")
+	require.Empty(t, got[finishedEmpty].Reserved)
+	require.Nil(t, got[waitingNull].Reserved)
+	require.Equal(t, w, got[open].AppLockID)
+}
+
+func keysOf(m map[string]Task) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
