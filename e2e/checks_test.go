@@ -38,8 +38,12 @@ func (r *run) safetyProblems(rec recorded) []string {
 
 // holdingAccountingProblems: the releases the reports claim are exactly
 // those Redis answered "released" to, and every holding a fault leaked was
-// released by the reaper, unless the fleet's own cancel of the waiting task
-// released it first.
+// released by the reaper, unless the fleet itself took it: an API process's
+// cancel of the waiting task releases its locks under whoever holds its task
+// key (sim.Fleet.SelfReleases lists what each such release took), and such
+// a cancel may win the race of a cancel-race fault, or hit the task of a
+// leak before the claim or of a worker killed before or after its claim
+// (once the reaper requeued it).
 //
 // Only task locks and exclusive resource locks are followed from leak to
 // release: a shared membership of a leaked task is the same set member as
@@ -73,27 +77,34 @@ func (r *run) holdingAccountingProblems(rec recorded) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	byFleet := fleetReleases(r.fleet.SelfReleases())
+	var tookByFleet []string
 	need := map[holdingRef]int{}
 	leakedBy := map[holdingRef][]string{}
 	for _, ev := range leaks {
-		row, ok := rows[ev.Task]
+		record, ok := rows[ev.Task]
 		if !ok {
 			out = append(out, fmt.Sprintf("task %s of fault %s has no row", ev.Task, ev.Kind))
 			continue
 		}
-		if canceledByFleet(ev, row) {
-			continue
-		}
-		exclusive, _ := sim.SplitReserved(row.record)
+		exclusive, _ := sim.SplitReserved(record)
 		keys := []string{sim.TaskKey(ev.Task)}
 		for _, res := range exclusive {
 			keys = append(keys, sim.ResourceKey(res))
 		}
 		for _, k := range keys {
 			ref := holdingRef{Key: k, Owner: ev.Process}
+			if th := (taskHolding{task: ev.Task, ref: ref}); byFleet[th] > 0 {
+				byFleet[th]-- // the fleet's own cancel of the task took it
+				tookByFleet = append(tookByFleet, fmt.Sprintf("%s (%s %s)", ref, ev.Kind, ev.Detail))
+				continue
+			}
 			need[ref]++
 			leakedBy[ref] = append(leakedBy[ref], fmt.Sprintf("%s %s", ev.Kind, ev.Detail))
 		}
+	}
+	if len(tookByFleet) > 0 {
+		r.t.Logf("leaked holdings a cancel of their task took, not the reaper:\n%s", strings.Join(tookByFleet, "\n"))
 	}
 	for _, ref := range slices.SortedFunc(maps.Keys(need), compareRefs) {
 		if n := need[ref]; wire[ref] < n {
@@ -209,31 +220,36 @@ func leakEvents(all []sim.FaultEvent) []sim.FaultEvent {
 	return out
 }
 
-// canceledByFleet says a leak's locks may have been released by the fleet
-// itself: its task stayed waiting and unclaimed, and an API process canceled
-// it, which releases the task's locks under whoever holds its task key.
-func canceledByFleet(ev sim.FaultEvent, row taskRow) bool {
-	waitingUnclaimed := ev.Kind == sim.FaultLeakBeforeClaim || (ev.Kind == sim.FaultKill && ev.Detail == "died after acquire")
-	return waitingUnclaimed && row.state == sim.StateCanceled && !strings.Contains(row.reason, reaperReasonMark)
+// taskHolding is one holding of one task.
+type taskHolding struct {
+	task string
+	ref  holdingRef
 }
 
-type taskRow struct {
-	state  string
-	record []string
-	reason string
+// fleetReleases counts, by task and holding, what the fleet's own releases
+// of other owners' holdings took.
+func fleetReleases(rels []sim.SelfRelease) map[taskHolding]int {
+	out := map[taskHolding]int{}
+	for _, rel := range rels {
+		for _, k := range rel.Keys {
+			out[taskHolding{task: rel.Task, ref: holdingRef{Key: k, Owner: rel.Owner}}]++
+		}
+	}
+	return out
 }
 
-func (r *run) taskRows(ids []string) (map[string]taskRow, error) {
-	rows, err := r.pool.Query(r.ctx, `SELECT pulp_id::text, state, coalesce(reserved_resources_record, '{}'), coalesce(error->>'reason', '')
+// taskRows returns the reserved_resources_record of each task that has a row.
+func (r *run) taskRows(ids []string) (map[string][]string, error) {
+	rows, err := r.pool.Query(r.ctx, `SELECT pulp_id::text, coalesce(reserved_resources_record, '{}')
 FROM core_task WHERE pulp_id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read leaked tasks: %w", err)
 	}
-	out := map[string]taskRow{}
+	out := map[string][]string{}
 	var id string
-	var tr taskRow
-	_, err = pgx.ForEachRow(rows, []any{&id, &tr.state, &tr.record, &tr.reason}, func() error {
-		out[id] = tr
+	var record []string
+	_, err = pgx.ForEachRow(rows, []any{&id, &record}, func() error {
+		out[id] = record
 		return nil
 	})
 	if err != nil {

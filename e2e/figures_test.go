@@ -51,6 +51,12 @@ func (r *run) logFigures(rec recorded, convergedAfter, drainedAfter time.Duratio
 	line("  passes:               %d (%d skipped: another pass held the lock; %d failed; %d after going quiet)",
 		rec.passes, rec.skipped, len(rec.failures), rec.passesQuiet)
 	line("  holdings released:    %d (wire: %d), by verdict %s", rec.summaryReleased, sumCounts(rec.released), formatCounts(rec.releasedByVerdict))
+	rels := r.fleet.SelfReleases()
+	took := 0
+	for _, rel := range rels {
+		took += len(rel.Keys)
+	}
+	line("  fleet's own releases: %d holdings of other owners, by %d cancels of waiting tasks", took, len(rels))
 	line("  findings by result:   %s", formatCounts(rec.results))
 	line("  tasks updated:        %d (%d finished, %d requeued); in the database with the reaper's reason: %d",
 		rec.summaryUpdated, rec.summaryUpdated-requeues, requeues, len(reaped))

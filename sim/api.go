@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,13 +78,21 @@ func (inc *incarnation) cancelWaiting(ctx context.Context, taskID string, releas
 	// this task and acquired another that shares a resource: the release
 	// then takes that holding too. That race is pulpcore's; the note keeps
 	// the owner from blaming a reaper for it.
-	done := f.noteSelfRelease(owner, lockLayout(taskID, ex, sh).keys)
-	_, err = Release(ctx, f.rdb, taskID, owner, ex, sh)
+	keys := lockLayout(taskID, ex, sh).keys
+	done := f.noteSelfRelease(owner, keys)
+	notOwned, err := Release(ctx, f.rdb, taskID, owner, ex, sh)
 	done()
 	if err != nil {
 		return err
 	}
 	f.counters.released.Add(1)
+	var released []string
+	for _, k := range keys {
+		if !slices.Contains(notOwned, k) {
+			released = append(released, k)
+		}
+	}
+	f.recordSelfRelease(name, owner, taskID, released)
 	return nil
 }
 

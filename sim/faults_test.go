@@ -135,6 +135,45 @@ func TestFaultCancelRaceLeavesACanceledTaskLockedByTheWorker(t *testing.T) {
 	require.Equal(t, sim.StateCanceled, ti.state)
 	require.Equal(t, f.APIs()[0], ti.appLockName, "the API claimed the task to cancel it")
 	requireLeaked(t, b, ev.Process, id)
+	require.Empty(t, f.SelfReleases(), "nobody released")
+	require.Empty(t, f.Violations())
+}
+
+// A cancel that releases (the dispatcher's, an operator's) may win the race
+// instead of the fault's own, non-releasing cancel: the worker still loses
+// its claim to a cancel and records the fault, but the winning cancel took
+// the locks, and SelfReleases says so.
+func TestCancelRaceWonByAReleasingCancelIsASelfRelease(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.Workers = 1
+	f, b := startFleet(t, cfg)
+	// Every statement waits a second, so the fault's cancel, which starts
+	// right after the acquire, is still waiting when the test's own cancel,
+	// without the wait, runs a little later.
+	f.SetDBDelay(time.Second)
+	f.Inject(sim.FaultCancelRace)
+	id := oneTask(t, f, b)
+	var owner string
+	require.Eventually(t, func() bool {
+		owner = b.rdb.Get(b.ctx, sim.TaskKey(id)).Val()
+		return owner != ""
+	}, 10*time.Second, time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	f.SetDBDelay(0)
+	require.NoError(t, f.Cancel(b.ctx, id))
+
+	ev := waitFault(t, f, b, sim.FaultCancelRace)
+	require.Equal(t, id, ev.Task)
+	require.Equal(t, owner, ev.Process)
+	require.Zero(t, b.rdb.Exists(b.ctx, sim.TaskKey(id)).Val(), "the test's cancel released the task lock")
+	rels := f.SelfReleases()
+	require.Len(t, rels, 1)
+	require.Equal(t, f.APIs()[0], rels[0].By)
+	require.Equal(t, owner, rels[0].Owner)
+	require.Equal(t, id, rels[0].Task)
+	require.Contains(t, rels[0].Keys, sim.TaskKey(id))
+	require.Len(t, rels[0].Keys, 3, "the task lock, the repository and the domain membership")
 	require.Empty(t, f.Violations())
 }
 

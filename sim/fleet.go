@@ -49,6 +49,9 @@ type Fleet struct {
 	// a restart's cleanup) released a holding of some owner, so that the
 	// owner's safety check does not blame the reaper for it.
 	selfReleased map[holdingRef]selfRelease
+	// selfReleases lists, in order, the holdings the fleet itself released
+	// on behalf of another process (SelfReleases).
+	selfReleases []SelfRelease
 	// active is the work of live processes, for ActiveHoldings (active.go).
 	active map[*job]activeJob
 
@@ -386,6 +389,42 @@ func (f *Fleet) selfReleasedSince(owner, key string, since time.Time) bool {
 	defer f.mu.Unlock()
 	r, ok := f.selfReleased[holdingRef{owner, key}]
 	return ok && (r.inFlight > 0 || !r.last.Before(since))
+}
+
+// SelfRelease is one release the fleet itself made of holdings of some
+// owner on its behalf, outside that owner's own protocol steps: an API
+// process canceling a waiting, unclaimed task releases the task's locks under
+// whatever owner its task key names (Cancel, also the dispatcher's random
+// cancels). A lock a fault leaked can go that way rather than by a reaper.
+// A restart's cleanup (Config.RestartReleasesOwnLocks) is not listed.
+type SelfRelease struct {
+	// By is the owner name of the process that released.
+	By string
+	// Owner is the owner whose holdings were released.
+	Owner string
+	Task  string
+	// Keys are the lock keys the release actually took from Owner; keys
+	// Owner no longer held are not listed.
+	Keys []string
+	At   time.Time
+}
+
+// SelfReleases returns every release the fleet itself made of another
+// owner's holdings so far, in order; releases that took nothing are left out.
+func (f *Fleet) SelfReleases() []SelfRelease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]SelfRelease(nil), f.selfReleases...)
+}
+
+func (f *Fleet) recordSelfRelease(by, owner, task string, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	f.mu.Lock()
+	f.selfReleases = append(f.selfReleases, SelfRelease{By: by, Owner: owner, Task: task, Keys: keys, At: time.Now()})
+	f.mu.Unlock()
+	f.log.Info("released another owner's locks", "by", by, "owner", owner, "task", task, "keys", keys)
 }
 
 // noteError counts and logs an unexpected error of a simulated process. An
