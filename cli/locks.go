@@ -139,7 +139,7 @@ func lockLines(plan reaper.Plan) []LockLine {
 	for _, jd := range plan.Holdings {
 		lines = append(lines, LockLine{
 			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: jd.Evidence.OwnerLiveness.String(),
-			HeartbeatAge: jd.Evidence.HeartbeatAge, Resource: jd.Resource, Task: jd.HoldingTask(), TaskState: jd.Evidence.TaskState,
+			HeartbeatAge: jd.Evidence.HeartbeatAge, Resource: jd.Resource(), Task: jd.HoldingTask(), TaskState: jd.Evidence.TaskState,
 			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
 		})
 	}

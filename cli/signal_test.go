@@ -240,7 +240,7 @@ func TestSignalStopsBetweenBatches(t *testing.T) {
 			held := fl.held(t)
 			released, failed := 0, 0
 			for _, f := range rep.Findings {
-				h := sim.Holding{Key: f.Key, Owner: f.Owner, Kind: sim.HoldingKind(f.Kind)}
+				h := sim.Holding{Key: f.Key, Owner: f.Owner, Kind: sim.HoldingKind(f.Kind.String())}
 				switch f.Result {
 				case reaper.ResultReleased:
 					released++

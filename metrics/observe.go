@@ -56,7 +56,7 @@ func (m *Metrics) Observe(rep *reaper.Report) Outcome {
 	}
 	for _, f := range rep.Findings {
 		if f.Result == reaper.ResultReleased {
-			m.released.WithLabelValues(string(f.Verdict), string(f.Kind)).Inc()
+			m.released.WithLabelValues(string(f.Verdict), f.Kind.String()).Inc()
 		}
 	}
 	for _, t := range rep.Tasks {

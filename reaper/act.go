@@ -97,7 +97,6 @@ func (a *actor) release(ctx context.Context) error {
 		return 0
 	})
 	rel := &releaser{rdb: a.r.rdb, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.RedisTimeout}
-	seen := a.taskLocksByOwner()
 	for start := 0; start < len(todo); start += rel.batchSize {
 		if err := ctx.Err(); err != nil {
 			a.markHoldings(todo[start:], ResultFailed)
@@ -115,7 +114,7 @@ func (a *actor) release(ctx context.Context) error {
 				b.retire = append(b.retire, jd.Owner)
 			case guarded(jd):
 				b.guarded[n] = true
-				b.seen[jd.Owner] = seen[jd.Owner]
+				b.seen[jd.Owner] = a.plan.TaskLocksSeen[jd.Owner]
 			}
 		}
 		results, err := rel.release(context.WithoutCancel(ctx), b)
@@ -139,17 +138,6 @@ func guarded(jd Judgement) bool {
 	return (l == heartbeat.Alive || l == heartbeat.Late) && jd.Kind != KindTask
 }
 
-// taskLocksByOwner lists the task lock keys the snapshot saw each owner hold.
-func (a *actor) taskLocksByOwner() map[string][]string {
-	out := map[string][]string{}
-	for _, jd := range a.plan.Holdings {
-		if jd.Kind == KindTask {
-			out[jd.Owner] = append(out[jd.Owner], jd.Key)
-		}
-	}
-	return out
-}
-
 func (a *actor) markHoldings(idx []int, res Result) {
 	for _, i := range idx {
 		a.holdingResults[i] = res
@@ -158,12 +146,12 @@ func (a *actor) markHoldings(idx []int, res Result) {
 
 func (a *actor) logHolding(jd Judgement, res Result) {
 	attrs := []slog.Attr{
-		slog.String("key", jd.Key), slog.String("kind", string(jd.Kind)), slog.String("owner", jd.Owner),
+		slog.String("key", jd.Key), slog.String("kind", jd.Kind.String()), slog.String("owner", jd.Owner),
 		slog.String("verdict", string(jd.Verdict)), slog.String("result", string(res)),
 		slog.String("owner_liveness", jd.Evidence.OwnerLiveness.String()),
 	}
-	if jd.TaskID != "" {
-		attrs = append(attrs, slog.String("task", jd.TaskID))
+	if jd.TaskID() != "" {
+		attrs = append(attrs, slog.String("task", jd.TaskID()))
 	}
 	if jd.Evidence.HeartbeatAge != nil {
 		attrs = append(attrs, slog.Duration("heartbeat_age", timeDuration(jd.Evidence.HeartbeatAge)))

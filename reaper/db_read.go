@@ -43,7 +43,7 @@ WHERE pulp_id = ANY($1::text[]::uuid[])`
 // transaction, so that every row is judged against the same instant: the
 // database's now(), never the reaper's clock. It runs a fixed number of
 // statements whatever the number of locks.
-func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, taskIDs []string) (dbSnapshot, error) {
+func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, refs taskRefs) (dbSnapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -59,22 +59,23 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 	if snap.appStatuses, err = heartbeat.Read(ctx, tx); err != nil {
 		return dbSnapshot{}, err
 	}
-	if snap.tasks, err = readTasks(ctx, tx, taskIDs); err != nil {
+	if snap.tasks, err = readTasks(ctx, tx, refs); err != nil {
 		return dbSnapshot{}, err
 	}
 	return snap, nil
 }
 
-func readTasks(ctx context.Context, tx pgx.Tx, ids []string) (map[string]Task, error) {
-	tasks := make(map[string]Task, len(ids))
+func readTasks(ctx context.Context, tx pgx.Tx, refs taskRefs) (map[string]Task, error) {
+	tasks := make(map[string]Task, len(refs.ids))
 	// Names, states, claims and shared resources repeat across thousands of
-	// rows; each distinct value is kept once.
-	in := interner{claims: map[[16]byte]string{}, text: map[string]string{}}
+	// rows; each distinct value is kept once. Task ids and exclusive
+	// resources are the holdings' own strings when the holdings name them.
+	in := interner{claims: map[[16]byte]string{}, text: map[string]string{}, known: refs.known}
 	if err := scanTasks(ctx, tx, in, tasks, readOpenTasksSQL); err != nil {
 		return nil, err
 	}
 	rest := []string{}
-	for _, id := range ids {
+	for _, id := range refs.ids {
 		if _, ok := tasks[id]; !ok {
 			rest = append(rest, id)
 		}
@@ -92,7 +93,7 @@ func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]Task
 	}
 	defer rows.Close()
 	var t Task
-	dest := []any{uuidText{dst: &t.ID}, internedText{&t.Name, in}, internedText{&t.State, in}, uuidText{&t.AppLockID, in.claims},
+	dest := []any{uuidText{dst: &t.ID, known: in.known}, internedText{&t.Name, in}, internedText{&t.State, in}, uuidText{dst: &t.AppLockID, seen: in.claims},
 		&reservedScanner{out: &t.Reserved, elem: reservedElem{in: in}}, &t.FinishedAt}
 	for rows.Next() {
 		t = Task{}
@@ -107,16 +108,29 @@ func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]Task
 	return nil
 }
 
-// taskIDsOf lists the tasks a set of holdings refers to: the task of every
+// taskRefs is what the task read needs of the holdings: the tasks to read,
+// and the strings the holdings already hold (task ids, resource names), so
+// that a task row shares them rather than keeping copies of its own: with a
+// hundred thousand task locks that is most of a task row's memory.
+type taskRefs struct {
+	ids   []string
+	known map[string]string
+}
+
+// taskRefsOf lists the tasks a set of holdings refers to: the task of every
 // task lock and the task of every immediate-<uuid> owner. A task may be
 // listed twice (a statement reads each row once whatever its argument
 // holds); only the many holdings of one immediate owner are folded.
-func taskIDsOf(holdings []Holding) []string {
-	var ids []string
+func taskRefsOf(holdings []Holding) taskRefs {
+	refs := taskRefs{known: make(map[string]string, len(holdings))}
 	var immediate map[string]struct{}
 	for _, h := range holdings {
-		if h.TaskID != "" {
-			ids = append(ids, h.TaskID)
+		if h.TaskID() != "" {
+			refs.ids = append(refs.ids, h.TaskID())
+			refs.known[h.TaskID()] = h.TaskID()
+		}
+		if h.Resource() != "" {
+			refs.known[h.Resource()] = h.Resource()
 		}
 		if id, ok := immediateTaskID(h.Owner); ok {
 			if _, seen := immediate[id]; !seen {
@@ -124,9 +138,9 @@ func taskIDsOf(holdings []Holding) []string {
 					immediate = map[string]struct{}{}
 				}
 				immediate[id] = struct{}{}
-				ids = append(ids, id)
+				refs.ids = append(refs.ids, id)
 			}
 		}
 	}
-	return ids
+	return refs
 }

@@ -3,6 +3,7 @@ package reaper
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,7 @@ func TestReadTasksAsPlainScan(t *testing.T) {
 	tx, err := f.db.Pool.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	require.NoError(t, err)
 	defer tx.Rollback(f.ctx) //nolint:errcheck // read-only
-	got, err := readTasks(f.ctx, tx, ids)
+	got, err := readTasks(f.ctx, tx, taskRefs{ids: ids})
 	require.NoError(t, err)
 
 	rows, err := tx.Query(f.ctx, `SELECT pulp_id::text, name, state, app_lock_id::text,
@@ -65,4 +66,32 @@ func keysOf(m map[string]Task) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestReadTasksSharesHoldingStrings: a task row keeps the task id and the
+// exclusive resources of the holdings that name them, not copies of its own,
+// which is most of what a hundred thousand task rows would cost.
+func TestReadTasksSharesHoldingStrings(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	w := f.worker("1@w", 0)
+	own := "prn:rpm.rpmrepository:" + newUUID()
+	id := f.task(StateRunning, w, []string{own, "shared:prn:core.domain:d1", "prn:rpm.rpmrepository:unlocked"}, -1)
+	holdings := []Holding{
+		{Key: TaskKeyPrefix + id, Kind: KindTask, Owner: "1@w"},
+		{Key: ResourceKeyPrefix + own, Kind: KindExclusive, Owner: "1@w"},
+	}
+	refs := taskRefsOf(holdings)
+
+	tx, err := f.db.Pool.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	require.NoError(t, err)
+	defer tx.Rollback(f.ctx) //nolint:errcheck // read-only
+	got, err := readTasks(f.ctx, tx, refs)
+	require.NoError(t, err)
+
+	task := got[id]
+	require.Equal(t, id, task.ID)
+	require.Equal(t, []string{own, "shared:prn:core.domain:d1", "prn:rpm.rpmrepository:unlocked"}, task.Reserved)
+	require.Same(t, unsafe.StringData(holdings[0].TaskID()), unsafe.StringData(task.ID), "the task id is the task lock's")
+	require.Same(t, unsafe.StringData(holdings[1].Resource()), unsafe.StringData(task.Reserved[0]), "the exclusive resource is the lock's")
 }

@@ -8,10 +8,13 @@ import (
 )
 
 // interner keeps one copy of each distinct string read through it: of
-// text, and of the claims' uuids (one per worker row).
+// text, and of the claims' uuids (one per worker row). Strings in known are
+// shared as they are, but what is not found there is not added: those are
+// mostly one row's own.
 type interner struct {
 	text   map[string]string
 	claims map[[16]byte]string
+	known  map[string]string
 }
 
 func (in interner) get(b []byte) string {
@@ -24,11 +27,12 @@ func (in interner) get(b []byte) string {
 }
 
 // uuidText scans a uuid column, which PostgreSQL sends as 16 bytes, into its
-// canonical text (what uuid::text prints); NULL is "". With a map, each
-// distinct uuid is formatted once.
+// canonical text (what uuid::text prints); NULL is "". With seen, each
+// distinct uuid is formatted once; a uuid found in known is that string.
 type uuidText struct {
-	dst  *string
-	seen map[[16]byte]string
+	dst   *string
+	seen  map[[16]byte]string
+	known map[string]string
 }
 
 func (u uuidText) ScanUUID(v pgtype.UUID) error {
@@ -36,7 +40,13 @@ func (u uuidText) ScanUUID(v pgtype.UUID) error {
 	case !v.Valid:
 		*u.dst = ""
 	case u.seen == nil:
-		*u.dst = formatUUID(v.Bytes)
+		var buf [36]byte
+		text := appendUUID(buf[:0], v.Bytes)
+		if s, ok := u.known[string(text)]; ok {
+			*u.dst = s
+		} else {
+			*u.dst = string(text)
+		}
 	default:
 		s, ok := u.seen[v.Bytes]
 		if !ok {
@@ -51,6 +61,12 @@ func (u uuidText) ScanUUID(v pgtype.UUID) error {
 // formatUUID writes a uuid in the canonical lowercase text form.
 func formatUUID(b [16]byte) string {
 	var buf [36]byte
+	return string(appendUUID(buf[:0], b))
+}
+
+// appendUUID appends the canonical text of a uuid to buf, which has room.
+func appendUUID(dst []byte, b [16]byte) []byte {
+	buf := dst[len(dst) : len(dst)+36]
 	hex.Encode(buf[0:8], b[0:4])
 	buf[8] = '-'
 	hex.Encode(buf[9:13], b[4:6])
@@ -60,7 +76,7 @@ func formatUUID(b [16]byte) string {
 	hex.Encode(buf[19:23], b[8:10])
 	buf[23] = '-'
 	hex.Encode(buf[24:36], b[10:16])
-	return string(buf[:])
+	return dst[:len(dst)+36]
 }
 
 // internedText scans a text column into an interned string; NULL is "".
@@ -78,7 +94,7 @@ func (t internedText) ScanBytes(b []byte) error {
 
 // reservedScanner scans reserved_resources_record. Shared resources (a
 // domain most tasks reserve) are interned; exclusive ones are mostly one
-// task's own and are copied.
+// task's own, and share the string of the lock that holds them if any.
 type reservedScanner struct {
 	out *[]string
 	// elem scans each element in turn: pgx scans an array's elements one
@@ -118,6 +134,8 @@ type reservedElem struct {
 func (e *reservedElem) ScanBytes(b []byte) error {
 	if bytes.HasPrefix(b, []byte(sharedReservation)) {
 		*e.dst = e.in.get(b)
+	} else if s, ok := e.in.known[string(b)]; ok {
+		*e.dst = s
 	} else {
 		*e.dst = string(b)
 	}

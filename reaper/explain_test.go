@@ -70,9 +70,9 @@ func (w *exWorld) finishedAgo(id string, ago time.Duration) {
 
 // hold writes the locks of a task as Pulp's acquire script does.
 func (w *exWorld) hold(owner, taskID string, reserved ...string) {
-	w.snap.Holdings = append(w.snap.Holdings, Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, TaskID: taskID, Registered: true})
+	w.snap.Holdings = append(w.snap.Holdings, Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, Registered: true})
 	for _, n := range needsOf(reserved) {
-		w.snap.Holdings = append(w.snap.Holdings, Holding{Key: ResourceKeyPrefix + n.resource, Kind: n.kind, Owner: owner, Resource: n.resource, Registered: true})
+		w.snap.Holdings = append(w.snap.Holdings, Holding{Key: ResourceKeyPrefix + n.resource, Kind: n.kind, Owner: owner, Registered: true})
 	}
 }
 
@@ -320,7 +320,7 @@ func TestExplain(t *testing.T) {
 			name: "blocked by a suspect lock of a live worker",
 			build: func(w *exWorld) []any {
 				w.worker("1@live", time.Second)
-				w.snap.Holdings = append(w.snap.Holdings, Holding{Key: ResourceKeyPrefix + exRepo, Kind: KindExclusive, Owner: "1@live", Resource: exRepo})
+				w.snap.Holdings = append(w.snap.Holdings, Holding{Key: ResourceKeyPrefix + exRepo, Kind: KindExclusive, Owner: "1@live"})
 				w.task(exTarget, StateWaiting, "", exRepo)
 				return nil
 			},

@@ -14,7 +14,7 @@ func orderFixture(t *testing.T, seed uint64) (shuffled, want []Holding) {
 	t.Helper()
 	snap := jbFleet(600)
 	for _, owner := range []string{"1@b", "1@a", "1@c"} {
-		snap.Holdings = append(snap.Holdings, Holding{Key: ResourceKeyPrefix + "shared-d", Kind: KindShared, Owner: owner, Resource: "shared-d"})
+		snap.Holdings = append(snap.Holdings, Holding{Key: ResourceKeyPrefix + "shared-d", Kind: KindShared, Owner: owner})
 	}
 	want = slices.Clone(snap.Holdings)
 	slices.SortFunc(want, func(a, b Holding) int {

@@ -99,7 +99,7 @@ func (in *Inspection) judge() *judge {
 // It is "" when no task lock of the owner reserves the resource.
 func (jd Judgement) HoldingTask() string {
 	if jd.Kind == KindTask {
-		return jd.TaskID
+		return jd.TaskID()
 	}
 	id, _ := ParseTaskKey(jd.Evidence.Via)
 	return id

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -18,10 +19,23 @@ import (
 // rather than a process: immediate-<task-uuid>.
 const immediateOwnerPrefix = "immediate-"
 
-// Judge decides every holding and every incomplete task of a snapshot. It is
-// pure: no I/O, no clock but snap.Now.
+// Judge decides every holding and every incomplete task of a snapshot, with a
+// judgement of every holding in the plan. It is pure: no I/O, no clock but
+// snap.Now.
 func Judge(snap Snapshot, p Policy) Plan {
-	j := judge{snap: snap, p: p, fleet: heartbeat.Judge(snap.AppStatuses, snap.Now, p.HeartbeatGrace)}
+	return judgeSnapshot(snap, p, true)
+}
+
+// JudgeFindings decides as Judge does, but the plan lists only the holdings a
+// pass reports: those that are neither healthy nor justified. The others are
+// only counted (Plan.ByVerdict, Plan.Holders): a judgement of each of a few
+// hundred thousand healthy locks would be most of a pass's memory.
+func JudgeFindings(snap Snapshot, p Policy) Plan {
+	return judgeSnapshot(snap, p, false)
+}
+
+func judgeSnapshot(snap Snapshot, p Policy, listAll bool) Plan {
+	j := judge{snap: snap, p: p, listAll: listAll, fleet: heartbeat.Judge(snap.AppStatuses, snap.Now, p.HeartbeatGrace)}
 	return j.run()
 }
 
@@ -29,6 +43,9 @@ type judge struct {
 	snap  Snapshot
 	p     Policy
 	fleet *heartbeat.Fleet
+	// listAll keeps a judgement of every holding in the plan, not only of
+	// those that are neither healthy nor justified.
+	listAll bool
 	// opaque names the owners holding a kept task lock whose task row the
 	// snapshot lacks (an immediate task's row not committed yet): what that
 	// task reserves is unknown, so a shared membership of the owner may be
@@ -42,6 +59,42 @@ type judge struct {
 	livenesses *[4]heartbeat.Liveness
 }
 
+// judgedTaskLock is what judging the resource holdings and the lost tasks
+// needs of a judged task lock, without keeping a judgement of every one.
+type judgedTaskLock struct {
+	// at is the task lock's position in the snapshot's holdings.
+	at       int32
+	released bool
+	missing  bool
+}
+
+// part is what one part of the holdings, judged apart from the others,
+// adds to the plan.
+type part struct {
+	// listed are the part's items whose judgement the plan lists.
+	listed    []int32
+	suspects  map[SuspectKey]Suspect
+	byVerdict map[Verdict]int
+	byOwner   map[string]int
+}
+
+func newPart() *part {
+	return &part{suspects: map[SuspectKey]Suspect{}, byVerdict: map[Verdict]int{}, byOwner: map[string]int{}}
+}
+
+// add counts the judgement of item n and notes whether the plan lists it.
+// A plan that lists every holding gets the judgement at once, in all[n].
+func (j *judge) add(pt *part, all []Judgement, n int, jd Judgement) {
+	pt.byVerdict[jd.Verdict]++
+	pt.byOwner[jd.Owner]++
+	switch {
+	case all != nil:
+		all[n] = jd
+	case jd.Verdict.finding():
+		pt.listed = append(pt.listed, int32(n))
+	}
+}
+
 // judgeParts bounds how many goroutines judge the holdings of one snapshot
 // at once, and judgePartMin how few holdings make a part worth one.
 const (
@@ -51,78 +104,167 @@ const (
 
 // inParts calls fn on consecutive parts of [0, n) at once, when n is large
 // enough to be worth it and more than one CPU can run them. Each part gets a
-// judge of its own (its own cache of owner evidence) and its own map for the
-// suspects it remembers, merged into plan's in order afterwards: the
+// judge of its own (its own cache of owner evidence) and a part of its own
+// for what it counts and remembers, added to the plan's afterwards: the
 // holdings of a snapshot are judged independently of one another, so the
-// plan is the same as from one part.
-func (j *judge) inParts(n int, plan *Plan, fn func(w *judge, part *Plan, lo, hi int)) {
-	parts := min(runtime.GOMAXPROCS(0), judgeParts, n/judgePartMin)
-	if parts < 2 {
-		fn(j, plan, 0, n)
-		return
+// plan is the same as from one part. It returns the items listed, in order.
+func (j *judge) inParts(n int, plan *Plan, counts *part, fn func(w *judge, pt *part, lo, hi int)) []int32 {
+	var listed []int32
+	for _, piece := range j.parallel(n, func(w *judge, lo, hi int) *part {
+		pt := newPart()
+		fn(w, pt, lo, hi)
+		return pt
+	}) {
+		listed = append(listed, piece.listed...)
+		maps.Copy(plan.Suspects, piece.suspects)
+		for v, c := range piece.byVerdict {
+			counts.byVerdict[v] += c
+		}
+		for o, c := range piece.byOwner {
+			counts.byOwner[o] += c
+		}
+	}
+	return listed
+}
+
+// parallel calls fn on consecutive parts of [0, n) at once, each with a
+// judge of its own, and returns what each returned, in order.
+func (j *judge) parallel(n int, fn func(w *judge, lo, hi int) *part) []*part {
+	parts := max(1, min(runtime.GOMAXPROCS(0), judgeParts, n/judgePartMin))
+	pieces := make([]*part, parts)
+	if parts == 1 {
+		pieces[0] = fn(j, 0, n)
+		return pieces
 	}
 	j.liveness(heartbeat.Gone) // fill the shared pointers before sharing them
-	pieces := make([]Plan, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
 		w := *j
 		w.evidence = nil
-		pieces[p].Suspects = map[SuspectKey]Suspect{}
-		wg.Go(func() { fn(&w, &pieces[p], n*p/parts, n*(p+1)/parts) })
+		wg.Go(func() { pieces[p] = fn(&w, n*p/parts, n*(p+1)/parts) })
 	}
 	wg.Wait()
-	for _, piece := range pieces {
-		maps.Copy(plan.Suspects, piece.Suspects)
-	}
+	return pieces
+}
+
+// fill writes the judgement of each listed item into out, judging them
+// again, in parts at once. A plan that lists only the findings is judged
+// twice, so: first to count every holding and find the few to list, then to
+// list those in a slice of their exact size, where collecting the
+// judgements of parts would copy them twice over.
+func (j *judge) fill(out []Judgement, items []int32, judgeItem func(w *judge, n int, suspects map[SuspectKey]Suspect) Judgement) {
+	j.parallel(len(items), func(w *judge, lo, hi int) *part {
+		scratch := map[SuspectKey]Suspect{}
+		for i := lo; i < hi; i++ {
+			out[i] = judgeItem(w, int(items[i]), scratch)
+		}
+		return nil
+	})
 }
 
 func (j *judge) run() Plan {
 	tasks, resources := sortedHoldings(j.snap.Holdings)
 	plan := Plan{Now: j.snap.Now, Owners: j.fleet.Owners(), Suspects: map[SuspectKey]Suspect{}}
-	if len(j.snap.Holdings) > 0 {
-		plan.Holdings = make([]Judgement, len(j.snap.Holdings))
+	var all []Judgement
+	if j.listAll && len(j.snap.Holdings) > 0 {
+		all = make([]Judgement, len(j.snap.Holdings))
 	}
-	taskLocks := plan.Holdings[:len(tasks):len(tasks)]
-	// What each task lock's task reserved, for the index, and which have no
-	// task row.
-	reserved := make([][]string, len(tasks))
-	missing := make([]bool, len(tasks))
-	j.inParts(len(tasks), &plan, func(w *judge, part *Plan, lo, hi int) {
+	counts := newPart()
+	taskLocks := make([]judgedTaskLock, len(tasks))
+	taskLockOf := func(w *judge, n int, suspects map[SuspectKey]Suspect) (Judgement, bool) {
+		h := w.snap.Holdings[tasks[n]]
+		t, found := w.snap.Tasks[h.TaskID()]
+		return w.confirm(w.taskLock(h, t, found), suspects), found
+	}
+	judgeTaskLock := func(w *judge, n int, suspects map[SuspectKey]Suspect) Judgement {
+		jd, _ := taskLockOf(w, n, suspects)
+		return jd
+	}
+	var allTasks, allResources []Judgement
+	if all != nil {
+		allTasks, allResources = all[:len(tasks)], all[len(tasks):]
+	}
+	listedTasks := j.inParts(len(tasks), &plan, counts, func(w *judge, pt *part, lo, hi int) {
 		for n := lo; n < hi; n++ {
-			h := w.snap.Holdings[tasks[n]]
-			t, found := w.snap.Tasks[h.TaskID]
-			taskLocks[n] = w.confirm(w.taskLock(h, t, found), part)
-			reserved[n], missing[n] = t.Reserved, !found
+			jd, found := taskLockOf(w, n, pt.suspects)
+			taskLocks[n] = judgedTaskLock{at: tasks[n], released: jd.Action == ActionRelease, missing: !found}
+			w.add(pt, allTasks, n, jd)
 		}
 	})
-	index := make(taskLockIndex, len(tasks))
+	reservedBy := j.reservations(tasks, resources, taskLocks)
 	j.opaque = map[string]bool{}
-	for n, jd := range taskLocks {
-		index.add(n, jd, reserved[n])
-		if missing[n] && jd.Action != ActionRelease {
-			j.opaque[jd.Owner] = true
+	for _, tl := range taskLocks {
+		if tl.missing && !tl.released {
+			j.opaque[j.snap.Holdings[tl.at].Owner] = true
 		}
 	}
 	// The lost tasks depend on the task locks alone: they are judged while
 	// the resource holdings are.
-	lost := Plan{Suspects: map[SuspectKey]Suspect{}}
+	lost := map[SuspectKey]Suspect{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		lost.Tasks = j.lostTasks(taskLocks, &lost)
+		plan.Tasks = j.lostTasks(taskLocks, lost)
 	}()
-	resourceHoldings := plan.Holdings[len(tasks):]
-	j.inParts(len(resources), &plan, func(w *judge, part *Plan, lo, hi int) {
+	judgeResource := func(w *judge, n int, suspects map[SuspectKey]Suspect) Judgement {
+		kept, released := reservedBy[n].get()
+		return w.resource(w.snap.Holdings[resources[n]], kept, released, taskLocks, suspects)
+	}
+	listedResources := j.inParts(len(resources), &plan, counts, func(w *judge, pt *part, lo, hi int) {
 		for n := lo; n < hi; n++ {
-			resourceHoldings[n] = w.resource(w.snap.Holdings[resources[n]], index, taskLocks, part)
+			w.add(pt, allResources, n, judgeResource(w, n, pt.suspects))
 		}
 	})
 	<-done
-	plan.Tasks = lost.Tasks
-	maps.Copy(plan.Suspects, lost.Suspects)
+	if all != nil {
+		plan.Holdings = all
+	} else if n := len(listedTasks) + len(listedResources); n > 0 {
+		plan.Holdings = make([]Judgement, n)
+		j.fill(plan.Holdings[:len(listedTasks)], listedTasks, judgeTaskLock)
+		j.fill(plan.Holdings[len(listedTasks):], listedResources, judgeResource)
+	}
+	maps.Copy(plan.Suspects, lost)
+	plan.ByVerdict = counts.byVerdict
+	plan.Holders = j.holders(counts.byOwner)
 	j.carryUnobservedSuspects(&plan)
 	applyGuards(&plan, j.fleet, j.p)
+	plan.TaskLocksSeen = taskLocksSeen(j.snap.Holdings, plan.Holdings)
 	return plan
+}
+
+// holders reports each owner of a holding, by name.
+func (j *judge) holders(byOwner map[string]int) []OwnerReport {
+	names := slices.Sorted(maps.Keys(byOwner))
+	out := make([]OwnerReport, len(names))
+	for i, name := range names {
+		e := j.ownerEvidence(name)
+		out[i] = OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name]}
+	}
+	return out
+}
+
+// taskLocksSeen lists the task lock keys the snapshot saw each owner hold,
+// for the owners with a guarded release in listed: the release script checks
+// that such an owner took no other task lock since.
+func taskLocksSeen(holdings []Holding, listed []Judgement) map[string][]string {
+	seen := map[string][]string{}
+	for _, jd := range listed {
+		if jd.Action == ActionRelease && guarded(jd) {
+			seen[jd.Owner] = []string{}
+		}
+	}
+	if len(seen) == 0 {
+		return seen
+	}
+	for _, h := range holdings {
+		if keys, want := seen[h.Owner]; want && h.Kind == KindTask {
+			seen[h.Owner] = append(keys, h.Key)
+		}
+	}
+	for _, keys := range seen {
+		slices.Sort(keys)
+	}
+	return seen
 }
 
 // owner returns the liveness of a lock owner. An immediate-<uuid> owner is a
@@ -227,12 +369,12 @@ func (j *judge) taskLock(h Holding, t Task, found bool) Judgement {
 // confirm turns a finding that needs confirmation into a release once the
 // same holding has carried the same verdict for ConfirmAfter, and records
 // what to remember otherwise.
-func (j *judge) confirm(jd Judgement, plan *Plan) Judgement {
+func (j *judge) confirm(jd Judgement, suspects map[SuspectKey]Suspect) Judgement {
 	if !jd.Verdict.needsConfirmation() {
 		return jd
 	}
 	key := SuspectKey{Key: jd.Key, Owner: jd.Owner}
-	s := j.remember(key, jd.Verdict, plan)
+	s := j.remember(key, jd.Verdict, suspects)
 	jd.FirstSeen = &s.FirstSeen
 	if j.snap.Now.Sub(s.FirstSeen) >= j.p.ConfirmAfter && s.FirstSeen.Before(j.snap.Now) {
 		jd.Action = ActionRelease
@@ -244,12 +386,12 @@ func (j *judge) confirm(jd Judgement, plan *Plan) Judgement {
 
 // remember keeps the first sighting of a suspect with the same verdict and
 // starts a new one otherwise.
-func (j *judge) remember(key SuspectKey, v Verdict, plan *Plan) Suspect {
+func (j *judge) remember(key SuspectKey, v Verdict, suspects map[SuspectKey]Suspect) Suspect {
 	s, ok := j.snap.Suspects[key]
 	if !ok || s.Verdict != v || s.FirstSeen.After(j.snap.Now) {
 		s = Suspect{Verdict: v, FirstSeen: j.snap.Now}
 	}
-	plan.Suspects[key] = s
+	suspects[key] = s
 	return s
 }
 
@@ -292,67 +434,161 @@ func parseReservation(r string) reservation {
 	return reservation{r, KindExclusive}
 }
 
-// ownedReservation is a resource of a given kind held or reserved by an owner.
-type ownedReservation struct {
-	owner string
-	reservation
+// reservedBy names, for one resource holding, the first kept task lock of
+// its owner whose task reserves it and the first released one: positions
+// among the task locks, in plan order. They are filled at once from parts
+// of the task locks, so each keeps the least position any part offers.
+type reservedBy struct{ kept, released atomic.Int32 }
+
+func (r *reservedBy) get() (kept, released int32) {
+	return r.kept.Load() - 1, r.released.Load() - 1
 }
 
-// taskLockIndex says, for each resource an owner's task locks reserve, which
-// kept task lock justifies a holding of it and which released one it inherits
-// from: indexes into plan.Holdings, -1 for none. One lookup per resource
-// holding keeps judging linear in the number of holdings.
-type taskLockIndex map[ownedReservation]reservedBy
-
-type reservedBy struct{ kept, released int }
-
-// add indexes the judged task lock at position i of the task locks under
-// what its task reserved. Task locks are added in plan order, so the first
-// kept and the first released one of each resource are the ones recorded.
-func (idx taskLockIndex) add(i int, jd Judgement, reserved []string) {
-	for _, entry := range reserved {
-		r := ownedReservation{jd.Owner, parseReservation(entry)}
-		by, seen := idx[r]
-		if !seen {
-			by = reservedBy{kept: -1, released: -1}
+// offer records task lock n (stored as n+1, so that zero is none).
+func (r *reservedBy) offer(n int32, released bool) {
+	v := &r.kept
+	if released {
+		v = &r.released
+	}
+	for {
+		old := v.Load()
+		if old != 0 && old <= n+1 || v.CompareAndSwap(old, n+1) {
+			return
 		}
-		switch {
-		case jd.Action != ActionRelease && by.kept < 0:
-			by.kept = i
-		case jd.Action == ActionRelease && by.released < 0:
-			by.released = i
-		default:
-			if seen {
-				continue
+	}
+}
+
+// reservations finds, for each resource holding, the task locks of its
+// owner whose task reserves it. The resource holdings are in key and owner
+// order, so the holdings of one resource are consecutive: each reservation
+// is looked up by its resource name, then by owner among that resource's
+// holdings. The lookups run in parts at once.
+func (j *judge) reservations(tasks, resources []int32, taskLocks []judgedTaskLock) []reservedBy {
+	by := make([]reservedBy, len(resources))
+	runs := resourceRuns(j.snap.Holdings, resources)
+	inParallel(len(tasks), func(lo, hi int) {
+		for n := lo; n < hi; n++ {
+			tl := &taskLocks[n]
+			owner := j.snap.Holdings[tl.at].Owner
+			for _, entry := range j.snap.Tasks[j.snap.Holdings[tl.at].TaskID()].Reserved {
+				r := parseReservation(entry)
+				run, ok := runs[r.resource]
+				if !ok {
+					continue
+				}
+				ofOwner := resources[run.start:run.end]
+				i := int(run.start) + sort.Search(len(ofOwner), func(i int) bool { return j.snap.Holdings[ofOwner[i]].Owner >= owner })
+				for ; i < int(run.end) && j.snap.Holdings[resources[i]].Owner == owner; i++ {
+					if j.snap.Holdings[resources[i]].Kind == r.kind {
+						by[i].offer(int32(n), tl.released)
+						break
+					}
+				}
 			}
 		}
-		idx[r] = by
+	})
+	shareWithDuplicates(j.snap.Holdings, resources, by)
+	return by
+}
+
+// run is the positions [start, end) of one resource's holdings among the
+// resource holdings.
+type run struct{ start, end int32 }
+
+// resourceRuns maps each resource name to its holdings among resources,
+// which are in key order.
+func resourceRuns(holdings []Holding, resources []int32) map[string]run {
+	runs := make(map[string]run, len(resources))
+	start, name := -1, ""
+	end := func(i int) {
+		if start >= 0 {
+			runs[name] = run{int32(start), int32(i)}
+		}
 	}
+	for i, at := range resources {
+		next, ok := strings.CutPrefix(holdings[at].Key, ResourceKeyPrefix)
+		switch {
+		case !ok:
+			end(i)
+			start = -1
+		case start < 0 || next != name:
+			end(i)
+			start, name = i, next
+		}
+	}
+	end(len(resources))
+	return runs
+}
+
+// shareWithDuplicates gives a holding that repeats an earlier one (same
+// key, owner and kind: a snapshot built by hand may list one twice) what
+// the first was offered. Offering each reservation to the first alone
+// keeps the lookups linear however often a holding repeats.
+func shareWithDuplicates(holdings []Holding, resources []int32, by []reservedBy) {
+	var first map[Kind]int
+	for i := range resources {
+		x := &holdings[resources[i]]
+		if i == 0 || compareKeyOwner(x, &holdings[resources[i-1]]) != 0 {
+			clear(first)
+			continue
+		}
+		if first == nil {
+			first = map[Kind]int{}
+		}
+		if _, ok := first[holdings[resources[i-1]].Kind]; !ok {
+			first[holdings[resources[i-1]].Kind] = i - 1
+		}
+		if f, ok := first[x.Kind]; ok {
+			by[i].kept.Store(by[f].kept.Load())
+			by[i].released.Store(by[f].released.Load())
+		} else {
+			first[x.Kind] = i
+		}
+	}
+}
+
+// inParallel calls fn on up to judgeParts consecutive parts of [0, n) at
+// once, when n is large enough to be worth it.
+func inParallel(n int, fn func(lo, hi int)) {
+	parts := max(1, min(runtime.GOMAXPROCS(0), judgeParts, n/judgePartMin))
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() { fn(n*p/parts, n*(p+1)/parts) })
+	}
+	wg.Wait()
 }
 
 // resource applies the resource holding table of verdicts.md.
 // An inherited verdict carries its task lock's action: a confirmed task lock
 // releases its resources in the same pass, without a confirmation of their own.
-// Positions in the index are those of taskLocks; suspects go to plan.
-func (j *judge) resource(h Holding, idx taskLockIndex, taskLocks []Judgement, plan *Plan) Judgement {
+// kept and released are positions among taskLocks (-1 for none); suspects
+// are remembered in suspects.
+func (j *judge) resource(h Holding, kept, released int32, taskLocks []judgedTaskLock, suspects map[SuspectKey]Suspect) Judgement {
 	e := j.ownerEvidence(h.Owner)
-	by, indexed := idx[ownedReservation{h.Owner, reservation{h.Resource, h.Kind}}]
 	switch {
-	case indexed && by.kept >= 0:
+	case kept >= 0:
 		// A task lock kept this pass, or a suspect not yet confirmed,
-		// justifies the holding.
-		tl := taskLocks[by.kept]
-		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
+		// justifies the holding. Only a plan that lists every holding lists
+		// this one, and tells the task's state.
+		tl := j.snap.Holdings[taskLocks[kept].at]
+		e.Via = tl.Key
+		if j.listAll {
+			e.TaskState = j.snap.Tasks[tl.TaskID()].State
+		}
 		return Judgement{Holding: h, Verdict: VerdictJustified, Action: ActionKeep, Evidence: e}
-	case indexed && by.released >= 0 && !(h.Kind == KindShared && j.opaque[h.Owner]):
+	case released >= 0 && !(h.Kind == KindShared && j.opaque[h.Owner]):
 		// A shared membership is one set member for every task of its owner
 		// on that resource, so while the owner also holds a kept task lock
 		// whose reservations are unknown, it may be that task's too: it is
 		// then judged below like a holding no task explains, released only
 		// once confirmed, as the unknown task's own resources are. An
 		// exclusive lock was taken together with the released task lock
-		// that reserves it, and is that task's alone.
-		tl := taskLocks[by.released]
+		// that reserves it, and is that task's alone. The task lock's
+		// verdict and evidence are judged again: a confirmation changes
+		// only its action.
+		h2 := j.snap.Holdings[taskLocks[released].at]
+		t, found := j.snap.Tasks[h2.TaskID()]
+		tl := j.taskLock(h2, t, found)
 		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
 		e.FinishedAge, e.AppLock, e.AppLockLiveness = tl.Evidence.FinishedAge, tl.Evidence.AppLock, tl.Evidence.AppLockLiveness
 		return Judgement{Holding: h, Verdict: tl.Verdict, Action: ActionRelease, Evidence: e}
@@ -361,7 +597,7 @@ func (j *judge) resource(h Holding, idx taskLockIndex, taskLocks []Judgement, pl
 	case e.OwnerLiveness == heartbeat.Gone:
 		return Judgement{Holding: h, Verdict: VerdictOwnerGone, Action: ActionRelease, Evidence: e}
 	default:
-		jd := j.confirm(Judgement{Holding: h, Verdict: VerdictNoTask, Action: ActionSuspect, Evidence: e}, plan)
+		jd := j.confirm(Judgement{Holding: h, Verdict: VerdictNoTask, Action: ActionSuspect, Evidence: e}, suspects)
 		if jd.Action == ActionRelease && h.Kind == KindShared && j.opaque[h.Owner] {
 			// The suspect may predate the invisible task that now shares
 			// this membership: wait until that task lock is settled, so a
@@ -374,7 +610,7 @@ func (j *judge) resource(h Holding, idx taskLockIndex, taskLocks []Judgement, pl
 
 // lostTasks applies the lost task table of verdicts.md to every incomplete
 // task of the snapshot.
-func (j *judge) lostTasks(taskLocks []Judgement, plan *Plan) []TaskJudgement {
+func (j *judge) lostTasks(taskLocks []judgedTaskLock, suspects map[SuspectKey]Suspect) []TaskJudgement {
 	// Most tasks of a snapshot run under a live claim; only the others are
 	// sorted and looked up among the task locks.
 	var ids []string
@@ -392,10 +628,11 @@ func (j *judge) lostTasks(taskLocks []Judgement, plan *Plan) []TaskJudgement {
 	for _, id := range ids {
 		locked[id] = nil
 	}
-	for _, h := range taskLocks {
-		if keys, want := locked[h.TaskID]; want {
-			locked[h.TaskID] = append(keys, h.Key)
-			lockOwner[h.TaskID] = h.Owner
+	for _, tl := range taskLocks {
+		h := &j.snap.Holdings[tl.at]
+		if keys, want := locked[h.TaskID()]; want {
+			locked[h.TaskID()] = append(keys, h.Key)
+			lockOwner[h.TaskID()] = h.Owner
 		}
 	}
 
@@ -442,7 +679,7 @@ func (j *judge) lostTasks(taskLocks []Judgement, plan *Plan) []TaskJudgement {
 			case live == heartbeat.Alive && j.snap.FullScan && len(locked[id]) == 0:
 				tj.Verdict = VerdictStuckClaim
 				tj.StateAfter, tj.ClearClaim = StateWaiting, true
-				s := j.remember(stuckClaimKey(id, t.AppLockID), VerdictStuckClaim, plan)
+				s := j.remember(stuckClaimKey(id, t.AppLockID), VerdictStuckClaim, suspects)
 				tj.FirstSeen = &s.FirstSeen
 				if j.snap.Now.Sub(s.FirstSeen) < j.p.ConfirmAfter || !s.FirstSeen.Before(j.snap.Now) {
 					tj.Action = ActionSuspect

@@ -54,12 +54,12 @@ func jbFleet(n int) Snapshot {
 			t.State, t.AppLockID = StateWaiting, ""
 		}
 		snap.Tasks[t.ID] = t
-		add(Holding{Key: TaskKeyPrefix + t.ID, Kind: KindTask, Owner: p.name, TaskID: t.ID, Registered: true})
-		add(Holding{Key: ResourceKeyPrefix + repo, Kind: KindExclusive, Owner: p.name, Resource: repo, Registered: true})
-		add(Holding{Key: ResourceKeyPrefix + domain, Kind: KindShared, Owner: p.name, Resource: domain, Registered: true})
+		add(Holding{Key: TaskKeyPrefix + t.ID, Kind: KindTask, Owner: p.name, Registered: true})
+		add(Holding{Key: ResourceKeyPrefix + repo, Kind: KindExclusive, Owner: p.name, Registered: true})
+		add(Holding{Key: ResourceKeyPrefix + domain, Kind: KindShared, Owner: p.name, Registered: true})
 		if rng.IntN(50) == 0 { // a leaked lock of a worker long gone
 			leak := fmt.Sprintf("prn:file.filerepository:%s", t.ID)
-			add(Holding{Key: ResourceKeyPrefix + leak, Kind: KindExclusive, Owner: "1@pulp-worker-gone", Resource: leak})
+			add(Holding{Key: ResourceKeyPrefix + leak, Kind: KindExclusive, Owner: "1@pulp-worker-gone"})
 		}
 		if rng.IntN(100) == 0 {
 			snap.Suspects[SuspectKey{Key: TaskKeyPrefix + t.ID, Owner: p.name}] = Suspect{Verdict: VerdictUnclaimed, FirstSeen: now.Add(-5 * time.Minute)}
@@ -87,6 +87,34 @@ func BenchmarkJudge(b *testing.B) {
 			}
 			if len(plan.Holdings) != len(snap.Holdings) {
 				b.Fatalf("judged %d of %d holdings", len(plan.Holdings), len(snap.Holdings))
+			}
+			b.ReportMetric(float64(len(snap.Holdings)), "holdings/op")
+		})
+	}
+}
+
+// BenchmarkJudgeFindings is BenchmarkJudge as a pass judges: the plan lists
+// the findings only and counts the healthy holdings.
+func BenchmarkJudgeFindings(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"1k", 1_000}, {"10k", 10_000}, {"100k", 100_000}} {
+		snap := jbFleet(size.n)
+		p := DefaultPolicy()
+		p.MaxReleases = size.n
+		b.Run("holdings="+size.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var plan Plan
+			for b.Loop() {
+				plan = JudgeFindings(snap, p)
+			}
+			total := 0
+			for _, c := range plan.ByVerdict {
+				total += c
+			}
+			if total != len(snap.Holdings) {
+				b.Fatalf("counted %d of %d holdings", total, len(snap.Holdings))
 			}
 			b.ReportMetric(float64(len(snap.Holdings)), "holdings/op")
 		})

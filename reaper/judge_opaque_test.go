@@ -16,12 +16,12 @@ func TestJudgeOpaqueOwnerKeepsConfirmedSharedSuspect(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
 	invisible := "0f0e0d0c-0b0a-4909-8807-060504030201"
-	shared := Holding{Key: ResourceKeyPrefix + "D", Kind: KindShared, Owner: "7@api", Resource: "D"}
+	shared := Holding{Key: ResourceKeyPrefix + "D", Kind: KindShared, Owner: "7@api"}
 	snap := Snapshot{
 		Now:         now,
 		AppStatuses: []heartbeat.AppStatus{{ID: "a1", Name: "7@api", AppType: "api", TTL: 2 * time.Minute, LastHeartbeat: now}},
 		Holdings: []Holding{
-			{Key: TaskKeyPrefix + invisible, Kind: KindTask, Owner: "7@api", TaskID: invisible},
+			{Key: TaskKeyPrefix + invisible, Kind: KindTask, Owner: "7@api"},
 			shared,
 		},
 		Tasks:    map[string]Task{},

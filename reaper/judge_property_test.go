@@ -110,10 +110,10 @@ func (r *ptRedis) acquire(t *rapid.T, owner, taskID string, reserved []string) b
 	}
 	registered := rapid.Bool().Draw(t, "registered")
 	r.tasks[taskID] = owner
-	r.holdings = append(r.holdings, Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, TaskID: taskID, Registered: registered})
+	r.holdings = append(r.holdings, Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, Registered: registered})
 	for _, name := range excl {
 		r.exclusive[name] = owner
-		r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: KindExclusive, Owner: owner, Resource: name, Registered: registered})
+		r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: KindExclusive, Owner: owner, Registered: registered})
 	}
 	for _, name := range shared {
 		if r.shared[name] == nil {
@@ -121,7 +121,7 @@ func (r *ptRedis) acquire(t *rapid.T, owner, taskID string, reserved []string) b
 		}
 		if !r.shared[name][owner] {
 			r.shared[name][owner] = true
-			r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: KindShared, Owner: owner, Resource: name, Registered: registered})
+			r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: KindShared, Owner: owner, Registered: registered})
 		}
 	}
 	return true
@@ -150,7 +150,7 @@ func (r *ptRedis) stray(owner, name string, kind Kind) {
 		}
 		r.shared[name][owner] = true
 	}
-	r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: kind, Owner: owner, Resource: name, Registered: false})
+	r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: kind, Owner: owner, Registered: false})
 }
 
 // ptGen draws a random fleet: AppStatus rows with colliding names, tasks in
@@ -283,7 +283,7 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 		key := ResourceKeyPrefix + name
 		if !slices.ContainsFunc(redis.holdings, func(h Holding) bool { return h.Key == key && h.Owner == owner }) {
 			kind := rapid.SampledFrom([]Kind{KindExclusive, KindShared}).Draw(t, "racy kind")
-			redis.holdings = append(redis.holdings, Holding{Key: key, Kind: kind, Owner: owner, Resource: name, Registered: true})
+			redis.holdings = append(redis.holdings, Holding{Key: key, Kind: kind, Owner: owner, Registered: true})
 		}
 	}
 	if n := len(redis.holdings); n > 0 && rapid.IntRange(0, 2).Draw(t, "flip kind") == 0 {
@@ -417,9 +417,9 @@ func ptHealthyTask(c ptCase, owner, taskID string) bool {
 }
 
 func ptReserves(t Task, h Holding) bool {
-	want := h.Resource
+	want := h.Resource()
 	if h.Kind == KindShared {
-		want = "shared:" + h.Resource
+		want = "shared:" + h.Resource()
 	}
 	return slices.Contains(t.Reserved, want)
 }
@@ -429,10 +429,10 @@ func ptReserves(t Task, h Holding) bool {
 // with the same kind.
 func ptHealthy(c ptCase, h Holding) bool {
 	if h.Kind == KindTask {
-		return ptHealthyTask(c, h.Owner, h.TaskID)
+		return ptHealthyTask(c, h.Owner, h.TaskID())
 	}
 	for _, tl := range c.snap.Holdings {
-		if tl.Kind == KindTask && tl.Owner == h.Owner && ptHealthyTask(c, tl.Owner, tl.TaskID) && ptReserves(c.snap.Tasks[tl.TaskID], h) {
+		if tl.Kind == KindTask && tl.Owner == h.Owner && ptHealthyTask(c, tl.Owner, tl.TaskID()) && ptReserves(c.snap.Tasks[tl.TaskID()], h) {
 			return true
 		}
 	}
@@ -503,8 +503,8 @@ func TestJudgePropertyHealthyNeverReleased(t *testing.T) {
 				continue
 			}
 			for _, h := range c.snap.Holdings {
-				if h.Kind == KindTask && h.TaskID == tj.ID && !strings.HasPrefix(h.Owner, "immediate-") {
-					require.False(t, ptHealthyTask(c, h.Owner, h.TaskID), "healthy task %s updated as %s", tj.ID, tj.Verdict)
+				if h.Kind == KindTask && h.TaskID() == tj.ID && !strings.HasPrefix(h.Owner, "immediate-") {
+					require.False(t, ptHealthyTask(c, h.Owner, h.TaskID()), "healthy task %s updated as %s", tj.ID, tj.Verdict)
 				}
 			}
 		}
@@ -685,13 +685,13 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 		taskLocked := map[string]bool{}
 		for _, h := range c.snap.Holdings {
 			if h.Kind == KindTask {
-				taskLocked[h.TaskID] = true
+				taskLocked[h.TaskID()] = true
 			}
 		}
 		for _, jd := range plan.Holdings {
 			live := ptLiveness(c, jd.Owner)
 			require.Equal(t, live, jd.Evidence.OwnerLiveness, "%s of %s", jd.Key, jd.Owner)
-			taskID := jd.TaskID
+			taskID := jd.TaskID()
 			if jd.Kind != KindTask {
 				if !slices.Contains([]Verdict{VerdictNoTask, VerdictOwnerDead, VerdictOwnerGone}, jd.Verdict) {
 					require.NotEmpty(t, jd.Evidence.Via, "%s %s: justified or inherited", jd.Key, jd.Verdict)

@@ -85,13 +85,13 @@ func (w *jtWorld) finished(state string, ago *time.Duration, reserved ...string)
 }
 
 func (w *jtWorld) taskLock(taskID, owner string) Holding {
-	h := Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, TaskID: taskID, Registered: true}
+	h := Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, Registered: true}
 	w.snap.Holdings = append(w.snap.Holdings, h)
 	return h
 }
 
 func (w *jtWorld) resource(name string, kind Kind, owner string) Holding {
-	h := Holding{Key: ResourceKeyPrefix + name, Kind: kind, Owner: owner, Resource: name, Registered: true}
+	h := Holding{Key: ResourceKeyPrefix + name, Kind: kind, Owner: owner, Registered: true}
 	w.snap.Holdings = append(w.snap.Holdings, h)
 	return h
 }
@@ -592,7 +592,7 @@ func TestJudgeTaskLock(t *testing.T) {
 			require.Equal(t, tc.verdict, jd.Verdict)
 			require.Equal(t, tc.action, jd.Action)
 			require.Equal(t, tc.ownerLives, jd.Evidence.OwnerLiveness)
-			require.Equal(t, id, jd.TaskID)
+			require.Equal(t, id, jd.TaskID())
 			require.Empty(t, jd.Deferred)
 			if tc.suspect {
 				require.NotNil(t, jd.FirstSeen)

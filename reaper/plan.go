@@ -2,6 +2,8 @@ package reaper
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -68,14 +70,47 @@ type Guard struct {
 // Plan is the judge's answer for one snapshot: what to release, what to
 // update, what to remember.
 type Plan struct {
-	Now      time.Time
+	Now time.Time
+	// Holdings lists the judgements of every holding (Judge) or of the
+	// findings only (JudgeFindings): the holdings neither healthy nor
+	// justified, which are all a pass acts on or reports.
 	Holdings []Judgement
 	Tasks    []TaskJudgement
 	Owners   []heartbeat.Owner
+	// ByVerdict counts every holding judged, listed or not, by verdict.
+	ByVerdict map[Verdict]int
+	// Holders is every owner of a holding judged, by name, with its liveness
+	// and how many holdings it has.
+	Holders []OwnerReport
+	// TaskLocksSeen lists the task lock keys the snapshot saw each owner
+	// hold, for the owners with a guarded release (a resource of a live or
+	// late owner): the release script leaves such a resource alone when the
+	// owner has since taken a task lock not among them.
+	TaskLocksSeen map[string][]string
 	// Suspects is the set to remember after this pass, before removing those
 	// the pass released.
 	Suspects map[SuspectKey]Suspect
 	Guards   []Guard
+}
+
+// countListed fills ByVerdict and Holders from the listed holdings, for a
+// plan that lists every holding it judged.
+func (p *Plan) countListed() {
+	p.ByVerdict = map[Verdict]int{}
+	byOwner := map[string]int{}
+	evidence := map[string]Evidence{}
+	for _, jd := range p.Holdings {
+		p.ByVerdict[jd.Verdict]++
+		byOwner[jd.Owner]++
+		if _, ok := evidence[jd.Owner]; !ok {
+			evidence[jd.Owner] = jd.Evidence
+		}
+	}
+	p.Holders = make([]OwnerReport, 0, len(byOwner))
+	for _, name := range slices.Sorted(maps.Keys(byOwner)) {
+		e := evidence[name]
+		p.Holders = append(p.Holders, OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name]})
+	}
 }
 
 // Duration prints as seconds in JSON and as Go duration text elsewhere.

@@ -192,10 +192,10 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
 	// The holdings are put in the judge's order while the database is read.
-	taskIDs := taskIDsOf(rs.holdings)
+	refs := taskRefsOf(rs.holdings)
 	sorted := make(chan struct{})
 	go func() { sortHoldings(rs.holdings); close(sorted) }()
-	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskIDs)
+	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, refs)
 	<-sorted
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, err)

@@ -92,6 +92,11 @@ func (rr *redisReader) read(ctx context.Context, fullScan bool) (redisSnapshot, 
 	if first != nil {
 		return redisSnapshot{}, first
 	}
+	// The holdings outlive the read: legacy keys found by the walk may have
+	// grown them to twice what they hold.
+	if len(snap.holdings) < cap(snap.holdings)-cap(snap.holdings)/8 {
+		snap.holdings = slices.Clone(snap.holdings)
+	}
 	// Keys are read in no particular order; the report lists what it ignored
 	// by key, members of one set in their order.
 	slices.SortStableFunc(snap.ignored, func(a, b Ignored) int { return strings.Compare(a.Key, b.Key) })
@@ -199,7 +204,9 @@ func (r *ownerRegistry) has(key string) bool {
 	return ok
 }
 
-func (r *ownerRegistry) size() int { return len(r.first) }
+// size is the number of (key, owner) registrations: the holdings a pass
+// finds when every lock is registered.
+func (r *ownerRegistry) size() int { return len(r.first) + len(r.more) }
 
 func (r *ownerRegistry) lockKeys() []string {
 	keys := make([]string, 0, len(r.first))
@@ -434,7 +441,6 @@ func (rr *redisReader) readOthers(ctx context.Context, keys []string, reg *owner
 }
 
 func (s *redisSnapshot) addMembers(key string, members []string, reg *ownerRegistry) {
-	resource, _ := ParseResourceKey(key)
 	sort.Strings(members)
 	for _, m := range members {
 		if problem := OwnerProblem(m); problem != "" {
@@ -442,7 +448,7 @@ func (s *redisSnapshot) addMembers(key string, members []string, reg *ownerRegis
 			continue
 		}
 		m = reg.intern(m)
-		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindShared, Owner: m, Resource: resource, Registered: reg.registered(key, m)})
+		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindShared, Owner: m, Registered: reg.registered(key, m)})
 	}
 }
 
@@ -451,16 +457,16 @@ func (s *redisSnapshot) addString(key, value string, reg *ownerRegistry) {
 		s.ignore(key, "string", "value "+quoteShort(value)+": "+problem)
 		return
 	}
-	if id, ok := ParseTaskKey(key); ok {
-		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindTask, Owner: value, TaskID: id, Registered: reg.registered(key, value)})
+	if _, ok := ParseTaskKey(key); ok {
+		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindTask, Owner: value, Registered: reg.registered(key, value)})
 		return
 	}
 	if strings.HasPrefix(key, TaskKeyPrefix) {
 		s.ignore(key, "string", "task key without a canonical lowercase task UUID")
 		return
 	}
-	if resource, ok := ParseResourceKey(key); ok {
-		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindExclusive, Owner: value, Resource: resource, Registered: reg.registered(key, value)})
+	if _, ok := ParseResourceKey(key); ok {
+		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindExclusive, Owner: value, Registered: reg.registered(key, value)})
 		return
 	}
 	s.ignore(key, "string", "resource lock key without a resource name")

@@ -20,7 +20,7 @@ func judgeFor(snap Snapshot, p Policy, opts PassOptions) Plan {
 	if opts.ReleaseOwner != "" {
 		return judgeOwnerRelease(snap, p, opts.ReleaseOwner)
 	}
-	return Judge(snap, p)
+	return JudgeFindings(snap, p)
 }
 
 // OwnerRelease is the plan of a break-glass release of owner on this
@@ -112,6 +112,8 @@ func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 	}
 
 	applyGuards(&plan, heartbeat.Judge(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
+	plan.countListed()
+	plan.TaskLocksSeen = taskLocksSeen(declared.Holdings, plan.Holdings)
 	return plan
 }
 
@@ -171,5 +173,7 @@ func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
 			plan.Tasks = append(plan.Tasks, tj)
 		}
 	}
+	plan.countListed()
+	plan.TaskLocksSeen = taskLocksSeen(snap.Holdings, plan.Holdings)
 	return plan
 }

@@ -82,7 +82,7 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 	w.hold("1@live", running, exRepo)
 
 	stray := "pulp:resource_lock:stray"
-	w.snap.Holdings = append(w.snap.Holdings, Holding{Key: stray, Kind: KindExclusive, Owner: "1@live", Resource: "stray"})
+	w.snap.Holdings = append(w.snap.Holdings, Holding{Key: stray, Kind: KindExclusive, Owner: "1@live"})
 	leaked := w.id()
 	w.hold("1@live", leaked) // no task row: task-missing, a suspect
 

@@ -1,27 +1,30 @@
 package reaper
 
 import (
-	"sort"
 	"time"
 )
 
 // fill copies the plan and what the actor did into the report.
 func (r *Report) fill(plan *Plan, act *actor) {
-	r.verdictCounts = map[Verdict]int{}
-	perOwner := map[string]int{}
+	r.verdictCounts = plan.ByVerdict
+	n := 0
+	for _, jd := range plan.Holdings {
+		if jd.Verdict.finding() {
+			n++
+		}
+	}
+	r.Findings = make([]Finding, 0, n)
 	for i, jd := range plan.Holdings {
-		r.verdictCounts[jd.Verdict]++
-		perOwner[jd.Owner]++
-		if jd.Verdict == VerdictHealthy || jd.Verdict == VerdictJustified {
+		if !jd.Verdict.finding() {
 			continue
 		}
-		f := Finding{
-			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, TaskID: jd.TaskID, Resource: jd.Resource, Registered: jd.Registered,
+		r.Findings = append(r.Findings, Finding{
+			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, TaskID: jd.TaskID(), Resource: jd.Resource(), Registered: jd.Registered,
 			Verdict: jd.Verdict, Action: jd.Action, Result: act.holdingResults[i], Deferred: jd.Deferred,
 			FirstSeen: jd.FirstSeen, Evidence: jd.Evidence,
-		}
-		r.Findings = append(r.Findings, f)
+		})
 	}
+	r.Tasks = make([]TaskFinding, 0, len(plan.Tasks))
 	for i, tj := range plan.Tasks {
 		r.Tasks = append(r.Tasks, TaskFinding{
 			ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
@@ -29,23 +32,8 @@ func (r *Report) fill(plan *Plan, act *actor) {
 			Result: act.taskResults[i], Deferred: act.taskDeferred[i], FirstSeen: tj.FirstSeen,
 		})
 	}
-	owners := make([]string, 0, len(perOwner))
-	for o := range perOwner {
-		owners = append(owners, o)
-	}
-	sort.Strings(owners)
-	liveness := map[string]OwnerReport{}
-	for _, o := range plan.Holdings {
-		if _, ok := liveness[o.Owner]; !ok {
-			liveness[o.Owner] = OwnerReport{Name: o.Owner, Liveness: o.Evidence.OwnerLiveness.String(), HeartbeatAge: o.Evidence.HeartbeatAge}
-		}
-	}
-	for _, o := range owners {
-		or := liveness[o]
-		or.Holdings = perOwner[o]
-		r.Owners = append(r.Owners, or)
-	}
-	r.Scanned.Owners = len(owners)
+	r.Owners = plan.Holders
+	r.Scanned.Owners = len(plan.Holders)
 }
 
 // summarizeAll counts by verdict and result; empty lists print as [] in JSON.

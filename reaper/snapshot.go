@@ -1,36 +1,84 @@
 package reaper
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
-// Kind of lock a holding is.
-type Kind string
+// Kind of lock a holding is. It is one byte, not a string: a pass holds a
+// Holding for every lock in Redis, and prints the kind as its name.
+type Kind uint8
 
 const (
 	// KindTask is a task:<uuid> string lock.
-	KindTask Kind = "task"
+	KindTask Kind = iota + 1
 	// KindExclusive is a pulp:resource_lock:<R> string lock.
-	KindExclusive Kind = "exclusive"
+	KindExclusive
 	// KindShared is one member of a pulp:resource_lock:<R> set.
-	KindShared Kind = "shared"
+	KindShared
 )
 
+var kindNames = [...]string{KindTask: "task", KindExclusive: "exclusive", KindShared: "shared"}
+
+// String is the kind's name: task, exclusive or shared ("" for none).
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// MarshalText writes the kind's name, in JSON values and map keys alike.
+func (k Kind) MarshalText() ([]byte, error) {
+	if int(k) >= len(kindNames) {
+		return nil, fmt.Errorf("unknown lock kind %d", uint8(k))
+	}
+	return []byte(kindNames[k]), nil
+}
+
+// UnmarshalText reads a kind's name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, name := range kindNames {
+		if string(b) == name {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown lock kind %q", b)
+}
+
 // Holding is one (lock key, owner) pair: a task key or an exclusive key gives
-// one, a shared set gives one per member.
+// one, a shared set gives one per member. A pass holds one for every lock in
+// Redis, so it keeps only the key; the task id and the resource name are
+// read from it.
 type Holding struct {
-	Key   string `json:"key"`
-	Kind  Kind   `json:"kind"`
-	Owner string `json:"owner"`
-	// TaskID is set for task locks: the canonical lowercase UUID from the key.
-	TaskID string `json:"task_id,omitempty"`
-	// Resource is set for resource holdings: the key without its prefix.
-	Resource string `json:"resource,omitempty"`
+	Key   string
+	Owner string
 	// Registered says whether the owner registry lists the key for this owner;
 	// locks of older workers have no registry entry ("legacy").
-	Registered bool `json:"registered"`
+	Registered bool
+	Kind       Kind
+}
+
+// TaskID is the task of a task lock, the canonical lowercase UUID of its
+// key; "" for a resource holding.
+func (h *Holding) TaskID() string {
+	if h.Kind != KindTask {
+		return ""
+	}
+	return strings.TrimPrefix(h.Key, TaskKeyPrefix)
+}
+
+// Resource is the resource of a resource holding, its key without the
+// prefix; "" for a task lock.
+func (h *Holding) Resource() string {
+	if h.Kind == KindTask {
+		return ""
+	}
+	return strings.TrimPrefix(h.Key, ResourceKeyPrefix)
 }
 
 // Ignored is a key under a lock prefix that is not a Pulp lock. It is reported

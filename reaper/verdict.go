@@ -36,6 +36,12 @@ func (v Verdict) needsConfirmation() bool {
 	return false
 }
 
+// finding says a holding with the verdict is reported: every verdict but
+// healthy and justified.
+func (v Verdict) finding() bool {
+	return v != VerdictHealthy && v != VerdictJustified
+}
+
 // onDeadGrounds says the verdict rests on a heartbeat having stopped, which
 // the mass-death guard distrusts when much of the fleet looks dead at once.
 func (v Verdict) onDeadGrounds() bool {

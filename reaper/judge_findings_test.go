@@ -1,0 +1,55 @@
+package reaper
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// requireFindingsOfJudge checks that JudgeFindings plans what Judge does,
+// listing only the holdings that are neither healthy nor justified, and
+// counting all of them alike.
+func requireFindingsOfJudge(t require.TestingT, snap Snapshot, p Policy) {
+	full := Judge(snap, p)
+	findings := JudgeFindings(snap, p)
+
+	var want []Judgement
+	for _, jd := range full.Holdings {
+		if jd.Verdict != VerdictHealthy && jd.Verdict != VerdictJustified {
+			want = append(want, jd)
+		}
+	}
+	require.Equal(t, want, findings.Holdings)
+	listed := full
+	listed.Holdings = findings.Holdings
+	require.Equal(t, listed, findings, "everything but the healthy judgements is the same")
+
+	counted := Plan{Holdings: full.Holdings}
+	counted.countListed()
+	require.Equal(t, counted.ByVerdict, findings.ByVerdict, "every holding is counted")
+	require.Equal(t, counted.Holders, findings.Holders)
+	total := 0
+	for _, c := range findings.ByVerdict {
+		total += c
+	}
+	require.Equal(t, len(snap.Holdings), total)
+}
+
+func TestJudgePropertyFindingsOnly(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c := ptGen(t)
+		requireFindingsOfJudge(t, c.snap, c.p)
+	})
+}
+
+// TestJudgeFindingsInParts covers a fleet large enough to be judged in
+// parts at once, whose listed positions are shifted into the plan's.
+func TestJudgeFindingsInParts(t *testing.T) {
+	t.Parallel()
+	snap := jbFleet(4 * judgePartMin * 3)
+	p := DefaultPolicy()
+	p.MaxReleases = len(snap.Holdings)
+	requireFindingsOfJudge(t, snap, p)
+}
