@@ -26,7 +26,12 @@ import (
 // shared domain membership is the common case). So a guarded holding (a
 // resource of a live or late owner) is only released while the owner's
 // registry lists no task lock the snapshot did not see; otherwise it is left
-// alone as owner-changed, and the next pass judges it afresh.
+// alone as owner-changed, and the next pass judges it afresh. The check
+// counts rather than compares, so that Redis does the work: with S the task
+// locks seen (distinct keys) and T the task keys the registry lists, T is
+// within S exactly when |T| equals |T ∩ S|, which SMISMEMBER counts. SSCAN
+// may list a member twice, which can only make |T| look larger: the holding
+// is then left alone.
 //
 // The registry keys are only touched while they are sets: a Redis error in a
 // script does not undo the writes before it, so a registry key of another
@@ -39,57 +44,76 @@ local pos = 3 * n + 2
 local seen = {}
 for _ = 1, tonumber(ARGV[pos]) do
   local owner, k = ARGV[pos + 1], tonumber(ARGV[pos + 2])
-  local set = {}
-  for x = 1, k do set[ARGV[pos + 2 + x]] = true end
-  seen[owner] = set
+  seen[owner] = {pos + 3, k}
   pos = pos + 2 + k
+end
+-- A registry that is a set stays one, or goes once empty (SREM of a missing
+-- key does nothing): its type is asked once per owner.
+local registry_set = {}
+local function registry_is_set(owner)
+  if registry_set[owner] == nil then
+    registry_set[owner] = is_set('` + OwnerLocksPrefix + `' .. owner)
+  end
+  return registry_set[owner]
 end
 local busy = {}
 local function took_new_task(owner)
   if busy[owner] == nil then
     busy[owner] = false
     local registry = '` + OwnerLocksPrefix + `' .. owner
-    if is_set(registry) then
-      for _, k in ipairs(redis.call('SMEMBERS', registry)) do
-        if string.sub(k, 1, 5) == '` + TaskKeyPrefix + `' and not seen[owner][k] then
-          busy[owner] = true
-          break
+    if registry_is_set(owner) then
+      local first, k = seen[owner][1], seen[owner][2]
+      local present = 0
+      for from = first, first + k - 1, 1000 do
+        for _, m in ipairs(redis.call('SMISMEMBER', registry, unpack(ARGV, from, math.min(from + 999, first + k - 1)))) do
+          present = present + m
         end
       end
+      local listed, cursor = 0, '0'
+      repeat
+        local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', 1000)
+        cursor, listed = page[1], listed + #page[2]
+      until cursor == '0'
+      busy[owner] = listed ~= present
     end
   end
   return busy[owner]
 end
+-- wrong_type says a reply is Redis's WRONGTYPE error: the key holds another
+-- kind of value. Any other error (a denied command) fails the script.
+local function wrong_type(reply)
+  if type(reply) ~= 'table' then return false end
+  if string.find(reply.err or '', 'WRONGTYPE', 1, true) == 1 then return true end
+  error(reply)
+end
 for i = 1, n do
   local key, kind, owner = KEYS[i], ARGV[1 + i], ARGV[1 + n + i]
-  local t = redis.call('TYPE', key)['ok']
   local res, holds = 'already-gone', false
   if ARGV[1 + 2 * n + i] == '1' and took_new_task(owner) then
     res, holds = 'owner-changed', true
   elseif kind == 's' then
-    if t == 'set' then
-      if redis.call('SREM', key, owner) == 1 then res = 'released' end
-    elseif t ~= 'none' then
+    -- SREM answers 1 for the member removed, 0 for no such member or key.
+    local removed = redis.pcall('SREM', key, owner)
+    if wrong_type(removed) then
       res = 'owner-changed'
+    elseif removed == 1 then
+      res = 'released'
     end
   else
-    if t == 'string' then
-      if redis.call('GET', key) == owner then
-        redis.call('DEL', key)
-        res = 'released'
-      else
-        res = 'owner-changed'
-      end
-    elseif t == 'set' then
+    -- GET answers the value, false for no key.
+    local value = redis.pcall('GET', key)
+    if wrong_type(value) then
       res = 'owner-changed'
-      holds = redis.call('SISMEMBER', key, owner) == 1
-    elseif t ~= 'none' then
+      holds = is_set(key) and redis.call('SISMEMBER', key, owner) == 1
+    elseif value == owner then
+      redis.call('DEL', key)
+      res = 'released'
+    elseif value then
       res = 'owner-changed'
     end
   end
-  local registry = '` + OwnerLocksPrefix + `' .. owner
-  if not holds and is_set(registry) then
-    redis.call('SREM', registry, key)
+  if not holds and registry_is_set(owner) then
+    redis.call('SREM', '` + OwnerLocksPrefix + `' .. owner, key)
   end
   out[i] = res
 end

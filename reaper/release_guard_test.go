@@ -1,0 +1,107 @@
+package reaper
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// TestReleaseGuardCountsTaskLocks exercises the release script's check that
+// a live owner took no task lock since the snapshot, on an owner with more
+// task locks than one SMISMEMBER call or one SSCAN page takes: a seen task
+// lock that finished since leaves the check passing, a new one among them
+// (even as a finished one leaves, keeping the count) fails it.
+func TestReleaseGuardCountsTaskLocks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rdb := f.redis.Client
+	const owner = "9@busy"
+	registry := OwnerLocksPrefix + owner
+	var seen []string
+	for i := range 2500 {
+		key := TaskKeyPrefix + fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		seen = append(seen, key)
+		require.NoError(t, rdb.Set(f.ctx, key, owner, 0).Err())
+		require.NoError(t, rdb.SAdd(f.ctx, registry, key, ResourceKeyPrefix+"prn:rpm.rpmrepository:"+fmt.Sprint(i)).Err())
+	}
+	stale := func(name string) Holding {
+		key := ResourceKeyPrefix + name
+		require.NoError(t, rdb.Set(f.ctx, key, owner, 0).Err())
+		require.NoError(t, rdb.SAdd(f.ctx, registry, key).Err())
+		return Holding{Key: key, Owner: owner, Kind: KindExclusive}
+	}
+	rel := &releaser{rdb: rdb, batchSize: 1000, timeout: 10 * time.Second}
+	release := func(h Holding) Result {
+		res, err := rel.release(f.ctx, releaseBatch{holdings: []Holding{h}, guarded: []bool{true}, seen: map[string][]string{owner: seen}})
+		require.NoError(t, err)
+		return res[0]
+	}
+
+	require.Equal(t, ResultReleased, release(stale("a")), "every task lock the registry lists was seen")
+
+	require.NoError(t, rdb.SRem(f.ctx, registry, seen[7]).Err())
+	require.Equal(t, ResultReleased, release(stale("b")), "a seen task lock left since")
+
+	newTask := TaskKeyPrefix + "00000000-0000-4000-8000-999999999999"
+	require.NoError(t, rdb.SRem(f.ctx, registry, seen[8]).Err())
+	require.NoError(t, rdb.SAdd(f.ctx, registry, newTask).Err())
+	h := stale("c")
+	require.Equal(t, ResultOwnerChanged, release(h), "a new task lock, though the count of task locks is as seen")
+	require.Equal(t, owner, f.get(h.Key), "left alone")
+	require.True(t, rdb.SIsMember(f.ctx, registry, h.Key).Val(), "still registered")
+}
+
+// TestTaskLocksSeenListsEachKeyOnce: the release script counts the seen
+// task locks, so a holding listed twice must not count twice.
+func TestTaskLocksSeenListsEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	task := Holding{Key: TaskKeyPrefix + jtID(1), Owner: "1@w", Kind: KindTask}
+	other := Holding{Key: TaskKeyPrefix + jtID(2), Owner: "1@w", Kind: KindTask}
+	guardedRelease := Judgement{Holding: Holding{Key: ResourceKeyPrefix + "r", Owner: "1@w", Kind: KindExclusive},
+		Action: ActionRelease, Evidence: Evidence{OwnerLiveness: heartbeat.Alive}}
+	seen := taskLocksSeen([]Holding{other, task, task, guardedRelease.Holding}, []Judgement{guardedRelease})
+	require.Equal(t, map[string][]string{"1@w": {task.Key, other.Key}}, seen)
+}
+
+// TestReleaseScriptByKeyType: what the release script does with a holding
+// whatever its key holds by the time it runs, and whether the owner's
+// registry keeps the key (only while the owner still holds it).
+func TestReleaseScriptByKeyType(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rdb := f.redis.Client
+	const owner = "3@w"
+	registry := OwnerLocksPrefix + owner
+	rel := &releaser{rdb: rdb, batchSize: 100, timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		name       string
+		kind       Kind
+		setup      func(key string)
+		want       Result
+		registered bool
+	}{
+		{"string of the owner", KindExclusive, func(k string) { rdb.Set(f.ctx, k, owner, 0) }, ResultReleased, false},
+		{"string of another owner", KindExclusive, func(k string) { rdb.Set(f.ctx, k, "4@w", 0) }, ResultOwnerChanged, false},
+		{"set the owner is in", KindExclusive, func(k string) { rdb.SAdd(f.ctx, k, owner) }, ResultOwnerChanged, true},
+		{"set the owner is not in", KindExclusive, func(k string) { rdb.SAdd(f.ctx, k, "4@w") }, ResultOwnerChanged, false},
+		{"list", KindExclusive, func(k string) { rdb.LPush(f.ctx, k, owner) }, ResultOwnerChanged, false},
+		{"gone string", KindExclusive, func(string) {}, ResultAlreadyGone, false},
+		{"member of the set", KindShared, func(k string) { rdb.SAdd(f.ctx, k, owner, "4@w") }, ResultReleased, false},
+		{"set without the member", KindShared, func(k string) { rdb.SAdd(f.ctx, k, "4@w") }, ResultAlreadyGone, false},
+		{"gone set", KindShared, func(string) {}, ResultAlreadyGone, false},
+		{"string instead of the set", KindShared, func(k string) { rdb.Set(f.ctx, k, owner, 0) }, ResultOwnerChanged, false},
+		{"hash instead of the set", KindShared, func(k string) { rdb.HSet(f.ctx, k, owner, 1) }, ResultOwnerChanged, false},
+	} {
+		key := ResourceKeyPrefix + "prn:core.domain:" + tc.name
+		tc.setup(key)
+		require.NoError(t, rdb.SAdd(f.ctx, registry, key, "keep-the-registry-a-set").Err())
+		res, err := rel.release(f.ctx, releaseBatch{holdings: []Holding{{Key: key, Owner: owner, Kind: tc.kind}}, guarded: []bool{false}})
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, res[0], tc.name)
+		require.Equal(t, tc.registered, rdb.SIsMember(f.ctx, registry, key).Val(), "%s: registered", tc.name)
+	}
+}
