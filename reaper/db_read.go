@@ -3,6 +3,7 @@ package reaper
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,24 +66,34 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 	return snap, nil
 }
 
+// unread marks a task named by a holding whose row has not been read yet.
+// PostgreSQL text cannot hold a NUL byte, so no row has this state.
+const unread = "\x00"
+
 func readTasks(ctx context.Context, tx pgx.Tx, refs taskRefs) (map[string]Task, error) {
+	// Each task a holding names gets its entry first, under the holding's
+	// own string, which its row then shares (see uuidText.named).
 	tasks := make(map[string]Task, len(refs.ids))
+	for _, id := range refs.ids {
+		tasks[id] = Task{ID: id, State: unread}
+	}
 	// Names, states, claims and shared resources repeat across thousands of
-	// rows; each distinct value is kept once. Task ids and exclusive
-	// resources are the holdings' own strings when the holdings name them.
-	in := interner{claims: map[[16]byte]string{}, text: map[string]string{}, known: refs.known}
+	// rows; each distinct value is kept once. Exclusive resources are the
+	// holdings' own strings when the holdings name them.
+	in := interner{claims: map[[16]byte]string{}, text: map[string]string{}, known: refs.resources}
 	if err := scanTasks(ctx, tx, in, tasks, readOpenTasksSQL); err != nil {
 		return nil, err
 	}
 	rest := []string{}
 	for _, id := range refs.ids {
-		if _, ok := tasks[id]; !ok {
+		if tasks[id].State == unread {
 			rest = append(rest, id)
 		}
 	}
 	if err := scanTasks(ctx, tx, in, tasks, readTasksByIDSQL, rest); err != nil {
 		return nil, err
 	}
+	maps.DeleteFunc(tasks, func(_ string, t Task) bool { return t.State == unread })
 	return tasks, nil
 }
 
@@ -93,7 +104,7 @@ func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]Task
 	}
 	defer rows.Close()
 	var t Task
-	dest := []any{uuidText{dst: &t.ID, known: in.known}, internedText{&t.Name, in}, internedText{&t.State, in}, uuidText{dst: &t.AppLockID, seen: in.claims},
+	dest := []any{uuidText{dst: &t.ID, named: into}, internedText{&t.Name, in}, internedText{&t.State, in}, uuidText{dst: &t.AppLockID, seen: in.claims},
 		&reservedScanner{out: &t.Reserved, elem: reservedElem{in: in}}, &t.FinishedAt}
 	for rows.Next() {
 		t = Task{}
@@ -109,12 +120,12 @@ func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]Task
 }
 
 // taskRefs is what the task read needs of the holdings: the tasks to read,
-// and the strings the holdings already hold (task ids, resource names), so
-// that a task row shares them rather than keeping copies of its own: with a
-// hundred thousand task locks that is most of a task row's memory.
+// and the resource names the holdings already hold, so that a task row
+// shares them rather than keeping copies of its own: with a hundred
+// thousand task locks that is much of a task row's memory.
 type taskRefs struct {
-	ids   []string
-	known map[string]string
+	ids       []string
+	resources map[string]string
 }
 
 // taskRefsOf lists the tasks a set of holdings refers to: the task of every
@@ -122,15 +133,14 @@ type taskRefs struct {
 // listed twice (a statement reads each row once whatever its argument
 // holds); only the many holdings of one immediate owner are folded.
 func taskRefsOf(holdings []Holding) taskRefs {
-	refs := taskRefs{known: make(map[string]string, len(holdings))}
+	refs := taskRefs{resources: map[string]string{}}
 	var immediate map[string]struct{}
-	for _, h := range holdings {
-		if h.TaskID() != "" {
+	for i := range holdings {
+		h := &holdings[i]
+		if h.Kind == KindTask {
 			refs.ids = append(refs.ids, h.TaskID())
-			refs.known[h.TaskID()] = h.TaskID()
-		}
-		if h.Resource() != "" {
-			refs.known[h.Resource()] = h.Resource()
+		} else if r := h.Resource(); r != "" {
+			refs.resources[r] = r
 		}
 		if id, ok := immediateTaskID(h.Owner); ok {
 			if _, seen := immediate[id]; !seen {

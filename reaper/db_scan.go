@@ -28,11 +28,11 @@ func (in interner) get(b []byte) string {
 
 // uuidText scans a uuid column, which PostgreSQL sends as 16 bytes, into its
 // canonical text (what uuid::text prints); NULL is "". With seen, each
-// distinct uuid is formatted once; a uuid found in known is that string.
+// distinct uuid is formatted once; a uuid named in named is its task's ID.
 type uuidText struct {
 	dst   *string
 	seen  map[[16]byte]string
-	known map[string]string
+	named map[string]Task
 }
 
 func (u uuidText) ScanUUID(v pgtype.UUID) error {
@@ -42,8 +42,8 @@ func (u uuidText) ScanUUID(v pgtype.UUID) error {
 	case u.seen == nil:
 		var buf [36]byte
 		text := appendUUID(buf[:0], v.Bytes)
-		if s, ok := u.known[string(text)]; ok {
-			*u.dst = s
+		if t, ok := u.named[string(text)]; ok {
+			*u.dst = t.ID
 		} else {
 			*u.dst = string(text)
 		}
