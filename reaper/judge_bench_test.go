@@ -69,33 +69,28 @@ func jbFleet(n int) Snapshot {
 	return snap
 }
 
-// BenchmarkJudge measures one pass's judging at fleet sizes; compare runs
-// with benchstat (go test -run '^$' -bench Judge -count 10).
+// BenchmarkJudge measures judging with every holding listed, as explain
+// and locks do, at fleet sizes; compare runs with benchstat
+// (go test -run '^$' -bench Judge -count 10).
 func BenchmarkJudge(b *testing.B) {
-	for _, size := range []struct {
-		name string
-		n    int
-	}{{"1k", 1_000}, {"10k", 10_000}, {"100k", 100_000}} {
-		snap := jbFleet(size.n)
-		p := DefaultPolicy()
-		p.MaxReleases = size.n
-		b.Run("holdings="+size.name, func(b *testing.B) {
-			b.ReportAllocs()
-			var plan Plan
-			for b.Loop() {
-				plan = Judge(snap, p)
-			}
-			if len(plan.Holdings) != len(snap.Holdings) {
-				b.Fatalf("judged %d of %d holdings", len(plan.Holdings), len(snap.Holdings))
-			}
-			b.ReportMetric(float64(len(snap.Holdings)), "holdings/op")
-		})
-	}
+	benchmarkJudge(b, Judge, func(plan Plan) int { return len(plan.Holdings) })
 }
 
 // BenchmarkJudgeFindings is BenchmarkJudge as a pass judges: the plan lists
 // the findings only and counts the healthy holdings.
 func BenchmarkJudgeFindings(b *testing.B) {
+	benchmarkJudge(b, JudgeFindings, func(plan Plan) int {
+		total := 0
+		for _, c := range plan.ByVerdict {
+			total += c
+		}
+		return total
+	})
+}
+
+// benchmarkJudge runs judge on fleets of three sizes; judged says how many
+// holdings a plan accounts for, which must be all of them.
+func benchmarkJudge(b *testing.B, judge func(Snapshot, Policy) Plan, judged func(Plan) int) {
 	for _, size := range []struct {
 		name string
 		n    int
@@ -107,14 +102,10 @@ func BenchmarkJudgeFindings(b *testing.B) {
 			b.ReportAllocs()
 			var plan Plan
 			for b.Loop() {
-				plan = JudgeFindings(snap, p)
+				plan = judge(snap, p)
 			}
-			total := 0
-			for _, c := range plan.ByVerdict {
-				total += c
-			}
-			if total != len(snap.Holdings) {
-				b.Fatalf("counted %d of %d holdings", total, len(snap.Holdings))
+			if n := judged(plan); n != len(snap.Holdings) {
+				b.Fatalf("judged %d of %d holdings", n, len(snap.Holdings))
 			}
 			b.ReportMetric(float64(len(snap.Holdings)), "holdings/op")
 		})
