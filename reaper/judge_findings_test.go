@@ -44,12 +44,21 @@ func TestJudgePropertyFindingsOnly(t *testing.T) {
 	})
 }
 
-// TestJudgeFindingsInParts covers a fleet large enough to be judged in
-// parts at once, whose listed positions are shifted into the plan's.
+// TestJudgeFindingsInParts covers fleets large enough to be judged in parts
+// at once: a busy fleet, and one dead owner's, whose holdings are all
+// findings, enough to be judged again in parts too.
 func TestJudgeFindingsInParts(t *testing.T) {
 	t.Parallel()
-	snap := jbFleet(4 * judgePartMin * 3)
-	p := DefaultPolicy()
-	p.MaxReleases = len(snap.Holdings)
-	requireFindingsOfJudge(t, snap, p)
+	for name, snap := range map[string]Snapshot{
+		"busy fleet": jbFleet(4 * judgePartMin * 3),
+		"one owner":  jbOneOwner(3 * judgePartMin * 3),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := DefaultPolicy()
+			p.MaxReleases = len(snap.Holdings)
+			p.Force = true
+			requireFindingsOfJudge(t, snap, p)
+		})
+	}
 }
