@@ -1,10 +1,12 @@
 package reaper
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -103,5 +105,30 @@ func TestReleaseScriptByKeyType(t *testing.T) {
 		require.NoError(t, err, tc.name)
 		require.Equal(t, tc.want, res[0], tc.name)
 		require.Equal(t, tc.registered, rdb.SIsMember(f.ctx, registry, key).Val(), "%s: registered", tc.name)
+	}
+}
+
+// TestReleaseScriptFailsOnADeniedCommand: only WRONGTYPE tells the script
+// a key holds something else. Any other error, such as a command the ACL
+// refuses, fails the batch rather than reading as owner-changed, so that a
+// misconfigured user is seen at once instead of releasing nothing quietly.
+func TestReleaseScriptFailsOnADeniedCommand(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	user, secret := "lr-denied-"+newUUID()[:8], newUUID()
+	require.NoError(t, f.redis.Client.Do(f.ctx, "ACL", "SETUSER", user, "reset", "on", ">"+secret, "~*", "+@all", "-get", "-srem").Err())
+	t.Cleanup(func() { _ = f.redis.Client.Do(context.Background(), "ACL", "DELUSER", user).Err() })
+	opts := *f.redis.Client.Options()
+	opts.Username, opts.Password = user, secret
+	limited := redis.NewClient(&opts)
+	defer limited.Close()
+
+	rel := &releaser{rdb: limited, batchSize: 10, timeout: 10 * time.Second}
+	for _, h := range []Holding{
+		{Key: ResourceKeyPrefix + "x", Owner: "3@w", Kind: KindExclusive},
+		{Key: ResourceKeyPrefix + "s", Owner: "3@w", Kind: KindShared},
+	} {
+		_, err := rel.release(f.ctx, releaseBatch{holdings: []Holding{h}, guarded: []bool{false}})
+		require.ErrorContains(t, err, "can't run this command", h.Key)
 	}
 }
