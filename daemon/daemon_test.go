@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/metrics"
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -254,7 +255,7 @@ func TestSlowPassSkipsTicks(t *testing.T) {
 	t.Parallel()
 	slow := runnerFunc(func(ctx context.Context, _ reaper.PassOptions) (*reaper.Report, error) {
 		// Wait until at least two whole ticks of @every 1s have gone by.
-		sleepCtx(ctx, 2500*time.Millisecond)
+		ctxwait.Sleep(ctx, 2500*time.Millisecond)
 		return &reaper.Report{StartedAt: time.Now()}, nil
 	})
 	_, b := start(t, context.Background(), slow, Config{Schedule: "@every 1s"})

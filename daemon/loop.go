@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/metrics"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -40,7 +41,7 @@ func (d *Daemon) loop(ctx context.Context) {
 	var st loopState
 	tick := time.Now()
 	for {
-		if !sleepCtx(ctx, d.jitter()) {
+		if !ctxwait.Sleep(ctx, d.jitter()) {
 			return
 		}
 		res := d.runOnce(ctx, &st)

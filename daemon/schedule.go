@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 )
 
 // maxCountedTicks bounds the walk over missed ticks: an @every 1s schedule
@@ -57,22 +59,6 @@ func planNext(sched cron.Schedule, tick, end time.Time, failures int, maxDelay t
 	return p
 }
 
-// sleepCtx sleeps for d and says whether ctx is still live afterwards; a
-// cancel cuts the sleep short.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // sleepUntil sleeps until t; a zero t (a schedule that never fires again)
 // sleeps until ctx is cancelled.
 func sleepUntil(ctx context.Context, t time.Time) bool {
@@ -80,5 +66,5 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 		<-ctx.Done()
 		return false
 	}
-	return sleepCtx(ctx, time.Until(t))
+	return ctxwait.Sleep(ctx, time.Until(t))
 }

@@ -96,9 +96,7 @@ func TestConfigParse(t *testing.T) {
 func TestSleepsEndOnCancel(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	require.True(t, sleepCtx(ctx, 0))
 	cancel()
-	require.False(t, sleepCtx(ctx, time.Hour))
 	require.False(t, sleepUntil(ctx, time.Time{}), "a schedule that never fires waits for the cancel")
 	require.False(t, sleepUntil(ctx, time.Now().Add(time.Hour)))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -99,7 +100,7 @@ func (r *run) cancelRunningTasks() (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for sleepCtx(ctx, cancelRunningEvery) {
+		for ctxwait.Sleep(ctx, cancelRunningEvery) {
 			var id string
 			err := r.pool.QueryRow(ctx, `SELECT pulp_id::text FROM core_task WHERE state = 'running' ORDER BY random() LIMIT 1`).Scan(&id)
 			if err != nil {
@@ -184,7 +185,7 @@ func (r *run) converge(quietAt time.Time) time.Duration {
 			t.Fatal(r.msg("not converged %v after going quiet (bound %v): %d problems, first ones:\n%s",
 				time.Since(quietAt).Round(time.Millisecond), bound, len(problems), firstLines(problems, 30)))
 		}
-		if !sleepCtx(r.ctx, pollEvery) {
+		if !ctxwait.Sleep(r.ctx, pollEvery) {
 			t.Fatal(r.msg("test context ended while converging"))
 		}
 	}
@@ -206,7 +207,7 @@ func (r *run) drain() time.Duration {
 		if time.Now().After(deadline) {
 			t.Fatal(r.msg("queue not drained after %v: %s", drainTimeout, why))
 		}
-		if !sleepCtx(r.ctx, pollEvery) {
+		if !ctxwait.Sleep(r.ctx, pollEvery) {
 			t.Fatal(r.msg("test context ended while draining"))
 		}
 	}
@@ -256,17 +257,6 @@ func (r *run) logProgress(phase string) {
 	r.t.Logf("%s %v: tasks created %d, completed %d; faults %d (none yet: %v); passes %d; released %d; tasks updated %d; violations %d",
 		phase, time.Since(r.started).Round(time.Second), st.TasksCreated, st.TasksCompleted, faults, missingFaultKinds(st),
 		rec.passes, rec.summaryReleased, rec.summaryUpdated, st.Violations)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 func firstLines(lines []string, n int) string {

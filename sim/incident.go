@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 )
 
 // IncidentSpec describes a state like the one of 2026-07-24: one dead worker
@@ -338,7 +340,7 @@ func keepAlive(ctx context.Context, pool *pgxpool.Pool, ids []string, ttl time.D
 			}
 			return fmt.Errorf("beat live rows: %w", err)
 		}
-		if !sleepCtx(ctx, ttl/3) {
+		if !ctxwait.Sleep(ctx, ttl/3) {
 			return nil
 		}
 	}

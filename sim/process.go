@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 )
 
 // process is one simulated Pulp process with a stable name: a worker or an
@@ -102,7 +104,7 @@ func (inc *incarnation) die(task, step string) {
 		name := inc.p.name
 		f.spawn(func(ctx context.Context) {
 			<-inc.done
-			if !sleepCtx(ctx, after) {
+			if !ctxwait.Sleep(ctx, after) {
 				return
 			}
 			if err := f.Restart(ctx, name); err != nil {
@@ -139,13 +141,13 @@ func (inc *incarnation) heartbeatLoop() {
 		if !retryAt.IsZero() {
 			next, retryAt = retryAt, time.Time{}
 		}
-		if !sleepCtx(ctx, time.Until(next)) {
+		if !ctxwait.Sleep(ctx, time.Until(next)) {
 			return
 		}
 		// A hold may have been set while sleeping; it only ever pushes the
 		// beat later, so checking after waking is enough.
 		if hold := time.Unix(0, inc.holdUntil.Load()); time.Now().Before(hold) {
-			if !sleepCtx(ctx, time.Until(hold)) {
+			if !ctxwait.Sleep(ctx, time.Until(hold)) {
 				return
 			}
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 )
 
 // querier is what the fleet's statements run on: the pool, or the transaction
@@ -84,7 +86,7 @@ func (f *Fleet) beforeStatement(ctx context.Context, who string) error {
 		d += extra
 		f.recordFault(FaultSlowDB, who, "", extra.String())
 	}
-	if !sleepCtx(ctx, d) {
+	if !ctxwait.Sleep(ctx, d) {
 		return ctx.Err()
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 )
 
 // workerLoop is a pulpcore worker: fetch a task, run it, repeat; sleep when
@@ -19,7 +21,7 @@ func (inc *incarnation) workerLoop() {
 			f.noteError(ctx, inc.p.name, "fetch", err)
 		}
 		if j == nil {
-			if !sleepCtx(ctx, f.cfg.PollInterval) {
+			if !ctxwait.Sleep(ctx, f.cfg.PollInterval) {
 				return
 			}
 			continue
@@ -264,7 +266,7 @@ func (inc *incarnation) execute(ctx context.Context, j *job, d time.Duration, ca
 		if !killAt.IsZero() {
 			wait = min(wait, time.Until(killAt))
 		}
-		if !sleepCtx(ctx, wait) {
+		if !ctxwait.Sleep(ctx, wait) {
 			return outcomeKilled
 		}
 		if !killAt.IsZero() && !time.Now().Before(killAt) {
