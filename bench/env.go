@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
@@ -65,32 +61,11 @@ func newEnv(ctx context.Context, redisURL, adminURL string) (*env, error) {
 }
 
 func (e *env) createDatabase(ctx context.Context) error {
-	admin, err := pgx.Connect(ctx, e.adminURL)
+	name, dbURL, err := pulpschema.CreateDatabase(ctx, e.adminURL, "lr_bench_")
 	if err != nil {
-		return fmt.Errorf("connect to postgres: %w", err)
+		return err
 	}
-	defer admin.Close(ctx)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "lr_bench_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("create benchmark database: %w", err)
-	}
-	e.dbName = name
-	u, err := url.Parse(e.adminURL)
-	if err != nil {
-		return fmt.Errorf("parse database url: %w", err)
-	}
-	u.Path = "/" + name
-	e.databaseURL = u.String()
-	conn, err := pgx.Connect(ctx, e.databaseURL)
-	if err != nil {
-		return fmt.Errorf("connect to benchmark database: %w", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, pulpschema.SQL); err != nil {
-		return fmt.Errorf("load pulp schema: %w", err)
-	}
+	e.dbName, e.databaseURL = name, dbURL
 	return nil
 }
 
@@ -104,9 +79,6 @@ func (e *env) close() {
 		e.claim.Release()
 	}
 	if e.dbName != "" {
-		if admin, err := pgx.Connect(ctx, e.adminURL); err == nil {
-			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{e.dbName}.Sanitize()+" WITH (FORCE)")
-			_ = admin.Close(ctx)
-		}
+		_ = pulpschema.DropDatabase(ctx, e.adminURL, e.dbName)
 	}
 }

@@ -2,17 +2,13 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -112,39 +108,20 @@ func (d *demo) pickRedisDB(ctx context.Context, raw string) error {
 	}
 	d.claim = claim
 	d.rdb = redis.NewClient(claim.Options())
-	u, err := url.Parse(raw)
-	if err != nil {
+	if d.redisURL, err = claim.URL(raw); err != nil {
 		return fmt.Errorf("--redis-url: %w", err)
 	}
-	u.Path = "/" + strconv.Itoa(claim.DB)
-	d.redisURL = u.String()
 	return nil
 }
 
 func (d *demo) createDatabase(ctx context.Context, adminURL string) error {
-	admin, err := pgx.Connect(ctx, adminURL)
+	name, dbURL, err := pulpschema.CreateDatabase(ctx, adminURL, "lock_reaper_demo_")
 	if err != nil {
-		return fmt.Errorf("connect to postgresql: %w", err)
+		return fmt.Errorf("the demo database: %w", err)
 	}
-	defer admin.Close(ctx)
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := "lock_reaper_demo_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("create the demo database: %w", err)
-	}
-	d.admin, d.dbName = adminURL, name
-	u, err := url.Parse(adminURL)
-	if err != nil {
-		return fmt.Errorf("--database-url: %w", err)
-	}
-	u.Path = "/" + name
-	d.dbURL = u.String()
+	d.admin, d.dbName, d.dbURL = adminURL, name, dbURL
 	if d.pool, err = pgxpool.New(ctx, d.dbURL); err != nil {
 		return fmt.Errorf("open the demo database: %w", err)
-	}
-	if _, err := d.pool.Exec(ctx, pulpschema.SQL); err != nil {
-		return fmt.Errorf("load pulpcore's schema: %w", err)
 	}
 	return nil
 }
@@ -165,10 +142,7 @@ func (d *demo) cleanup() {
 	if d.dbName != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if admin, err := pgx.Connect(ctx, d.admin); err == nil {
-			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.dbName}.Sanitize()+" WITH (FORCE)")
-			admin.Close(ctx)
-		}
+		_ = pulpschema.DropDatabase(ctx, d.admin, d.dbName)
 	}
 	fmt.Fprintln(d.out, "\nRemoved the demo database and flushed the demo's Redis database.")
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -92,6 +93,17 @@ func (c *Claim) Options() *redis.Options {
 	o := c.base
 	o.DB = c.DB
 	return &o
+}
+
+// URL is serverURL, the URL the claim was made from, with the claimed
+// database in its path: what the reaper under test or the demo connects to.
+func (c *Claim) URL(serverURL string) (string, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("parse redis url: %w", err)
+	}
+	u.Path = "/" + strconv.Itoa(c.DB)
+	return u.String(), nil
 }
 
 // Release hands the database back if the claim is still ours.

@@ -19,9 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -79,17 +77,16 @@ func NewRedis(t testing.TB) *Redis {
 	if err := client.FlushDB(ctx).Err(); err != nil {
 		t.Fatalf("flush redis database %d: %v", claim.DB, err)
 	}
-	u, err := url.Parse(RedisURL())
+	u, err := claim.URL(RedisURL())
 	if err != nil {
-		t.Fatalf("parse REAPER_TEST_REDIS_URL: %v", err)
+		t.Fatalf("REAPER_TEST_REDIS_URL: %v", err)
 	}
-	u.Path = "/" + strconv.Itoa(claim.DB)
 	t.Cleanup(func() {
 		_ = client.FlushDB(context.Background()).Err()
 		_ = client.Close()
 		claim.Release()
 	})
-	return &Redis{Client: client, URL: u.String(), DB: claim.DB}
+	return &Redis{Client: client, URL: u, DB: claim.DB}
 }
 
 // Database is a fresh PostgreSQL database holding pulpcore's schema.
@@ -140,12 +137,7 @@ func NewDatabase(t testing.TB) *Database {
 // DropDatabase removes a test database, disconnecting whoever is still in it.
 func DropDatabase(name string) {
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, DatabaseURL())
-	if err != nil {
-		return
-	}
-	defer admin.Close(ctx)
-	_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	_ = pulpschema.DropDatabase(ctx, DatabaseURL(), name)
 }
 
 func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
@@ -197,12 +189,11 @@ func withAdvisoryLock(ctx context.Context, conn *pgx.Conn, fn func() error) erro
 }
 
 func withDatabase(raw, name string) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := pulpschema.DatabaseURL(raw, name)
 	if err != nil {
-		return "", fmt.Errorf("parse REAPER_TEST_DATABASE_URL: %w", err)
+		return "", fmt.Errorf("REAPER_TEST_DATABASE_URL: %w", err)
 	}
-	u.Path = "/" + name
-	return u.String(), nil
+	return u, nil
 }
 
 func randomName(prefix string) string {
