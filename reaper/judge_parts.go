@@ -76,23 +76,23 @@ func (j *judge) inParts(n int, plan *Plan, counts *part, fn func(w *judge, pt *p
 	return listed
 }
 
-// parallel calls fn on consecutive parts of [0, n) at once, each with a
-// judge of its own, and returns what each returned, in order.
+// parallel calls fn on consecutive parts of [0, n) at once, each part with
+// a judge of its own (its own cache of owner evidence), and returns what each
+// returned, in order. One part is judged by j itself.
 func (j *judge) parallel(n int, fn func(w *judge, lo, hi int) *part) []*part {
-	parts := max(1, min(runtime.GOMAXPROCS(0), judgeParts, n/judgePartMin))
-	pieces := make([]*part, parts)
-	if parts == 1 {
-		pieces[0] = fn(j, 0, n)
-		return pieces
+	pieces := make([]*part, partsOf(n))
+	if len(pieces) > 1 {
+		j.liveness(heartbeat.Gone) // fill the shared pointers before sharing them
 	}
-	j.liveness(heartbeat.Gone) // fill the shared pointers before sharing them
-	var wg sync.WaitGroup
-	for p := range parts {
-		w := *j
-		w.evidence = nil
-		wg.Go(func() { pieces[p] = fn(&w, n*p/parts, n*(p+1)/parts) })
-	}
-	wg.Wait()
+	inParallel(n, func(p, lo, hi int) {
+		w := j
+		if len(pieces) > 1 {
+			own := *j
+			own.evidence = nil
+			w = &own
+		}
+		pieces[p] = fn(w, lo, hi)
+	})
 	return pieces
 }
 
@@ -111,13 +111,23 @@ func (j *judge) fill(out []Judgement, items []int32, judgeItem func(w *judge, n 
 	})
 }
 
-// inParallel calls fn on up to judgeParts consecutive parts of [0, n) at
-// once, when n is large enough to be worth it.
-func inParallel(n int, fn func(lo, hi int)) {
-	parts := max(1, min(runtime.GOMAXPROCS(0), judgeParts, n/judgePartMin))
+// partsOf is how many parts [0, n) is judged in: up to judgeParts, one per
+// CPU, when n is large enough to be worth it.
+func partsOf(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), judgeParts, n/judgePartMin))
+}
+
+// inParallel calls fn on the partsOf(n) consecutive parts of [0, n) at once;
+// p numbers the part. A single part runs on the caller's goroutine.
+func inParallel(n int, fn func(p, lo, hi int)) {
+	parts := partsOf(n)
+	if parts == 1 {
+		fn(0, 0, n)
+		return
+	}
 	var wg sync.WaitGroup
 	for p := range parts {
-		wg.Go(func() { fn(n*p/parts, n*(p+1)/parts) })
+		wg.Go(func() { fn(p, n*p/parts, n*(p+1)/parts) })
 	}
 	wg.Wait()
 }

@@ -38,7 +38,7 @@ func (r *reservedBy) offer(n int32, released bool) {
 func (j *judge) reservations(tasks, resources []int32, taskLocks []judgedTaskLock) []reservedBy {
 	by := make([]reservedBy, len(resources))
 	runs := resourceRuns(j.snap.Holdings, resources)
-	inParallel(len(tasks), func(lo, hi int) {
+	inParallel(len(tasks), func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			tl := &taskLocks[n]
 			owner := j.snap.Holdings[tl.at].Owner
