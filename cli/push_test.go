@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/promtest"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
@@ -53,7 +54,7 @@ func newFakePushgateway(t *testing.T) *fakePushgateway {
 			}
 			mfs = append(mfs, &mf)
 		}
-		p.samples = metricSamples(mfs)
+		p.samples = promtest.Samples(mfs)
 		g.mu.Lock()
 		g.pushes = append(g.pushes, p)
 		status := g.status

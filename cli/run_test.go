@@ -5,22 +5,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/promtest"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
@@ -185,46 +181,7 @@ func (r *startedRun) get(t *testing.T, path string) (int, string) {
 
 func (r *startedRun) scrape(t *testing.T) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(r.base + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	require.NoError(t, err)
-	var list []*dto.MetricFamily
-	for _, mf := range mfs {
-		list = append(list, mf)
-	}
-	return metricSamples(list)
-}
-
-// metricSamples flattens metric families into values keyed by
-// name{label="value",...}, labels sorted; a histogram gives name_count.
-func metricSamples(mfs []*dto.MetricFamily) map[string]float64 {
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, lp := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
-			}
-			sort.Strings(labels)
-			key := mf.GetName()
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.GetCounter() != nil:
-				out[key] = m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				out[key] = m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				out[key+"_count"] = float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return out
+	return promtest.Scrape(t, r.base+"/metrics")
 }
 
 // closedAddr is a loopback address where nothing listens.

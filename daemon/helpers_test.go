@@ -2,22 +2,19 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/promtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -110,36 +107,7 @@ type samples map[string]float64
 
 func (b *testBundle) scrape(t *testing.T) samples {
 	t.Helper()
-	resp, err := http.Get(b.base + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	require.NoError(t, err)
-	out := samples{}
-	for name, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, lp := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
-			}
-			sort.Strings(labels)
-			key := name
-			if len(labels) > 0 {
-				key += "{" + strings.Join(labels, ",") + "}"
-			}
-			switch {
-			case m.GetCounter() != nil:
-				out[key] = m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				out[key] = m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				out[key+"_count"] = float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return out
+	return promtest.Scrape(t, b.base+"/metrics")
 }
 
 // testLogger sends the daemon's logs to the test log.
