@@ -65,8 +65,8 @@ type demo struct {
 	dbURL    string
 	pool     *pgxpool.Pool
 	inc      *sim.Incident
-	stopBeat context.CancelFunc
-	beatDone chan struct{}
+	// stopBeat ends the live workers' heartbeats.
+	stopBeat func() error
 }
 
 func (d *demo) setUp(ctx context.Context, redisURL, adminURL string) error {
@@ -85,12 +85,7 @@ func (d *demo) setUp(ctx context.Context, redisURL, adminURL string) error {
 	d.inc = inc
 	// The live workers keep beating for as long as the demo runs, as real
 	// workers would; the dead one stopped 23 hours ago.
-	beatCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	d.stopBeat, d.beatDone = stop, make(chan struct{})
-	go func() {
-		defer close(d.beatDone)
-		_ = inc.KeepAlive(beatCtx, d.pool)
-	}()
+	d.stopBeat = inc.KeepAliveInBackground(context.WithoutCancel(ctx), d.pool)
 	return nil
 }
 
@@ -128,8 +123,7 @@ func (d *demo) createDatabase(ctx context.Context, adminURL string) error {
 
 func (d *demo) cleanup() {
 	if d.stopBeat != nil {
-		d.stopBeat()
-		<-d.beatDone
+		_ = d.stopBeat()
 	}
 	if d.pool != nil {
 		d.pool.Close()

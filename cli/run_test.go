@@ -39,13 +39,8 @@ func newRunFleet(t *testing.T) *runFleet {
 		LegacyFraction: 0.3, LiveWorkers: 3, QueuedTasks: 3,
 	})
 	require.NoError(t, err)
-	keepCtx, stop := context.WithCancel(ctx)
-	kept := make(chan error, 1)
-	go func() { kept <- inc.KeepAlive(keepCtx, db.Pool) }()
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-kept)
-	})
+	stop := inc.KeepAliveInBackground(ctx, db.Pool)
+	t.Cleanup(func() { require.NoError(t, stop()) })
 	return &runFleet{redis: r, db: db, inc: inc}
 }
 

@@ -68,9 +68,8 @@ func sgBuildFleet(t *testing.T) *sgFleet {
 	var err error
 	fl.inc, err = sim.BuildIncident(ctx, fl.redis.Client, fl.db.Pool, spec)
 	require.NoError(t, err)
-	alive, stop := context.WithCancel(ctx)
-	t.Cleanup(stop)
-	go func() { _ = fl.inc.KeepAlive(alive, fl.db.Pool) }()
+	stop := fl.inc.KeepAliveInBackground(ctx, fl.db.Pool)
+	t.Cleanup(func() { _ = stop() })
 	return fl
 }
 

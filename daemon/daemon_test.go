@@ -36,13 +36,8 @@ func newFleet(t *testing.T) *fleet {
 		LegacyFraction: 0.25, LiveWorkers: 3, QueuedTasks: 4,
 	})
 	require.NoError(t, err)
-	keepCtx, stop := context.WithCancel(ctx)
-	kept := make(chan error, 1)
-	go func() { kept <- inc.KeepAlive(keepCtx, db.Pool) }()
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-kept)
-	})
+	stop := inc.KeepAliveInBackground(ctx, db.Pool)
+	t.Cleanup(func() { require.NoError(t, stop()) })
 	return &fleet{redis: r, db: db, inc: inc}
 }
 

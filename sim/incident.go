@@ -328,6 +328,18 @@ func (inc *Incident) KeepAlive(ctx context.Context, pool *pgxpool.Pool) error {
 	return keepAlive(ctx, pool, inc.liveIDs, inc.ttl)
 }
 
+// KeepAliveInBackground runs KeepAlive on its own goroutine until stop is
+// called (or ctx ends); stop waits for it and returns its error.
+func (inc *Incident) KeepAliveInBackground(ctx context.Context, pool *pgxpool.Pool) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- inc.KeepAlive(ctx, pool) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
 func keepAlive(ctx context.Context, pool *pgxpool.Pool, ids []string, ttl time.Duration) error {
 	if len(ids) == 0 {
 		<-ctx.Done()
