@@ -10,5 +10,7 @@
 //     manifest strictly into its Kubernetes API type, checks the values
 //     schema and runs helm lint.
 //
-// The tests need no cluster, no Docker and no helm binary.
+// The tests need no cluster, no Docker and no helm binary. deploy is a Go
+// module of its own (deploy/go.mod): run its tests with `cd deploy && go test
+// ./...`, or `make test`, which runs every module.
 package deploy
