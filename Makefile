@@ -17,7 +17,8 @@ services:
 # MODULES are the Go modules of the repository: the program, and deploy/ (the
 # chart and Dockerfile tests, a module of its own so that Helm, Kubernetes and
 # BuildKit stay out of the program's go.mod). There is no go.work: each module
-# is built and tested from its own directory.
+# is built and tested from its own directory, and the program's build graph
+# never includes deploy's requirements.
 MODULES     := . deploy
 
 ## lint: gofmt, go vet, staticcheck, in every module
