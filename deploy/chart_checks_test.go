@@ -17,15 +17,22 @@ import (
 func checkRestrictedPod(t *testing.T, pod corev1.PodSpec) {
 	t.Helper()
 	sc := pod.SecurityContext
-	if sc == nil || !isTrue(sc.RunAsNonRoot) || sc.RunAsUser == nil || fmt.Sprint(*sc.RunAsUser) != nonrootUID ||
+	// runAsUser may be left unset (OpenShift assigns one); set, it is the
+	// image's nonroot user.
+	if sc == nil || !isTrue(sc.RunAsNonRoot) || (sc.RunAsUser != nil && fmt.Sprint(*sc.RunAsUser) != nonrootUID) ||
 		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-		t.Errorf("pod securityContext %s: want runAsNonRoot, runAsUser %s, seccompProfile RuntimeDefault", toJSON(sc), nonrootUID)
+		t.Errorf("pod securityContext %s: want runAsNonRoot, runAsUser %s or unset, seccompProfile RuntimeDefault", toJSON(sc), nonrootUID)
 	}
 	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
 		t.Error("pod shares a host namespace")
 	}
-	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-		t.Error("pod mounts a service account token; lock-reaper never calls the Kubernetes API")
+	// The token is for the Kubernetes evidence of liveness, and only for it.
+	kube := false
+	for _, c := range pod.Containers {
+		kube = kube || envValue(c, "REAPER_KUBERNETES_ENABLED") == "true"
+	}
+	if mounted := pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken; mounted != kube {
+		t.Errorf("pod mounts a service account token: %v; want it exactly when REAPER_KUBERNETES_ENABLED is true (%v)", mounted, kube)
 	}
 	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
 		checkRestrictedContainer(t, c)
@@ -36,9 +43,11 @@ func checkRestrictedContainer(t *testing.T, c corev1.Container) {
 	t.Helper()
 	sc := c.SecurityContext
 	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
-		!isTrue(sc.ReadOnlyRootFilesystem) || isTrue(sc.Privileged) ||
+		!isTrue(sc.ReadOnlyRootFilesystem) || isTrue(sc.Privileged) || !isTrue(sc.RunAsNonRoot) ||
+		(sc.RunAsUser != nil && fmt.Sprint(*sc.RunAsUser) != nonrootUID) ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
 		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
-		t.Errorf("container %s securityContext %s: want allowPrivilegeEscalation false, readOnlyRootFilesystem, capabilities drop [ALL]", c.Name, toJSON(sc))
+		t.Errorf("container %s securityContext %s: want allowPrivilegeEscalation false, readOnlyRootFilesystem, runAsNonRoot, runAsUser %s or unset, seccompProfile RuntimeDefault, capabilities drop [ALL]", c.Name, toJSON(sc), nonrootUID)
 	}
 	for _, want := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if _, ok := c.Resources.Requests[want]; !ok {

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -83,7 +84,14 @@ type manifests struct {
 	services        []corev1.Service
 	serviceAccounts []corev1.ServiceAccount
 	serviceMonitors []serviceMonitor
-	notes           string
+	podMonitors     []podMonitor
+	prometheusRules []prometheusRule
+	roles           []rbacv1.Role
+	roleBindings    []rbacv1.RoleBinding
+	// dashboards are the ConfigMaps named <fullname>-dashboard; configMaps
+	// holds the others (the configuration file).
+	dashboards []corev1.ConfigMap
+	notes      string
 }
 
 func (m manifests) kinds() []string {
@@ -100,6 +108,11 @@ func (m manifests) kinds() []string {
 	add("Service", len(m.services))
 	add("ServiceAccount", len(m.serviceAccounts))
 	add("ServiceMonitor", len(m.serviceMonitors))
+	add("PodMonitor", len(m.podMonitors))
+	add("PrometheusRule", len(m.prometheusRules))
+	add("Role", len(m.roles))
+	add("RoleBinding", len(m.roleBindings))
+	add("ConfigMap(dashboard)", len(m.dashboards))
 	sort.Strings(k)
 	return k
 }
@@ -123,6 +136,44 @@ type serviceMonitor struct {
 			ScrapeTimeout string `json:"scrapeTimeout"`
 		} `json:"endpoints"`
 	} `json:"spec"`
+}
+
+// podMonitor is the part of the Prometheus Operator's PodMonitor that the
+// chart may use, for strict decoding.
+type podMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector            metav1.LabelSelector `json:"selector"`
+		PodMetricsEndpoints []struct {
+			Port          string `json:"port"`
+			Path          string `json:"path"`
+			Interval      string `json:"interval"`
+			ScrapeTimeout string `json:"scrapeTimeout"`
+		} `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
+// prometheusRule is the Prometheus Operator's PrometheusRule, for strict
+// decoding; its groups are those of a Prometheus rule file.
+type prometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Groups []ruleGroup `json:"groups"`
+	} `json:"spec"`
+}
+
+// ruleGroup is a group of a Prometheus rule file (alerting rules only).
+type ruleGroup struct {
+	Name  string `json:"name"`
+	Rules []struct {
+		Alert       string            `json:"alert"`
+		Expr        string            `json:"expr"`
+		For         string            `json:"for,omitempty"`
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	} `json:"rules"`
 }
 
 var documentSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -158,7 +209,12 @@ func decodeRendered(t *testing.T, rendered map[string]string) manifests {
 			case "apps/v1/Deployment":
 				m.deployments = append(m.deployments, strictDecode[appsv1.Deployment](t, where, doc))
 			case "v1/ConfigMap":
-				m.configMaps = append(m.configMaps, strictDecode[corev1.ConfigMap](t, where, doc))
+				cm := strictDecode[corev1.ConfigMap](t, where, doc)
+				if strings.HasSuffix(cm.Name, "-dashboard") {
+					m.dashboards = append(m.dashboards, cm)
+				} else {
+					m.configMaps = append(m.configMaps, cm)
+				}
 			case "v1/Secret":
 				m.secrets = append(m.secrets, strictDecode[corev1.Secret](t, where, doc))
 			case "v1/Service":
@@ -167,6 +223,14 @@ func decodeRendered(t *testing.T, rendered map[string]string) manifests {
 				m.serviceAccounts = append(m.serviceAccounts, strictDecode[corev1.ServiceAccount](t, where, doc))
 			case "monitoring.coreos.com/v1/ServiceMonitor":
 				m.serviceMonitors = append(m.serviceMonitors, strictDecode[serviceMonitor](t, where, doc))
+			case "monitoring.coreos.com/v1/PodMonitor":
+				m.podMonitors = append(m.podMonitors, strictDecode[podMonitor](t, where, doc))
+			case "monitoring.coreos.com/v1/PrometheusRule":
+				m.prometheusRules = append(m.prometheusRules, strictDecode[prometheusRule](t, where, doc))
+			case "rbac.authorization.k8s.io/v1/Role":
+				m.roles = append(m.roles, strictDecode[rbacv1.Role](t, where, doc))
+			case "rbac.authorization.k8s.io/v1/RoleBinding":
+				m.roleBindings = append(m.roleBindings, strictDecode[rbacv1.RoleBinding](t, where, doc))
 			default:
 				t.Fatalf("%s: unexpected object %s", where, gvk)
 			}

@@ -89,8 +89,19 @@ func TestSchemaIsClosed(t *testing.T) {
 	if err := json.Unmarshal(raw, &schema); err != nil {
 		t.Fatalf("values.schema.json: %v", err)
 	}
-	// global is Helm's: a parent chart's globals reach every subchart.
-	open := map[string]bool{"/properties/global": true}
+	// global is Helm's: a parent chart's globals reach every subchart. The
+	// others are Kubernetes API types passed through as they are (affinity
+	// terms, selectors, volume sources, env sources): the API server checks
+	// them at install, and the render tests decode them strictly.
+	open := map[string]bool{
+		"/properties/global":                                                   true,
+		"/properties/affinity/properties/nodeAffinity":                         true,
+		"/properties/affinity/properties/podAffinity":                          true,
+		"/properties/affinity/properties/podAntiAffinity":                      true,
+		"/properties/topologySpreadConstraints/items/properties/labelSelector": true,
+		"/properties/extraVolumes/items":                                       true,
+		"/properties/extraEnv/items/properties/valueFrom":                      true,
+	}
 
 	var walk func(at string, s map[string]any)
 	walk = func(at string, s map[string]any) {

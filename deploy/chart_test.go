@@ -32,6 +32,14 @@ func TestChartRendersEachMode(t *testing.T) {
 			[]string{"ConfigMap", "Deployment", "Secret", "Service", "ServiceAccount", "ServiceMonitor"}},
 		{"sidecar", withDSNs(map[string]any{"mode": "sidecar"}), []string{"ConfigMap", "Secret"}},
 		{"sidecar with existingSecret", map[string]any{"mode": "sidecar", "existingSecret": "pulp-dsn"}, []string{"ConfigMap"}},
+		{"sidecar with PodMonitor", map[string]any{"mode": "sidecar", "existingSecret": "pulp-dsn",
+			"podMonitor": map[string]any{"enabled": true, "selector": map[string]any{"app.kubernetes.io/component": "worker"}}},
+			[]string{"ConfigMap", "PodMonitor"}},
+		{"pulp-operator", map[string]any{"pulp": map[string]any{"cr": "galaxy"}}, []string{"ConfigMap", "CronJob", "ServiceAccount"}},
+		{"kubernetes evidence", withDSNs(map[string]any{"mode": "deployment", "kubernetes": map[string]any{"enabled": true}}),
+			[]string{"ConfigMap", "Deployment", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount"}},
+		{"alerts and dashboard", withDSNs(map[string]any{"prometheusRule": map[string]any{"enabled": true}, "grafanaDashboard": map[string]any{"enabled": true}}),
+			[]string{"ConfigMap", "ConfigMap(dashboard)", "CronJob", "PrometheusRule", "Secret", "ServiceAccount"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -279,6 +287,16 @@ func TestExamples(t *testing.T) {
 			}
 			pod := podOf(t, m).Spec
 			checkRestrictedPod(t, pod)
+			for _, cj := range m.cronJobs {
+				checkCronJobTiming(t, cj)
+			}
+			if sm, _ := vals["serviceMonitor"].(map[string]any); sm != nil && sm["enabled"] == true && len(m.serviceMonitors) != 1 {
+				t.Error("serviceMonitor.enabled rendered no ServiceMonitor")
+			}
+			if pulp, _ := vals["pulp"].(map[string]any); pulp != nil && pulp["cr"] != nil {
+				checkPulpExample(t, pod, pulp)
+				return
+			}
 			secretName, _ := vals["existingSecret"].(string)
 			if secretName == "" {
 				secretName = fullname
@@ -289,12 +307,6 @@ func TestExamples(t *testing.T) {
 				redisKey, databaseKey = keys["redisUrl"].(string), keys["databaseUrl"].(string)
 			}
 			checkFiles(t, pod, reaperContainer(t, pod), secretName, redisKey, databaseKey)
-			for _, cj := range m.cronJobs {
-				checkCronJobTiming(t, cj)
-			}
-			if sm, _ := vals["serviceMonitor"].(map[string]any); sm != nil && sm["enabled"] == true && len(m.serviceMonitors) != 1 {
-				t.Error("serviceMonitor.enabled rendered no ServiceMonitor")
-			}
 		})
 	}
 }

@@ -77,11 +77,14 @@ there. `lock-reaper once` (cronjob mode) serves no HTTP and gets no `listen`.
 
 {{/*
 Pod annotations: checksums make a change of the configuration, or of the
-chart-made Secret, roll the pods.
+chart-made Secret, roll the Deployment's pods, so a rotated DSN given to
+the chart reaches the daemon at once (a CronJob reads it at its next Job
+anyway). A Secret the chart does not manage (existingSecret, pulp.cr's) has
+no checksum here: after rotating it, restart the Deployment.
 */}}
 {{- define "lock-reaper.podAnnotations" -}}
 checksum/config: {{ include "lock-reaper.config" . | sha256sum }}
-{{- if not .Values.existingSecret }}
+{{- if not (or .Values.existingSecret .Values.pulp.cr) }}
 checksum/secret: {{ printf "%s\n%s" .Values.redisUrl .Values.databaseUrl | sha256sum }}
 {{- end }}
 {{- with .Values.podAnnotations }}
@@ -97,43 +100,171 @@ checksum/secret: {{ printf "%s\n%s" .Values.redisUrl .Values.databaseUrl | sha25
 {{- end }}
 
 {{/*
-The "restricted" Pod Security Standard, at pod level for the chart's own pods.
-The image runs as the distroless nonroot user, 65532.
+lock-reaper.pulpMode tells whether the connection settings come from a
+pulp-operator Pulp CR's own Secrets and Service (pulp.cr set): "true" or "".
+*/}}
+{{- define "lock-reaper.pulpMode" -}}
+{{- if .Values.pulp.cr }}true{{ end }}
+{{- end }}
+
+{{/*
+lock-reaper.validate fails the rendering on values that contradict each
+other. Every template that renders a workload or its configuration includes
+it, so that `helm template` and `helm install` stop with the same message.
+*/}}
+{{- define "lock-reaper.validate" -}}
+{{- $pulp := .Values.pulp }}
+{{- if $pulp.cr }}
+{{- if or .Values.existingSecret .Values.redisUrl .Values.databaseUrl }}
+{{- fail "pulp.cr takes the connection settings from the Pulp CR's own Secrets and Service: leave existingSecret, redisUrl and databaseUrl empty (or unset pulp.cr)" }}
+{{- end }}
+{{- if eq .Values.mode "sidecar" }}
+{{- fail "pulp.cr with mode: sidecar: pulp-operator reconciles its worker Deployments and removes any container it did not add; use mode: cronjob or mode: deployment" }}
+{{- end }}
+{{- else if or $pulp.database.secret $pulp.database.externalSecret $pulp.cache.externalSecret }}
+{{- fail "pulp.database.secret, pulp.database.externalSecret and pulp.cache.externalSecret need pulp.cr, the name of the Pulp CR" }}
+{{- end }}
+{{- if and $pulp.database.secret $pulp.database.externalSecret }}
+{{- fail "set pulp.database.secret (a Secret shaped like <cr>-postgres-configuration) or pulp.database.externalSecret (the CR's spec.database.external_db_secret), not both" }}
+{{- end }}
+{{- if eq .Values.mode "sidecar" }}
+{{- include "lock-reaper.requireNativeSidecars" . }}
+{{- if .Values.kubernetes.enabled }}
+{{- fail "kubernetes.enabled with mode: sidecar: the sidecar runs under the Pulp worker pod's service account, which this chart does not manage; grant it get and list on pods yourself and set REAPER_KUBERNETES_ENABLED in extraEnv" }}
+{{- end }}
+{{- end }}
+{{- if and .Values.podMonitor.enabled (ne .Values.mode "sidecar") }}
+{{- fail "podMonitor.enabled needs mode: sidecar; with mode: deployment use serviceMonitor.enabled" }}
+{{- end }}
+{{- end }}
+
+{{/*
+lock-reaper.requireNativeSidecars fails below Kubernetes 1.29, the first
+release with native sidecars (an init container with restartPolicy: Always)
+enabled by default. An older API server would drop the restartPolicy and
+run the reaper as an ordinary init container that never ends, so the Pulp
+worker would never start.
+*/}}
+{{- define "lock-reaper.requireNativeSidecars" -}}
+{{- if semverCompare "<1.29.0-0" .Capabilities.KubeVersion.Version }}
+{{- fail (printf "mode: sidecar needs native sidecars, Kubernetes 1.29 or later; this cluster is %s. Use mode: cronjob or mode: deployment (with helm template, pass --kube-version)" .Capabilities.KubeVersion.Version) }}
+{{- end }}
+{{- end }}
+
+{{/*
+lock-reaper.kubernetesNamespace is the namespace whose pods lock-reaper reads
+when kubernetes.enabled: kubernetes.namespace, else the release's.
+*/}}
+{{- define "lock-reaper.kubernetesNamespace" -}}
+{{- default .Release.Namespace .Values.kubernetes.namespace }}
+{{- end }}
+
+{{/*
+The pod-level securityContext: podSecurityContext, by default the
+"restricted" Pod Security Standard as the image's distroless nonroot user
+65532. OpenShift's restricted SCC assigns a UID of its own: set
+podSecurityContext.runAsUser, runAsGroup and fsGroup (and the same in
+securityContext) to null there.
 */}}
 {{- define "lock-reaper.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
+{{- toYaml .Values.podSecurityContext }}
 {{- end }}
 
 {{/*
-The "restricted" profile again at container level, complete on its own so
-that the container is just as locked down inside a Pulp worker pod whose
-pod-level securityContext is not ours.
+The container-level securityContext, complete on its own so that the
+container is just as locked down inside a Pulp worker pod whose pod-level
+securityContext is not ours.
 */}}
 {{- define "lock-reaper.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-capabilities:
-  drop:
-    - ALL
-seccompProfile:
-  type: RuntimeDefault
+{{- toYaml .Values.securityContext }}
 {{- end }}
 
 {{/*
-One projected volume holds the configuration file and the two DSN files.
-Mode 0444 (292): the files are read-only, and readable by the reaper whatever
-the pod's fsGroup, which a Pulp worker pod decides for a sidecar. Only the
-lock-reaper container mounts the volume.
+lock-reaper.secretFiles lists the files that the Secrets give the reaper, as
+a list of dicts: the Secret, its key, the path under /etc/lock-reaper, and
+the REAPER_* variable whose _FILE form names it.
+
+- URL form: REAPER_REDIS_URL_FILE and REAPER_DATABASE_URL_FILE from
+  existingSecret or the chart-made Secret.
+- pulp.cr: the discrete settings (REAPER_DATABASE_HOST_FILE, ...) straight
+  from pulp-operator's own Secrets, never copied. Their names and keys are
+  those pulp-operator writes and reads (github.com/pulp/pulp-operator):
+  - managed database: Secret "<cr>-postgres-configuration"
+    (controllers/settings/secrets.go DefaultDBSecret), keys host, port,
+    database, username, password, sslmode
+    (controllers/repo_manager/database.go databaseConfigSecret);
+  - external database: the Secret named by spec.database.external_db_secret
+    (apis/repo-manager.pulpproject.org/v1/pulp_types.go Database), keys
+    POSTGRES_HOST, POSTGRES_PORT, POSTGRES_USERNAME, POSTGRES_PASSWORD,
+    POSTGRES_DB_NAME, POSTGRES_SSLMODE, all required by the operator
+    (controllers/repo_manager/secret.go databaseSettings);
+  - external cache: the Secret named by spec.cache.external_cache_secret
+    (pulp_types.go Cache), keys REDIS_HOST, REDIS_PORT, REDIS_PASSWORD,
+    REDIS_DB, all required by the operator (secret.go cacheSettings).
+  The managed Redis has no Secret: see lock-reaper.redisServiceEnv.
+*/}}
+{{- define "lock-reaper.secretFiles" -}}
+{{- $files := list }}
+{{- $pulp := .Values.pulp }}
+{{- if $pulp.cr }}
+{{- if $pulp.database.externalSecret }}
+{{- range $setting, $key := dict "HOST" "POSTGRES_HOST" "PORT" "POSTGRES_PORT" "NAME" "POSTGRES_DB_NAME" "USER" "POSTGRES_USERNAME" "PASSWORD" "POSTGRES_PASSWORD" "SSLMODE" "POSTGRES_SSLMODE" }}
+{{- $files = append $files (dict "secret" $pulp.database.externalSecret "key" $key "path" (printf "database/%s" (lower $setting)) "env" (printf "REAPER_DATABASE_%s" $setting)) }}
+{{- end }}
+{{- else }}
+{{- $secret := default (printf "%s-postgres-configuration" $pulp.cr) $pulp.database.secret }}
+{{- range $setting, $key := dict "HOST" "host" "PORT" "port" "NAME" "database" "USER" "username" "PASSWORD" "password" "SSLMODE" "sslmode" }}
+{{- $files = append $files (dict "secret" $secret "key" $key "path" (printf "database/%s" (lower $setting)) "env" (printf "REAPER_DATABASE_%s" $setting)) }}
+{{- end }}
+{{- end }}
+{{- $cacheSecret := $pulp.cache.externalSecret }}
+{{- if $cacheSecret }}
+{{- range $setting, $key := dict "HOST" "REDIS_HOST" "PORT" "REDIS_PORT" "PASSWORD" "REDIS_PASSWORD" "DB" "REDIS_DB" }}
+{{- $files = append $files (dict "secret" $cacheSecret "key" $key "path" (printf "redis/%s" (lower $setting)) "env" (printf "REAPER_REDIS_%s" $setting)) }}
+{{- end }}
+{{- end }}
+{{- else }}
+{{- $secret := include "lock-reaper.secretName" . }}
+{{- $files = append $files (dict "secret" $secret "key" .Values.secretKeys.redisUrl "path" "redis-url" "env" "REAPER_REDIS_URL") }}
+{{- $files = append $files (dict "secret" $secret "key" .Values.secretKeys.databaseUrl "path" "database-url" "env" "REAPER_DATABASE_URL") }}
+{{- end }}
+{{- toJson $files }}
+{{- end }}
+
+{{/*
+lock-reaper.redisServiceEnv: with pulp.cr and the operator's own Redis (no
+pulp.cache.externalSecret), Redis is the Service "<cr>-redis-svc" in the
+CR's namespace on spec.cache.redis_port (default 6379), without a password
+and on database 0, exactly as the operator hands it to Pulp
+(controllers/settings/services.go CacheService; controllers/deployment.go
+REDIS_SERVICE_HOST; controllers/repo_manager/redis.go redisSvc). Neither is
+a secret, so they are plain values.
+*/}}
+{{- define "lock-reaper.redisServiceEnv" -}}
+{{- if and .Values.pulp.cr (not .Values.pulp.cache.externalSecret) }}
+- name: REAPER_REDIS_HOST
+  value: {{ printf "%s-redis-svc.%s" .Values.pulp.cr .Release.Namespace | quote }}
+- name: REAPER_REDIS_PORT
+  value: {{ .Values.pulp.cache.redisPort | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+One projected volume holds the configuration file and the connection
+settings read from Secrets. Mode 0444 (292): the files are read-only, and
+readable by the reaper whatever the pod's fsGroup, which a Pulp worker pod
+decides for a sidecar. Only the lock-reaper container mounts the volume.
 */}}
 {{- define "lock-reaper.volume" -}}
+{{- $bySecret := dict }}
+{{- $order := list }}
+{{- range include "lock-reaper.secretFiles" . | fromJsonArray }}
+{{- if not (hasKey $bySecret .secret) }}
+{{- $order = append $order .secret }}
+{{- $_ := set $bySecret .secret list }}
+{{- end }}
+{{- $_ := set $bySecret .secret (append (get $bySecret .secret) .) }}
+{{- end -}}
 name: lock-reaper
 projected:
   defaultMode: 292
@@ -143,20 +274,43 @@ projected:
         items:
           - key: config.yaml
             path: config.yaml
+    {{- range $order }}
     - secret:
-        name: {{ include "lock-reaper.secretName" . }}
+        name: {{ . }}
         items:
-          - key: {{ .Values.secretKeys.redisUrl }}
-            path: redis-url
-          - key: {{ .Values.secretKeys.databaseUrl }}
-            path: database-url
+          {{- range get $bySecret . }}
+          - key: {{ .key }}
+            path: {{ .path }}
+          {{- end }}
+    {{- end }}
+{{- end }}
+
+{{/*
+lock-reaper.kubernetesEnv: the Kubernetes evidence settings (kubernetes.*).
+Disabled, the reaper is told so, rather than left to `auto`.
+*/}}
+{{- define "lock-reaper.kubernetesEnv" -}}
+- name: REAPER_KUBERNETES_ENABLED
+  value: {{ ternary "true" "false" (.Values.kubernetes.enabled | default false) | quote }}
+{{- if .Values.kubernetes.enabled }}
+- name: REAPER_KUBERNETES_NAMESPACE
+  value: {{ include "lock-reaper.kubernetesNamespace" . | quote }}
+{{- with .Values.kubernetes.selector }}
+- name: REAPER_KUBERNETES_SELECTOR
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.kubernetes.container }}
+- name: REAPER_KUBERNETES_CONTAINER
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
 What every lock-reaper container has in common: image, environment, mounts,
-resources and securityContext. The DSNs are read from files, never from
-environment values, so they show neither in the pod spec nor in the
-process environment.
+resources and securityContext. Connection settings from Secrets are read from
+files (the *_FILE form of each REAPER_* variable), never from environment
+values, so they show neither in the pod spec nor in the process environment.
 */}}
 {{- define "lock-reaper.containerBase" -}}
 image: {{ include "lock-reaper.image" . }}
@@ -164,20 +318,34 @@ imagePullPolicy: {{ .Values.image.pullPolicy }}
 env:
   - name: REAPER_CONFIG
     value: /etc/lock-reaper/config.yaml
-  - name: REAPER_REDIS_URL_FILE
-    value: /etc/lock-reaper/redis-url
-  - name: REAPER_DATABASE_URL_FILE
-    value: /etc/lock-reaper/database-url
+  {{- range include "lock-reaper.secretFiles" . | fromJsonArray }}
+  - name: {{ .env }}_FILE
+    value: /etc/lock-reaper/{{ .path }}
+  {{- end }}
+  {{- with include "lock-reaper.redisServiceEnv" . }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- include "lock-reaper.kubernetesEnv" . | nindent 2 }}
   {{- if dig "limits" "memory" "" .Values.resources }}
   - name: GOMEMLIMIT
     valueFrom:
       resourceFieldRef:
         resource: limits.memory
   {{- end }}
+  {{- with .Values.extraEnv }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .Values.extraEnvFrom }}
+envFrom:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 volumeMounts:
   - name: lock-reaper
     mountPath: /etc/lock-reaper
     readOnly: true
+  {{- with .Values.extraVolumeMounts }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- with .Values.resources }}
 resources:
   {{- toYaml . | nindent 2 }}
@@ -187,11 +355,13 @@ securityContext:
 {{- end }}
 
 {{/*
-Pod-level settings shared by the CronJob's and the Deployment's pods.
+Pod-level settings shared by the CronJob's and the Deployment's pods. The
+service account token is mounted only for kubernetes.enabled, the one
+feature that reads the Kubernetes API.
 */}}
 {{- define "lock-reaper.podSpec" -}}
 serviceAccountName: {{ include "lock-reaper.serviceAccountName" . }}
-automountServiceAccountToken: false
+automountServiceAccountToken: {{ .Values.kubernetes.enabled | default false }}
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
@@ -203,14 +373,25 @@ priorityClassName: {{ . }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- with .Values.tolerations }}
 tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.topologySpreadConstraints }}
+topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 securityContext:
   {{- include "lock-reaper.podSecurityContext" . | nindent 2 }}
 volumes:
   - {{ include "lock-reaper.volume" . | indent 4 | trim }}
+  {{- with .Values.extraVolumes }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- end }}
 
 {{/*
@@ -228,6 +409,7 @@ so a reaper that cannot start (say, a configuration error) would keep the
 worker from starting. The livenessProbe restarts only the sidecar.
 */}}
 {{- define "lock-reaper.sidecar" -}}
+{{- include "lock-reaper.requireNativeSidecars" . -}}
 name: lock-reaper
 restartPolicy: Always
 args:

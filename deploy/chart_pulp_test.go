@@ -1,0 +1,205 @@
+package deploy
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The Secrets, keys and Service of pulp-operator (github.com/pulp/pulp-operator)
+// that pulp.cr wires in, as the operator makes and reads them:
+// controllers/repo_manager/database.go databaseConfigSecret (managed
+// database), controllers/repo_manager/secret.go databaseSettings and
+// cacheSettings (external database and cache, every key required),
+// controllers/deployment.go and controllers/settings/services.go (the
+// Redis Service "<cr>-redis-svc.<namespace>").
+var (
+	managedDatabaseKeys = map[string]string{
+		"REAPER_DATABASE_HOST": "host", "REAPER_DATABASE_PORT": "port", "REAPER_DATABASE_NAME": "database",
+		"REAPER_DATABASE_USER": "username", "REAPER_DATABASE_PASSWORD": "password", "REAPER_DATABASE_SSLMODE": "sslmode",
+	}
+	externalDatabaseKeys = map[string]string{
+		"REAPER_DATABASE_HOST": "POSTGRES_HOST", "REAPER_DATABASE_PORT": "POSTGRES_PORT", "REAPER_DATABASE_NAME": "POSTGRES_DB_NAME",
+		"REAPER_DATABASE_USER": "POSTGRES_USERNAME", "REAPER_DATABASE_PASSWORD": "POSTGRES_PASSWORD", "REAPER_DATABASE_SSLMODE": "POSTGRES_SSLMODE",
+	}
+	externalCacheKeys = map[string]string{
+		"REAPER_REDIS_HOST": "REDIS_HOST", "REAPER_REDIS_PORT": "REDIS_PORT", "REAPER_REDIS_PASSWORD": "REDIS_PASSWORD", "REAPER_REDIS_DB": "REDIS_DB",
+	}
+)
+
+// pulpWiring is what a container in pulp.cr mode must be given: each setting
+// a file from a Secret key, or a plain value.
+type pulpWiring struct {
+	files  map[string]fileSource // REAPER_* setting (without _FILE) -> Secret key
+	values map[string]string     // REAPER_* setting -> value
+}
+
+func secretKeys(secret string, keys map[string]string) map[string]fileSource {
+	out := map[string]fileSource{}
+	for env, key := range keys {
+		out[env] = fileSource{"secret", secret, key}
+	}
+	return out
+}
+
+// checkPulpWiring checks that every connection setting reaches the container
+// as the wiring says, that no URL form is set, and that no Secret value is
+// in the environment.
+func checkPulpWiring(t *testing.T, pod corev1.PodSpec, c corev1.Container, want pulpWiring) {
+	t.Helper()
+	if got := envValue(c, "REAPER_CONFIG"); got != configFile {
+		t.Errorf("REAPER_CONFIG=%q, want %q", got, configFile)
+	}
+	if got := resolveFile(t, pod, c, configFile); got != (fileSource{"configMap", fullname, "config.yaml"}) {
+		t.Errorf("%s comes from %+v", configFile, got)
+	}
+	for _, e := range c.Env {
+		name, isFile := strings.CutSuffix(e.Name, "_FILE")
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+			t.Errorf("env %s takes a Secret value into the environment; mount it as a file", e.Name)
+		case strings.HasPrefix(name, "REAPER_REDIS_URL"), strings.HasPrefix(name, "REAPER_DATABASE_URL"):
+			t.Errorf("env %s: the URL form is set in pulp.cr mode", e.Name)
+		case isFile && strings.HasPrefix(name, "REAPER_") && name != "REAPER_CONFIG":
+			src, ok := want.files[name]
+			if !ok {
+				t.Errorf("env %s: unexpected", e.Name)
+				continue
+			}
+			if got := resolveFile(t, pod, c, e.Value); got != src {
+				t.Errorf("env %s=%s comes from %+v, want %+v", e.Name, e.Value, got, src)
+			}
+		}
+	}
+	for name := range want.files {
+		if envValue(c, name+"_FILE") == "" {
+			t.Errorf("no env %s_FILE", name)
+		}
+		if envValue(c, name) != "" {
+			t.Errorf("env %s is set as a value as well as a file", name)
+		}
+	}
+	for name, value := range want.values {
+		if got := envValue(c, name); got != value {
+			t.Errorf("env %s=%q, want %q", name, got, value)
+		}
+	}
+}
+
+func TestPulpOperatorManaged(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"cronjob", "deployment"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			m := render(t, map[string]any{"mode": mode, "pulp": map[string]any{"cr": "galaxy"}})
+			if len(m.secrets) != 0 {
+				t.Errorf("pulp.cr: the chart made a Secret %q; it must use the operator's", m.secrets[0].Name)
+			}
+			pod := podOf(t, m)
+			checkRestrictedPod(t, pod.Spec)
+			checkPulpWiring(t, pod.Spec, reaperContainer(t, pod.Spec), pulpWiring{
+				files:  secretKeys("galaxy-postgres-configuration", managedDatabaseKeys),
+				values: map[string]string{"REAPER_REDIS_HOST": "galaxy-redis-svc." + namespace, "REAPER_REDIS_PORT": "6379"},
+			})
+			if _, ok := pod.Annotations["checksum/secret"]; ok {
+				t.Error("checksum/secret of the operator's Secret, which the chart does not manage")
+			}
+		})
+	}
+}
+
+func TestPulpOperatorExternal(t *testing.T) {
+	t.Parallel()
+	m := render(t, map[string]any{"mode": "deployment", "pulp": map[string]any{
+		"cr":       "galaxy",
+		"database": map[string]any{"externalSecret": "galaxy-external-db"},
+		"cache":    map[string]any{"externalSecret": "galaxy-external-redis"},
+	}})
+	pod := podOf(t, m).Spec
+	files := secretKeys("galaxy-external-db", externalDatabaseKeys)
+	maps.Copy(files, secretKeys("galaxy-external-redis", externalCacheKeys))
+	c := reaperContainer(t, pod)
+	checkPulpWiring(t, pod, c, pulpWiring{files: files})
+	if envValue(c, "REAPER_REDIS_HOST") != "" {
+		t.Error("the operator's Redis Service is set although pulp.cache.externalSecret names the cache")
+	}
+}
+
+func TestPulpOperatorOverrides(t *testing.T) {
+	t.Parallel()
+	m := render(t, map[string]any{"pulp": map[string]any{
+		"cr":       "galaxy",
+		"database": map[string]any{"secret": "galaxy-db-readonly"},
+		"cache":    map[string]any{"redisPort": 6380},
+	}})
+	pod := podOf(t, m).Spec
+	checkPulpWiring(t, pod, reaperContainer(t, pod), pulpWiring{
+		files:  secretKeys("galaxy-db-readonly", managedDatabaseKeys),
+		values: map[string]string{"REAPER_REDIS_HOST": "galaxy-redis-svc." + namespace, "REAPER_REDIS_PORT": "6380"},
+	})
+}
+
+func TestPulpOperatorConflicts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		vals map[string]any
+		want string
+	}{
+		{map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "existingSecret": "pulp-dsn"}, "leave existingSecret"},
+		{withDSNs(map[string]any{"pulp": map[string]any{"cr": "galaxy"}}), "leave existingSecret, redisUrl and databaseUrl empty"},
+		{map[string]any{"mode": "sidecar", "pulp": map[string]any{"cr": "galaxy"}}, "reconciles its worker Deployments"},
+		{withDSNs(map[string]any{"pulp": map[string]any{"database": map[string]any{"externalSecret": "db"}}}), "need pulp.cr"},
+		{map[string]any{"pulp": map[string]any{"cr": "galaxy", "database": map[string]any{"secret": "a", "externalSecret": "b"}}}, "not both"},
+	} {
+		_, err := renderChart(loadChart(t), tc.vals)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want an error saying %q, got %v", toJSON(tc.vals), tc.want, err)
+		}
+	}
+}
+
+// TestPulpOperatorExamples renders the README's two pulp-operator cases,
+// which are also example values files.
+func TestPulpOperatorExamples(t *testing.T) {
+	t.Parallel()
+	var cases []string
+	for _, file := range exampleFiles(t) {
+		vals := readValuesFile(t, file)
+		pulp, _ := vals["pulp"].(map[string]any)
+		if pulp == nil || pulp["cr"] == nil {
+			continue
+		}
+		cases = append(cases, file)
+		db, _ := pulp["database"].(map[string]any)
+		if db != nil && db["externalSecret"] != nil {
+			cases = append(cases, "external database")
+		} else {
+			cases = append(cases, "managed database")
+		}
+	}
+	if !slices.Contains(cases, "external database") || !slices.Contains(cases, "managed database") {
+		t.Errorf("examples with pulp.cr: %q; want one with the managed and one with an external database", cases)
+	}
+}
+
+// checkPulpExample checks an example values file's pulp.cr wiring.
+func checkPulpExample(t *testing.T, pod corev1.PodSpec, pulp map[string]any) {
+	t.Helper()
+	cr := pulp["cr"].(string)
+	db, _ := pulp["database"].(map[string]any)
+	cache, _ := pulp["cache"].(map[string]any)
+	want := pulpWiring{files: secretKeys(cr+"-postgres-configuration", managedDatabaseKeys), values: map[string]string{}}
+	if db != nil && db["externalSecret"] != nil {
+		want.files = secretKeys(db["externalSecret"].(string), externalDatabaseKeys)
+	}
+	if cache != nil && cache["externalSecret"] != nil {
+		maps.Copy(want.files, secretKeys(cache["externalSecret"].(string), externalCacheKeys))
+	} else {
+		want.values["REAPER_REDIS_HOST"] = cr + "-redis-svc." + namespace
+		want.values["REAPER_REDIS_PORT"] = "6379"
+	}
+	checkPulpWiring(t, pod, reaperContainer(t, pod), want)
+}
