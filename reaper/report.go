@@ -38,14 +38,6 @@ type Scanned struct {
 	FullScan         bool `json:"full_scan"`
 }
 
-// OwnerReport is one lock owner seen in Redis, with its liveness.
-type OwnerReport struct {
-	Name         string    `json:"name"`
-	Liveness     string    `json:"liveness"`
-	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
-	Holdings     int       `json:"holdings"`
-}
-
 // Finding is one holding that is not healthy, and what became of it.
 type Finding struct {
 	Key        string     `json:"key"`

@@ -1,4 +1,4 @@
-package reaper
+package judge
 
 import (
 	"fmt"
@@ -10,26 +10,11 @@ import (
 
 // Deferral reasons of a break-glass release.
 const (
-	deferredAliveOwner   = "alive-owner guard"
-	deferredOtherTaskKey = "its task lock is held by another owner"
+	DeferredAliveOwner   = "alive-owner guard"
+	DeferredOtherTaskKey = "its task lock is held by another owner"
 )
 
-// judgeFor judges a snapshot the way the pass options ask: a normal pass, or
-// the break-glass release of one owner.
-func judgeFor(snap Snapshot, p Policy, opts PassOptions) Plan {
-	if opts.ReleaseOwner != "" {
-		return judgeOwnerRelease(snap, p, opts.ReleaseOwner)
-	}
-	return JudgeFindings(snap, p)
-}
-
-// OwnerRelease is the plan of a break-glass release of owner on this
-// inspection: what `lock-reaper release --owner` would do.
-func (in *Inspection) OwnerRelease(owner string) Plan {
-	return judgeOwnerRelease(in.Snapshot, in.Policy, owner)
-}
-
-// judgeOwnerRelease plans the break-glass release of one owner an operator
+// OwnerRelease plans the break-glass release of one owner an operator
 // knows to be dead. Its AppStatus rows are judged dead whatever their
 // heartbeat says, and the plan keeps only:
 //   - every holding of the owner, each released (a holding the pass would
@@ -42,8 +27,8 @@ func (in *Inspection) OwnerRelease(owner string) Plan {
 // per-pass limits do. An owner with an online row is refused unless p.Force
 // (see refuseAliveOwner). Suspects are remembered as they were; only the ones
 // this release settles are forgotten.
-func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
-	actual := heartbeat.Judge(snap.AppStatuses, snap.Now, p.HeartbeatGrace)
+func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
+	actual := heartbeat.NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace)
 	if o := actual.Owner(owner); o.Rows > 0 && o.Liveness == heartbeat.Alive && !p.Force {
 		return refuseAliveOwner(snap, p, o)
 	}
@@ -58,15 +43,15 @@ func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 
 	forced := p
 	forced.Force = true
-	full := Judge(declared, forced)
+	full := All(declared, forced)
 	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects)}
 	if plan.Suspects == nil {
 		plan.Suspects = map[SuspectKey]Suspect{}
 	}
-	for _, o := range full.Owners {
+	for _, o := range full.FleetOwners {
 		if o.Name == owner {
 			o.HeartbeatAge = actual.Owner(owner).HeartbeatAge
-			plan.Owners = append(plan.Owners, o)
+			plan.FleetOwners = append(plan.FleetOwners, o)
 		}
 	}
 
@@ -104,14 +89,14 @@ func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 		for _, k := range tj.AfterRelease {
 			for _, o := range taskKeyOwners[k] {
 				if o != owner {
-					tj.Deferred = deferredOtherTaskKey
+					tj.Deferred = DeferredOtherTaskKey
 				}
 			}
 		}
 		plan.Tasks = append(plan.Tasks, tj)
 	}
 
-	applyGuards(&plan, heartbeat.Judge(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
+	applyGuards(&plan, heartbeat.NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
 	plan.countListed()
 	plan.TaskLocksSeen = taskLocksSeen(declared.Holdings, plan.Holdings)
 	return plan
@@ -136,7 +121,7 @@ func declareDead(rows []heartbeat.AppStatus, now time.Time, grace time.Duration,
 // tasks as a normal pass judges them, with anything a normal pass would do to
 // them held back by the alive-owner guard.
 func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
-	full := Judge(snap, p)
+	full := All(snap, p)
 	rows := map[string]bool{}
 	for _, a := range snap.AppStatuses {
 		if a.Name == o.Name {
@@ -149,9 +134,9 @@ func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
 	if plan.Suspects == nil {
 		plan.Suspects = map[SuspectKey]Suspect{}
 	}
-	for _, owner := range full.Owners {
+	for _, owner := range full.FleetOwners {
 		if owner.Name == o.Name {
-			plan.Owners = append(plan.Owners, owner)
+			plan.FleetOwners = append(plan.FleetOwners, owner)
 		}
 	}
 	for _, jd := range full.Holdings {
@@ -160,7 +145,7 @@ func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
 		}
 		switch jd.Action {
 		case ActionRelease:
-			jd.Deferred = deferredAliveOwner
+			jd.Deferred = DeferredAliveOwner
 		case ActionSuspect:
 			// Not remembered either: the suspects stay as they were.
 			jd.Action, jd.FirstSeen = ActionKeep, nil
@@ -169,7 +154,7 @@ func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
 	}
 	for _, tj := range full.Tasks {
 		if rows[tj.AppLockID] {
-			tj.Deferred = deferredAliveOwner
+			tj.Deferred = DeferredAliveOwner
 			plan.Tasks = append(plan.Tasks, tj)
 		}
 	}
