@@ -55,12 +55,19 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 		}
 	}
 
-	realOwner := actual.Owner(owner)
-	taskKeyOwners := map[string][]string{}
+	plan.Holdings = ownerHoldings(full, owner, actual.Owner(owner))
+	plan.Tasks = claimedTasks(full, rows, owner)
+	applyGuards(&plan, heartbeat.NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
+	plan.countListed()
+	plan.TaskLocksSeen = taskLocksSeen(declared.Holdings, plan.Holdings)
+	return plan
+}
+
+// ownerHoldings is every holding of owner in full, each released as the
+// holding of a dead owner.
+func ownerHoldings(full Plan, owner string, realOwner heartbeat.Owner) []Judgement {
+	var out []Judgement
 	for _, jd := range full.Holdings {
-		if jd.Kind == KindTask {
-			taskKeyOwners[jd.Key] = append(taskKeyOwners[jd.Key], jd.Owner)
-		}
 		if jd.Owner != owner {
 			continue
 		}
@@ -77,8 +84,20 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 		if realOwner.Rows > 0 {
 			jd.Evidence.HeartbeatAge = durationPtr(realOwner.HeartbeatAge)
 		}
-		plan.Holdings = append(plan.Holdings, jd)
+		out = append(out, jd)
 	}
+	return out
+}
+
+// claimedTasks is every task of full claimed by one of the owner's rows.
+func claimedTasks(full Plan, rows map[string]bool, owner string) []TaskJudgement {
+	taskKeyOwners := map[string][]string{}
+	for _, jd := range full.Holdings {
+		if jd.Kind == KindTask {
+			taskKeyOwners[jd.Key] = append(taskKeyOwners[jd.Key], jd.Owner)
+		}
+	}
+	var out []TaskJudgement
 	for _, tj := range full.Tasks {
 		if !rows[tj.AppLockID] {
 			continue
@@ -93,13 +112,9 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 				}
 			}
 		}
-		plan.Tasks = append(plan.Tasks, tj)
+		out = append(out, tj)
 	}
-
-	applyGuards(&plan, heartbeat.NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
-	plan.countListed()
-	plan.TaskLocksSeen = taskLocksSeen(declared.Holdings, plan.Holdings)
-	return plan
+	return out
 }
 
 // declareDead returns the rows with the owner's heartbeats moved just past
@@ -153,10 +168,13 @@ func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
 		plan.Holdings = append(plan.Holdings, jd)
 	}
 	for _, tj := range full.Tasks {
-		if rows[tj.AppLockID] {
-			tj.Deferred = DeferredAliveOwner
-			plan.Tasks = append(plan.Tasks, tj)
+		if !rows[tj.AppLockID] {
+			continue
 		}
+		if tj.Action != ActionReport {
+			tj.Deferred = DeferredAliveOwner
+		}
+		plan.Tasks = append(plan.Tasks, tj)
 	}
 	plan.countListed()
 	plan.TaskLocksSeen = taskLocksSeen(snap.Holdings, plan.Holdings)

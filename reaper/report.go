@@ -69,6 +69,9 @@ type TaskFinding struct {
 	Result      Result     `json:"result"`
 	Deferred    string     `json:"deferred,omitempty"`
 	FirstSeen   *time.Time `json:"first_seen,omitempty"`
+	// Resources lists, for an unprotected task, what it reserves and every
+	// other current holder of each.
+	Resources []UnguardedResource `json:"resources,omitempty"`
 }
 
 // Summary counts holdings and tasks by verdict and by result.

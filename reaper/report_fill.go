@@ -29,7 +29,7 @@ func (r *Report) fill(plan *Plan, act *actor) {
 		r.Tasks = append(r.Tasks, TaskFinding{
 			ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
 			StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, Requeue: tj.ClearClaim, Reason: tj.Reason,
-			Result: act.taskResults[i], Deferred: act.taskDeferred[i], FirstSeen: tj.FirstSeen,
+			Result: act.taskResults[i], Deferred: act.taskDeferred[i], FirstSeen: tj.FirstSeen, Resources: tj.Resources,
 		})
 	}
 	r.Owners = plan.LockOwners
