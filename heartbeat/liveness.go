@@ -1,7 +1,7 @@
 // Package heartbeat knows whether a Pulp lock owner is alive, from the rows of
 // core_appstatus and the database's clock.
 //
-// Judging is pure: Judge takes the rows and the database's now and never reads
+// Judging is pure: NewFleet takes the rows and the database's now and never reads
 // a clock of its own. Read loads the rows inside the caller's transaction.
 package heartbeat
 
@@ -95,8 +95,8 @@ type Fleet struct {
 	names map[string]Owner
 }
 
-// Judge computes the liveness of every row and every owner name.
-func Judge(rows []AppStatus, now time.Time, grace time.Duration) *Fleet {
+// NewFleet computes the liveness of every row and every owner name.
+func NewFleet(rows []AppStatus, now time.Time, grace time.Duration) *Fleet {
 	f := &Fleet{Now: now, Grace: grace, rows: make(map[string]AppStatus, len(rows)), names: make(map[string]Owner, len(rows))}
 	for _, r := range rows {
 		f.rows[r.ID] = r
@@ -146,23 +146,41 @@ func (f *Fleet) Owners() []Owner {
 }
 
 // WorkerCounts counts the worker rows and how many of them are dead, for the
-// mass-death guard. A dead row whose name a live or late row carries again
-// is left out: that worker restarted under the same pid@hostname, so its old
-// row speaks of a restart, not of a fleet dying at once, and would otherwise
-// pile up with every restart until the guard tripped for good.
-func (f *Fleet) WorkerCounts() (workers, dead int) {
+// mass-death guard, which exists for a fleet dying at once. So:
+//   - a dead row whose name a live or late row carries again is left out:
+//     that worker restarted under the same pid@hostname, and such rows would
+//     otherwise pile up with every restart until the guard tripped for good;
+//   - while any worker row is alive or late, a row dead for longer than
+//     window (measured from its last heartbeat + ttl + grace) is left out:
+//     pulpcore deletes dead rows only every ~17 minutes, so after a rolling
+//     restart under new names the old rows speak of deaths long past. When
+//     no worker row is alive or late every row counts, as it then cannot be
+//     told whether the workers died or the database stopped recording their
+//     heartbeats.
+func (f *Fleet) WorkerCounts(window time.Duration) (workers, dead int) {
+	var live, recent, old int
 	for _, r := range f.rows {
 		if r.AppType != "worker" {
 			continue
 		}
-		rowDead := r.Liveness(f.Now, f.Grace) == Dead
-		if rowDead && f.names[r.Name].Liveness > Dead {
-			continue
-		}
-		workers++
-		if rowDead {
-			dead++
+		switch {
+		case r.Liveness(f.Now, f.Grace) != Dead:
+			live++
+		case f.names[r.Name].Liveness > Dead:
+		case f.deadFor(r) <= window:
+			recent++
+		default:
+			old++
 		}
 	}
-	return workers, dead
+	if live == 0 {
+		return recent + old, recent + old
+	}
+	return live + recent, recent
+}
+
+// deadFor is how long a dead row has been dead: since its last heartbeat
+// plus its ttl plus the grace.
+func (f *Fleet) deadFor(r AppStatus) time.Duration {
+	return f.Now.Sub(r.LastHeartbeat.Add(r.TTL + f.Grace))
 }

@@ -91,7 +91,7 @@ func TestFleetOwner(t *testing.T) {
 			for i, r := range tc.rows {
 				rows = append(rows, ltRow(fmt.Sprintf("id-%d", i), r.name, "worker", r.ttl, r.age))
 			}
-			f := Judge(rows, ltNow, ltGrace)
+			f := NewFleet(rows, ltNow, ltGrace)
 			o := f.Owner(tc.owner)
 			require.Equal(t, tc.owner, o.Name)
 			require.Equal(t, tc.want, o.Liveness)
@@ -109,7 +109,7 @@ func TestFleetRow(t *testing.T) {
 		ltRow("dead", "a", "worker", ltWorkerTTL, time.Hour),
 		ltRow("api", "7@api", "api", 120*time.Second, 100*time.Second),
 	}
-	f := Judge(rows, ltNow, ltGrace)
+	f := NewFleet(rows, ltNow, ltGrace)
 	for _, tc := range []struct {
 		id   string
 		want Liveness
@@ -165,16 +165,61 @@ func TestFleetWorkerCounts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			workers, dead := Judge(tc.rows, ltNow, ltGrace).WorkerCounts()
+			workers, dead := NewFleet(tc.rows, ltNow, ltGrace).WorkerCounts(forever)
 			require.Equal(t, tc.workers, workers)
 			require.Equal(t, tc.deadRows, dead)
 		})
 	}
 }
 
+// forever is a window no row of these tests has been dead for.
+const forever = 100 * 365 * 24 * time.Hour
+
+// TestFleetWorkerCountsRecentDeaths: while a worker row is alive, only the
+// rows that died within the window count; with none alive, every row does.
+func TestFleetWorkerCountsRecentDeaths(t *testing.T) {
+	t.Parallel()
+	const window = 3 * time.Minute
+	// A row's death is its last heartbeat + ttl + grace (60 s here).
+	died := func(id string, ago time.Duration) AppStatus {
+		return ltRow(id, "old-"+id, "worker", ltWorkerTTL, ltWorkerTTL+ltGrace+ago)
+	}
+	live := func(id string) AppStatus { return ltRow(id, "new-"+id, "worker", ltWorkerTTL, time.Second) }
+	cases := []struct {
+		name          string
+		rows          []AppStatus
+		workers, dead int
+	}{
+		{"rolling restart: old rows long dead are left out", []AppStatus{
+			live("1"), live("2"), live("3"), live("4"),
+			died("5", 4*time.Minute), died("6", 4*time.Minute), died("7", 10*time.Minute), died("8", 16*time.Minute), died("9", time.Hour),
+		}, 4, 0},
+		{"sudden death: rows dead within the window count", []AppStatus{
+			live("1"), live("2"), live("3"), live("4"),
+			died("5", time.Second), died("6", 30*time.Second), died("7", time.Minute), died("8", 2*time.Minute), died("9", window),
+		}, 9, 5},
+		{"just past the window", []AppStatus{live("1"), died("2", window+1)}, 1, 0},
+		{"a mix: only the recent ones", []AppStatus{live("1"), live("2"), died("3", time.Minute), died("4", time.Hour)}, 3, 1},
+		{"no row alive: every row counts, however long dead", []AppStatus{
+			died("1", time.Hour), died("2", 20*time.Minute), died("3", time.Second),
+		}, 3, 3},
+		{"a late row counts as not dead", []AppStatus{
+			ltRow("1", "late", "worker", ltWorkerTTL, 45*time.Second), died("2", time.Hour),
+		}, 1, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			workers, dead := NewFleet(tc.rows, ltNow, ltGrace).WorkerCounts(window)
+			require.Equal(t, tc.workers, workers)
+			require.Equal(t, tc.dead, dead)
+		})
+	}
+}
+
 func TestFleetOwners(t *testing.T) {
 	t.Parallel()
-	f := Judge([]AppStatus{
+	f := NewFleet([]AppStatus{
 		ltRow("1", "c", "worker", ltWorkerTTL, time.Hour),
 		ltRow("2", "a", "worker", ltWorkerTTL, time.Second),
 		ltRow("3", "b", "api", 120*time.Second, time.Second),
@@ -188,7 +233,7 @@ func TestFleetOwners(t *testing.T) {
 	}, owners)
 	require.Equal(t, ltNow, f.Now)
 	require.Equal(t, ltGrace, f.Grace)
-	require.Empty(t, Judge(nil, ltNow, ltGrace).Owners())
+	require.Empty(t, NewFleet(nil, ltNow, ltGrace).Owners())
 }
 
 func TestLivenessString(t *testing.T) {

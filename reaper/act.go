@@ -61,6 +61,9 @@ func (a *actor) initResults() {
 	for i, tj := range a.plan.Tasks {
 		a.taskDeferred[i] = tj.Deferred
 		switch {
+		case tj.Action == ActionReport:
+			// Reported only (unprotected): nothing is written for it.
+			a.taskResults[i] = ResultReported
 		case tj.Action == ActionSuspect:
 			a.taskResults[i] = ResultSuspected
 		case tj.Deferred != "":
@@ -129,13 +132,6 @@ func (a *actor) release(ctx context.Context) error {
 		a.progress(PhaseReleasing, start+len(idx), len(todo))
 	}
 	return nil
-}
-
-// guarded says a release must first check that the holding's owner took no
-// new task since the snapshot: a resource of a live or late owner.
-func guarded(jd Judgement) bool {
-	l := jd.Evidence.OwnerLiveness
-	return (l == heartbeat.Alive || l == heartbeat.Late) && jd.Kind != KindTask
 }
 
 func (a *actor) markHoldings(idx []int, res Result) {

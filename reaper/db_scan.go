@@ -1,10 +1,11 @@
 package reaper
 
 import (
-	"bytes"
 	"encoding/hex"
 
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // interner keeps one copy of each distinct string read through it: of
@@ -132,7 +133,7 @@ type reservedElem struct {
 }
 
 func (e *reservedElem) ScanBytes(b []byte) error {
-	if bytes.HasPrefix(b, []byte(sharedReservation)) {
+	if judge.IsShared(b) {
 		*e.dst = e.in.get(b)
 	} else if s, ok := e.in.known[string(b)]; ok {
 		*e.dst = s
@@ -141,6 +142,3 @@ func (e *reservedElem) ScanBytes(b []byte) error {
 	}
 	return nil
 }
-
-// sharedReservation marks a shared resource in reserved_resources_record.
-const sharedReservation = "shared:"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // Status sums up why a task is where it is.
@@ -120,15 +121,15 @@ type TaskAhead struct {
 // alone: it is pure, and every age is measured on the inspection's database
 // clock. A task the inspection has no row of is StatusNotFound.
 func Explain(in *Inspection, taskID string) Explanation {
-	ex := explainer{in: in, j: in.judge(), id: taskID}
+	ex := explainer{in: in, fleet: in.Fleet(), id: taskID}
 	return ex.run()
 }
 
 type explainer struct {
-	in *Inspection
-	j  *judge
-	id string
-	e  Explanation
+	in    *Inspection
+	fleet *heartbeat.Fleet
+	id    string
+	e     Explanation
 }
 
 func (x *explainer) run() Explanation {
@@ -170,7 +171,7 @@ func (x *explainer) process(appLockID string) *Process {
 		return nil
 	}
 	p := &Process{AppLockID: appLockID, Liveness: heartbeat.Gone}
-	row, live, ok := x.j.fleet.Row(appLockID)
+	row, live, ok := x.fleet.Row(appLockID)
 	if ok {
 		p.Name, p.AppType, p.Liveness = row.Name, row.AppType, live
 		p.HeartbeatAge = durationPtr(x.in.Snapshot.Now.Sub(row.LastHeartbeat))
@@ -225,53 +226,27 @@ func (x *explainer) collectResources() {
 			byKey[jd.Key] = append(byKey[jd.Key], jd)
 		}
 	}
-	for _, n := range needsOf(x.e.Task.Reserved) {
-		rn := ResourceNeed{Resource: n.resource, Need: n.kind, Holders: []Holder{}}
-		for _, jd := range byKey[ResourceKeyPrefix+n.resource] {
+	for _, n := range judge.Reservations(x.e.Task.Reserved) {
+		rn := ResourceNeed{Resource: n.Resource, Need: n.Kind, Holders: []Holder{}}
+		for _, jd := range byKey[ResourceKeyPrefix+n.Resource] {
 			h := x.holder(jd)
-			h.Blocks = x.waiting() && !h.Own && conflicts(n.kind, jd.Kind)
+			h.Blocks = x.waiting() && !h.Own && conflicts(n.Kind, jd.Kind)
 			rn.Holders = append(rn.Holders, h)
 		}
 		x.e.Resources = append(x.e.Resources, rn)
 	}
 }
 
-// need is one resource of a reserved_resources_record, with its kind.
-type need struct {
-	resource string
-	kind     Kind
-}
-
-// needsOf lists a reserved_resources_record as needs in record order,
-// without duplicates: shared ones carry the shared: prefix.
-func needsOf(record []string) []need {
-	seen := map[need]bool{}
-	var out []need
-	for _, r := range record {
-		n := need{r, KindExclusive}
-		if name, ok := strings.CutPrefix(r, "shared:"); ok {
-			n = need{name, KindShared}
-		}
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // conflicts says whether two reservations of one resource exclude each
-// other: exclusive against anything does, shared against shared does not.
-func conflicts(a, b Kind) bool {
-	return a == KindExclusive || b == KindExclusive
-}
+// other (see judge.Conflicts).
+func conflicts(a, b Kind) bool { return judge.Conflicts(a, b) }
 
 func (x *explainer) collectAhead() {
 	ex := x.in.Explained
 	if ex == nil || ex.TaskID != x.id || Final(x.e.Task.State) {
 		return
 	}
-	mine := needsOf(x.e.Task.Reserved)
+	mine := judge.Reservations(x.e.Task.Reserved)
 	finishing := map[string]bool{}
 	for _, tj := range x.in.Plan.Tasks {
 		if tj.Action == ActionUpdate && Final(tj.StateAfter) {
@@ -284,14 +259,14 @@ func (x *explainer) collectAhead() {
 			continue
 		}
 		var hits []string
-		theirs := map[need]bool{}
-		for _, n := range needsOf(t.Reserved) {
+		theirs := map[judge.Reservation]bool{}
+		for _, n := range judge.Reservations(t.Reserved) {
 			theirs[n] = true
 		}
 		for _, n := range mine {
 			for _, kind := range []Kind{KindExclusive, KindShared} {
-				if theirs[need{n.resource, kind}] && conflicts(n.kind, kind) {
-					hits = append(hits, n.resource)
+				if theirs[judge.Reservation{Resource: n.Resource, Kind: kind}] && conflicts(n.Kind, kind) {
+					hits = append(hits, n.Resource)
 					break
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 var exNow = time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
@@ -71,8 +72,8 @@ func (w *exWorld) finishedAgo(id string, ago time.Duration) {
 // hold writes the locks of a task as Pulp's acquire script does.
 func (w *exWorld) hold(owner, taskID string, reserved ...string) {
 	w.snap.Holdings = append(w.snap.Holdings, Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, Registered: true})
-	for _, n := range needsOf(reserved) {
-		w.snap.Holdings = append(w.snap.Holdings, Holding{Key: ResourceKeyPrefix + n.resource, Kind: n.kind, Owner: owner, Registered: true})
+	for _, n := range judge.Reservations(reserved) {
+		w.snap.Holdings = append(w.snap.Holdings, Holding{Key: ResourceKeyPrefix + n.Resource, Kind: n.Kind, Owner: owner, Registered: true})
 	}
 }
 
@@ -84,7 +85,7 @@ func (w *exWorld) older(state, appLock string, reserved ...string) string {
 }
 
 func (w *exWorld) explain() Explanation {
-	in := &Inspection{Snapshot: w.snap, Plan: Judge(w.snap, w.policy), Policy: w.policy}
+	in := &Inspection{Snapshot: w.snap, Plan: judge.All(w.snap, w.policy), Policy: w.policy}
 	ex := &ExplainedTask{TaskID: exTarget, Ahead: w.ahead, AheadTotal: len(w.ahead)}
 	if t, ok := w.snap.Tasks[exTarget]; ok {
 		ex.Row = &TaskRow{Task: t, Created: exNow.Add(-time.Minute)}
@@ -509,7 +510,7 @@ func TestExplainClaimAndAhead(t *testing.T) {
 		"a task ahead already named as a lock holder is not named twice")
 
 	// Without explain's own rows, the snapshot's row of a claimed task is used.
-	in := &Inspection{Snapshot: w.snap, Plan: Judge(w.snap, w.policy), Policy: w.policy}
+	in := &Inspection{Snapshot: w.snap, Plan: judge.All(w.snap, w.policy), Policy: w.policy}
 	ex = Explain(in, older)
 	require.NotNil(t, ex.Task)
 	require.True(t, ex.Task.Created.IsZero())
@@ -532,5 +533,5 @@ func TestConflicts(t *testing.T) {
 	require.True(t, conflicts(KindShared, KindExclusive))
 	require.False(t, conflicts(KindShared, KindShared))
 	require.Equal(t, []string{"a", "shared:a", "b"}, conflictingForms([]string{"a", "shared:b", "a"}))
-	require.Equal(t, []need{{"a", KindExclusive}, {"b", KindShared}}, needsOf([]string{"a", "shared:b", "a", "shared:b"}))
+	require.Equal(t, []judge.Reservation{{Resource: "a", Kind: KindExclusive}, {Resource: "b", Kind: KindShared}}, judge.Reservations([]string{"a", "shared:b", "a", "shared:b"}))
 }

@@ -51,7 +51,7 @@ func FuzzParseTaskKey(f *testing.F) {
 			t.Fatalf("ParseTaskKey(%q) returned non-canonical id %q", key, id)
 		}
 		// The same id names the task of an immediate-<uuid> owner.
-		if got, ok := immediateTaskID(immediateOwnerPrefix + id); !ok || got != id {
+		if got, ok := immediateTaskID("immediate-" + id); !ok || got != id {
 			t.Fatalf("immediateTaskID(immediate-%s) = %q, %v", id, got, ok)
 		}
 	})

@@ -3,13 +3,13 @@ package reaper
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // InspectOptions choose what an inspection reads.
@@ -69,7 +69,7 @@ func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection,
 	if err != nil {
 		return nil, err
 	}
-	in := &Inspection{Snapshot: snap, Plan: Judge(snap, r.cfg.Policy), Policy: r.cfg.Policy}
+	in := &Inspection{Snapshot: snap, Plan: judge.All(snap, r.cfg.Policy), Policy: r.cfg.Policy}
 	if opts.TaskID != "" {
 		if in.Explained, err = readExplainedTask(ctx, r.pool, r.cfg.DatabaseTimeout, opts.TaskID); err != nil {
 			return nil, err
@@ -81,28 +81,12 @@ func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection,
 // Owner returns what the inspection knows of an owner name: the liveness of
 // its AppStatus rows, or for an immediate-<uuid> owner that of its task.
 func (in *Inspection) Owner(name string) heartbeat.Owner {
-	return in.judge().owner(name)
+	return judge.LockOwner(in.Snapshot.Tasks, in.Fleet(), name)
 }
 
 // Fleet returns the liveness of every AppStatus row and name.
 func (in *Inspection) Fleet() *heartbeat.Fleet {
-	return heartbeat.Judge(in.Snapshot.AppStatuses, in.Snapshot.Now, in.Policy.HeartbeatGrace)
-}
-
-func (in *Inspection) judge() *judge {
-	return &judge{snap: in.Snapshot, p: in.Policy, fleet: in.Fleet()}
-}
-
-// HoldingTask names the task a holding is held for: the task of a task lock,
-// or for a resource holding the task of the owner's task lock that reserves
-// the resource (the one that justified it or whose verdict it inherited).
-// It is "" when no task lock of the owner reserves the resource.
-func (jd Judgement) HoldingTask() string {
-	if jd.Kind == KindTask {
-		return jd.TaskID()
-	}
-	id, _ := ParseTaskKey(jd.Evidence.Via)
-	return id
+	return heartbeat.NewFleet(in.Snapshot.AppStatuses, in.Snapshot.Now, in.Policy.HeartbeatGrace)
 }
 
 // explainTaskSQL and explainAheadSQL name only columns of pulp-protocol.md §3.
@@ -198,25 +182,5 @@ func scanTaskRows(rows pgx.Rows) ([]TaskRow, int, error) {
 }
 
 // conflictingForms lists the reserved_resources_record entries of another
-// task that conflict with this record: an exclusive need conflicts with the
-// resource in both forms (R and shared:R), a shared need only with R itself,
-// since shared holders coexist.
-func conflictingForms(record []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	for _, r := range record {
-		if name, shared := strings.CutPrefix(r, "shared:"); shared {
-			add(name)
-		} else {
-			add(r)
-			add("shared:" + r)
-		}
-	}
-	return out
-}
+// task that conflict with this record (see judge.ConflictingEntries).
+func conflictingForms(record []string) []string { return judge.ConflictingEntries(record) }

@@ -4,12 +4,14 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // Pulp's Redis key names.
 const (
-	TaskKeyPrefix     = "task:"
-	ResourceKeyPrefix = "pulp:resource_lock:"
+	TaskKeyPrefix     = judge.TaskKeyPrefix
+	ResourceKeyPrefix = judge.ResourceKeyPrefix
 	OwnerLocksPrefix  = "pulp:owner_locks:"
 	ActiveOwnersKey   = "pulp:active_owners"
 	// SuspectsKey is lock-reaper's own hash of remembered suspects.
@@ -22,25 +24,7 @@ const MaxOwnerLen = 1024
 
 // IsTaskUUID reports whether s is a UUID in the canonical lowercase text form
 // pulpcore uses for task keys.
-func IsTaskUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
-		}
-	}
-	return true
-}
+func IsTaskUUID(s string) bool { return judge.IsTaskUUID(s) }
 
 // ParseTaskKey returns the task id of a task:<uuid> key.
 func ParseTaskKey(key string) (string, bool) {

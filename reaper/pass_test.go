@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 const domain = "prn:core.domain:00000000-0000-4000-8000-000000000001"
@@ -254,7 +256,7 @@ func TestPassRaces(t *testing.T) {
 	r := f.reaper(func(c *Config) {})
 	snap, err := r.snapshot(f.ctx, PassOptions{Mode: ModeOnce}, &Report{})
 	require.NoError(t, err)
-	plan := Judge(snap, r.cfg.Policy)
+	plan := judge.All(snap, r.cfg.Policy)
 	// Between the snapshot and the release, a live worker takes the key.
 	require.NoError(t, f.redis.Client.Set(f.ctx, "task:"+task, "4@live", 0).Err())
 	act := &actor{r: r, plan: &plan}
@@ -267,7 +269,7 @@ func TestPassRaces(t *testing.T) {
 	lost := f.task("running", dead, nil, -1)
 	snap, err = r.snapshot(f.ctx, PassOptions{Mode: ModeOnce}, &Report{})
 	require.NoError(t, err)
-	plan = Judge(snap, r.cfg.Policy)
+	plan = judge.All(snap, r.cfg.Policy)
 	_, err = f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed', app_lock_id = $2 WHERE pulp_id = $1", lost, live)
 	require.NoError(t, err)
 	act = &actor{r: r, plan: &plan}
@@ -345,7 +347,7 @@ func TestPassLeavesHoldingsOfANewTask(t *testing.T) {
 	r := f.reaper(nil)
 	snap, err := r.snapshot(f.ctx, PassOptions{Mode: ModeOnce}, &Report{})
 	require.NoError(t, err)
-	plan := Judge(snap, r.cfg.Policy)
+	plan := judge.All(snap, r.cfg.Policy)
 	// Meanwhile the worker fetches its next task, sharing the domain.
 	next := f.task("running", live, []string{r2, "shared:" + domain}, -1)
 	f.acquire("8@w", next, []string{r2, "shared:" + domain}, false)

@@ -8,8 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // TestReleaseGuardCountsTaskLocks exercises the release script's check that
@@ -55,18 +53,6 @@ func TestReleaseGuardCountsTaskLocks(t *testing.T) {
 	require.Equal(t, ResultOwnerChanged, release(h), "a new task lock, though the count of task locks is as seen")
 	require.Equal(t, owner, f.get(h.Key), "left alone")
 	require.True(t, rdb.SIsMember(f.ctx, registry, h.Key).Val(), "still registered")
-}
-
-// TestTaskLocksSeenListsEachKeyOnce: the release script counts the seen
-// task locks, so a holding listed twice must not count twice.
-func TestTaskLocksSeenListsEachKeyOnce(t *testing.T) {
-	t.Parallel()
-	task := Holding{Key: TaskKeyPrefix + jtID(1), Owner: "1@w", Kind: KindTask}
-	other := Holding{Key: TaskKeyPrefix + jtID(2), Owner: "1@w", Kind: KindTask}
-	guardedRelease := Judgement{Holding: Holding{Key: ResourceKeyPrefix + "r", Owner: "1@w", Kind: KindExclusive},
-		Action: ActionRelease, Evidence: Evidence{OwnerLiveness: heartbeat.Alive}}
-	seen := taskLocksSeen([]Holding{other, task, task, guardedRelease.Holding}, []Judgement{guardedRelease})
-	require.Equal(t, map[string][]string{"1@w": {task.Key, other.Key}}, seen)
 }
 
 // TestReleaseScriptByKeyType: what the release script does with a holding

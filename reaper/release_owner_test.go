@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // TestJudgeOwnerRelease checks the plan of a break-glass release on pure
@@ -37,7 +38,7 @@ func TestJudgeOwnerRelease(t *testing.T) {
 	suspect := SuspectKey{Key: "pulp:resource_lock:x", Owner: "1@live"}
 	w.snap.Suspects[suspect] = Suspect{Verdict: VerdictNoTask, FirstSeen: exNow.Add(-time.Minute)}
 
-	plan := judgeOwnerRelease(w.snap, w.policy, "1@target")
+	plan := judge.OwnerRelease(w.snap, w.policy, "1@target")
 	require.Empty(t, plan.Guards, "the mass-death guard does not apply to one named owner")
 	require.Len(t, plan.Holdings, 5)
 	for _, jd := range plan.Holdings {
@@ -61,13 +62,13 @@ func TestJudgeOwnerRelease(t *testing.T) {
 	require.Equal(t, VerdictOrphanedClaim, byID[waiting].Verdict)
 	require.True(t, byID[waiting].ClearClaim)
 	require.Empty(t, byID[waiting].Deferred)
-	require.Equal(t, deferredOtherTaskKey, byID[crossed].Deferred)
+	require.Equal(t, judge.DeferredOtherTaskKey, byID[crossed].Deferred)
 	require.Equal(t, map[SuspectKey]Suspect{suspect: w.snap.Suspects[suspect]}, plan.Suspects)
-	require.Len(t, plan.Owners, 1)
-	require.Equal(t, 40*time.Second, plan.Owners[0].HeartbeatAge)
+	require.Len(t, plan.FleetOwners, 1)
+	require.Equal(t, 40*time.Second, plan.FleetOwners[0].HeartbeatAge)
 
 	// The same snapshot judged normally keeps the late owner's locks.
-	for _, jd := range Judge(w.snap, w.policy).Holdings {
+	for _, jd := range judge.All(w.snap, w.policy).Holdings {
 		if jd.Owner == "1@target" {
 			require.NotEqual(t, ActionRelease, jd.Action, jd.Key)
 		}
@@ -86,7 +87,7 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 	leaked := w.id()
 	w.hold("1@live", leaked) // no task row: task-missing, a suspect
 
-	plan := judgeOwnerRelease(w.snap, w.policy, "1@live")
+	plan := judge.OwnerRelease(w.snap, w.policy, "1@live")
 	require.Len(t, plan.Guards, 1)
 	require.Equal(t, "alive-owner", plan.Guards[0].Name)
 	require.Contains(t, plan.Guards[0].Reason, "1@live has an online AppStatus row (heartbeat 1s ago)")
@@ -94,7 +95,7 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 	for _, jd := range plan.Holdings {
 		require.NotEqual(t, ActionSuspect, jd.Action, "a refused release remembers nothing")
 		if jd.Action == ActionRelease {
-			require.Equal(t, deferredAliveOwner, jd.Deferred, jd.Key)
+			require.Equal(t, judge.DeferredAliveOwner, jd.Deferred, jd.Key)
 		}
 		require.Equal(t, heartbeat.Alive, jd.Evidence.OwnerLiveness)
 		if jd.Key == TaskKeyPrefix+running {
@@ -106,7 +107,7 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 
 	forced := w.policy
 	forced.Force = true
-	plan = judgeOwnerRelease(w.snap, forced, "1@live")
+	plan = judge.OwnerRelease(w.snap, forced, "1@live")
 	require.Empty(t, plan.Guards)
 	for _, jd := range plan.Holdings {
 		require.Equal(t, ActionRelease, jd.Action)
@@ -131,7 +132,7 @@ func TestJudgeOwnerReleaseLimits(t *testing.T) {
 	w.hold("2@dead", w.task("", StateCompleted, ""))
 	w.policy.MaxReleases, w.policy.MaxTaskUpdates = 2, 1
 
-	plan := judgeOwnerRelease(w.snap, w.policy, "1@dead")
+	plan := judge.OwnerRelease(w.snap, w.policy, "1@dead")
 	releases, deferred := 0, 0
 	for _, jd := range plan.Holdings {
 		if jd.Deferred == "" {
@@ -157,7 +158,7 @@ func TestJudgeOwnerReleaseLimits(t *testing.T) {
 	require.Equal(t, []string{"max-releases", "max-task-updates"}, names)
 
 	// An owner nobody knows: nothing to do.
-	plan = judgeOwnerRelease(w.snap, w.policy, "7@nobody")
+	plan = judge.OwnerRelease(w.snap, w.policy, "7@nobody")
 	require.Empty(t, plan.Holdings)
 	require.Empty(t, plan.Tasks)
 	require.Empty(t, plan.Guards)
@@ -170,8 +171,9 @@ func TestJudgeOwnerReleaseLimits(t *testing.T) {
 func TestReleaseOwnerPass(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	target := f.worker("1@target", time.Hour)
-	other := f.worker("2@dead", time.Hour)
+	// Both died a minute ago: recent deaths, which the guard counts.
+	target := f.worker("1@target", 2*time.Minute)
+	other := f.worker("2@dead", 2*time.Minute)
 	live := f.worker("1@live", time.Second)
 
 	rRun, rWait, rDone, rOther, rLive := repo(), repo(), repo(), repo(), repo()
@@ -265,11 +267,11 @@ func TestJudgeOwnerReleaseImmediateOwner(t *testing.T) {
 	t.Parallel()
 	w := exNewWorld()
 	id := w.task("", StateRunning, "", exRepo)
-	owner := immediateOwnerPrefix + id
+	owner := "immediate-" + id
 	w.hold(owner, id, exRepo)
-	require.Equal(t, VerdictHealthy, Judge(w.snap, w.policy).Holdings[0].Verdict)
+	require.Equal(t, VerdictHealthy, judge.All(w.snap, w.policy).Holdings[0].Verdict)
 
-	plan := judgeOwnerRelease(w.snap, w.policy, owner)
+	plan := judge.OwnerRelease(w.snap, w.policy, owner)
 	require.Empty(t, plan.Guards)
 	require.Len(t, plan.Holdings, 2)
 	for _, jd := range plan.Holdings {

@@ -38,14 +38,6 @@ type Scanned struct {
 	FullScan         bool `json:"full_scan"`
 }
 
-// OwnerReport is one lock owner seen in Redis, with its liveness.
-type OwnerReport struct {
-	Name         string    `json:"name"`
-	Liveness     string    `json:"liveness"`
-	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
-	Holdings     int       `json:"holdings"`
-}
-
 // Finding is one holding that is not healthy, and what became of it.
 type Finding struct {
 	Key        string     `json:"key"`
@@ -77,6 +69,9 @@ type TaskFinding struct {
 	Result      Result     `json:"result"`
 	Deferred    string     `json:"deferred,omitempty"`
 	FirstSeen   *time.Time `json:"first_seen,omitempty"`
+	// Resources lists, for an unprotected task, what it reserves and every
+	// other current holder of each.
+	Resources []UnguardedResource `json:"resources,omitempty"`
 }
 
 // Summary counts holdings and tasks by verdict and by result.

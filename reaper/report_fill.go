@@ -9,13 +9,13 @@ func (r *Report) fill(plan *Plan, act *actor) {
 	r.verdictCounts = plan.ByVerdict
 	n := 0
 	for _, jd := range plan.Holdings {
-		if jd.Verdict.finding() {
+		if jd.Verdict.Finding() {
 			n++
 		}
 	}
 	r.Findings = make([]Finding, 0, n)
 	for i, jd := range plan.Holdings {
-		if !jd.Verdict.finding() {
+		if !jd.Verdict.Finding() {
 			continue
 		}
 		r.Findings = append(r.Findings, Finding{
@@ -29,11 +29,11 @@ func (r *Report) fill(plan *Plan, act *actor) {
 		r.Tasks = append(r.Tasks, TaskFinding{
 			ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
 			StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, Requeue: tj.ClearClaim, Reason: tj.Reason,
-			Result: act.taskResults[i], Deferred: act.taskDeferred[i], FirstSeen: tj.FirstSeen,
+			Result: act.taskResults[i], Deferred: act.taskDeferred[i], FirstSeen: tj.FirstSeen, Resources: tj.Resources,
 		})
 	}
-	r.Owners = plan.Holders
-	r.Scanned.Owners = len(plan.Holders)
+	r.Owners = plan.LockOwners
+	r.Scanned.Owners = len(plan.LockOwners)
 }
 
 // summarizeAll counts by verdict and result; empty lists print as [] in JSON.

@@ -307,7 +307,8 @@ func TestGuardMassDeath(t *testing.T) {
 	live := f.worker("2@live", time.Second)
 	f.worker("2@reused", time.Second) // restarted under the old name
 	reusedDead := f.worker("2@reused", time.Hour)
-	deadRows := []string{f.worker("2@dead-a", time.Hour), f.worker("2@dead-b", time.Hour), f.worker("2@dead-c", time.Hour)}
+	// Dead a minute: recent deaths, which the guard counts.
+	deadRows := []string{f.worker("2@dead-a", 2*time.Minute), f.worker("2@dead-b", 2*time.Minute), f.worker("2@dead-c", 2*time.Minute)}
 	// 3 of 5 worker rows are dead (the restarted name's old row does not count): more than max_dead_fraction 0.5.
 
 	r1 := repo()

@@ -1,4 +1,4 @@
-package reaper
+package judge
 
 // Table tests of Judge against verdicts.md: one case per row of every table
 // (owner liveness, task locks, resource holdings, confirmation, lost tasks,
@@ -114,7 +114,7 @@ func (w *jtWorld) remember(key, owner string, v Verdict, ago time.Duration) {
 	w.snap.Suspects[SuspectKey{Key: key, Owner: owner}] = Suspect{Verdict: v, FirstSeen: jtNow.Add(-ago)}
 }
 
-func (w *jtWorld) judge(p Policy) Plan { return Judge(w.snap, p) }
+func (w *jtWorld) judge(p Policy) Plan { return All(w.snap, p) }
 
 func jtDur(d time.Duration) *time.Duration { return &d }
 
@@ -298,12 +298,12 @@ func TestJudgeOwnersListed(t *testing.T) {
 	w.worker("a", time.Hour)
 	w.worker("a", time.Second)
 	plan := w.judge(DefaultPolicy())
-	require.Len(t, plan.Owners, 2)
-	require.Equal(t, "a", plan.Owners[0].Name)
-	require.Equal(t, 2, plan.Owners[0].Rows)
-	require.Equal(t, heartbeat.Alive, plan.Owners[0].Liveness)
-	require.Equal(t, time.Second, plan.Owners[0].HeartbeatAge)
-	require.Equal(t, "b", plan.Owners[1].Name)
+	require.Len(t, plan.FleetOwners, 2)
+	require.Equal(t, "a", plan.FleetOwners[0].Name)
+	require.Equal(t, 2, plan.FleetOwners[0].Rows)
+	require.Equal(t, heartbeat.Alive, plan.FleetOwners[0].Liveness)
+	require.Equal(t, time.Second, plan.FleetOwners[0].HeartbeatAge)
+	require.Equal(t, "b", plan.FleetOwners[1].Name)
 	require.Equal(t, jtNow, plan.Now)
 }
 
@@ -906,8 +906,8 @@ func TestJudgeResourceHolding(t *testing.T) {
 			require.Equal(t, tc.want.action, jd.Action)
 			if tc.want.via {
 				require.NotEmpty(t, jd.Evidence.Via)
-				_, ok := ParseTaskKey(jd.Evidence.Via)
-				require.True(t, ok, "Via %q is a task key", jd.Evidence.Via)
+				id, ok := strings.CutPrefix(jd.Evidence.Via, TaskKeyPrefix)
+				require.True(t, ok && IsTaskUUID(id), "Via %q is a task key", jd.Evidence.Via)
 			} else {
 				require.Empty(t, jd.Evidence.Via)
 			}
@@ -1228,19 +1228,62 @@ func TestJudgeLostTasks(t *testing.T) {
 		{
 			name: "running, claim row late: nothing",
 			build: func(w *jtWorld) string {
-				return w.task(StateRunning, w.worker(owner, 45*time.Second))
+				id := w.task(StateRunning, w.worker(owner, 45*time.Second))
+				w.acquire(id, owner)
+				return id
 			},
 		},
 		{
 			name: "running, claim row at exactly ttl+grace: nothing",
 			build: func(w *jtWorld) string {
-				return w.task(StateRunning, w.worker(owner, jtWorkerTTL+DefaultHeartbeatGrace))
+				id := w.task(StateRunning, w.worker(owner, jtWorkerTTL+DefaultHeartbeatGrace))
+				w.acquire(id, owner)
+				return id
 			},
 		},
 		{
 			name: "running, claim row alive: nothing",
 			build: func(w *jtWorld) string {
+				id := w.task(StateRunning, w.worker(owner, time.Second))
+				w.acquire(id, owner)
+				return id
+			},
+		},
+		{
+			name: "running, claim row alive, no task lock in a full scan: unprotected",
+			build: func(w *jtWorld) string {
 				return w.task(StateRunning, w.worker(owner, time.Second))
+			},
+			want: &want{verdict: VerdictUnprotected, action: ActionReport, stateAfter: StateRunning, owner: owner,
+				reason: "Worker 1@worker-a runs the task, but its lock task:00000002-0000-4000-8000-000000000002 is gone from Redis: its resources are unguarded."},
+		},
+		{
+			name: "running, claim row late, no task lock in a full scan: unprotected",
+			build: func(w *jtWorld) string {
+				return w.task(StateRunning, w.worker(owner, 45*time.Second))
+			},
+			want: &want{verdict: VerdictUnprotected, action: ActionReport, stateAfter: StateRunning, owner: owner,
+				reason: "Worker 1@worker-a runs the task, but its lock task:00000002-0000-4000-8000-000000000002 is gone from Redis: its resources are unguarded."},
+		},
+		{
+			name: "running, claim row alive, no task lock in a registry-only read: nothing",
+			build: func(w *jtWorld) string {
+				w.snap.FullScan = false
+				return w.task(StateRunning, w.worker(owner, time.Second))
+			},
+		},
+		{
+			name: "running, claim row alive, task lock held by another owner: nothing",
+			build: func(w *jtWorld) string {
+				id := w.task(StateRunning, w.worker(owner, time.Second))
+				w.taskLock(id, "2@someone-else")
+				return id
+			},
+		},
+		{
+			name: "canceling, claim row alive, no task lock: nothing",
+			build: func(w *jtWorld) string {
+				return w.task(StateCanceling, w.worker(owner, time.Second))
 			},
 		},
 		{
@@ -1462,6 +1505,10 @@ type jtGuardWorld struct {
 	lost, orphaned                     string
 }
 
+// jtRecentlyDead is the heartbeat age of a worker that died a minute ago
+// (ttl + grace + 1m), well within MassDeathWindow.
+const jtRecentlyDead = jtWorkerTTL + DefaultHeartbeatGrace + time.Minute
+
 // jtMassDeath builds `workers` worker rows of which the first `dead` are dead.
 // It adds rows of its own: a restarted worker "5@reborn" (one live row, one
 // dead row), and a dead "0@retired" when dead is 0, so that there is always an
@@ -1473,7 +1520,8 @@ func jtMassDeath(workers, dead int) *jtGuardWorld {
 	for i := range workers {
 		name := fmt.Sprintf("%d@worker-%d", i+1, i)
 		if i < dead {
-			row := w.worker(name, time.Hour)
+			// Dead for a minute: a recent death, which the guard counts.
+			row := w.worker(name, jtRecentlyDead)
 			if deadName == "" {
 				deadName, deadRow = name, row
 			}
@@ -1483,7 +1531,7 @@ func jtMassDeath(workers, dead int) *jtGuardWorld {
 	}
 	if deadName == "" {
 		deadName = "0@retired"
-		deadRow = w.worker(deadName, time.Hour)
+		deadRow = w.worker(deadName, jtRecentlyDead)
 	}
 	w.row("9@api-dead", "api", jtAPITTL, time.Hour)
 	w.row("9@api-dead2", "api", jtAPITTL, time.Hour)
@@ -1601,7 +1649,7 @@ func TestJudgeMassDeathGuardLeavesSuspectsAlone(t *testing.T) {
 	t.Parallel()
 	w := jtNewWorld()
 	for i := range 3 {
-		w.worker(fmt.Sprintf("%d@dead", i), time.Hour)
+		w.worker(fmt.Sprintf("%d@dead", i), jtRecentlyDead)
 	}
 	live := w.worker("1@live", time.Second)
 	id := w.task(StateWaiting, live)
@@ -1763,7 +1811,7 @@ func TestJudgeTaskLocksBeforeResources(t *testing.T) {
 
 func TestJudgeEmptySnapshot(t *testing.T) {
 	t.Parallel()
-	plan := Judge(Snapshot{Now: jtNow}, DefaultPolicy())
+	plan := All(Snapshot{Now: jtNow}, DefaultPolicy())
 	require.Empty(t, plan.Holdings)
 	require.Empty(t, plan.Tasks)
 	require.Empty(t, plan.Guards)

@@ -1,4 +1,4 @@
-package reaper
+package judge
 
 import (
 	"fmt"
@@ -10,26 +10,11 @@ import (
 
 // Deferral reasons of a break-glass release.
 const (
-	deferredAliveOwner   = "alive-owner guard"
-	deferredOtherTaskKey = "its task lock is held by another owner"
+	DeferredAliveOwner   = "alive-owner guard"
+	DeferredOtherTaskKey = "its task lock is held by another owner"
 )
 
-// judgeFor judges a snapshot the way the pass options ask: a normal pass, or
-// the break-glass release of one owner.
-func judgeFor(snap Snapshot, p Policy, opts PassOptions) Plan {
-	if opts.ReleaseOwner != "" {
-		return judgeOwnerRelease(snap, p, opts.ReleaseOwner)
-	}
-	return JudgeFindings(snap, p)
-}
-
-// OwnerRelease is the plan of a break-glass release of owner on this
-// inspection: what `lock-reaper release --owner` would do.
-func (in *Inspection) OwnerRelease(owner string) Plan {
-	return judgeOwnerRelease(in.Snapshot, in.Policy, owner)
-}
-
-// judgeOwnerRelease plans the break-glass release of one owner an operator
+// OwnerRelease plans the break-glass release of one owner an operator
 // knows to be dead. Its AppStatus rows are judged dead whatever their
 // heartbeat says, and the plan keeps only:
 //   - every holding of the owner, each released (a holding the pass would
@@ -42,8 +27,8 @@ func (in *Inspection) OwnerRelease(owner string) Plan {
 // per-pass limits do. An owner with an online row is refused unless p.Force
 // (see refuseAliveOwner). Suspects are remembered as they were; only the ones
 // this release settles are forgotten.
-func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
-	actual := heartbeat.Judge(snap.AppStatuses, snap.Now, p.HeartbeatGrace)
+func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
+	actual := heartbeat.NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace)
 	if o := actual.Owner(owner); o.Rows > 0 && o.Liveness == heartbeat.Alive && !p.Force {
 		return refuseAliveOwner(snap, p, o)
 	}
@@ -58,24 +43,31 @@ func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 
 	forced := p
 	forced.Force = true
-	full := Judge(declared, forced)
+	full := All(declared, forced)
 	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects)}
 	if plan.Suspects == nil {
 		plan.Suspects = map[SuspectKey]Suspect{}
 	}
-	for _, o := range full.Owners {
+	for _, o := range full.FleetOwners {
 		if o.Name == owner {
 			o.HeartbeatAge = actual.Owner(owner).HeartbeatAge
-			plan.Owners = append(plan.Owners, o)
+			plan.FleetOwners = append(plan.FleetOwners, o)
 		}
 	}
 
-	realOwner := actual.Owner(owner)
-	taskKeyOwners := map[string][]string{}
+	plan.Holdings = ownerHoldings(full, owner, actual.Owner(owner))
+	plan.Tasks = claimedTasks(full, rows, owner)
+	applyGuards(&plan, heartbeat.NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
+	plan.countListed()
+	plan.TaskLocksSeen = taskLocksSeen(declared.Holdings, plan.Holdings)
+	return plan
+}
+
+// ownerHoldings is every holding of owner in full, each released as the
+// holding of a dead owner.
+func ownerHoldings(full Plan, owner string, realOwner heartbeat.Owner) []Judgement {
+	var out []Judgement
 	for _, jd := range full.Holdings {
-		if jd.Kind == KindTask {
-			taskKeyOwners[jd.Key] = append(taskKeyOwners[jd.Key], jd.Owner)
-		}
 		if jd.Owner != owner {
 			continue
 		}
@@ -92,8 +84,20 @@ func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 		if realOwner.Rows > 0 {
 			jd.Evidence.HeartbeatAge = durationPtr(realOwner.HeartbeatAge)
 		}
-		plan.Holdings = append(plan.Holdings, jd)
+		out = append(out, jd)
 	}
+	return out
+}
+
+// claimedTasks is every task of full claimed by one of the owner's rows.
+func claimedTasks(full Plan, rows map[string]bool, owner string) []TaskJudgement {
+	taskKeyOwners := map[string][]string{}
+	for _, jd := range full.Holdings {
+		if jd.Kind == KindTask {
+			taskKeyOwners[jd.Key] = append(taskKeyOwners[jd.Key], jd.Owner)
+		}
+	}
+	var out []TaskJudgement
 	for _, tj := range full.Tasks {
 		if !rows[tj.AppLockID] {
 			continue
@@ -104,17 +108,13 @@ func judgeOwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 		for _, k := range tj.AfterRelease {
 			for _, o := range taskKeyOwners[k] {
 				if o != owner {
-					tj.Deferred = deferredOtherTaskKey
+					tj.Deferred = DeferredOtherTaskKey
 				}
 			}
 		}
-		plan.Tasks = append(plan.Tasks, tj)
+		out = append(out, tj)
 	}
-
-	applyGuards(&plan, heartbeat.Judge(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
-	plan.countListed()
-	plan.TaskLocksSeen = taskLocksSeen(declared.Holdings, plan.Holdings)
-	return plan
+	return out
 }
 
 // declareDead returns the rows with the owner's heartbeats moved just past
@@ -136,7 +136,7 @@ func declareDead(rows []heartbeat.AppStatus, now time.Time, grace time.Duration,
 // tasks as a normal pass judges them, with anything a normal pass would do to
 // them held back by the alive-owner guard.
 func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
-	full := Judge(snap, p)
+	full := All(snap, p)
 	rows := map[string]bool{}
 	for _, a := range snap.AppStatuses {
 		if a.Name == o.Name {
@@ -149,9 +149,9 @@ func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
 	if plan.Suspects == nil {
 		plan.Suspects = map[SuspectKey]Suspect{}
 	}
-	for _, owner := range full.Owners {
+	for _, owner := range full.FleetOwners {
 		if owner.Name == o.Name {
-			plan.Owners = append(plan.Owners, owner)
+			plan.FleetOwners = append(plan.FleetOwners, owner)
 		}
 	}
 	for _, jd := range full.Holdings {
@@ -160,7 +160,7 @@ func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
 		}
 		switch jd.Action {
 		case ActionRelease:
-			jd.Deferred = deferredAliveOwner
+			jd.Deferred = DeferredAliveOwner
 		case ActionSuspect:
 			// Not remembered either: the suspects stay as they were.
 			jd.Action, jd.FirstSeen = ActionKeep, nil
@@ -168,10 +168,13 @@ func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
 		plan.Holdings = append(plan.Holdings, jd)
 	}
 	for _, tj := range full.Tasks {
-		if rows[tj.AppLockID] {
-			tj.Deferred = deferredAliveOwner
-			plan.Tasks = append(plan.Tasks, tj)
+		if !rows[tj.AppLockID] {
+			continue
 		}
+		if tj.Action != ActionReport {
+			tj.Deferred = DeferredAliveOwner
+		}
+		plan.Tasks = append(plan.Tasks, tj)
 	}
 	plan.countListed()
 	plan.TaskLocksSeen = taskLocksSeen(snap.Holdings, plan.Holdings)

@@ -1,9 +1,11 @@
-package reaper
+package judge
 
 import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -59,6 +61,9 @@ type TaskJudgement struct {
 	// a requeued task whose lock remains would block its next worker.
 	AfterRelease []string `json:"-"`
 	Deferred     string   `json:"deferred,omitempty"`
+	// Resources lists, for an unprotected task, what it reserves and who
+	// else holds each.
+	Resources []UnguardedResource `json:"resources,omitempty"`
 }
 
 // Guard says why a pass held back work.
@@ -71,17 +76,18 @@ type Guard struct {
 // update, what to remember.
 type Plan struct {
 	Now time.Time
-	// Holdings lists the judgements of every holding (Judge) or of the
-	// findings only (JudgeFindings): the holdings neither healthy nor
+	// Holdings lists the judgements of every holding (All) or of the
+	// findings only (Findings): the holdings neither healthy nor
 	// justified, which are all a pass acts on or reports.
 	Holdings []Judgement
 	Tasks    []TaskJudgement
-	Owners   []heartbeat.Owner
+	// FleetOwners is every name of a core_appstatus row, with its liveness.
+	FleetOwners []heartbeat.Owner
 	// ByVerdict counts every holding judged, listed or not, by verdict.
 	ByVerdict map[Verdict]int
-	// Holders is every owner of a holding judged, by name, with its liveness
-	// and how many holdings it has.
-	Holders []OwnerReport
+	// LockOwners is every owner of a holding judged, by name, with its
+	// liveness and how many holdings it has.
+	LockOwners []OwnerReport
 	// TaskLocksSeen lists the task lock keys the snapshot saw each owner
 	// hold, for the owners with a guarded release (a resource of a live or
 	// late owner): the release script leaves such a resource alone when the
@@ -106,11 +112,33 @@ func (p *Plan) countListed() {
 			evidence[jd.Owner] = jd.Evidence
 		}
 	}
-	p.Holders = make([]OwnerReport, 0, len(byOwner))
+	p.LockOwners = make([]OwnerReport, 0, len(byOwner))
 	for _, name := range slices.Sorted(maps.Keys(byOwner)) {
 		e := evidence[name]
-		p.Holders = append(p.Holders, OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name]})
+		p.LockOwners = append(p.LockOwners, OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name]})
 	}
+}
+
+// OwnerReport is one lock owner seen in Redis, with its liveness.
+type OwnerReport struct {
+	Name         string    `json:"name"`
+	Liveness     string    `json:"liveness"`
+	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
+	Holdings     int       `json:"holdings"`
+}
+
+// HoldingTask names the task a holding is held for: the task of a task lock,
+// or for a resource holding the task of the owner's task lock that reserves
+// the resource (the one that justified it or whose verdict it inherited).
+// It is "" when no task lock of the owner reserves the resource.
+func (jd Judgement) HoldingTask() string {
+	if jd.Kind == KindTask {
+		return jd.TaskID()
+	}
+	if id, ok := strings.CutPrefix(jd.Evidence.Via, TaskKeyPrefix); ok && IsTaskUUID(id) {
+		return id
+	}
+	return ""
 }
 
 // Duration prints as seconds in JSON and as Go duration text elsewhere.
@@ -120,7 +148,7 @@ func durationPtr(d time.Duration) *Duration { v := Duration(d); return &v }
 
 // MarshalJSON renders seconds with millisecond precision.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	return []byte(formatSeconds(time.Duration(d))), nil
+	return []byte(strconv.FormatFloat(time.Duration(d).Seconds(), 'f', 3, 64)), nil
 }
 
 // UnmarshalJSON reads the seconds MarshalJSON wrote.

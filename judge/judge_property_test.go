@@ -1,4 +1,4 @@
-package reaper
+package judge
 
 // Property tests of Judge over random fleets. Every property is stated from
 // verdicts.md and pulp-protocol.md, not from judge.go: the helpers below
@@ -440,18 +440,23 @@ func ptHealthy(c ptCase, h Holding) bool {
 }
 
 // ptMassDeath is the mass-death guard of verdicts.md, less the dead rows
-// whose name a row that is not dead carries again (a restart, not a death).
+// whose name a row that is not dead carries again (a restart, not a death),
+// and, while any worker row is not dead, less the rows dead for longer than
+// MassDeathWindow (deaths long past, such as a rolling restart's).
 func ptMassDeath(c ptCase) bool {
 	restarted := map[string]bool{}
+	anyLive := false
 	for _, r := range c.snap.AppStatuses {
 		if !ptRowDead(r, c.snap.Now, c.p.HeartbeatGrace) {
 			restarted[r.Name] = true
+			anyLive = anyLive || r.AppType == "worker"
 		}
 	}
 	workers, dead := 0, 0
 	for _, r := range c.snap.AppStatuses {
 		rowDead := ptRowDead(r, c.snap.Now, c.p.HeartbeatGrace)
-		if r.AppType != "worker" || (rowDead && restarted[r.Name]) {
+		longDead := c.snap.Now.Sub(r.LastHeartbeat) > r.TTL+c.p.HeartbeatGrace+MassDeathWindow
+		if r.AppType != "worker" || (rowDead && restarted[r.Name]) || (rowDead && anyLive && longDead) {
 			continue
 		}
 		workers++
@@ -486,7 +491,7 @@ func TestJudgePropertyHealthyNeverReleased(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := Judge(c.snap, c.p)
+		plan := All(c.snap, c.p)
 		require.Len(t, plan.Holdings, len(c.snap.Holdings))
 		healthy := 0
 		for _, h := range c.snap.Holdings {
@@ -529,14 +534,14 @@ func TestJudgePropertyDeterministic(t *testing.T) {
 		for k, s := range c.snap.Suspects {
 			suspects[k] = s
 		}
-		first := Judge(c.snap, c.p)
+		first := All(c.snap, c.p)
 		require.Equal(t, holdings, c.snap.Holdings, "Judge reordered the snapshot's holdings")
 		require.Equal(t, suspects, c.snap.Suspects, "Judge changed the remembered suspects")
 
-		require.Equal(t, first, Judge(c.snap, c.p))
+		require.Equal(t, first, All(c.snap, c.p))
 		shuffled := c.snap
 		shuffled.Holdings = rapid.Permutation(holdings).Draw(t, "reorder")
-		require.Equal(t, first, Judge(shuffled, c.p))
+		require.Equal(t, first, All(shuffled, c.p))
 	})
 }
 
@@ -547,7 +552,7 @@ func TestJudgePropertyLateOwnersLeftAlone(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := Judge(c.snap, c.p)
+		plan := All(c.snap, c.p)
 		for _, jd := range plan.Holdings {
 			if jd.Action != ActionRelease || ptLiveness(c, jd.Owner) != heartbeat.Late {
 				continue
@@ -568,7 +573,7 @@ func TestJudgePropertyConfirmationBeforeRelease(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := Judge(c.snap, c.p)
+		plan := All(c.snap, c.p)
 		confirmed := func(k SuspectKey, v Verdict) {
 			s, ok := c.snap.Suspects[k]
 			require.True(t, ok, "%s of %+v released without a suspect", v, k)
@@ -612,7 +617,7 @@ func TestJudgePropertyMassDeathGuard(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGenerate(t, rapid.IntRange(0, 3).Draw(t, "outage") > 0)
-		plan := Judge(c.snap, c.p)
+		plan := All(c.snap, c.p)
 		trips := ptMassDeath(c)
 		require.Equal(t, trips, jtHasGuard(plan, "mass-death"))
 		for _, jd := range plan.Holdings {
@@ -641,22 +646,47 @@ func TestJudgePropertyLimits(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := Judge(c.snap, c.p)
-		releases, wanted := 0, 0
+		plan := All(c.snap, c.p)
+		// A release goes with its unit: a task lock and the resource
+		// holdings that inherit its verdict. Units are taken in plan order
+		// until the next does not fit; a first unit larger than the limit
+		// goes alone.
+		unitOf := func(jd Judgement) SuspectKey {
+			if jd.Kind != KindTask && jd.Evidence.Via != "" {
+				return SuspectKey{Key: jd.Evidence.Via, Owner: jd.Owner}
+			}
+			return SuspectKey{Key: jd.Key, Owner: jd.Owner}
+		}
+		releases, wanted, cut := 0, 0, false
+		unitSize, unitReleased := map[SuspectKey]int{}, map[SuspectKey]int{}
 		for _, jd := range plan.Holdings {
 			if jd.Deferred != "" {
 				require.Equal(t, ActionRelease, jd.Action)
 			}
 			if jd.Action == ActionRelease && jd.Deferred != "mass-death guard" {
 				wanted++
+				unitSize[unitOf(jd)]++
 			}
 			if jd.Action == ActionRelease && jd.Deferred == "" {
 				releases++
+				unitReleased[unitOf(jd)]++
 			}
+			cut = cut || jd.Deferred == "max_releases"
 		}
-		require.LessOrEqual(t, releases, c.p.MaxReleases)
-		require.Equal(t, min(wanted, c.p.MaxReleases), releases)
-		require.Equal(t, wanted > c.p.MaxReleases, jtHasGuard(plan, "max-releases"))
+		for u, n := range unitReleased {
+			require.Equal(t, unitSize[u], n, "unit %v is released whole or not at all", u)
+		}
+		if len(unitReleased) > 1 {
+			require.LessOrEqual(t, releases, c.p.MaxReleases)
+		}
+		if wanted <= c.p.MaxReleases {
+			require.Equal(t, wanted, releases)
+		}
+		if c.p.MaxReleases > 0 && wanted > 0 {
+			require.Positive(t, releases, "a positive limit always releases something")
+		}
+		require.Equal(t, cut, jtHasGuard(plan, "max-releases"))
+		require.Equal(t, wanted > releases, cut)
 
 		updates, wantedUpdates := 0, 0
 		for _, tj := range plan.Tasks {
@@ -681,7 +711,7 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := Judge(c.snap, c.p)
+		plan := All(c.snap, c.p)
 		taskLocked := map[string]bool{}
 		for _, h := range c.snap.Holdings {
 			if h.Kind == KindTask {
@@ -697,8 +727,8 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 					require.NotEmpty(t, jd.Evidence.Via, "%s %s: justified or inherited", jd.Key, jd.Verdict)
 				}
 				if jd.Evidence.Via != "" {
-					id, ok := ParseTaskKey(jd.Evidence.Via)
-					require.True(t, ok)
+					id, ok := strings.CutPrefix(jd.Evidence.Via, TaskKeyPrefix)
+					require.True(t, ok && IsTaskUUID(id))
 					taskID = id
 					require.True(t, ptReserves(c.snap.Tasks[id], jd.Holding), "%s via %s", jd.Key, jd.Evidence.Via)
 				}
@@ -776,6 +806,15 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 				require.True(t, c.snap.FullScan, what)
 				require.True(t, claimed && ptOnline(row, c.snap.Now), what)
 				require.False(t, taskLocked[tj.ID], what)
+			case VerdictUnprotected:
+				// Reported only: a running task of a live claim whose lock
+				// a full scan did not find.
+				require.Equal(t, StateRunning, task.State, what)
+				require.True(t, c.snap.FullScan, what)
+				require.True(t, claimed && !ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace), what)
+				require.False(t, taskLocked[tj.ID], what)
+				require.Equal(t, ActionReport, tj.Action, what)
+				require.Equal(t, StateRunning, tj.StateAfter, what)
 			default:
 				require.Failf(t, "unexpected task verdict", what)
 			}

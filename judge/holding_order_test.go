@@ -1,4 +1,4 @@
-package reaper
+package judge
 
 import (
 	"math/rand/v2"
@@ -49,22 +49,10 @@ func TestSortHoldings(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(5) {
 		hs, want := orderFixture(t, seed)
-		sortHoldings(hs)
+		SortHoldings(hs)
 		require.Equal(t, want, hs)
-		sortHoldings(hs)
+		SortHoldings(hs)
 		require.Equal(t, want, hs, "sorting sorted holdings changes nothing")
 	}
-	sortHoldings(nil)
-}
-
-// TestMergeSorted: holdings read after the first n were sorted are merged in
-// at their place.
-func TestMergeSorted(t *testing.T) {
-	t.Parallel()
-	for _, n := range []int{0, 1, 100, 599, 600, 603} {
-		hs, want := orderFixture(t, uint64(n))
-		sortHoldings(hs[:n])
-		mergeSorted(hs, n)
-		require.Equal(t, want, hs, "n=%d", n)
-	}
+	SortHoldings(nil)
 }

@@ -1,4 +1,4 @@
-package reaper
+package judge
 
 import (
 	"testing"
@@ -28,7 +28,7 @@ func TestJudgeOpaqueOwnerKeepsConfirmedSharedSuspect(t *testing.T) {
 		Suspects: map[SuspectKey]Suspect{{Key: shared.Key, Owner: shared.Owner}: {Verdict: VerdictNoTask, FirstSeen: now.Add(-time.Hour)}},
 		FullScan: true,
 	}
-	plan := Judge(snap, DefaultPolicy())
+	plan := All(snap, DefaultPolicy())
 	for _, jd := range plan.Holdings {
 		require.NotEqual(t, ActionRelease, jd.Action, "%s %s", jd.Key, jd.Verdict)
 		if jd.Key == shared.Key {

@@ -1,4 +1,4 @@
-package reaper
+package judge
 
 // Verdict names the rule of verdicts.md that decided a holding or a task.
 type Verdict string
@@ -23,6 +23,9 @@ const (
 	VerdictLost          Verdict = "lost"
 	VerdictOrphanedClaim Verdict = "orphaned-claim"
 	VerdictStuckClaim    Verdict = "stuck-claim"
+	// VerdictUnprotected is a running task of a live claim whose task lock
+	// a full scan did not find: reported, never written.
+	VerdictUnprotected Verdict = "unprotected"
 )
 
 // needsConfirmation lists the verdicts whose finding is only released on a
@@ -36,10 +39,26 @@ func (v Verdict) needsConfirmation() bool {
 	return false
 }
 
-// finding says a holding with the verdict is reported: every verdict but
+// Finding says a holding with the verdict is reported: every verdict but
 // healthy and justified.
-func (v Verdict) finding() bool {
+func (v Verdict) Finding() bool {
 	return v != VerdictHealthy && v != VerdictJustified
+}
+
+// action is what a verdict calls for before confirmation: a verdict that
+// needs confirmation is a suspect until confirmed.
+func (v Verdict) action() Action {
+	switch v {
+	case VerdictHealthy, VerdictPending, VerdictJustified:
+		return ActionKeep
+	case VerdictTaskFinished, VerdictOwnerDead, VerdictOwnerGone, VerdictTaskLost:
+		return ActionRelease
+	case VerdictLost, VerdictOrphanedClaim, VerdictStuckClaim:
+		return ActionUpdate
+	case VerdictUnprotected:
+		return ActionReport
+	}
+	return ActionSuspect
 }
 
 // onDeadGrounds says the verdict rests on a heartbeat having stopped, which
@@ -58,25 +77,6 @@ const (
 	ActionSuspect Action = "suspect"
 	// ActionUpdate changes a task's state or claim.
 	ActionUpdate Action = "update"
-)
-
-// Result of acting on a holding or a task.
-type Result string
-
-const (
-	ResultReleased     Result = "released"
-	ResultAlreadyGone  Result = "already-gone"
-	ResultOwnerChanged Result = "owner-changed"
-	ResultWouldRelease Result = "would-release"
-	ResultSuspected    Result = "suspected"
-	ResultKept         Result = "kept"
-	// ResultDeferred is work a guard or a per-pass limit held back.
-	ResultDeferred Result = "deferred"
-	// ResultFailed is work the pass could not finish (a Redis or database error).
-	ResultFailed Result = "failed"
-
-	ResultUpdated     Result = "updated"
-	ResultWouldUpdate Result = "would-update"
-	// ResultSkipped is a conditional write that lost a race: nothing changed.
-	ResultSkipped Result = "skipped"
+	// ActionReport only reports a task: nothing is written for it.
+	ActionReport Action = "report"
 )

@@ -1,14 +1,14 @@
-package reaper
+package judge
 
 import (
 	"slices"
 	"strings"
 )
 
-// sortHoldings puts holdings in the order every pass handles them in: task
+// SortHoldings puts holdings in the order every pass handles them in: task
 // locks first, then by key and owner. A pass sorts the snapshot's holdings
 // while it reads the database, so that the judge finds them in order.
-func sortHoldings(hs []Holding) {
+func SortHoldings(hs []Holding) {
 	if holdingsSorted(hs) {
 		return
 	}
@@ -35,15 +35,15 @@ func sortHoldings(hs []Holding) {
 
 func holdingsSorted(hs []Holding) bool {
 	for i := 1; i < len(hs); i++ {
-		if compareHoldings(&hs[i-1], &hs[i]) > 0 {
+		if CompareHoldings(&hs[i-1], &hs[i]) > 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// compareHoldings orders holdings as sortHoldings does.
-func compareHoldings(a, b *Holding) int {
+// CompareHoldings orders holdings as SortHoldings does.
+func CompareHoldings(a, b *Holding) int {
 	if ta, tb := a.Kind == KindTask, b.Kind == KindTask; ta != tb {
 		if ta {
 			return -1
@@ -61,7 +61,7 @@ func compareKeyOwner(a, b *Holding) int {
 }
 
 // sortedHoldings returns the positions in hs of the task locks and of the
-// resource holdings, each in the order of sortHoldings, whatever order
+// resource holdings, each in the order of SortHoldings, whatever order
 // Redis returned them in. Holdings already in order are only checked;
 // otherwise their positions are sorted, leaving the holdings uncopied.
 func sortedHoldings(hs []Holding) (tasks, resources []int32) {

@@ -1,4 +1,4 @@
-package reaper
+package judge
 
 import (
 	"fmt"
@@ -73,13 +73,13 @@ func jbFleet(n int) Snapshot {
 // and locks do, at fleet sizes; compare runs with benchstat
 // (go test -run '^$' -bench Judge -count 10).
 func BenchmarkJudge(b *testing.B) {
-	benchmarkJudge(b, Judge, func(plan Plan) int { return len(plan.Holdings) })
+	benchmarkJudge(b, All, func(plan Plan) int { return len(plan.Holdings) })
 }
 
 // BenchmarkJudgeFindings is BenchmarkJudge as a pass judges: the plan lists
 // the findings only and counts the healthy holdings.
 func BenchmarkJudgeFindings(b *testing.B) {
-	benchmarkJudge(b, JudgeFindings, func(plan Plan) int {
+	benchmarkJudge(b, Findings, func(plan Plan) int {
 		total := 0
 		for _, c := range plan.ByVerdict {
 			total += c
@@ -138,7 +138,7 @@ func BenchmarkJudgeOneOwner(b *testing.B) {
 		b.Run("holdings="+size.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				Judge(snap, p)
+				All(snap, p)
 			}
 		})
 	}

@@ -1,0 +1,127 @@
+package judge
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// Evidence is assembled apart from the decisions: the rules take facts and
+// return verdicts; what the report shows of those facts is built here.
+
+// ownerCache holds each owner's part of the evidence, which all its holdings
+// share (with one heartbeat age), and the liveness values AppLockLiveness
+// points to, one per value, so that a hundred thousand task locks do not
+// each allocate one.
+type ownerCache struct {
+	evidence   map[string]Evidence
+	livenesses *[4]heartbeat.Liveness
+}
+
+// owner returns the liveness of a lock owner. An immediate-<uuid> owner is a
+// task, not a process: alive while that task is incomplete, gone once it is
+// final. While its row is not visible (the dispatching transaction may not
+// have committed) it counts as alive, so only confirmed verdicts can apply.
+func (j *judge) owner(name string) heartbeat.Owner { return LockOwner(j.snap.Tasks, j.fleet, name) }
+
+// LockOwner is the liveness of the lock owner name, given the snapshot's
+// tasks and fleet (see judge.owner).
+func LockOwner(tasks map[string]Task, fleet *heartbeat.Fleet, name string) heartbeat.Owner {
+	if id, ok := ImmediateTaskID(name); ok {
+		if t, found := tasks[id]; found && Final(t.State) {
+			return heartbeat.Owner{Name: name, Liveness: heartbeat.Gone}
+		}
+		return heartbeat.Owner{Name: name, Liveness: heartbeat.Alive}
+	}
+	return fleet.Owner(name)
+}
+
+// ownerEvidence is the owner's liveness and heartbeat age.
+func (j *judge) ownerEvidence(name string) Evidence {
+	if e, ok := j.owners.evidence[name]; ok {
+		return e
+	}
+	o := j.owner(name)
+	e := Evidence{OwnerLiveness: o.Liveness}
+	if o.Rows > 0 {
+		e.HeartbeatAge = durationPtr(o.HeartbeatAge)
+	}
+	if j.owners.evidence == nil {
+		j.owners.evidence = map[string]Evidence{}
+	}
+	j.owners.evidence[name] = e
+	return e
+}
+
+// liveness returns a pointer to l that the judgements of one plan share.
+func (j *judge) liveness(l heartbeat.Liveness) *heartbeat.Liveness {
+	if l < 0 || int(l) >= len(j.owners.livenesses) {
+		odd := l
+		return &odd
+	}
+	if j.owners.livenesses == nil {
+		j.owners.livenesses = &[4]heartbeat.Liveness{heartbeat.Gone, heartbeat.Dead, heartbeat.Late, heartbeat.Alive}
+	}
+	return &j.owners.livenesses[l]
+}
+
+// taskLockEvidence adds what the task row says to the owner's evidence.
+func (j *judge) taskLockEvidence(h Holding, t Task, found bool) Evidence {
+	e := j.ownerEvidence(h.Owner)
+	if !found {
+		return e
+	}
+	e.TaskState = t.State
+	if t.FinishedAt != nil {
+		e.FinishedAge = durationPtr(j.snap.Now.Sub(*t.FinishedAt))
+	}
+	if row, live, ok := j.fleet.Row(t.AppLockID); ok {
+		e.AppLock, e.AppLockLiveness = row.Name, j.liveness(live)
+	}
+	return e
+}
+
+// lockOwners reports each owner of a holding, by name.
+func (j *judge) lockOwners() []OwnerReport {
+	names := slices.Sorted(maps.Keys(j.byOwner))
+	out := make([]OwnerReport, len(names))
+	for i, name := range names {
+		e := j.ownerEvidence(name)
+		out[i] = OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: j.byOwner[name]}
+	}
+	return out
+}
+
+// taskLocksSeen lists the task lock keys the snapshot saw each owner hold,
+// for the owners with a guarded release in listed: the release script checks
+// that such an owner took no other task lock since.
+func taskLocksSeen(holdings []Holding, listed []Judgement) map[string][]string {
+	seen := map[string][]string{}
+	for _, jd := range listed {
+		if jd.Action == ActionRelease && Guarded(jd) {
+			seen[jd.Owner] = []string{}
+		}
+	}
+	if len(seen) == 0 {
+		return seen
+	}
+	for _, h := range holdings {
+		if keys, want := seen[h.Owner]; want && h.Kind == KindTask {
+			seen[h.Owner] = append(keys, h.Key)
+		}
+	}
+	// The release script counts the keys: each must be listed once.
+	for owner, keys := range seen {
+		slices.Sort(keys)
+		seen[owner] = slices.Compact(keys)
+	}
+	return seen
+}
+
+// Guarded says a release must first check that the holding's owner took no
+// new task since the snapshot: a resource of a live or late owner.
+func Guarded(jd Judgement) bool {
+	l := jd.Evidence.OwnerLiveness
+	return (l == heartbeat.Alive || l == heartbeat.Late) && jd.Kind != KindTask
+}

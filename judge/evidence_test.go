@@ -1,0 +1,21 @@
+package judge
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// TestTaskLocksSeenListsEachKeyOnce: the release script counts the seen
+// task locks, so a holding listed twice must not count twice.
+func TestTaskLocksSeenListsEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	task := Holding{Key: TaskKeyPrefix + jtID(1), Owner: "1@w", Kind: KindTask}
+	other := Holding{Key: TaskKeyPrefix + jtID(2), Owner: "1@w", Kind: KindTask}
+	guardedRelease := Judgement{Holding: Holding{Key: ResourceKeyPrefix + "r", Owner: "1@w", Kind: KindExclusive},
+		Action: ActionRelease, Evidence: Evidence{OwnerLiveness: heartbeat.Alive}}
+	seen := taskLocksSeen([]Holding{other, task, task, guardedRelease.Holding}, []Judgement{guardedRelease})
+	require.Equal(t, map[string][]string{"1@w": {task.Key, other.Key}}, seen)
+}

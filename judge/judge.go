@@ -1,0 +1,121 @@
+// Package judge decides, for one snapshot of Pulp's locks and tasks, what
+// each holding and each incomplete task deserves: the rules of
+// docs/verdicts.md as small pure functions. It reads nothing and writes
+// nothing; its only clock is the database's, Snapshot.Now.
+//
+// Each rule is one decision function from the facts of one holding or one
+// task (and the policy) to a verdict, in the files named after it:
+// task_lock.go, resource.go, lost.go; confirm.go holds the one confirmation
+// predicate, guards.go the guards, evidence.go what the report shows.
+package judge
+
+import (
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// All decides every holding and every incomplete task of a snapshot, with a
+// judgement of every holding in the plan.
+func All(snap Snapshot, p Policy) Plan {
+	return judgeSnapshot(snap, p, true)
+}
+
+// Findings decides as All does, but the plan lists only the holdings a pass
+// reports: those that are neither healthy nor justified. The others are only
+// counted (Plan.ByVerdict, Plan.LockOwners): a judgement of each of a few
+// hundred thousand healthy locks would be most of a pass's memory.
+func Findings(snap Snapshot, p Policy) Plan {
+	return judgeSnapshot(snap, p, false)
+}
+
+func judgeSnapshot(snap Snapshot, p Policy, listAll bool) Plan {
+	j := &judge{snap: snap, p: p, listAll: listAll, fleet: heartbeat.NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace)}
+	return j.run()
+}
+
+// judge is one judging of one snapshot: the snapshot, and what its rules
+// look up and remember on the way.
+type judge struct {
+	snap  Snapshot
+	p     Policy
+	fleet *heartbeat.Fleet
+	// listAll keeps a judgement of every holding in the plan, not only of
+	// the findings.
+	listAll bool
+	// suspects is what to remember after this pass.
+	suspects map[SuspectKey]Suspect
+	// opaque names the owners holding a kept task lock whose task row the
+	// snapshot lacks (an immediate task's row not committed yet): what that
+	// task reserves is unknown, so a shared membership of the owner may be
+	// its own.
+	opaque map[string]bool
+	owners ownerCache
+	// counts of every holding judged, listed or not.
+	byVerdict map[Verdict]int
+	byOwner   map[string]int
+}
+
+// run judges the task locks, then the resource holdings (which inherit from
+// or are justified by the task locks), then the tasks, then the guards.
+func (j *judge) run() Plan {
+	j.suspects = map[SuspectKey]Suspect{}
+	j.byVerdict, j.byOwner = map[Verdict]int{}, map[string]int{}
+	tasks, resources := sortedHoldings(j.snap.Holdings)
+	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
+
+	taskLocks := make([]judgedTaskLock, len(tasks))
+	for n, at := range tasks {
+		jd := j.taskLockJudgement(at)
+		taskLocks[n] = judgedTaskLock{at: at, released: jd.Action == ActionRelease, missing: !j.hasTask(at)}
+		j.add(&plan, jd)
+	}
+	j.opaque = opaqueOwners(j.snap.Holdings, taskLocks)
+	reserved := j.reservedBy(resources, taskLocks)
+	for _, at := range resources {
+		h := &j.snap.Holdings[at]
+		j.add(&plan, j.resourceJudgement(*h, reserved[holderOf(h)], taskLocks))
+	}
+	plan.Tasks = j.taskJudgements(taskLocks)
+
+	plan.ByVerdict = j.byVerdict
+	plan.LockOwners = j.lockOwners()
+	plan.Suspects = j.suspects
+	j.carryUnobservedSuspects(&plan)
+	applyGuards(&plan, j.fleet, j.p)
+	plan.TaskLocksSeen = taskLocksSeen(j.snap.Holdings, plan.Holdings)
+	return plan
+}
+
+// add counts a judgement and lists it when the plan lists it.
+func (j *judge) add(plan *Plan, jd Judgement) {
+	j.byVerdict[jd.Verdict]++
+	j.byOwner[jd.Owner]++
+	if j.listAll || jd.Verdict.Finding() {
+		plan.Holdings = append(plan.Holdings, jd)
+	}
+}
+
+func (j *judge) hasTask(at int32) bool {
+	_, found := j.snap.Tasks[j.snap.Holdings[at].TaskID()]
+	return found
+}
+
+// judgedTaskLock is what judging the resource holdings and the tasks needs
+// of a judged task lock, without keeping a judgement of every one.
+type judgedTaskLock struct {
+	// at is the task lock's position in the snapshot's holdings.
+	at       int32
+	released bool
+	missing  bool
+}
+
+// opaqueOwners names the owners of a kept task lock whose task the snapshot
+// lacks.
+func opaqueOwners(holdings []Holding, taskLocks []judgedTaskLock) map[string]bool {
+	opaque := map[string]bool{}
+	for _, tl := range taskLocks {
+		if tl.missing && !tl.released {
+			opaque[holdings[tl.at].Owner] = true
+		}
+	}
+	return opaque
+}

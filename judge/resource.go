@@ -1,0 +1,116 @@
+package judge
+
+import (
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// holder is a resource holding as a reservation names it: the resource, the
+// owner whose task reserves it, and the kind of lock.
+type holder struct {
+	resource, owner string
+	kind            Kind
+}
+
+func holderOf(h *Holding) holder { return holder{h.Resource(), h.Owner, h.Kind} }
+
+// reservedBy names, for one resource holding, the first kept and the first
+// released task lock of its owner whose task reserves it: positions among
+// the task locks, -1 for none.
+type reservedBy struct{ kept, released int32 }
+
+// reservedBy finds, for each resource holding, the task locks of its owner
+// whose task reserves it. Holdings repeated in a snapshot built by hand share
+// one entry.
+func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) map[holder]reservedBy {
+	by := make(map[holder]reservedBy, len(resources))
+	for _, at := range resources {
+		by[holderOf(&j.snap.Holdings[at])] = reservedBy{-1, -1}
+	}
+	for n, tl := range taskLocks {
+		h := &j.snap.Holdings[tl.at]
+		for _, entry := range j.snap.Tasks[h.TaskID()].Reserved {
+			r := ParseReservation(entry)
+			k := holder{r.Resource, h.Owner, r.Kind}
+			rb, ok := by[k]
+			switch {
+			case !ok:
+			case tl.released && rb.released < 0:
+				rb.released = int32(n)
+			case !tl.released && rb.kept < 0:
+				rb.kept = int32(n)
+			}
+			if ok {
+				by[k] = rb
+			}
+		}
+	}
+	return by
+}
+
+// resourceFacts is what the resource holding table of verdicts.md looks at,
+// for one exclusive lock or shared membership.
+type resourceFacts struct {
+	owner heartbeat.Liveness
+	// kept says a task lock kept this pass (or a suspect not yet confirmed)
+	// has a task reserving the holding.
+	kept bool
+	// released says a task lock released this pass has one; inherits says
+	// the holding goes with it (see resourceFactsOf).
+	released, inherits bool
+}
+
+// decideResource applies the resource holding table of verdicts.md.
+// inherited says the verdict is that of the released task lock.
+func decideResource(f resourceFacts) (v Verdict, inherited bool) {
+	switch {
+	case f.kept:
+		return VerdictJustified, false
+	case f.released && f.inherits:
+		return "", true
+	case f.owner == heartbeat.Dead:
+		return VerdictOwnerDead, false
+	case f.owner == heartbeat.Gone:
+		return VerdictOwnerGone, false
+	default:
+		return VerdictNoTask, false
+	}
+}
+
+// resourceJudgement judges one resource holding. An inherited verdict carries
+// its task lock's action: a confirmed task lock releases its resources in the
+// same pass, without a confirmation of their own.
+func (j *judge) resourceJudgement(h Holding, rb reservedBy, taskLocks []judgedTaskLock) Judgement {
+	e := j.ownerEvidence(h.Owner)
+	// A shared membership is one set member for every task of its owner on
+	// that resource, so while the owner also holds a kept task lock whose
+	// reservations are unknown, it may be that task's too: it is then judged
+	// like a holding no task explains, released only once confirmed, as the
+	// unknown task's own resources are. An exclusive lock was taken together
+	// with the released task lock that reserves it, and is that task's alone.
+	opaque := h.Kind == KindShared && j.opaque[h.Owner]
+	v, inherited := decideResource(resourceFacts{owner: e.OwnerLiveness, kept: rb.kept >= 0, released: rb.released >= 0, inherits: !opaque})
+	switch {
+	case v == VerdictJustified:
+		tl := j.snap.Holdings[taskLocks[rb.kept].at]
+		e.Via = tl.Key
+		if j.listAll {
+			e.TaskState = j.snap.Tasks[tl.TaskID()].State
+		}
+		return Judgement{Holding: h, Verdict: v, Action: ActionKeep, Evidence: e}
+	case inherited:
+		// The task lock's verdict and evidence are decided again: a
+		// confirmation changes only its action.
+		tl := j.decidedTaskLock(taskLocks[rb.released].at)
+		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
+		e.FinishedAge, e.AppLock, e.AppLockLiveness = tl.Evidence.FinishedAge, tl.Evidence.AppLock, tl.Evidence.AppLockLiveness
+		return Judgement{Holding: h, Verdict: tl.Verdict, Action: ActionRelease, Evidence: e}
+	}
+	jd := j.confirm(Judgement{Holding: h, Verdict: v, Action: v.action(), Evidence: e})
+	if jd.Action == ActionRelease && v == VerdictNoTask && opaque {
+		// The suspect may predate the invisible task that now shares this
+		// membership: wait until that task lock is settled, so a
+		// confirmation never outlives the reason it was raised for.
+		jd.Action = ActionSuspect
+	}
+	return jd
+}

@@ -1,0 +1,86 @@
+package judge
+
+import (
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// taskLockFacts is what the task lock table of verdicts.md looks at, for one
+// task:<T> lock.
+type taskLockFacts struct {
+	// owner is the lock owner's liveness.
+	owner heartbeat.Liveness
+	// found says the snapshot has T's row; the fields below are read from it.
+	found bool
+	state string
+	// finishedFor is how long ago T finished; nil when finished_at is NULL.
+	finishedFor *time.Duration
+	// immediate says the owner is immediate-<T>.
+	immediate bool
+	// claimedByOwner says T's app_lock is a row carrying the owner's name,
+	// whose liveness is claim.
+	claimedByOwner bool
+	claim          heartbeat.Liveness
+}
+
+// decideTaskLock applies the task lock table of verdicts.md; the first
+// matching row decides.
+func decideTaskLock(f taskLockFacts, p Policy) Verdict {
+	final := f.found && Final(f.state)
+	switch {
+	case final && (f.finishedFor == nil || *f.finishedFor > p.FinishedGrace):
+		return VerdictTaskFinished
+	case final || f.owner == heartbeat.Late:
+		return VerdictPending
+	case f.owner == heartbeat.Dead:
+		return VerdictOwnerDead
+	case f.owner == heartbeat.Gone:
+		return VerdictOwnerGone
+	case !f.found:
+		return VerdictTaskMissing
+	case f.immediate:
+		return VerdictHealthy
+	case f.claimedByOwner && f.claim == heartbeat.Alive:
+		return VerdictHealthy
+	case f.claimedByOwner && f.claim == heartbeat.Late:
+		return VerdictPending
+	case f.claimedByOwner:
+		return VerdictTaskLost
+	default:
+		return VerdictUnclaimed
+	}
+}
+
+// taskLockFactsOf gathers the facts of task lock h, whose task is t when found.
+func (j *judge) taskLockFactsOf(h Holding, t Task, found bool) taskLockFacts {
+	f := taskLockFacts{owner: j.ownerEvidence(h.Owner).OwnerLiveness, found: found}
+	if !found {
+		return f
+	}
+	f.state = t.State
+	if t.FinishedAt != nil {
+		d := j.snap.Now.Sub(*t.FinishedAt)
+		f.finishedFor = &d
+	}
+	f.immediate = isImmediateOwnerOf(h.Owner, t.ID)
+	if row, live, ok := j.fleet.Row(t.AppLockID); ok && row.Name == h.Owner {
+		f.claimedByOwner, f.claim = true, live
+	}
+	return f
+}
+
+// decidedTaskLock is the verdict on the task lock at position at, with its
+// evidence and the action the verdict calls for, before confirmation.
+func (j *judge) decidedTaskLock(at int32) Judgement {
+	h := j.snap.Holdings[at]
+	t, found := j.snap.Tasks[h.TaskID()]
+	v := decideTaskLock(j.taskLockFactsOf(h, t, found), j.p)
+	return Judgement{Holding: h, Verdict: v, Action: v.action(), Evidence: j.taskLockEvidence(h, t, found)}
+}
+
+// taskLockJudgement is the judgement of the task lock at position at: a
+// suspect it has been long enough is released.
+func (j *judge) taskLockJudgement(at int32) Judgement {
+	return j.confirm(j.decidedTaskLock(at))
+}
