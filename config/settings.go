@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // Groups order the settings in config.yaml.example and in WriteYAML.
@@ -58,7 +60,7 @@ func (s *setting) leaf() string {
 
 // settings is the table. Its order is the order of the example file and of
 // WriteYAML, so keys of one section must stay together (a test checks it).
-var settings = []setting{
+var settings = withReaperDefaults([]setting{
 	{
 		key: "redis.url", group: groupRedis, def: "redis://localhost:6379/0", secret: true,
 		binding: bind(stringCodec("url"), func(c *Config) *string { return &c.Redis.URL }, checkRedisURL),
@@ -70,18 +72,18 @@ var settings = []setting{
 			"are accepted and win over redis.timeout.",
 	},
 	{
-		key: "redis.scan_count", group: groupRedis, def: "1000",
-		binding: bind(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, positive[int]),
+		key: "redis.scan_count", group: groupRedis,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, func(rc *reaper.Config) *int { return &rc.ScanCount }, positive[int]),
 		doc:     "COUNT hint of each SCAN call over the keyspace.",
 	},
 	{
-		key: "redis.batch_size", group: groupRedis, def: "1000",
-		binding: bind(intCodec, func(c *Config) *int { return &c.Redis.BatchSize }, positive[int]),
+		key: "redis.batch_size", group: groupRedis,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.BatchSize }, func(rc *reaper.Config) *int { return &rc.BatchSize }, positive[int]),
 		doc:     "Keys per pipelined read, holdings per release (Lua) call and tasks per update statement.",
 	},
 	{
-		key: "redis.timeout", group: groupRedis, def: "5s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Redis.Timeout }, positive[time.Duration]),
+		key: "redis.timeout", group: groupRedis,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Redis.Timeout }, func(rc *reaper.Config) *time.Duration { return &rc.RedisTimeout }, positive[time.Duration]),
 		doc:     "Deadline of each Redis call; also the dial, read and write timeout of the connections.",
 	},
 	{
@@ -92,65 +94,65 @@ var settings = []setting{
 			"(PGHOST, PGUSER, PGPASSWORD, ...) and ~/.pgpass apply.",
 	},
 	{
-		key: "database.timeout", group: groupDatabase, def: "10s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, positive[time.Duration]),
+		key: "database.timeout", group: groupDatabase,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, func(rc *reaper.Config) *time.Duration { return &rc.DatabaseTimeout }, positive[time.Duration]),
 		doc: "Deadline of each statement (sent as statement_timeout unless the URL sets one) " +
 			"and of connecting.",
 	},
 	{
-		key: "heartbeat_grace", group: groupJudge, def: "30s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatGrace }, nonNegative[time.Duration]),
+		key: "heartbeat_grace", group: groupJudge,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatGrace }, func(rc *reaper.Config) *time.Duration { return &rc.HeartbeatGrace }, nonNegative[time.Duration]),
 		doc:     "How long past its expiry a worker's heartbeat may be late before the worker counts as dead.",
 	},
 	{
-		key: "finished_grace", group: groupJudge, def: "60s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.FinishedGrace }, nonNegative[time.Duration]),
+		key: "finished_grace", group: groupJudge,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.FinishedGrace }, func(rc *reaper.Config) *time.Duration { return &rc.FinishedGrace }, nonNegative[time.Duration]),
 		doc:     "How long after a task finished its locks are left for its worker to release them itself.",
 	},
 	{
-		key: "confirm_after", group: groupJudge, def: "2m",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.ConfirmAfter }, nonNegative[time.Duration]),
+		key: "confirm_after", group: groupJudge,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.ConfirmAfter }, func(rc *reaper.Config) *time.Duration { return &rc.ConfirmAfter }, nonNegative[time.Duration]),
 		doc:     "How long a suspect lock must stay suspect, across passes, before it is released.",
 	},
 	{
-		key: "suspect_ttl", group: groupJudge, def: "1h",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.SuspectTTL }, positive[time.Duration]),
+		key: "suspect_ttl", group: groupJudge,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.SuspectTTL }, func(rc *reaper.Config) *time.Duration { return &rc.SuspectTTL }, positive[time.Duration]),
 		doc:     "Expiry of the hash of remembered suspects in Redis. Must be greater than confirm_after.",
 	},
 	{
-		key: "lost_running", group: groupJudge, def: "canceled",
-		binding: bind(stringCodec("canceled|failed"), func(c *Config) *string { return &c.LostRunning }, oneOf("canceled", "failed")),
+		key: "lost_running", group: groupJudge,
+		binding: bindReaper(stringCodec("canceled|failed"), func(c *Config) *string { return &c.LostRunning }, func(rc *reaper.Config) *string { return &rc.LostRunning }, oneOf("canceled", "failed")),
 		doc:     "State a running task of a dead worker is moved to: canceled, or failed (what pulpcore itself does).",
 	},
 	{
-		key: "orphaned_waiting", group: groupJudge, def: "requeue",
-		binding: bind(stringCodec("requeue|cancel"), func(c *Config) *string { return &c.OrphanedWaiting }, oneOf("requeue", "cancel")),
+		key: "orphaned_waiting", group: groupJudge,
+		binding: bindReaper(stringCodec("requeue|cancel"), func(c *Config) *string { return &c.OrphanedWaiting }, func(rc *reaper.Config) *string { return &rc.OrphanedWaiting }, oneOf("requeue", "cancel")),
 		doc:     "What happens to a waiting task claimed by a dead worker: requeue (clear the claim) or cancel.",
 	},
 	{
-		key: "max_dead_fraction", group: groupGuards, def: "0.5",
-		binding: bind(floatCodec, func(c *Config) *float64 { return &c.MaxDeadFraction }, fraction),
+		key: "max_dead_fraction", group: groupGuards,
+		binding: bindReaper(floatCodec, func(c *Config) *float64 { return &c.MaxDeadFraction }, func(rc *reaper.Config) *float64 { return &rc.MaxDeadFraction }, fraction),
 		doc: "Mass-death guard: when more than this fraction (0 to 1) of at least min_workers workers " +
 			"is dead, nothing is released on dead-worker grounds and no task is updated (--force overrides).",
 	},
 	{
-		key: "min_workers", group: groupGuards, def: "3",
-		binding: bind(intCodec, func(c *Config) *int { return &c.MinWorkers }, nonNegative[int]),
+		key: "min_workers", group: groupGuards,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MinWorkers }, func(rc *reaper.Config) *int { return &rc.MinWorkers }, nonNegative[int]),
 		doc:     "Fewest known workers for the mass-death guard to apply.",
 	},
 	{
-		key: "max_releases", group: groupGuards, def: "10000",
-		binding: bind(intCodec, func(c *Config) *int { return &c.MaxReleases }, nonNegative[int]),
+		key: "max_releases", group: groupGuards,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxReleases }, func(rc *reaper.Config) *int { return &rc.MaxReleases }, nonNegative[int]),
 		doc:     "Most lock holdings released in one pass; the rest waits for the next pass.",
 	},
 	{
-		key: "max_task_updates", group: groupGuards, def: "1000",
-		binding: bind(intCodec, func(c *Config) *int { return &c.MaxTaskUpdates }, nonNegative[int]),
+		key: "max_task_updates", group: groupGuards,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxTaskUpdates }, func(rc *reaper.Config) *int { return &rc.MaxTaskUpdates }, nonNegative[int]),
 		doc:     "Most tasks canceled, failed or requeued in one pass; the rest waits for the next pass.",
 	},
 	{
-		key: "coordinate_with_pulpcore", group: groupGuards, def: "true",
-		binding: bind(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }),
+		key: "coordinate_with_pulpcore", group: groupGuards,
+		binding: bindReaper(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }, func(rc *reaper.Config) *bool { return &rc.CoordinateWithPulpcore }),
 		doc: "Also take pulpcore's worker-cleanup advisory lock for each pass, so the reaper never " +
 			"races pulpcore's own cleanup of dead workers.",
 	},
@@ -197,7 +199,7 @@ var settings = []setting{
 		binding: bind(stringCodec("text|json"), func(c *Config) *string { return &c.Output }, oneOf("text", "json")),
 		doc:     "Format of reports printed on standard output: text or json.",
 	},
-}
+})
 
 // settingByKey indexes the table for the YAML loader.
 var settingByKey = func() map[string]*setting {
