@@ -23,7 +23,10 @@ type setting struct {
 	key    string // dotted YAML key; env and flag names derive from it
 	group  string
 	def    string // default, in the textual form a user would write
-	secret bool   // hidden in Redacted, WriteYAML and error messages
+	secret bool   // may hold passwords (a URL): they are hidden in Redacted, WriteYAML and error messages
+	// password marks a setting whose whole value is a password: hidden
+	// entirely wherever secret values are.
+	password bool
 	doc    string
 	binding
 }
@@ -72,6 +75,50 @@ var settings = withReaperDefaults([]setting{
 			"are accepted and win over redis.timeout.",
 	},
 	{
+		key: "redis.host", group: groupRedis,
+		binding: bind(stringCodec("host"), func(c *Config) *string { return &c.Redis.Host }, checkHost),
+		doc: "Redis host; when set, replaces the host of redis.url (pulp-operator's REDIS_HOST). " +
+			"Not for a unix:// or Sentinel redis.url.",
+	},
+	{
+		key: "redis.port", group: groupRedis,
+		binding: bind(stringCodec("port"), func(c *Config) *string { return &c.Redis.Port }, checkPort),
+		doc: "Redis port; when set, replaces the port of redis.url (pulp-operator's REDIS_PORT). " +
+			"Not for a unix:// or Sentinel redis.url.",
+	},
+	{
+		key: "redis.db", group: groupRedis,
+		binding: bind(stringCodec("number"), func(c *Config) *string { return &c.Redis.DB }, checkRedisDB),
+		doc:     "Redis logical database; when set, replaces the database of redis.url (pulp-operator's REDIS_DB).",
+	},
+	{
+		key: "redis.username", group: groupRedis,
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Redis.Username }),
+		doc:     "Redis ACL user; when set, replaces the user of redis.url.",
+	},
+	{
+		key: "redis.password", group: groupRedis, password: true,
+		binding: bind(stringCodec("password"), func(c *Config) *string { return &c.Redis.Password }),
+		doc: "Redis password; when set, replaces the password of redis.url (pulp-operator's REDIS_PASSWORD; " +
+			"empty, as for the operator's own Redis, leaves the URL's).",
+	},
+	{
+		key: "redis.tls_ca_file", group: groupRedis,
+		binding: bind(stringCodec("path"), func(c *Config) *string { return &c.Redis.TLSCAFile }),
+		doc: "PEM file of the CA certificates that verify the Redis server of a rediss:// redis.url, " +
+			"instead of the system's.",
+	},
+	{
+		key: "redis.tls_cert_file", group: groupRedis,
+		binding: bind(stringCodec("path"), func(c *Config) *string { return &c.Redis.TLSCertFile }),
+		doc:     "PEM file of the client certificate lock-reaper presents to a rediss:// Redis; needs redis.tls_key_file.",
+	},
+	{
+		key: "redis.tls_key_file", group: groupRedis,
+		binding: bind(stringCodec("path"), func(c *Config) *string { return &c.Redis.TLSKeyFile }),
+		doc:     "PEM file of the private key of redis.tls_cert_file.",
+	},
+	{
 		key: "redis.scan_count", group: groupRedis,
 		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, func(rc *reaper.Config) *int { return &rc.ScanCount }, positive[int]),
 		doc:     "COUNT hint of each SCAN call over the keyspace.",
@@ -92,6 +139,44 @@ var settings = withReaperDefaults([]setting{
 		doc: "PostgreSQL connection string of Pulp's database, as a postgres:// URL or as " +
 			"\"host=... dbname=...\" keywords. Empty: libpq's PG* environment variables " +
 			"(PGHOST, PGUSER, PGPASSWORD, ...) and ~/.pgpass apply.",
+	},
+	{
+		key: "database.host", group: groupDatabase,
+		binding: bind(stringCodec("host"), func(c *Config) *string { return &c.Database.Host }, checkHost),
+		doc: "PostgreSQL host (or socket directory); when set, replaces the host of database.url " +
+			"(pulp-operator's host or POSTGRES_HOST secret key).",
+	},
+	{
+		key: "database.port", group: groupDatabase,
+		binding: bind(stringCodec("port"), func(c *Config) *string { return &c.Database.Port }, checkPort),
+		doc:     "PostgreSQL port; when set, replaces the port of database.url (port or POSTGRES_PORT).",
+	},
+	{
+		key: "database.name", group: groupDatabase,
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Database.Name }),
+		doc:     "Database name; when set, replaces the one of database.url (database or POSTGRES_DB_NAME).",
+	},
+	{
+		key: "database.user", group: groupDatabase,
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Database.User }),
+		doc:     "PostgreSQL user; when set, replaces the one of database.url (username or POSTGRES_USERNAME).",
+	},
+	{
+		key: "database.password", group: groupDatabase, password: true,
+		binding: bind(stringCodec("password"), func(c *Config) *string { return &c.Database.Password }),
+		doc:     "PostgreSQL password; when set, replaces the one of database.url (password or POSTGRES_PASSWORD).",
+	},
+	{
+		key: "database.sslmode", group: groupDatabase,
+		binding: bind(stringCodec("mode"), func(c *Config) *string { return &c.Database.SSLMode }, checkSSLMode),
+		doc: "libpq sslmode (disable, allow, prefer, require, verify-ca, verify-full); when set, replaces " +
+			"the one of database.url (sslmode or POSTGRES_SSLMODE).",
+	},
+	{
+		key: "database.sslrootcert", group: groupDatabase,
+		binding: bind(stringCodec("path"), func(c *Config) *string { return &c.Database.SSLRootCert }),
+		doc: "PEM file of the CA certificates that verify the PostgreSQL server (with sslmode verify-ca " +
+			"or verify-full), or \"system\" for the system's; when set, replaces the one of database.url.",
 	},
 	{
 		key: "database.timeout", group: groupDatabase,
