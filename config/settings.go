@@ -27,7 +27,7 @@ type setting struct {
 	// password marks a setting whose whole value is a password: hidden
 	// entirely wherever secret values are.
 	password bool
-	doc    string
+	doc      string
 	binding
 }
 
