@@ -231,7 +231,23 @@ func TestFleetGauges(t *testing.T) {
 	require.Equal(t, 1.0, g(m.lostTasks.WithLabelValues("lost")))
 	require.Equal(t, 1.0, g(m.lostTasks.WithLabelValues("stuck-claim")))
 	require.Equal(t, 0.0, g(m.lostTasks.WithLabelValues("orphaned-claim")))
-	require.Equal(t, 90.0, g(m.oldestStale))
+	require.Equal(t, 90.0, g(m.oldestStale), "the suspect first seen 90s ago")
+
+	// A dead owner's heartbeat age and a finished task's age count too,
+	// released or deferred alike.
+	hb, fin := reaper.Duration(5*time.Minute), reaper.Duration(2*time.Hour)
+	rep.Findings[0].Action, rep.Findings[0].Evidence.HeartbeatAge = reaper.ActionRelease, &hb
+	m.Observe(rep)
+	require.Equal(t, 300.0, g(m.oldestStale))
+	rep.Findings = append(rep.Findings, reaper.Finding{Key: "task:x", Kind: reaper.KindTask, Verdict: reaper.VerdictTaskFinished,
+		Action: reaper.ActionRelease, Result: reaper.ResultDeferred, Evidence: reaper.Evidence{FinishedAge: &fin}})
+	m.Observe(rep)
+	require.Equal(t, 7200.0, g(m.oldestStale))
+	// Healthy and pending holdings are not stale, however old.
+	rep.Findings = []reaper.Finding{{Key: "task:y", Kind: reaper.KindTask, Verdict: reaper.VerdictPending, Action: reaper.ActionKeep,
+		Evidence: reaper.Evidence{HeartbeatAge: &fin}}}
+	m.Observe(rep)
+	require.Equal(t, 0.0, g(m.oldestStale))
 
 	// The next pass finds the fleet healthy: every gauge drops back.
 	next := &reaper.Report{Mode: reaper.ModeOnce, StartedAt: started.Add(time.Minute), DBNow: started.Add(time.Minute),

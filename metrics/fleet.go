@@ -38,7 +38,7 @@ func newFleet() fleet {
 		}, []string{"verdict"}),
 		oldestStale: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_stale_holding_age_seconds",
-			Help: "Age, on the database clock, of the oldest holding the last completed pass found stale (to be released or confirmed), counted from its first sighting; 0 when none is or when all were first seen by that pass.",
+			Help: "How long the oldest holding the last completed pass found stale (to be released or confirmed) has been stale, on the database clock: since its first sighting (suspects), its task's end (task-finished) or its owner's last heartbeat (owner-dead, task-lost); 0 when none is.",
 		}),
 	}
 }
@@ -91,21 +91,40 @@ func (f *fleet) observe(rep *reaper.Report) {
 	f.oldestStale.Set(oldestStaleAge(rep).Seconds())
 }
 
-// oldestStaleAge is how long the oldest stale holding of the report has been
-// seen. Only suspects carry their first sighting across passes; a holding
-// released at first sight is 0 old, which is right: it did not wait.
+// oldestStaleAge is how long the oldest stale holding of the report has
+// been stale, as far as the pass can tell: since its first sighting for a
+// suspect (remembered across passes), since its task finished for
+// task-finished, since its owner's last heartbeat for owner-dead and
+// task-lost. A holding with none of these (owner-gone, first seen now)
+// counts 0. Deferred holdings count: a guard holding releases back is when
+// their age matters most.
 func oldestStaleAge(rep *reaper.Report) time.Duration {
 	var oldest time.Duration
 	for _, f := range rep.Findings {
 		if f.Action != reaper.ActionRelease && f.Action != reaper.ActionSuspect {
 			continue
 		}
-		if f.FirstSeen == nil || rep.DBNow.IsZero() {
-			continue
-		}
-		if age := rep.DBNow.Sub(*f.FirstSeen); age > oldest {
+		if age := staleAge(f, rep.DBNow); age > oldest {
 			oldest = age
 		}
 	}
 	return oldest
+}
+
+func staleAge(f reaper.Finding, now time.Time) time.Duration {
+	var age time.Duration
+	if f.FirstSeen != nil && !now.IsZero() {
+		age = now.Sub(*f.FirstSeen)
+	}
+	var evidence *reaper.Duration
+	switch f.Verdict {
+	case reaper.VerdictTaskFinished:
+		evidence = f.Evidence.FinishedAge
+	case reaper.VerdictOwnerDead, reaper.VerdictTaskLost:
+		evidence = f.Evidence.HeartbeatAge
+	}
+	if evidence != nil && time.Duration(*evidence) > age {
+		age = time.Duration(*evidence)
+	}
+	return age
 }
