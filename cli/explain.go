@@ -25,7 +25,8 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	loader := config.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: lock-reaper explain TASK_ID [flags]")
+		fmt.Fprintln(fs.Output(), "Usage: lock-reaper explain TASK [flags]")
+		fmt.Fprintln(fs.Output(), "TASK is a task UUID, its href (/pulp/api/v3/tasks/UUID/, /pulp/DOMAIN/api/v3/tasks/UUID/) or its PRN (prn:core.task:UUID).")
 		fs.PrintDefaults()
 	}
 	limit := fs.Int("limit", 10, "text output: at most this many older tasks (0: all that were read)")
@@ -33,9 +34,9 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 	if !ok {
 		return code
 	}
-	taskID = strings.ToLower(taskID)
-	if !reaper.IsTaskUUID(taskID) {
-		fmt.Fprintf(env.Stderr, "lock-reaper explain: %q is not a task UUID\n", taskID)
+	taskID, err := taskIDOf(taskID)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper explain: %v\n", err)
 		return reaper.ExitUsage
 	}
 	r, s, code, ok := newReaper(fs, loader, env, false)

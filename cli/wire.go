@@ -69,25 +69,11 @@ func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool
 	return s, 0, true
 }
 
-// reaperConfig maps the loaded configuration onto the reaper's own.
+// reaperConfig is the reaper's configuration: every setting the settings
+// table binds to the reaper, and force, which only some commands take.
 func reaperConfig(c config.Config, force bool) reaper.Config {
-	rc := reaper.DefaultConfig()
-	rc.HeartbeatGrace = c.HeartbeatGrace
-	rc.FinishedGrace = c.FinishedGrace
-	rc.ConfirmAfter = c.ConfirmAfter
-	rc.LostRunning = c.LostRunning
-	rc.OrphanedWaiting = c.OrphanedWaiting
-	rc.MaxDeadFraction = c.MaxDeadFraction
-	rc.MinWorkers = c.MinWorkers
-	rc.MaxReleases = c.MaxReleases
-	rc.MaxTaskUpdates = c.MaxTaskUpdates
+	rc := c.Reaper()
 	rc.Force = force
-	rc.ScanCount = c.Redis.ScanCount
-	rc.BatchSize = c.Redis.BatchSize
-	rc.RedisTimeout = c.Redis.Timeout
-	rc.DatabaseTimeout = c.Database.Timeout
-	rc.SuspectTTL = c.SuspectTTL
-	rc.CoordinateWithPulpcore = c.CoordinateWithPulpcore
 	return rc
 }
 

@@ -21,14 +21,34 @@ import (
 // dotted key; the table in settings.go documents each one.
 type Config struct {
 	Redis struct {
-		URL       string        // redis.url
-		ScanCount int           // redis.scan_count
-		BatchSize int           // redis.batch_size
-		Timeout   time.Duration // redis.timeout
+		URL string // redis.url
+		// Discrete connection settings: each, when not empty, overrides
+		// that part of the URL (see redis_discrete.go).
+		Host     string // redis.host
+		Port     string // redis.port
+		DB       string // redis.db
+		Username string // redis.username
+		Password string // redis.password
+		// TLS files of a rediss:// connection (see redis_tls.go).
+		TLSCAFile   string        // redis.tls_ca_file
+		TLSCertFile string        // redis.tls_cert_file
+		TLSKeyFile  string        // redis.tls_key_file
+		ScanCount   int           // redis.scan_count
+		BatchSize   int           // redis.batch_size
+		Timeout     time.Duration // redis.timeout
 	}
 	Database struct {
-		URL     string        // database.url
-		Timeout time.Duration // database.timeout
+		URL string // database.url
+		// Discrete connection settings: each, when not empty, overrides
+		// that part of the URL (see postgres_discrete.go).
+		Host        string        // database.host
+		Port        string        // database.port
+		Name        string        // database.name
+		User        string        // database.user
+		Password    string        // database.password
+		SSLMode     string        // database.sslmode
+		SSLRootCert string        // database.sslrootcert
+		Timeout     time.Duration // database.timeout
 	}
 	HeartbeatGrace time.Duration // heartbeat_grace
 	FinishedGrace  time.Duration // finished_grace
@@ -83,6 +103,12 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", s.key, err))
 		}
 	}
+	if err := checkDatabaseConn(c); err != nil {
+		errs = append(errs, fmt.Errorf("database settings: %w", err))
+	}
+	if err := checkRedisConn(c); err != nil {
+		errs = append(errs, fmt.Errorf("redis settings: %w", err))
+	}
 	// A suspect must outlive the wait for its confirmation, otherwise it
 	// expires before it can ever be confirmed and nothing is released.
 	if c.SuspectTTL <= c.ConfirmAfter {
@@ -96,10 +122,10 @@ func (c Config) Validate() error {
 // replaced by "xxxxx"; it is what may be logged or printed.
 func (c Config) Redacted() Config {
 	for _, s := range settings {
-		if s.secret {
+		if s.sensitive() {
 			// Redacting a URL keeps it parseable, so assigning without the
 			// checks cannot fail for any value the setter accepted before.
-			_ = s.set(&c, redactSecret(s.get(&c)))
+			_ = s.set(&c, s.redact(s.get(&c)))
 		}
 	}
 	return c

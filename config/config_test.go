@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 var update = flag.Bool("update", false, "rewrite ../config.yaml.example from the settings table")
@@ -52,23 +54,26 @@ func value(c Config, key string) string {
 }
 
 func TestDefault(t *testing.T) {
+	// The reaper's settings default to the reaper's constants, the only
+	// place they are written (TestDefaultIsTheReapersDefault); the others
+	// are the configuration's own.
 	var want Config
 	want.Redis.URL = "redis://localhost:6379/0"
-	want.Redis.ScanCount = 1000
-	want.Redis.BatchSize = 1000
-	want.Redis.Timeout = 5 * time.Second
+	want.Redis.ScanCount = reaper.DefaultScanCount
+	want.Redis.BatchSize = reaper.DefaultBatchSize
+	want.Redis.Timeout = reaper.DefaultRedisTimeout
 	want.Database.URL = ""
-	want.Database.Timeout = 10 * time.Second
-	want.HeartbeatGrace = 30 * time.Second
-	want.FinishedGrace = 60 * time.Second
-	want.ConfirmAfter = 2 * time.Minute
-	want.SuspectTTL = time.Hour
-	want.LostRunning = "canceled"
-	want.OrphanedWaiting = "requeue"
-	want.MaxDeadFraction = 0.5
-	want.MinWorkers = 3
-	want.MaxReleases = 10000
-	want.MaxTaskUpdates = 1000
+	want.Database.Timeout = reaper.DefaultDatabaseTimeout
+	want.HeartbeatGrace = reaper.DefaultHeartbeatGrace
+	want.FinishedGrace = reaper.DefaultFinishedGrace
+	want.ConfirmAfter = reaper.DefaultConfirmAfter
+	want.SuspectTTL = reaper.DefaultSuspectTTL
+	want.LostRunning = reaper.DefaultLostRunning
+	want.OrphanedWaiting = reaper.DefaultOrphanedWaiting
+	want.MaxDeadFraction = reaper.DefaultMaxDeadFraction
+	want.MinWorkers = reaper.DefaultMinWorkers
+	want.MaxReleases = reaper.DefaultMaxReleases
+	want.MaxTaskUpdates = reaper.DefaultMaxTaskUpdates
 	want.CoordinateWithPulpcore = true
 	want.Schedule = "@every 1m"
 	want.Jitter = 5 * time.Second

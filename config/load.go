@@ -31,7 +31,7 @@ func Register(fs *flag.FlagSet) *Loader {
 	fs.Var(l.config, "config", "path of the YAML configuration `file` (env "+configEnv+")")
 	for i := range settings {
 		s := &settings[i]
-		v := &flagValue{def: s.def, isBool: s.isBool, secret: s.secret}
+		v := &flagValue{def: s.def, isBool: s.isBool, redact: s.redact}
 		fs.Var(v, s.flag(), s.usage())
 		l.flags = append(l.flags, v)
 	}
@@ -113,19 +113,12 @@ func (s *setting) apply(c *Config, raw string) error {
 	if err == nil {
 		err = s.validate(c)
 	}
-	if err != nil && s.secret {
-		err = scrubError(err, raw)
-	}
-	return err
+	return s.scrubErr(err, raw)
 }
 
 // check validates the setting's current value, without leaking secrets.
 func (s *setting) check(c *Config) error {
-	err := s.validate(c)
-	if err != nil && s.secret {
-		err = scrubError(err, s.get(c))
-	}
-	return err
+	return s.scrubErr(s.validate(c), s.get(c))
 }
 
 // lookupEnv reads NAME or NAME_FILE (a path whose content, without trailing
@@ -178,15 +171,15 @@ type flagValue struct {
 	val    string
 	set    bool
 	isBool bool
-	secret bool
+	redact func(string) string // what may be shown of a value
 }
 
 func (f *flagValue) String() string {
 	if f == nil {
 		return ""
 	}
-	if f.set && f.secret {
-		return redactSecret(f.val)
+	if f.set && f.redact != nil {
+		return f.redact(f.val)
 	}
 	if f.set {
 		return f.val

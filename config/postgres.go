@@ -11,8 +11,9 @@ import (
 // applicationName tags lock-reaper's sessions in pg_stat_activity.
 const applicationName = "lock-reaper"
 
-// PoolConfig returns the pgx pool configuration of database.url. An empty
-// URL leaves everything to libpq's PG* environment variables (read from the
+// PoolConfig returns the pgx pool configuration of database.url and the
+// discrete database settings, which override their parts of the URL. What
+// neither sets is left to libpq's PG* environment variables (read from the
 // process environment, not from Load's getenv) and ~/.pgpass.
 //
 // database.timeout becomes the session's statement_timeout and the connect
@@ -20,10 +21,11 @@ const applicationName = "lock-reaper"
 // PGAPPNAME, PGCONNECT_TIMEOUT) sets it: an explicit connection parameter is
 // the more specific wish.
 func PoolConfig(c Config) (*pgxpool.Config, error) {
-	pc, err := pgxpool.ParseConfig(c.Database.URL)
+	conn := databaseConnString(c)
+	pc, err := pgxpool.ParseConfig(conn)
 	if err != nil {
 		// No "database.url:" prefix: callers name the setting themselves.
-		return nil, fmt.Errorf("invalid database URL: %w", scrubError(err, c.Database.URL))
+		return nil, fmt.Errorf("invalid database URL: %w", scrubPasswords(scrubError(err, conn), c.Database.Password))
 	}
 	cc := pc.ConnConfig
 	if cc.RuntimeParams == nil {
@@ -55,6 +57,20 @@ func statementTimeout(d time.Duration) string {
 func checkDatabaseURL(s string) error {
 	if _, err := pgxpool.ParseConfig(s); err != nil {
 		return fmt.Errorf("invalid database URL: %w", err)
+	}
+	return nil
+}
+
+// checkDatabaseConn validates the URL together with the discrete settings,
+// once the URL alone is known to be valid: a discrete value may make it
+// invalid (a missing sslrootcert file, say).
+func checkDatabaseConn(c Config) error {
+	if len(databaseParams(c)) == 0 || checkDatabaseURL(c.Database.URL) != nil {
+		return nil
+	}
+	conn := databaseConnString(c)
+	if err := checkDatabaseURL(conn); err != nil {
+		return scrubPasswords(scrubError(err, conn), c.Database.Password)
 	}
 	return nil
 }

@@ -24,14 +24,18 @@ type redisTarget struct {
 }
 
 // NewRedisClient connects (lazily, as go-redis does) to the Redis of
-// redis.url: a plain, TLS or unix-socket client, or a Sentinel failover
-// client. redis.timeout becomes the dial, read and write timeout unless the
+// redis.url, with the discrete settings (redis.host, redis.password, ...)
+// overriding their parts of it and the TLS files applied: a plain, TLS or
+// unix-socket client, or a Sentinel failover client. redis.timeout becomes the dial, read and write timeout unless the
 // URL sets those itself, and context deadlines are honoured.
 func NewRedisClient(c Config) (redis.UniversalClient, error) {
 	t, err := parseRedisURL(c.Redis.URL)
 	if err != nil {
 		// No "redis.url:" prefix: callers name the setting themselves.
 		return nil, scrubError(err, c.Redis.URL)
+	}
+	if err := applyRedisSettings(c, t); err != nil {
+		return nil, scrubPasswords(err, c.Redis.Password)
 	}
 	if o := t.failover; o != nil {
 		applyTimeout(c.Redis.Timeout, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout)

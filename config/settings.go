@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // Groups order the settings in config.yaml.example and in WriteYAML.
@@ -21,8 +23,11 @@ type setting struct {
 	key    string // dotted YAML key; env and flag names derive from it
 	group  string
 	def    string // default, in the textual form a user would write
-	secret bool   // hidden in Redacted, WriteYAML and error messages
-	doc    string
+	secret bool   // may hold passwords (a URL): they are hidden in Redacted, WriteYAML and error messages
+	// password marks a setting whose whole value is a password: hidden
+	// entirely wherever secret values are.
+	password bool
+	doc      string
 	binding
 }
 
@@ -58,7 +63,7 @@ func (s *setting) leaf() string {
 
 // settings is the table. Its order is the order of the example file and of
 // WriteYAML, so keys of one section must stay together (a test checks it).
-var settings = []setting{
+var settings = withReaperDefaults([]setting{
 	{
 		key: "redis.url", group: groupRedis, def: "redis://localhost:6379/0", secret: true,
 		binding: bind(stringCodec("url"), func(c *Config) *string { return &c.Redis.URL }, checkRedisURL),
@@ -70,18 +75,62 @@ var settings = []setting{
 			"are accepted and win over redis.timeout.",
 	},
 	{
-		key: "redis.scan_count", group: groupRedis, def: "1000",
-		binding: bind(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, positive[int]),
+		key: "redis.host", group: groupRedis,
+		binding: bind(stringCodec("host"), func(c *Config) *string { return &c.Redis.Host }, checkHost),
+		doc: "Redis host; when set, replaces the host of redis.url (pulp-operator's REDIS_HOST). " +
+			"Not for a unix:// or Sentinel redis.url.",
+	},
+	{
+		key: "redis.port", group: groupRedis,
+		binding: bind(stringCodec("port"), func(c *Config) *string { return &c.Redis.Port }, checkPort),
+		doc: "Redis port; when set, replaces the port of redis.url (pulp-operator's REDIS_PORT). " +
+			"Not for a unix:// or Sentinel redis.url.",
+	},
+	{
+		key: "redis.db", group: groupRedis,
+		binding: bind(stringCodec("number"), func(c *Config) *string { return &c.Redis.DB }, checkRedisDB),
+		doc:     "Redis logical database; when set, replaces the database of redis.url (pulp-operator's REDIS_DB).",
+	},
+	{
+		key: "redis.username", group: groupRedis,
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Redis.Username }),
+		doc:     "Redis ACL user; when set, replaces the user of redis.url.",
+	},
+	{
+		key: "redis.password", group: groupRedis, password: true,
+		binding: bind(stringCodec("password"), func(c *Config) *string { return &c.Redis.Password }),
+		doc: "Redis password; when set, replaces the password of redis.url (pulp-operator's REDIS_PASSWORD; " +
+			"empty, as for the operator's own Redis, leaves the URL's).",
+	},
+	{
+		key: "redis.tls_ca_file", group: groupRedis,
+		binding: bind(stringCodec("path"), func(c *Config) *string { return &c.Redis.TLSCAFile }),
+		doc: "PEM file of the CA certificates that verify the Redis server of a rediss:// redis.url, " +
+			"instead of the system's.",
+	},
+	{
+		key: "redis.tls_cert_file", group: groupRedis,
+		binding: bind(stringCodec("path"), func(c *Config) *string { return &c.Redis.TLSCertFile }),
+		doc:     "PEM file of the client certificate lock-reaper presents to a rediss:// Redis; needs redis.tls_key_file.",
+	},
+	{
+		key: "redis.tls_key_file", group: groupRedis,
+		binding: bind(stringCodec("path"), func(c *Config) *string { return &c.Redis.TLSKeyFile }),
+		doc:     "PEM file of the private key of redis.tls_cert_file.",
+	},
+	{
+		key: "redis.scan_count", group: groupRedis,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, func(rc *reaper.Config) *int { return &rc.ScanCount }, positive[int]),
 		doc:     "COUNT hint of each SCAN call over the keyspace.",
 	},
 	{
-		key: "redis.batch_size", group: groupRedis, def: "1000",
-		binding: bind(intCodec, func(c *Config) *int { return &c.Redis.BatchSize }, positive[int]),
+		key: "redis.batch_size", group: groupRedis,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.BatchSize }, func(rc *reaper.Config) *int { return &rc.BatchSize }, positive[int]),
 		doc:     "Keys per pipelined read, holdings per release (Lua) call and tasks per update statement.",
 	},
 	{
-		key: "redis.timeout", group: groupRedis, def: "5s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Redis.Timeout }, positive[time.Duration]),
+		key: "redis.timeout", group: groupRedis,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Redis.Timeout }, func(rc *reaper.Config) *time.Duration { return &rc.RedisTimeout }, positive[time.Duration]),
 		doc:     "Deadline of each Redis call; also the dial, read and write timeout of the connections.",
 	},
 	{
@@ -92,65 +141,103 @@ var settings = []setting{
 			"(PGHOST, PGUSER, PGPASSWORD, ...) and ~/.pgpass apply.",
 	},
 	{
-		key: "database.timeout", group: groupDatabase, def: "10s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, positive[time.Duration]),
+		key: "database.host", group: groupDatabase,
+		binding: bind(stringCodec("host"), func(c *Config) *string { return &c.Database.Host }, checkHost),
+		doc: "PostgreSQL host (or socket directory); when set, replaces the host of database.url " +
+			"(pulp-operator's host or POSTGRES_HOST secret key).",
+	},
+	{
+		key: "database.port", group: groupDatabase,
+		binding: bind(stringCodec("port"), func(c *Config) *string { return &c.Database.Port }, checkPort),
+		doc:     "PostgreSQL port; when set, replaces the port of database.url (port or POSTGRES_PORT).",
+	},
+	{
+		key: "database.name", group: groupDatabase,
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Database.Name }),
+		doc:     "Database name; when set, replaces the one of database.url (database or POSTGRES_DB_NAME).",
+	},
+	{
+		key: "database.user", group: groupDatabase,
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Database.User }),
+		doc:     "PostgreSQL user; when set, replaces the one of database.url (username or POSTGRES_USERNAME).",
+	},
+	{
+		key: "database.password", group: groupDatabase, password: true,
+		binding: bind(stringCodec("password"), func(c *Config) *string { return &c.Database.Password }),
+		doc:     "PostgreSQL password; when set, replaces the one of database.url (password or POSTGRES_PASSWORD).",
+	},
+	{
+		key: "database.sslmode", group: groupDatabase,
+		binding: bind(stringCodec("mode"), func(c *Config) *string { return &c.Database.SSLMode }, checkSSLMode),
+		doc: "libpq sslmode (disable, allow, prefer, require, verify-ca, verify-full); when set, replaces " +
+			"the one of database.url (sslmode or POSTGRES_SSLMODE).",
+	},
+	{
+		key: "database.sslrootcert", group: groupDatabase,
+		binding: bind(stringCodec("path"), func(c *Config) *string { return &c.Database.SSLRootCert }),
+		doc: "PEM file of the CA certificates that verify the PostgreSQL server (with sslmode verify-ca " +
+			"or verify-full), or \"system\" for the system's; when set, replaces the one of database.url.",
+	},
+	{
+		key: "database.timeout", group: groupDatabase,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, func(rc *reaper.Config) *time.Duration { return &rc.DatabaseTimeout }, positive[time.Duration]),
 		doc: "Deadline of each statement (sent as statement_timeout unless the URL sets one) " +
 			"and of connecting.",
 	},
 	{
-		key: "heartbeat_grace", group: groupJudge, def: "30s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatGrace }, nonNegative[time.Duration]),
+		key: "heartbeat_grace", group: groupJudge,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatGrace }, func(rc *reaper.Config) *time.Duration { return &rc.HeartbeatGrace }, nonNegative[time.Duration]),
 		doc:     "How long past its expiry a worker's heartbeat may be late before the worker counts as dead.",
 	},
 	{
-		key: "finished_grace", group: groupJudge, def: "60s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.FinishedGrace }, nonNegative[time.Duration]),
+		key: "finished_grace", group: groupJudge,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.FinishedGrace }, func(rc *reaper.Config) *time.Duration { return &rc.FinishedGrace }, nonNegative[time.Duration]),
 		doc:     "How long after a task finished its locks are left for its worker to release them itself.",
 	},
 	{
-		key: "confirm_after", group: groupJudge, def: "2m",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.ConfirmAfter }, nonNegative[time.Duration]),
+		key: "confirm_after", group: groupJudge,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.ConfirmAfter }, func(rc *reaper.Config) *time.Duration { return &rc.ConfirmAfter }, nonNegative[time.Duration]),
 		doc:     "How long a suspect lock must stay suspect, across passes, before it is released.",
 	},
 	{
-		key: "suspect_ttl", group: groupJudge, def: "1h",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.SuspectTTL }, positive[time.Duration]),
+		key: "suspect_ttl", group: groupJudge,
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.SuspectTTL }, func(rc *reaper.Config) *time.Duration { return &rc.SuspectTTL }, positive[time.Duration]),
 		doc:     "Expiry of the hash of remembered suspects in Redis. Must be greater than confirm_after.",
 	},
 	{
-		key: "lost_running", group: groupJudge, def: "canceled",
-		binding: bind(stringCodec("canceled|failed"), func(c *Config) *string { return &c.LostRunning }, oneOf("canceled", "failed")),
+		key: "lost_running", group: groupJudge,
+		binding: bindReaper(stringCodec("canceled|failed"), func(c *Config) *string { return &c.LostRunning }, func(rc *reaper.Config) *string { return &rc.LostRunning }, oneOf("canceled", "failed")),
 		doc:     "State a running task of a dead worker is moved to: canceled, or failed (what pulpcore itself does).",
 	},
 	{
-		key: "orphaned_waiting", group: groupJudge, def: "requeue",
-		binding: bind(stringCodec("requeue|cancel"), func(c *Config) *string { return &c.OrphanedWaiting }, oneOf("requeue", "cancel")),
+		key: "orphaned_waiting", group: groupJudge,
+		binding: bindReaper(stringCodec("requeue|cancel"), func(c *Config) *string { return &c.OrphanedWaiting }, func(rc *reaper.Config) *string { return &rc.OrphanedWaiting }, oneOf("requeue", "cancel")),
 		doc:     "What happens to a waiting task claimed by a dead worker: requeue (clear the claim) or cancel.",
 	},
 	{
-		key: "max_dead_fraction", group: groupGuards, def: "0.5",
-		binding: bind(floatCodec, func(c *Config) *float64 { return &c.MaxDeadFraction }, fraction),
+		key: "max_dead_fraction", group: groupGuards,
+		binding: bindReaper(floatCodec, func(c *Config) *float64 { return &c.MaxDeadFraction }, func(rc *reaper.Config) *float64 { return &rc.MaxDeadFraction }, fraction),
 		doc: "Mass-death guard: when more than this fraction (0 to 1) of at least min_workers workers " +
 			"is dead, nothing is released on dead-worker grounds and no task is updated (--force overrides).",
 	},
 	{
-		key: "min_workers", group: groupGuards, def: "3",
-		binding: bind(intCodec, func(c *Config) *int { return &c.MinWorkers }, nonNegative[int]),
+		key: "min_workers", group: groupGuards,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MinWorkers }, func(rc *reaper.Config) *int { return &rc.MinWorkers }, nonNegative[int]),
 		doc:     "Fewest known workers for the mass-death guard to apply.",
 	},
 	{
-		key: "max_releases", group: groupGuards, def: "10000",
-		binding: bind(intCodec, func(c *Config) *int { return &c.MaxReleases }, nonNegative[int]),
+		key: "max_releases", group: groupGuards,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxReleases }, func(rc *reaper.Config) *int { return &rc.MaxReleases }, nonNegative[int]),
 		doc:     "Most lock holdings released in one pass; the rest waits for the next pass.",
 	},
 	{
-		key: "max_task_updates", group: groupGuards, def: "1000",
-		binding: bind(intCodec, func(c *Config) *int { return &c.MaxTaskUpdates }, nonNegative[int]),
+		key: "max_task_updates", group: groupGuards,
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxTaskUpdates }, func(rc *reaper.Config) *int { return &rc.MaxTaskUpdates }, nonNegative[int]),
 		doc:     "Most tasks canceled, failed or requeued in one pass; the rest waits for the next pass.",
 	},
 	{
-		key: "coordinate_with_pulpcore", group: groupGuards, def: "true",
-		binding: bind(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }),
+		key: "coordinate_with_pulpcore", group: groupGuards,
+		binding: bindReaper(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }, func(rc *reaper.Config) *bool { return &rc.CoordinateWithPulpcore }),
 		doc: "Also take pulpcore's worker-cleanup advisory lock for each pass, so the reaper never " +
 			"races pulpcore's own cleanup of dead workers.",
 	},
@@ -197,7 +284,7 @@ var settings = []setting{
 		binding: bind(stringCodec("text|json"), func(c *Config) *string { return &c.Output }, oneOf("text", "json")),
 		doc:     "Format of reports printed on standard output: text or json.",
 	},
-}
+})
 
 // settingByKey indexes the table for the YAML loader.
 var settingByKey = func() map[string]*setting {

@@ -24,6 +24,8 @@ type binding struct {
 	set      func(c *Config, raw string) error
 	get      func(c *Config) string
 	validate func(c *Config) error
+	// reaper is set for a setting that is also a field of reaper.Config.
+	reaper *reaperBinding
 }
 
 // codec parses and formats one kind of value.

@@ -170,7 +170,7 @@ func exampleComment(s *setting) string {
 		val = `"" (empty)`
 	}
 	env := s.env()
-	if s.secret {
+	if s.sensitive() {
 		env += " or " + s.env() + "_FILE"
 	}
 	where := fmt.Sprintf("Default: %s. Env: %s. Flag: --%s.", val, env, s.flag())

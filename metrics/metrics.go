@@ -34,6 +34,10 @@ const (
 	NameLastSuccess     = "lock_reaper_last_success_timestamp_seconds"
 	NameTicksSkipped    = "lock_reaper_ticks_skipped_total"
 	NameBuildInfo       = "lock_reaper_build_info"
+	NameHoldings        = "lock_reaper_holdings"
+	NameOwners          = "lock_reaper_owners"
+	NameLostTasks       = "lock_reaper_lost_tasks"
+	NameOldestStaleAge  = "lock_reaper_oldest_stale_holding_age_seconds"
 )
 
 // Reasons a scheduled tick passes without a pass, the values of
@@ -62,6 +66,7 @@ type Metrics struct {
 	lastSuccess     *timestampGauge
 	ticksSkipped    *prometheus.CounterVec
 	buildInfo       prometheus.Gauge
+	fleet
 }
 
 // New returns the collectors, with every series of a known label value
@@ -127,6 +132,7 @@ func New(version string) *Metrics {
 			ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
 		}),
 	}
+	m.fleet = newFleet()
 	m.buildInfo.Set(1)
 	m.initSeries()
 	return m
@@ -164,7 +170,9 @@ func (m *Metrics) initSeries() {
 	}
 	for _, v := range releaseVerdicts {
 		for _, k := range holdingKinds {
-			m.released.WithLabelValues(string(v), string(k))
+			// k.String(), not string(k): a Kind is a number, and string()
+			// of a number is the character with that code point.
+			m.released.WithLabelValues(string(v), k.String())
 		}
 	}
 	for _, v := range taskVerdicts {
@@ -183,6 +191,7 @@ func (m *Metrics) initSeries() {
 		m.suspects.WithLabelValues(o)
 		m.deferred.WithLabelValues(o)
 	}
+	m.fleet.initSeries()
 }
 
 // collectors lists every collector, in the order of the documentation.
@@ -190,6 +199,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.passes, m.passDuration, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.buildInfo,
+		m.holdings, m.owners, m.lostTasks, m.oldestStale,
 	}
 }
 

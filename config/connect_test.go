@@ -1,0 +1,148 @@
+package config
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/testenv"
+)
+
+// TestDiscreteSettingsConnect: URLs that point nowhere, corrected by the
+// discrete settings, reach the real PostgreSQL and the claimed Redis
+// database.
+func TestDiscreteSettingsConnect(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	real, err := url.Parse(testenv.DatabaseURL())
+	require.NoError(t, err)
+	c := Default()
+	c.Database.URL = "postgres://nobody@127.0.0.1:1/nowhere?connect_timeout=5"
+	c.Database.Host, c.Database.Port = real.Hostname(), real.Port()
+	if c.Database.Port == "" {
+		c.Database.Port = "5432"
+	}
+	c.Database.Name = strings.TrimPrefix(real.Path, "/")
+	c.Database.User = real.User.Username()
+	if pw, ok := real.User.Password(); ok {
+		c.Database.Password = pw
+	}
+	pc, err := PoolConfig(c)
+	require.NoError(t, err)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	require.NoError(t, err)
+	defer pool.Close()
+	var db, user string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT current_database(), current_user").Scan(&db, &user))
+	require.Equal(t, c.Database.Name, db)
+	require.Equal(t, c.Database.User, user)
+
+	r := testenv.NewRedis(t)
+	addr := r.Client.Options().Addr
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	c = Default()
+	c.Redis.URL = "redis://127.0.0.1:1/0"
+	c.Redis.Host, c.Redis.Port, c.Redis.DB = host, port, strconv.Itoa(r.DB)
+	c.Redis.Password = r.Client.Options().Password
+	rdb, err := NewRedisClient(c)
+	require.NoError(t, err)
+	defer rdb.Close()
+	key := "lock-reaper:test:discrete"
+	require.NoError(t, rdb.Set(ctx, key, "here", time.Minute).Err())
+	got, err := r.Client.Get(ctx, key).Result()
+	require.NoError(t, err, "the key lands in the claimed database")
+	require.Equal(t, "here", got)
+}
+
+// TestRedisTLSFiles runs against a real redis-server that speaks only TLS
+// and demands client certificates: the CA file makes its certificate
+// verify, the client certificate gets in, and each missing piece is refused.
+func TestRedisTLSFiles(t *testing.T) {
+	t.Parallel()
+	pki := newTestPKI(t)
+	port := startTLSRedis(t, pki)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	ping := func(c Config) error {
+		t.Helper()
+		require.NoError(t, c.Validate())
+		rdb, err := NewRedisClient(c)
+		require.NoError(t, err)
+		defer rdb.Close()
+		return rdb.Ping(ctx).Err()
+	}
+	c := Default()
+	c.Redis.Timeout = 5 * time.Second
+	c.Redis.URL = fmt.Sprintf("rediss://127.0.0.1:%d/0", port)
+	c.Redis.TLSCAFile, c.Redis.TLSCertFile, c.Redis.TLSKeyFile = pki.CA, pki.ClientCert, pki.ClientKey
+	require.NoError(t, ping(c))
+
+	// redis.host replaces the URL's host, and the name verified with it.
+	named := c
+	named.Redis.URL = fmt.Sprintf("rediss://wrong.invalid:%d/0", port)
+	named.Redis.Host = "localhost"
+	require.NoError(t, ping(named))
+
+	noCert := c
+	noCert.Redis.TLSCertFile, noCert.Redis.TLSKeyFile = "", ""
+	require.Error(t, ping(noCert), "the server demands a client certificate")
+
+	noCA := c
+	noCA.Redis.TLSCAFile = ""
+	err := ping(noCA)
+	require.Error(t, err, "the system's CAs do not know the test CA")
+	require.Contains(t, err.Error(), "certificate")
+}
+
+// startTLSRedis starts a redis-server on a free loopback port that speaks
+// only TLS and requires client certificates from pki's CA, and stops it at
+// cleanup. It skips the test when redis-server is missing or has no TLS.
+func startTLSRedis(t *testing.T, pki testPKI) int {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not found: Redis TLS settings not tested against a server")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--tls-cert-file", pki.ServerCert, "--tls-key-file", pki.ServerKey, "--tls-ca-cert-file", pki.CA,
+		"--tls-auth-clients", "yes", "--save", "", "--appendonly", "no", "--dir", dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var log strings.Builder
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		log.WriteString(lines.Text() + "\n")
+		if strings.Contains(lines.Text(), "Ready to accept connections") {
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			return port
+		}
+	}
+	if strings.Contains(strings.ToLower(log.String()), "tls") {
+		t.Skipf("redis-server has no TLS support (%s): Redis TLS settings not tested against a server\n%s", bin, log.String())
+	}
+	require.FailNow(t, "redis-server with TLS did not start", log.String())
+	return 0
+}
