@@ -27,8 +27,9 @@ type Config struct {
 		Timeout   time.Duration // redis.timeout
 	}
 	Database struct {
-		URL     string        // database.url
-		Timeout time.Duration // database.timeout
+		URL      string        // database.url
+		Timeout  time.Duration // database.timeout
+		ExecMode string        // database.exec_mode
 	}
 	HeartbeatGrace time.Duration // heartbeat_grace
 	FinishedGrace  time.Duration // finished_grace

@@ -94,8 +94,16 @@ var settings = []setting{
 	{
 		key: "database.timeout", group: groupDatabase, def: "10s",
 		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, positive[time.Duration]),
-		doc: "Deadline of each statement (sent as statement_timeout unless the URL sets one) " +
-			"and of connecting.",
+		doc: "Deadline of each statement (set in each of lock-reaper's transactions with SET LOCAL " +
+			"statement_timeout, which PgBouncer passes on) and of connecting.",
+	},
+	{
+		key: "database.exec_mode", group: groupDatabase, def: "",
+		binding: bind(stringCodec("mode"), func(c *Config) *string { return &c.Database.ExecMode }, checkExecMode),
+		doc: "How pgx sends queries: cache_statement, cache_describe, describe_exec, exec or " +
+			"simple_protocol. Behind PgBouncer in transaction pooling use exec (or simple_protocol): " +
+			"the default caches prepared statements per connection, which a transaction pooler " +
+			"mixes up. Empty: the URL's default_query_exec_mode, else pgx's default (cache_statement).",
 	},
 	{
 		key: "heartbeat_grace", group: groupJudge, def: "30s",
