@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -48,37 +47,11 @@ func deadWorkerFleet(f *fixture) (taskID string) {
 	return taskID
 }
 
-// redisDump lists every key of the test's Redis database with its type and
-// value, to show that a pass wrote nothing.
-func redisDump(f *fixture) string {
-	f.t.Helper()
-	keys, err := f.redis.Client.Keys(f.ctx, "*").Result()
-	require.NoError(f.t, err)
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		typ := f.redis.Client.Type(f.ctx, k).Val()
-		var v any
-		switch typ {
-		case "string":
-			v = f.get(k)
-		case "set":
-			m := f.members(k)
-			sort.Strings(m)
-			v = m
-		default:
-			v = "(" + typ + ")"
-		}
-		fmt.Fprintf(&b, "%s %s %v\n", k, typ, v)
-	}
-	return b.String()
-}
-
 // requireNoWrites runs a pass against pool and checks that it fails with
 // NotWritableError and wrote nothing, then that an audit reports the guard.
 func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string, check func(*NotWritableError)) {
 	t.Helper()
-	before := redisDump(f)
+	before := sfRedisState(f)
 	r, err := New(DefaultConfig(), f.redis.Client, pool, testLogger())
 	require.NoError(t, err)
 	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce})
@@ -88,7 +61,7 @@ func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string
 	require.Contains(t, err.Error(), fmt.Sprintf("on 127.0.0.1:%d", pool.Config().ConnConfig.Port))
 	require.Contains(t, err.Error(), `database "pulp"`)
 	require.Equal(t, ExitFailed, rep.ExitCode())
-	require.Equal(t, before, redisDump(f), "nothing written to Redis, not even suspects")
+	require.Equal(t, before, sfRedisState(f), "nothing written to Redis, not even suspects")
 	state, _, _, _ := f.taskRow(taskID)
 	require.Equal(t, StateRunning, state, "no task updated")
 
@@ -97,7 +70,7 @@ func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string
 	require.Len(t, audit.Guards, 1, "%+v", audit.Guards)
 	require.Equal(t, GuardWritablePrimary, audit.Guards[0].Name)
 	require.Equal(t, ExitGuarded, audit.ExitCode())
-	require.Equal(t, before, redisDump(f))
+	require.Equal(t, before, sfRedisState(f))
 }
 
 // TestWritablePrimaryOrNoWrites points passes at a real hot standby (made
