@@ -49,6 +49,7 @@ type Config struct {
 		SSLMode     string        // database.sslmode
 		SSLRootCert string        // database.sslrootcert
 		Timeout     time.Duration // database.timeout
+		ExecMode    string        // database.exec_mode
 	}
 	HeartbeatGrace time.Duration // heartbeat_grace
 	FinishedGrace  time.Duration // finished_grace

@@ -2,9 +2,8 @@ package config
 
 import (
 	"fmt"
-	"strconv"
-	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -16,10 +15,12 @@ const applicationName = "lock-reaper"
 // neither sets is left to libpq's PG* environment variables (read from the
 // process environment, not from Load's getenv) and ~/.pgpass.
 //
-// database.timeout becomes the session's statement_timeout and the connect
-// timeout, and application_name is lock-reaper, each unless the URL (or
-// PGAPPNAME, PGCONNECT_TIMEOUT) sets it: an explicit connection parameter is
-// the more specific wish.
+// database.timeout becomes the connect timeout, and application_name is
+// lock-reaper, each unless the URL (or PGAPPNAME, PGCONNECT_TIMEOUT) sets it:
+// an explicit connection parameter is the more specific wish. The statement
+// timeout is no startup parameter, which PgBouncer refuses: the reaper sets
+// it with SET LOCAL in each transaction. database.exec_mode, when set, wins
+// over the URL's default_query_exec_mode.
 func PoolConfig(c Config) (*pgxpool.Config, error) {
 	conn := databaseConnString(c)
 	pc, err := pgxpool.ParseConfig(conn)
@@ -31,8 +32,12 @@ func PoolConfig(c Config) (*pgxpool.Config, error) {
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
 	}
-	if _, ok := cc.RuntimeParams["statement_timeout"]; !ok {
-		cc.RuntimeParams["statement_timeout"] = statementTimeout(c.Database.Timeout)
+	if c.Database.ExecMode != "" {
+		mode, ok := execModes[c.Database.ExecMode]
+		if !ok {
+			return nil, checkExecMode(c.Database.ExecMode)
+		}
+		cc.DefaultQueryExecMode = mode
 	}
 	if _, ok := cc.RuntimeParams["application_name"]; !ok {
 		cc.RuntimeParams["application_name"] = applicationName
@@ -43,14 +48,22 @@ func PoolConfig(c Config) (*pgxpool.Config, error) {
 	return pc, nil
 }
 
-// statementTimeout renders d in milliseconds, PostgreSQL's unit for
-// statement_timeout. It rounds up, because 0 would mean no timeout at all.
-func statementTimeout(d time.Duration) string {
-	ms := d.Milliseconds()
-	if d > 0 && d%time.Millisecond != 0 {
-		ms++
+// execModes are database.exec_mode's values: pgx's names, as its
+// default_query_exec_mode URL parameter takes them.
+var execModes = map[string]pgx.QueryExecMode{
+	"cache_statement": pgx.QueryExecModeCacheStatement,
+	"cache_describe":  pgx.QueryExecModeCacheDescribe,
+	"describe_exec":   pgx.QueryExecModeDescribeExec,
+	"exec":            pgx.QueryExecModeExec,
+	"simple_protocol": pgx.QueryExecModeSimpleProtocol,
+}
+
+// checkExecMode accepts an empty database.exec_mode or one of pgx's modes.
+func checkExecMode(s string) error {
+	if _, ok := execModes[s]; ok || s == "" {
+		return nil
 	}
-	return strconv.FormatInt(ms, 10)
+	return fmt.Errorf("invalid value %q: want one of cache_statement, cache_describe, describe_exec, exec, simple_protocol (or empty)", s)
 }
 
 // checkDatabaseURL validates database.url as PoolConfig will parse it.

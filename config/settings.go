@@ -181,8 +181,16 @@ var settings = withReaperDefaults([]setting{
 	{
 		key: "database.timeout", group: groupDatabase,
 		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, func(rc *reaper.Config) *time.Duration { return &rc.DatabaseTimeout }, positive[time.Duration]),
-		doc: "Deadline of each statement (sent as statement_timeout unless the URL sets one) " +
-			"and of connecting.",
+		doc: "Deadline of each statement (set in each of lock-reaper's transactions with SET LOCAL " +
+			"statement_timeout, which PgBouncer passes on) and of connecting.",
+	},
+	{
+		key: "database.exec_mode", group: groupDatabase,
+		binding: bind(stringCodec("mode"), func(c *Config) *string { return &c.Database.ExecMode }, checkExecMode),
+		doc: "How pgx sends queries: cache_statement, cache_describe, describe_exec, exec or " +
+			"simple_protocol. Behind PgBouncer in transaction pooling use exec (or simple_protocol): " +
+			"the default caches prepared statements per connection, which a transaction pooler " +
+			"mixes up. Empty: the URL's default_query_exec_mode, else pgx's default (cache_statement).",
 	},
 	{
 		key: "heartbeat_grace", group: groupJudge,

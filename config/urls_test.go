@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -144,7 +145,9 @@ func TestPoolConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "db", pc.ConnConfig.Host)
 	require.Equal(t, uint16(5433), pc.ConnConfig.Port)
-	require.Equal(t, "10000", pc.ConnConfig.RuntimeParams["statement_timeout"])
+	_, sent := pc.ConnConfig.RuntimeParams["statement_timeout"]
+	require.False(t, sent, "no statement_timeout startup parameter: PgBouncer refuses it")
+	require.Equal(t, pgx.QueryExecModeCacheStatement, pc.ConnConfig.DefaultQueryExecMode)
 	require.Equal(t, "lock-reaper", pc.ConnConfig.RuntimeParams["application_name"])
 	require.Equal(t, 10*time.Second, pc.ConnConfig.ConnectTimeout)
 
@@ -156,7 +159,20 @@ func TestPoolConfig(t *testing.T) {
 	require.Equal(t, "500", pc.ConnConfig.RuntimeParams["statement_timeout"])
 	require.Equal(t, "ops", pc.ConnConfig.RuntimeParams["application_name"])
 	require.Equal(t, 3*time.Second, pc.ConnConfig.ConnectTimeout)
-	require.Equal(t, "2", statementTimeout(c.Database.Timeout), "rounded up, never 0")
+
+	// pgx's own URL parameter works; database.exec_mode wins over it.
+	c.Database.URL = "postgres://db/pulp?default_query_exec_mode=simple_protocol"
+	pc, err = PoolConfig(c)
+	require.NoError(t, err)
+	require.Equal(t, pgx.QueryExecModeSimpleProtocol, pc.ConnConfig.DefaultQueryExecMode)
+	c.Database.ExecMode = "exec"
+	pc, err = PoolConfig(c)
+	require.NoError(t, err)
+	require.Equal(t, pgx.QueryExecModeExec, pc.ConnConfig.DefaultQueryExecMode)
+	c.Database.ExecMode = "prepared"
+	_, err = PoolConfig(c)
+	require.ErrorContains(t, err, `invalid value "prepared"`)
+	c.Database.ExecMode = ""
 
 	// Empty: libpq's environment variables apply.
 	t.Setenv("PGHOST", "pg.example")

@@ -217,9 +217,17 @@ func (a *actor) updateTasks(ctx context.Context) error {
 			a.markTasks(todo[start:], ResultFailed)
 			return err
 		}
+		var signal []string
 		for n, i := range idx {
 			a.taskResults[i] = results[n]
 			a.logTask(a.plan.Tasks[i], results[n])
+			if results[n] == ResultUpdated && needsCancelSignal(a.plan.Tasks[i]) {
+				signal = append(signal, a.plan.Tasks[i].ID)
+			}
+		}
+		if err := publishCancelSignals(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, signal); err != nil {
+			a.markTasks(todo[start+len(idx):], ResultFailed)
+			return err
 		}
 		a.progress(PhaseUpdatingTasks, start+len(idx), len(todo))
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -52,13 +53,16 @@ func TestConcurrentReapersActOneAtATime(t *testing.T) {
 	for _, coordinate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("coordinate_with_pulpcore=%v", coordinate), func(t *testing.T) {
 			t.Parallel()
-			ccActOneAtATime(t, coordinate)
+			f := newFixture(t)
+			ccActOneAtATime(f, coordinate, func() *pgxpool.Pool { return sfPool(f, "", nil) })
 		})
 	}
 }
 
-func ccActOneAtATime(t *testing.T, coordinate bool) {
-	f := newFixture(t)
+// ccActOneAtATime runs the reapers of TestConcurrentReapersActOneAtATime,
+// each on a pool from newPool.
+func ccActOneAtATime(f *fixture, coordinate bool, newPool func() *pgxpool.Pool) {
+	t := f.t
 	fl := sfBuild(f, 30) // 61 stale holdings, 30 lost tasks
 	const reapers, passes = 8, 3
 	ctx, cancel := context.WithTimeout(f.ctx, ftOuterDeadline)
@@ -84,7 +88,7 @@ func ccActOneAtATime(t *testing.T, coordinate bool) {
 	var wg sync.WaitGroup
 	for range reapers {
 		rdb := sfRedisClient(f, "", acting.leaveHook())
-		pool := sfPool(f, "", nil)
+		pool := newPool()
 		// Connected before the start, so that they race for the lock itself.
 		require.NoError(t, rdb.Ping(ctx).Err())
 		require.NoError(t, pool.Ping(ctx))

@@ -17,6 +17,9 @@ type dbSnapshot struct {
 	now         time.Time
 	appStatuses []heartbeat.AppStatus
 	tasks       map[string]Task
+	// notWritable is set when a pass could not write to this database (a hot
+	// standby, or a session whose transactions are read-only by default).
+	notWritable *NotWritableError
 }
 
 // Tasks are read in two statements of the snapshot transaction: first the
@@ -47,15 +50,22 @@ WHERE pulp_id = ANY($1::text[]::uuid[])`
 func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, refs taskRefs) (dbSnapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := beginWithTimeout(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, timeout)
 	if err != nil {
 		return dbSnapshot{}, fmt.Errorf("begin snapshot transaction: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
 
 	var snap dbSnapshot
-	if err := tx.QueryRow(ctx, "SELECT now()").Scan(&snap.now); err != nil {
+	// This transaction is read-only by request: whether a pass could write
+	// is the session's default.
+	nw := NotWritableError{Host: serverAddr(pool.Config().ConnConfig)}
+	if err := tx.QueryRow(ctx, `SELECT now(), pg_is_in_recovery(), current_setting('default_transaction_read_only') = 'on',
+  current_user, current_database()`).Scan(&snap.now, &nw.Standby, &nw.ReadOnly, &nw.User, &nw.Database); err != nil {
 		return dbSnapshot{}, fmt.Errorf("read database clock: %w", err)
+	}
+	if nw.Standby || nw.ReadOnly {
+		snap.notWritable = &nw
 	}
 	if snap.appStatuses, err = heartbeat.Read(ctx, tx); err != nil {
 		return dbSnapshot{}, err

@@ -3,16 +3,17 @@ package reaper
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// PassLockKey is the PostgreSQL session advisory lock lock-reaper holds for a
-// pass, so that one reaper acts at a time. It is the single-bigint form
-// (the ASCII of "lockreap"), which cannot collide with pulpcore's two-int
-// locks in group 0.
+// PassLockKey is the PostgreSQL advisory lock lock-reaper holds for a pass,
+// so that one reaper acts at a time. It is the single-bigint form (the ASCII
+// of "lockreap"), which cannot collide with pulpcore's two-int locks in
+// group 0.
 const PassLockKey int64 = 0x6c6f636b72656170
 
 // Pulpcore's worker cleanup lock: pg_try_advisory_xact_lock(0, 11).
@@ -21,15 +22,22 @@ const (
 	pulpcoreCleanupLock = 11
 )
 
-// passLock holds the advisory locks of one pass on a dedicated connection.
+// passLock is the transaction that spans a pass: it holds the pass's
+// advisory locks as transaction-level locks, so that they end with the
+// transaction whatever happens to the session. A transaction pooler such as
+// PgBouncer keeps one server connection for a transaction and hands it to
+// other clients afterwards, so a session lock would outlive the pass on a
+// pooled connection, and two reapers could both get it; a transaction lock
+// cannot.
 type passLock struct {
 	conn    *pgxpool.Conn
 	tx      pgx.Tx
 	timeout time.Duration
 }
 
-// acquirePassLock takes lock-reaper's session lock and, when coordinating,
-// pulpcore's cleanup lock in a transaction kept open for the pass. got is
+// acquirePassLock begins the pass's transaction on a connection of its own,
+// checks that the database takes writes (see checkWritable), and takes
+// lock-reaper's lock and, when coordinating, pulpcore's cleanup lock. got is
 // false when another reaper or pulpcore's cleanup holds one of them.
 func acquirePassLock(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, coordinate bool) (*passLock, bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -39,49 +47,72 @@ func acquirePassLock(ctx context.Context, pool *pgxpool.Pool, timeout time.Durat
 		return nil, false, fmt.Errorf("connect for the pass lock: %w", err)
 	}
 	l := &passLock{conn: conn, timeout: timeout}
+	if l.tx, err = beginWithTimeout(cctx, conn, pgx.TxOptions{}, timeout); err != nil {
+		l.release()
+		return nil, false, fmt.Errorf("begin the pass transaction: %w", err)
+	}
+	if err := checkWritable(cctx, l.tx, pool.Config().ConnConfig); err != nil {
+		l.release()
+		return nil, false, err
+	}
 	var got bool
-	if err := conn.QueryRow(cctx, "SELECT pg_try_advisory_lock($1)", PassLockKey).Scan(&got); err != nil {
-		conn.Release()
+	if err := l.tx.QueryRow(cctx, "SELECT pg_try_advisory_xact_lock($1::int8)", PassLockKey).Scan(&got); err != nil {
+		l.release()
 		return nil, false, fmt.Errorf("take the pass lock: %w", err)
 	}
-	if !got {
-		conn.Release()
-		return nil, false, nil
-	}
-	if coordinate {
-		if l.tx, err = conn.Begin(cctx); err != nil {
-			l.release()
-			return nil, false, fmt.Errorf("take pulpcore's cleanup lock: %w", err)
-		}
+	if got && coordinate {
 		if err := l.tx.QueryRow(cctx, "SELECT pg_try_advisory_xact_lock($1::int4, $2::int4)", pulpcoreLockGroup, pulpcoreCleanupLock).Scan(&got); err != nil {
 			l.release()
 			return nil, false, fmt.Errorf("take pulpcore's cleanup lock: %w", err)
 		}
-		if !got {
-			l.release()
-			return nil, false, nil
-		}
+	}
+	if !got {
+		l.release()
+		return nil, false, nil
 	}
 	return l, true, nil
 }
 
-// release gives both locks back. If the connection is broken the server
-// frees them when it notices the session is gone, so the connection is then
-// destroyed rather than reused.
+// release ends the transaction, which gives both locks back. If the
+// connection is broken the server ends the transaction when it notices the
+// session is gone, so the connection is then destroyed rather than reused.
 func (l *passLock) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
-	ok := true
-	if l.tx != nil {
-		ok = l.tx.Rollback(ctx) == nil
-	}
-	if ok {
-		_, err := l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", PassLockKey)
-		ok = err == nil
-	}
-	if !ok {
+	if l.tx != nil && l.tx.Rollback(ctx) != nil {
 		_ = l.conn.Hijack().Close(ctx)
 		return
 	}
 	l.conn.Release()
+}
+
+// beginner is what beginWithTimeout needs of a pool or a connection.
+type beginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// beginWithTimeout begins a transaction whose statements the server stops
+// after timeout. SET LOCAL rather than a startup parameter: PgBouncer refuses
+// a statement_timeout startup parameter, and a session setting would stay
+// behind on a pooled server connection.
+func beginWithTimeout(ctx context.Context, db beginner, opts pgx.TxOptions, timeout time.Duration) (pgx.Tx, error) {
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1::text, true)", statementTimeoutMS(timeout)); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("set statement_timeout: %w", err)
+	}
+	return tx, nil
+}
+
+// statementTimeoutMS renders d in milliseconds, PostgreSQL's unit for
+// statement_timeout, rounded up: 0 would mean no timeout at all.
+func statementTimeoutMS(d time.Duration) string {
+	ms := d.Milliseconds()
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++
+	}
+	return strconv.FormatInt(ms, 10)
 }

@@ -192,7 +192,7 @@ func TestLeastPrivilegePasses(t *testing.T) {
 	}
 	limited := redis.NewClient(&redis.Options{Addr: r.Client.Options().Addr, DB: r.DB, Username: p.user, Password: p.userSecret})
 	defer limited.Close()
-	for _, cmd := range [][]any{{"SET", "task:x", "y"}, {"FLUSHDB"}, {"KEYS", "*"}, {"GET", "other:key"}, {"CONFIG", "GET", "*"}, {"SET", "pulp:resource_lock:x", "y"}} {
+	for _, cmd := range [][]any{{"SET", "task:x", "y"}, {"FLUSHDB"}, {"KEYS", "*"}, {"GET", "other:key"}, {"CONFIG", "GET", "*"}, {"SET", "pulp:resource_lock:x", "y"}, {"SET", "pulp:task:cancel:x", "cancel"}, {"SETEX", "other:key", "1", "y"}} {
 		require.ErrorContains(t, limited.Do(ctx, cmd...).Err(), "NOPERM", "%v", cmd)
 	}
 

@@ -167,8 +167,8 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	if opts.Adjust != nil {
 		opts.Adjust(&plan)
 	}
-	rep.Guards = plan.Guards
-	for _, g := range plan.Guards {
+	rep.Guards = append(rep.Guards, plan.Guards...)
+	for _, g := range rep.Guards {
 		r.log.Warn("guard held work back", slog.String("guard", g.Name), slog.String("reason", g.Reason))
 	}
 	act := &actor{r: r, plan: &plan, dryRun: dryRun, phase: opts.Phase}
@@ -205,6 +205,10 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 		Tasks: ds.tasks, Suspects: suspects, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
 	}
 	rep.DBNow = ds.now
+	if ds.notWritable != nil {
+		// Only an audit gets here: a pass that writes checked first.
+		rep.Guards = append(rep.Guards, Guard{Name: GuardWritablePrimary, Reason: ds.notWritable.Error() + "; a pass would stop before its first write"})
+	}
 	rep.Ignored = rs.ignored
 	rep.Scanned = Scanned{Keys: rs.keys, Owners: len(ds.appStatuses), Tasks: len(ds.tasks), Ignored: len(rs.ignored), FullScan: !opts.RegistryOnly}
 	for _, h := range rs.holdings {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -59,21 +60,22 @@ func (u *taskUpdater) updateBatch(ctx context.Context, batch []TaskJudgement) ([
 	}
 	cctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	rows, err := u.pool.Query(cctx, updateTasksSQL, ids, states, locks, newStates, clear, reasons)
+	// Each batch is a transaction of its own, committed before the next
+	// starts, checked to be writable on the connection that writes it.
+	tx, err := beginWithTimeout(cctx, u.pool, pgx.TxOptions{}, u.timeout)
 	if err != nil {
 		return nil, fmt.Errorf("update %d tasks: %w", n, err)
 	}
-	defer rows.Close()
-	done := make(map[string]bool, n)
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("update tasks: %w", err)
-		}
-		done[id] = true
+	defer tx.Rollback(context.WithoutCancel(cctx)) //nolint:errcheck // after Commit, a no-op
+	if err := checkWritable(cctx, tx, u.pool.Config().ConnConfig); err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
+	done, err := runTaskUpdates(cctx, tx, ids, states, locks, newStates, clear, reasons)
+	if err != nil {
 		return nil, fmt.Errorf("update %d tasks: %w", n, err)
+	}
+	if err := tx.Commit(cctx); err != nil {
+		return nil, fmt.Errorf("update %d tasks: commit: %w", n, err)
 	}
 	out := make([]Result, n)
 	for i, tj := range batch {
@@ -84,4 +86,22 @@ func (u *taskUpdater) updateBatch(ctx context.Context, batch []TaskJudgement) ([
 		}
 	}
 	return out, nil
+}
+
+// runTaskUpdates runs updateTasksSQL and returns the ids it updated.
+func runTaskUpdates(ctx context.Context, tx pgx.Tx, args ...any) (map[string]bool, error) {
+	rows, err := tx.Query(ctx, updateTasksSQL, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		done[id] = true
+	}
+	return done, rows.Err()
 }

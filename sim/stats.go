@@ -11,6 +11,9 @@ type Stats struct {
 	TasksCanceled int64
 	// TasksFailed counts tasks the fleet set failed (supervisor-error faults).
 	TasksFailed int64
+	// StoppedOnSignal counts running tasks a worker aborted on finding
+	// pulpcore's cancel signal (pulp:task:cancel:<task-uuid>), whoever set it.
+	StoppedOnSignal int64
 	// ImmediateRun counts immediate tasks an API process ran itself;
 	// ImmediateDeferred those it left to the workers because of a lock.
 	ImmediateRun      int64
@@ -37,6 +40,7 @@ type Stats struct {
 
 type counters struct {
 	created, completed, canceled, failed  atomic.Int64
+	stoppedOnSignal                       atomic.Int64
 	immediateRun, immediateDeferred       atomic.Int64
 	acquired, acquireBlocked, claimsLost  atomic.Int64
 	released, heartbeats, checks, excused atomic.Int64
@@ -51,6 +55,7 @@ func (f *Fleet) Stats() Stats {
 		TasksCompleted:    c.completed.Load(),
 		TasksCanceled:     c.canceled.Load(),
 		TasksFailed:       c.failed.Load(),
+		StoppedOnSignal:   c.stoppedOnSignal.Load(),
 		ImmediateRun:      c.immediateRun.Load(),
 		ImmediateDeferred: c.immediateDeferred.Load(),
 		Acquired:          c.acquired.Load(),

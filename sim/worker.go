@@ -200,6 +200,7 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 	case outcomeKilled:
 		return
 	case outcomeCanceled:
+		f.counters.stoppedOnSignal.Add(1)
 		inc.cancelRunning(ctx, j)
 		return
 	}

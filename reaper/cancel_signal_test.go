@@ -1,0 +1,47 @@
+package reaper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/sim"
+)
+
+// TestCancelSignalForFinishedRunningTasks: a pass that cancels (or fails) a
+// running or canceling task of a dead worker sets pulpcore's cancel signal
+// for it (key, value and 24-hour expiry as publish_cancel_signal sets them);
+// a waiting task it requeues, and a task whose update lost a race, get none.
+func TestCancelSignalForFinishedRunningTasks(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, sim.CancelKeyPrefix, CancelSignalPrefix, "the simulator's workers poll the same key")
+	for _, lost := range []string{StateCanceled, StateFailed} {
+		t.Run(lost, func(t *testing.T) {
+			f := newFixture(t)
+			dead := f.worker("1@dead", time.Hour)
+			running := f.task(StateRunning, dead, []string{"repo-a"}, -1)
+			canceling := f.task(StateCanceling, dead, []string{"repo-b"}, -1)
+			waiting := f.task(StateWaiting, dead, []string{"repo-c"}, -1)
+			raced := f.task(StateRunning, dead, []string{"repo-d"}, -1)
+			for id, r := range map[string]string{running: "repo-a", canceling: "repo-b", waiting: "repo-c", raced: "repo-d"} {
+				f.acquire("1@dead", id, []string{r}, false)
+			}
+			rep, err := f.reaper(func(c *Config) { c.LostRunning = lost }).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*Plan) {
+				// The task finishes after the snapshot: the update is skipped.
+				_, err := f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed' WHERE pulp_id = $1", raced)
+				require.NoError(t, err)
+			}})
+			require.NoError(t, err)
+			require.Equal(t, ResultSkipped, taskFindingFor(rep, raced).Result)
+			for _, id := range []string{running, canceling} {
+				require.Equal(t, "cancel", f.get(CancelSignalPrefix+id), id)
+				ttl := f.redis.Client.TTL(f.ctx, CancelSignalPrefix+id).Val()
+				require.InDelta(t, (24 * time.Hour).Seconds(), ttl.Seconds(), 60)
+			}
+			for _, id := range []string{waiting, raced} {
+				require.Zero(t, f.redis.Client.Exists(f.ctx, CancelSignalPrefix+id).Val(), id)
+			}
+		})
+	}
+}
