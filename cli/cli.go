@@ -22,6 +22,9 @@ type Env struct {
 	Stdout    io.Writer
 	Stderr    io.Writer
 	LookupEnv func(string) (string, bool)
+	// Environ lists the environment (os.Environ) so that a misspelt
+	// REAPER_* variable is an error; nil skips that check.
+	Environ func() []string
 	Version   string
 }
 

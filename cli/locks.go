@@ -119,7 +119,11 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	progress.done()
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper locks: %v\n", err)
-		return reaper.ExitFailed
+		return failureCode(err)
+	}
+	if f.owner != "" && !knownOwner(in.Snapshot, f.owner) {
+		reportUnknownOwner(env.Stderr, "locks", in.Snapshot, f.owner)
+		return exitUnknownOwner
 	}
 	lines := filterLockLines(lockLines(in.Plan), f)
 	if *byOwner {

@@ -21,6 +21,10 @@ func init() {
 	register("release", "break-glass: release every lock of one owner known to be dead", runRelease)
 }
 
+// exitAborted is the exit code of a release the operator declined at the
+// prompt: nothing was written, and nothing failed either.
+const exitAborted = 5
+
 // releaseFlags are the flags of `lock-reaper release` besides the
 // configuration.
 type releaseFlags struct {
@@ -71,8 +75,19 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release started", append(operator,
 		slog.String("owner", rf.owner), slog.Bool("force", rf.force), slog.Bool("dry_run", rf.dryRun), slog.Bool("yes", rf.yes))...)
 
+	in, err := r.Inspect(ctx, reaper.InspectOptions{})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper release: %v\n", err)
+		return failureCode(err)
+	}
+	if !knownOwner(in.Snapshot, rf.owner) {
+		reportUnknownOwner(env.Stderr, "release", in.Snapshot, rf.owner)
+		s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release not run: unknown owner", append(operator,
+			slog.String("owner", rf.owner), slog.Int("exit_code", exitUnknownOwner))...)
+		return exitUnknownOwner
+	}
 	if interactive {
-		if code, ok := confirmRelease(ctx, env, r, rf.owner); !ok {
+		if code, ok := confirmRelease(env, in, rf.owner); !ok {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release not run", append(operator,
 				slog.String("owner", rf.owner), slog.Int("exit_code", code))...)
 			return code
@@ -95,12 +110,7 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 // confirmRelease previews the release on a read-only inspection and asks the
 // operator on the terminal. It refuses an owner that is alive (exit 4, as a
 // guard does) without asking.
-func confirmRelease(ctx context.Context, env Env, r *reaper.Reaper, owner string) (int, bool) {
-	in, err := r.Inspect(ctx, reaper.InspectOptions{})
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper release: %v\n", err)
-		return reaper.ExitFailed, false
-	}
+func confirmRelease(env Env, in *reaper.Inspection, owner string) (int, bool) {
 	plan := in.OwnerRelease(owner)
 	for _, g := range plan.Guards {
 		if g.Name == "alive-owner" {
@@ -115,10 +125,10 @@ func confirmRelease(ctx context.Context, env Env, r *reaper.Reaper, owner string
 	if deferred > 0 {
 		fmt.Fprintf(env.Stderr, "%d more holdings or tasks exceed max_releases/max_task_updates and wait for another run.\n", deferred)
 	}
-	fmt.Fprintf(env.Stderr, "Release %d holdings of %s and update %d tasks? [y/N] ", releases, owner, updates)
+	fmt.Fprintf(env.Stderr, "Release %d holdings of %s and update %d tasks? [y/N] ", releases, quoteText(owner), updates)
 	if !answeredYes(env.Stdin) {
 		fmt.Fprintln(env.Stderr, "lock-reaper release: aborted; nothing was written")
-		return reaper.ExitFailed, false
+		return exitAborted, false
 	}
 	return 0, true
 }

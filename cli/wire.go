@@ -33,6 +33,12 @@ func (s *setup) close() {
 // loadConfig loads and validates the configuration registered on fs. A bad
 // setting is a usage error naming the key.
 func loadConfig(loader *config.Loader, env Env) (config.Config, *slog.Logger, int, bool) {
+	if env.Environ != nil {
+		if err := config.CheckEnviron(env.Environ()); err != nil {
+			fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+			return config.Config{}, nil, reaper.ExitUsage, false
+		}
+	}
 	cfg, err := loader.Load(env.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)

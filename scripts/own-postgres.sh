@@ -6,7 +6,7 @@
 #   eval "$(scripts/own-postgres.sh)"
 #
 # It touches no other server. Stop it and remove its directory with the
-# command it prints in $REAPER_OWN_POSTGRES_STOP.
+# command it prints in $OWN_POSTGRES_STOP.
 set -euo pipefail
 
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
@@ -36,4 +36,4 @@ fi
 echo "own-postgres: started PostgreSQL on 127.0.0.1:$port in $dir" >&2
 stop="${run[*]} $bin/pg_ctl -D $dir/data -m fast stop; rm -rf $dir"
 printf 'export REAPER_TEST_DATABASE_URL=%q\n' "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
-printf 'export REAPER_OWN_POSTGRES_STOP=%q\n' "$stop"
+printf 'export OWN_POSTGRES_STOP=%q\n' "$stop"
