@@ -25,7 +25,7 @@ type Env struct {
 	// Environ lists the environment (os.Environ) so that a misspelt
 	// REAPER_* variable is an error; nil skips that check.
 	Environ func() []string
-	Version   string
+	Version string
 }
 
 // command is one subcommand.
