@@ -47,8 +47,9 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 	in, err := r.Inspect(ctx, reaper.InspectOptions{TaskID: taskID, Progress: progress.keys})
 	progress.done()
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper explain: %v\n", err)
-		return reaper.ExitFailed
+		f := s.failed(err)
+		fmt.Fprintf(env.Stderr, "lock-reaper explain: %s\n", f.message)
+		return failureCode(f)
 	}
 	ex := reaper.Explain(in, taskID)
 	if err := writeExplanation(env.Stdout, s.cfg.Output, ex, *limit); err != nil {

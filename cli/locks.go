@@ -118,8 +118,9 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: *registryOnly, Progress: progress.keys})
 	progress.done()
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper locks: %v\n", err)
-		return failureCode(err)
+		f := s.failed(err)
+		fmt.Fprintf(env.Stderr, "lock-reaper locks: %s\n", f.message)
+		return failureCode(f)
 	}
 	if f.owner != "" && !knownOwner(in.Snapshot, f.owner) {
 		reportUnknownOwner(env.Stderr, "locks", in.Snapshot, f.owner)

@@ -77,8 +77,9 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 
 	in, err := r.Inspect(ctx, reaper.InspectOptions{})
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper release: %v\n", err)
-		return failureCode(err)
+		f := s.failed(err)
+		fmt.Fprintf(env.Stderr, "lock-reaper release: %s\n", f.message)
+		return failureCode(f)
 	}
 	if !knownOwner(in.Snapshot, rf.owner) {
 		reportUnknownOwner(env.Stderr, "release", in.Snapshot, rf.owner)
@@ -98,13 +99,14 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 		mode = reaper.ModeAudit
 	}
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	rep, _ := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
+	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
 	progress.done()
+	code = s.passExit(rep, err)
 	logReleaseDone(ctx, s.log, operator, rf.owner, rep)
 	if err := writeReport(env.Stdout, s.cfg.Output, rep, rf.limit); err != nil {
 		return reaper.ExitFailed
 	}
-	return rep.ExitCode()
+	return code
 }
 
 // confirmRelease previews the release on a read-only inspection and asks the
