@@ -18,7 +18,15 @@ import (
 )
 
 func init() {
-	register("release", "break-glass: release every lock of one owner known to be dead", runRelease)
+	registerCommand("release", command{
+		summary: "break-glass: release every lock of one owner known to be dead and handle its tasks as a dead worker's",
+		keys:    readKeys, run: runRelease,
+		exits: []exitCode{{0, "released (or, with --dry-run, nothing to do)"}, {1, "the pass could not complete"},
+			{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database); or --owner names an owner that holds nothing and has no AppStatus row (the nearest known owners are listed)"},
+			{3, "with --dry-run: the release would do something"},
+			{4, "the owner has an online AppStatus row (without --force), or a guard held work back"},
+			{exitAborted, "answered no at the prompt: nothing was written"}},
+	})
 }
 
 // exitAborted is the exit code of a release the operator declined at the
@@ -32,7 +40,7 @@ type releaseFlags struct {
 	yes    bool
 	force  bool
 	dryRun bool
-	limit  int
+	limit  *limitValue
 }
 
 // runRelease is the break-glass release of one owner an operator knows to be
@@ -45,11 +53,11 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	loader := config.Register(fs)
 	var rf releaseFlags
-	fs.StringVar(&rf.owner, "owner", "", "the lock owner to release, as Redis names it (an AppStatus name such as 1@pulp-worker-3)")
+	fs.StringVar(&rf.owner, "owner", "", "the lock owner to release, as Redis names it: an AppStatus `name` such as 1@pulp-worker-3")
 	fs.BoolVar(&rf.yes, "yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
 	fs.BoolVar(&rf.force, "force", false, "release even though the owner has an online AppStatus row")
 	fs.BoolVar(&rf.dryRun, "dry-run", false, "report what the release would do and write nothing")
-	fs.IntVar(&rf.limit, "limit", 0, "text output: at most this many rows per table (0: all)")
+	rf.limit = limitFlag(fs)
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
 	}
@@ -103,7 +111,7 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	progress.done()
 	code = s.passExit(rep, err)
 	logReleaseDone(ctx, s.log, operator, rf.owner, rep)
-	if err := writeReport(env.Stdout, s.cfg.Output, rep, rf.limit); err != nil {
+	if err := writeReport(env.Stdout, s.cfg.Output, rep, rf.limit.rows(env.Stdout)); err != nil {
 		return reaper.ExitFailed
 	}
 	return code
