@@ -48,7 +48,7 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 	progress.done()
 	code = s.passExit(rep, err)
 	pushPass(ctx, s, env.Version, rep)
-	if err := writeReport(env.Stdout, s.cfg.Output, rep, limit.rows(env.Stdout)); err != nil {
+	if err := writePassReport(env, s.cfg.Output, rep, limit); err != nil {
 		return reaper.ExitFailed
 	}
 	return code

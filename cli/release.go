@@ -111,7 +111,7 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	progress.done()
 	code = s.passExit(rep, err)
 	logReleaseDone(ctx, s.log, operator, rf.owner, rep)
-	if err := writeReport(env.Stdout, s.cfg.Output, rep, rf.limit.rows(env.Stdout)); err != nil {
+	if err := writePassReport(env, s.cfg.Output, rep, rf.limit); err != nil {
 		return reaper.ExitFailed
 	}
 	return code
