@@ -18,7 +18,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.Env{
 		Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		LookupEnv: os.LookupEnv, Version: version,
+		LookupEnv: os.LookupEnv, Environ: os.Environ, Version: version,
 	})
 	stop()
 	os.Exit(code)

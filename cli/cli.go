@@ -6,8 +6,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -22,29 +20,30 @@ type Env struct {
 	Stdout    io.Writer
 	Stderr    io.Writer
 	LookupEnv func(string) (string, bool)
-	Version   string
+	// Environ lists the environment (os.Environ) so that a misspelt
+	// REAPER_* variable is an error; nil skips that check.
+	Environ func() []string
+	Version string
 }
 
-// command is one subcommand.
-type command struct {
-	summary string
-	run     func(ctx context.Context, env Env, args []string) int
-}
-
-var commands map[string]command
+var commands = map[string]command{}
 
 func init() {
-	commands = map[string]command{
-		"audit":   {"one dry-run pass: report what a real pass would do, write nothing", runAudit},
-		"once":    {"one real pass: release stale locks, update lost tasks", runOnce},
-		"config":  {"validate the configuration and print the effective values", runConfig},
-		"version": {"print the version", runVersion},
-	}
-}
-
-// Register adds a subcommand; later features add theirs from their own files.
-func register(name, summary string, run func(ctx context.Context, env Env, args []string) int) {
-	commands[name] = command{summary, run}
+	registerCommand("audit", command{
+		summary: "one dry-run pass: report what a real pass would do, write nothing",
+		keys:    passKeys, exits: auditExits, run: runAudit,
+	})
+	registerCommand("once", command{
+		summary: "one real pass: release stale locks, update lost tasks",
+		keys:    passKeys, exits: onceExits, run: runOnce,
+	})
+	registerCommand("config", command{
+		summary: "validate the configuration and print the effective values, secrets redacted",
+		keys:    allKeys, exits: []exitCode{{0, "the configuration is valid"}, {2, "it is not (every problem is named)"}}, run: runConfig,
+	})
+	registerCommand("version", command{
+		summary: "print the version", keys: noKeys, exits: []exitCode{{0, "always"}}, run: runVersion,
+	})
 }
 
 // Main runs the command named by env.Args and returns the exit code.
@@ -52,12 +51,21 @@ func Main(ctx context.Context, env Env) int {
 	if env.LookupEnv == nil {
 		env.LookupEnv = func(string) (string, bool) { return "", false }
 	}
-	if len(env.Args) == 0 || env.Args[0] == "-h" || env.Args[0] == "--help" || env.Args[0] == "help" {
+	if len(env.Args) == 0 {
 		usage(env.Stderr)
-		if len(env.Args) == 0 {
-			return reaper.ExitUsage
+		return reaper.ExitUsage
+	}
+	switch env.Args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(env.Args) > 1 {
+			if _, ok := commands[env.Args[1]]; ok {
+				return commands[env.Args[1]].run(ctx, env, []string{"-h"})
+			}
 		}
+		usage(env.Stdout)
 		return reaper.ExitOK
+	case "-version", "--version":
+		return runVersion(ctx, env, nil)
 	}
 	cmd, ok := commands[env.Args[0]]
 	if !ok {
@@ -69,7 +77,8 @@ func Main(ctx context.Context, env Env) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: lock-reaper COMMAND [flags]")
+	fmt.Fprintln(w, "lock-reaper releases Pulp's stale Redis locks and cancels or requeues the tasks their dead workers lost.")
+	fmt.Fprintln(w, "\nUsage: lock-reaper COMMAND [flags]")
 	fmt.Fprintln(w, "\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -79,30 +88,21 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'lock-reaper COMMAND -h' for the flags of a command.")
+	fmt.Fprintln(w, "\nRun 'lock-reaper COMMAND -h' for what a command does, its flags and its exit codes;")
+	fmt.Fprintln(w, "'lock-reaper --version' for the version.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 the pass failed, 2 usage or configuration error,")
-	fmt.Fprintln(w, "3 audit found work a real pass would do, 4 a guard held work back.")
+	fmt.Fprintln(w, "3 audit found work a real pass would do, 4 a guard held work back, 5 declined at a prompt.")
 }
 
-// parseFlags parses a subcommand's flags; a usage error prints the flags and
-// returns ExitUsage.
-// At most maxArgs positional arguments are accepted.
-func parseFlags(fs *flag.FlagSet, env Env, args []string, maxArgs int) (int, bool) {
-	fs.SetOutput(env.Stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return reaper.ExitOK, false
+func runVersion(_ context.Context, env Env, args []string) int {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+			writeHelp(env.Stdout, "version", nil)
+			return reaper.ExitOK
 		}
-		return reaper.ExitUsage, false
+		fmt.Fprintf(env.Stderr, "lock-reaper version: unexpected argument %q\n", args[0])
+		return reaper.ExitUsage
 	}
-	if fs.NArg() > maxArgs {
-		fmt.Fprintf(env.Stderr, "lock-reaper %s: unexpected argument %q\n", fs.Name(), fs.Arg(maxArgs))
-		return reaper.ExitUsage, false
-	}
-	return 0, true
-}
-
-func runVersion(_ context.Context, env Env, _ []string) int {
 	fmt.Fprintf(env.Stdout, "lock-reaper %s\n", env.Version)
 	return reaper.ExitOK
 }

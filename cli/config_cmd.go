@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"flag"
+	"fmt"
+	"io"
 
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -27,5 +29,32 @@ func runConfig(_ context.Context, env Env, args []string) int {
 	if err := cfg.Redacted().WriteYAML(env.Stdout); err != nil {
 		return reaper.ExitFailed
 	}
+	if err := writeResolved(env.Stdout, cfg); err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+		return reaper.ExitUsage
+	}
 	return reaper.ExitOK
+}
+
+// writeResolved prints, as YAML comments so that the output stays a valid
+// configuration file, where the connection settings lead: database.url
+// with libpq's PG* variables and defaults applied, the password only as set
+// or not, and the Redis server.
+func writeResolved(w io.Writer, cfg config.Config) error {
+	pc, err := config.PoolConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("database.url: %w", err)
+	}
+	rdb, err := config.NewRedisClient(cfg)
+	if err != nil {
+		return fmt.Errorf("redis.url: %w", err)
+	}
+	defer rdb.Close()
+	fmt.Fprintln(w, "\n# Resolved connections (libpq's PG* environment, ~/.pgpass and defaults applied; nothing was dialled):")
+	fmt.Fprintf(w, "#   redis: %s\n", redisTarget(cfg.Redis.URL, rdb))
+	fmt.Fprintln(w, "#   database:")
+	for _, kv := range databaseResolved(pc) {
+		fmt.Fprintf(w, "#     %s: %s\n", kv[0], quoteText(kv[1]))
+	}
+	return nil
 }

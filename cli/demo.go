@@ -19,7 +19,11 @@ import (
 )
 
 func init() {
-	register("demo", "reproduce the 2026-07-24 incident in a throwaway database, audit, reap, audit again", runDemo)
+	registerCommand("demo", command{
+		summary: "reproduce the 2026-07-24 incident in a throwaway database, audit, reap, audit again",
+		keys:    noKeys, run: runDemo,
+		exits: []exitCode{{0, "the demo ran"}, {1, "it could not set up, or a step did not end as it should"}},
+	})
 }
 
 const (

@@ -15,7 +15,13 @@ import (
 )
 
 func init() {
-	register("explain", "explain why a task waits, runs or was lost (read-only)", runExplain)
+	registerCommand("explain", command{
+		summary: "explain why a task waits, runs or was lost, and what the next pass does about it (read-only)",
+		args:    "TASK (a UUID, /pulp/api/v3/tasks/UUID/, /pulp/DOMAIN/api/v3/tasks/UUID/ or prn:core.task:UUID)",
+		keys:    readKeys, run: runExplain,
+		exits: []exitCode{{0, "explained"}, {1, "no such task, or Redis or PostgreSQL could not be read"},
+			{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database)"}},
+	})
 }
 
 // runExplain reads one snapshot, as a pass does but writing nothing, and
@@ -24,12 +30,7 @@ func init() {
 func runExplain(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	loader := config.Register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: lock-reaper explain TASK [flags]")
-		fmt.Fprintln(fs.Output(), "TASK is a task UUID, its href (/pulp/api/v3/tasks/UUID/, /pulp/DOMAIN/api/v3/tasks/UUID/) or its PRN (prn:core.task:UUID).")
-		fs.PrintDefaults()
-	}
-	limit := fs.Int("limit", 10, "text output: at most this many older tasks (0: all that were read)")
+	limit := limitFlag(fs)
 	taskID, code, ok := parseWithPositional(fs, env, args, "TASK_ID")
 	if !ok {
 		return code
@@ -48,11 +49,12 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 	in, err := r.Inspect(ctx, reaper.InspectOptions{TaskID: taskID, Progress: progress.keys})
 	progress.done()
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper explain: %v\n", err)
-		return reaper.ExitFailed
+		f := s.failed(err)
+		fmt.Fprintf(env.Stderr, "lock-reaper explain: %s\n", f.message)
+		return failureCode(f)
 	}
 	ex := reaper.Explain(in, taskID)
-	if err := writeExplanation(env.Stdout, s.cfg.Output, ex, *limit); err != nil {
+	if err := writeExplanation(env.Stdout, s.cfg.Output, ex, limit.rows(env.Stdout)); err != nil {
 		return reaper.ExitFailed
 	}
 	if ex.Status == reaper.StatusNotFound {
@@ -66,15 +68,18 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 // ID` both work).
 func parseWithPositional(fs *flag.FlagSet, env Env, args []string, name string) (string, int, bool) {
 	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			writeHelp(env.Stdout, fs.Name(), fs)
 			return "", reaper.ExitOK, false
 		}
+		fmt.Fprintf(env.Stderr, "Run 'lock-reaper %s -h' for its flags.\n", fs.Name())
 		return "", reaper.ExitUsage, false
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintf(env.Stderr, "lock-reaper %s: missing %s\n", fs.Name(), name)
-		fs.Usage()
+		fmt.Fprintf(env.Stderr, "lock-reaper %s: missing %s\nUsage: lock-reaper %s %s [flags]; 'lock-reaper %s -h' for help.\n",
+			fs.Name(), name, fs.Name(), name, fs.Name())
 		return "", reaper.ExitUsage, false
 	}
 	arg := fs.Arg(0)

@@ -21,8 +21,17 @@ func run(t *testing.T, env map[string]string, args ...string) (int, string, stri
 	code := Main(context.Background(), Env{
 		Args: args, Stdout: &stdout, Stderr: &stderr, Version: "test",
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Environ:   func() []string { return environOf(env) },
 	})
 	return code, stdout.String(), stderr.String()
+}
+
+func environOf(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 func servicesEnv(r *testenv.Redis, db *testenv.Database) map[string]string {

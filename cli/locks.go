@@ -16,7 +16,12 @@ import (
 )
 
 func init() {
-	register("locks", "list every lock holding with its verdict (read-only)", runLocks)
+	registerCommand("locks", command{
+		summary: "list every lock holding with its owner's liveness, task and verdict (read-only)",
+		keys:    readKeys, run: runLocks,
+		exits: []exitCode{{0, "listed"}, {1, "Redis or PostgreSQL could not be read"},
+			{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database); or --owner names an owner that holds nothing and has no AppStatus row"}},
+	})
 }
 
 // LocksOutput is what `lock-reaper locks --output json` prints: every
@@ -118,8 +123,13 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: *registryOnly, Progress: progress.keys})
 	progress.done()
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper locks: %v\n", err)
-		return reaper.ExitFailed
+		f := s.failed(err)
+		fmt.Fprintf(env.Stderr, "lock-reaper locks: %s\n", f.message)
+		return failureCode(f)
+	}
+	if f.owner != "" && !knownOwner(in.Snapshot, f.owner) {
+		reportUnknownOwner(env.Stderr, "locks", in.Snapshot, f.owner)
+		return exitUnknownOwner
 	}
 	lines := filterLockLines(lockLines(in.Plan), f)
 	if *byOwner {

@@ -90,7 +90,9 @@ func TestLocks(t *testing.T) {
 	require.ElementsMatch(t, []string{rk(f.repoLive) + " 1@live", rk(opsDomain) + " 1@live", "task:" + f.healthy + " 1@live"},
 		opsKeysOf(f.lines("--task", strings.ToUpper(f.healthy))))
 	require.ElementsMatch(t, []string{rk(opsDomain) + " 1@dead"}, opsKeysOf(f.lines("--owner", "1@dead", "--resource", opsDomain, "--verdict", "owner-dead")))
-	require.Empty(t, f.lines("--owner", "7@nobody"))
+	code, _, stderr := run(t, f.env, "locks", "--owner", "7@nobody", "--output", "json")
+	require.Equal(t, exitUnknownOwner, code)
+	require.Contains(t, stderr, "owner 7@nobody holds no lock and has no AppStatus row")
 
 	_, err := f.r.Client.Get(f.ctx, reaper.SuspectsKey).Result()
 	require.Error(t, err, "locks writes nothing, not even suspects")
@@ -125,8 +127,8 @@ func TestLocksByOwner(t *testing.T) {
 	require.Equal(t, 1, bo.Owners[0].Holdings)
 
 	code, out, _ = run(t, f.env, "locks", "--by-owner", "--owner", "7@nobody", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code)
-	require.Contains(t, out, `"owners": []`)
+	require.Equal(t, exitUnknownOwner, code)
+	require.Empty(t, out)
 
 	code, out, _ = run(t, f.env, "locks", "--by-owner")
 	require.Equal(t, reaper.ExitOK, code)

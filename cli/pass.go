@@ -21,11 +21,12 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	loader := config.Register(fs)
 	dryRun := &audit
+	force := new(bool)
 	if !audit {
 		dryRun = fs.Bool("dry-run", false, "report what the pass would do and write nothing (the same as audit)")
+		force = fs.Bool("force", false, "act even when the mass-death guard trips (the workers really died)")
 	}
-	force := fs.Bool("force", false, "act even when the mass-death guard trips (the workers really died)")
-	limit := fs.Int("limit", 0, "text output: at most this many rows per table (0: all)")
+	limit := limitFlag(fs)
 	registryOnly := fs.Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
@@ -43,11 +44,12 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 		mode = reaper.ModeAudit
 	}
 	progress.enable(s.cfg.Log.Format)
-	rep, _ := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
+	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
 	progress.done()
+	code = s.passExit(rep, err)
 	pushPass(ctx, s, env.Version, rep)
-	if err := writeReport(env.Stdout, s.cfg.Output, rep, *limit); err != nil {
+	if err := writePassReport(env, s.cfg.Output, rep, limit); err != nil {
 		return reaper.ExitFailed
 	}
-	return rep.ExitCode()
+	return code
 }

@@ -18,8 +18,20 @@ import (
 )
 
 func init() {
-	register("release", "break-glass: release every lock of one owner known to be dead", runRelease)
+	registerCommand("release", command{
+		summary: "break-glass: release every lock of one owner known to be dead and handle its tasks as a dead worker's",
+		keys:    readKeys, run: runRelease,
+		exits: []exitCode{{0, "released (or, with --dry-run, nothing to do)"}, {1, "the pass could not complete"},
+			{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database); or --owner names an owner that holds nothing and has no AppStatus row (the nearest known owners are listed)"},
+			{3, "with --dry-run: the release would do something"},
+			{4, "the owner has an online AppStatus row (without --force), or a guard held work back"},
+			{exitAborted, "answered no at the prompt: nothing was written"}},
+	})
 }
+
+// exitAborted is the exit code of a release the operator declined at the
+// prompt: nothing was written, and nothing failed either.
+const exitAborted = 5
 
 // releaseFlags are the flags of `lock-reaper release` besides the
 // configuration.
@@ -28,7 +40,7 @@ type releaseFlags struct {
 	yes    bool
 	force  bool
 	dryRun bool
-	limit  int
+	limit  *limitValue
 }
 
 // runRelease is the break-glass release of one owner an operator knows to be
@@ -41,11 +53,11 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	loader := config.Register(fs)
 	var rf releaseFlags
-	fs.StringVar(&rf.owner, "owner", "", "the lock owner to release, as Redis names it (an AppStatus name such as 1@pulp-worker-3)")
+	fs.StringVar(&rf.owner, "owner", "", "the lock owner to release, as Redis names it: an AppStatus `name` such as 1@pulp-worker-3")
 	fs.BoolVar(&rf.yes, "yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
 	fs.BoolVar(&rf.force, "force", false, "release even though the owner has an online AppStatus row")
 	fs.BoolVar(&rf.dryRun, "dry-run", false, "report what the release would do and write nothing")
-	fs.IntVar(&rf.limit, "limit", 0, "text output: at most this many rows per table (0: all)")
+	rf.limit = limitFlag(fs)
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
 	}
@@ -71,8 +83,20 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release started", append(operator,
 		slog.String("owner", rf.owner), slog.Bool("force", rf.force), slog.Bool("dry_run", rf.dryRun), slog.Bool("yes", rf.yes))...)
 
+	in, err := r.Inspect(ctx, reaper.InspectOptions{})
+	if err != nil {
+		f := s.failed(err)
+		fmt.Fprintf(env.Stderr, "lock-reaper release: %s\n", f.message)
+		return failureCode(f)
+	}
+	if !knownOwner(in.Snapshot, rf.owner) {
+		reportUnknownOwner(env.Stderr, "release", in.Snapshot, rf.owner)
+		s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release not run: unknown owner", append(operator,
+			slog.String("owner", rf.owner), slog.Int("exit_code", exitUnknownOwner))...)
+		return exitUnknownOwner
+	}
 	if interactive {
-		if code, ok := confirmRelease(ctx, env, r, rf.owner); !ok {
+		if code, ok := confirmRelease(env, in, rf.owner); !ok {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release not run", append(operator,
 				slog.String("owner", rf.owner), slog.Int("exit_code", code))...)
 			return code
@@ -83,24 +107,20 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 		mode = reaper.ModeAudit
 	}
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	rep, _ := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
+	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
 	progress.done()
+	code = s.passExit(rep, err)
 	logReleaseDone(ctx, s.log, operator, rf.owner, rep)
-	if err := writeReport(env.Stdout, s.cfg.Output, rep, rf.limit); err != nil {
+	if err := writePassReport(env, s.cfg.Output, rep, rf.limit); err != nil {
 		return reaper.ExitFailed
 	}
-	return rep.ExitCode()
+	return code
 }
 
 // confirmRelease previews the release on a read-only inspection and asks the
 // operator on the terminal. It refuses an owner that is alive (exit 4, as a
 // guard does) without asking.
-func confirmRelease(ctx context.Context, env Env, r *reaper.Reaper, owner string) (int, bool) {
-	in, err := r.Inspect(ctx, reaper.InspectOptions{})
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper release: %v\n", err)
-		return reaper.ExitFailed, false
-	}
+func confirmRelease(env Env, in *reaper.Inspection, owner string) (int, bool) {
 	plan := in.OwnerRelease(owner)
 	for _, g := range plan.Guards {
 		if g.Name == "alive-owner" {
@@ -115,10 +135,10 @@ func confirmRelease(ctx context.Context, env Env, r *reaper.Reaper, owner string
 	if deferred > 0 {
 		fmt.Fprintf(env.Stderr, "%d more holdings or tasks exceed max_releases/max_task_updates and wait for another run.\n", deferred)
 	}
-	fmt.Fprintf(env.Stderr, "Release %d holdings of %s and update %d tasks? [y/N] ", releases, owner, updates)
+	fmt.Fprintf(env.Stderr, "Release %d holdings of %s and update %d tasks? [y/N] ", releases, quoteText(owner), updates)
 	if !answeredYes(env.Stdin) {
 		fmt.Fprintln(env.Stderr, "lock-reaper release: aborted; nothing was written")
-		return reaper.ExitFailed, false
+		return exitAborted, false
 	}
 	return 0, true
 }

@@ -223,14 +223,14 @@ func TestReleaseConfirmationPrompt(t *testing.T) {
 	t.Parallel()
 	f := newOpsReleaseFleet(t)
 	code, out, stderr := runWithStdin(t, f.env, opsTerminal{strings.NewReader("n\n")}, "release", "--owner", "1@dead")
-	require.Equal(t, reaper.ExitFailed, code)
+	require.Equal(t, exitAborted, code)
 	require.Empty(t, out)
 	require.Contains(t, stderr, "Release 6 holdings of 1@dead and update 2 tasks? [y/N] ")
 	require.Contains(t, stderr, "aborted; nothing was written")
 	f.requireUntouched()
 
 	code, _, _ = runWithStdin(t, f.env, opsTerminal{strings.NewReader("")}, "release", "--owner", "1@dead")
-	require.Equal(t, reaper.ExitFailed, code, "no answer is no")
+	require.Equal(t, exitAborted, code, "no answer is no")
 	f.requireUntouched()
 
 	code, out, stderr = runWithStdin(t, f.env, opsTerminal{strings.NewReader("y\n")}, "release", "--owner", "1@dead", "--output", "json")
@@ -267,4 +267,31 @@ func TestStdinIsTerminal(t *testing.T) {
 		require.Equal(t, want, answeredYes(strings.NewReader(answer)), "%q", answer)
 	}
 	require.False(t, answeredYes(nil))
+}
+
+// A typo in --owner during an incident must not read as "released 0".
+func TestReleaseUnknownOwnerNamesTheNearest(t *testing.T) {
+	t.Parallel()
+	f := newOpsReleaseFleet(t)
+	code, out, stderr := run(t, f.env, "release", "--owner", "1@daed", "--yes")
+	require.Equal(t, exitUnknownOwner, code, stderr)
+	require.Empty(t, out)
+	require.Contains(t, stderr, "owner 1@daed holds no lock and has no AppStatus row")
+	require.Contains(t, stderr, "Nearest known owners: 1@dead, 2@dead")
+	f.requireUntouched()
+
+	code, out, stderr = run(t, f.env, "locks", "--owner", "1@daed")
+	require.Equal(t, exitUnknownOwner, code, stderr)
+	require.Empty(t, out)
+	require.Contains(t, stderr, "lock-reaper locks: owner 1@daed holds no lock and has no AppStatus row")
+	require.Contains(t, stderr, "Nearest known owners: 1@dead")
+}
+
+// A misspelt REAPER_* variable is a configuration error, never a default.
+func TestUnknownReaperVariableIsAnError(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := run(t, map[string]string{"REAPER_REDIS_ULR": "redis://127.0.0.1:1/0"}, "audit")
+	require.Equal(t, reaper.ExitUsage, code)
+	require.Empty(t, out)
+	require.Contains(t, stderr, "unknown environment variable REAPER_REDIS_ULR (did you mean REAPER_REDIS_URL?)")
 }

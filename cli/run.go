@@ -12,7 +12,12 @@ import (
 )
 
 func init() {
-	register("run", "the daemon: passes on a schedule, /metrics, /livez and /readyz on --listen", runDaemon)
+	registerCommand("run", command{
+		summary: "the daemon: passes on a schedule, /metrics, /livez and /readyz on --listen",
+		keys:    runKeys, run: runDaemon,
+		exits: []exitCode{{0, "stopped by SIGTERM or SIGINT, after the pass under way"}, {1, "the listener could not be bound or kept"},
+			{2, "configuration error"}},
+	})
 }
 
 // runDaemon runs passes until ctx is cancelled (SIGTERM or SIGINT in main),

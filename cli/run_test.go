@@ -290,7 +290,7 @@ func TestRunRefusesBadConfigurationAndBusyPort(t *testing.T) {
 
 func TestUsageListsRun(t *testing.T) {
 	t.Parallel()
-	code, _, stderr := run(t, nil, "help")
+	code, stderr, _ := run(t, nil, "help")
 	require.Equal(t, reaper.ExitOK, code)
 	sc := bufio.NewScanner(strings.NewReader(stderr))
 	found := false

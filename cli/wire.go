@@ -19,6 +19,8 @@ type setup struct {
 	log  *slog.Logger
 	rdb  redis.UniversalClient
 	pool *pgxpool.Pool
+	// where names the servers, for error messages.
+	where targets
 }
 
 func (s *setup) close() {
@@ -33,6 +35,12 @@ func (s *setup) close() {
 // loadConfig loads and validates the configuration registered on fs. A bad
 // setting is a usage error naming the key.
 func loadConfig(loader *config.Loader, env Env) (config.Config, *slog.Logger, int, bool) {
+	if env.Environ != nil {
+		if err := config.CheckEnviron(env.Environ()); err != nil {
+			fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+			return config.Config{}, nil, reaper.ExitUsage, false
+		}
+	}
 	cfg, err := loader.Load(env.LookupEnv)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
@@ -61,6 +69,7 @@ func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool
 		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: database.url: %v\n", err)
 		return nil, reaper.ExitUsage, false
 	}
+	s.where = targets{redis: redisTarget(cfg.Redis.URL, s.rdb), database: databaseTarget(pc)}
 	if s.pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
 		s.close()
 		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: database.url: %v\n", err)
@@ -94,4 +103,22 @@ func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*r
 		return nil, nil, reaper.ExitUsage, false
 	}
 	return r, s, 0, true
+}
+
+// failed describes a pass's or an inspection's error in an operator's words.
+func (s *setup) failed(err error) failure { return explainFailure(err, s.where) }
+
+// passExit is the exit code of a pass: its report's, or 2 when it failed
+// for a reason of configuration. The report's error is put in the
+// operator's words.
+func (s *setup) passExit(rep *reaper.Report, err error) int {
+	if err == nil {
+		return rep.ExitCode()
+	}
+	f := s.failed(err)
+	rep.Error = f.message
+	if f.configuration {
+		return reaper.ExitUsage
+	}
+	return rep.ExitCode()
 }

@@ -1,11 +1,16 @@
 // Package testenv gives tests their own real Redis database and their own real
 // PostgreSQL database holding pulpcore's schema, and removes both afterwards.
+// Tests own their data: nothing is flushed, dropped or changed that the
+// tests did not create.
 //
-// Redis: each call claims one of the logical databases 1..15 of the server named
-// by REAPER_TEST_REDIS_URL (default redis://127.0.0.1:6379/0) through
-// internal/redisclaim, flushes it, and hands it back at cleanup, so test
-// binaries running in parallel never share a database and a crashed run frees
-// its claims by itself.
+// Redis: by default each test process (one per package) starts its own
+// redis-server on a free loopback port in a temporary directory, and each
+// call claims one of its logical databases 1..15 through internal/redisclaim,
+// so parallel tests never share a database. With REAPER_TEST_REDIS_URL set,
+// the databases are claimed on that server instead, and only databases found
+// empty are used: a database holding anyone's keys is passed over, and the
+// flush at cleanup removes only what the test wrote into a database it found
+// empty. A crashed run frees its claims by itself (they expire).
 //
 // PostgreSQL: each call creates a fresh database from a template that holds
 // pulpcore's schema (made once per schema version) on the server named by
@@ -32,7 +37,6 @@ import (
 )
 
 const (
-	defaultRedisURL    = "redis://127.0.0.1:6379/0"
 	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 	// claimTTL bounds how long a crashed test run keeps a Redis database.
@@ -40,8 +44,19 @@ const (
 	claimTimeout = 5 * time.Minute
 )
 
-// RedisURL is the test Redis server's URL (database 0, the claim registry).
-func RedisURL() string { return envOr("REAPER_TEST_REDIS_URL", defaultRedisURL) }
+// RedisURL is the test Redis server's URL (database 0, the claim registry):
+// REAPER_TEST_REDIS_URL, or the redis-server this process started. It panics
+// when that server cannot start, naming the fix, as no test can run then.
+func RedisURL() string {
+	if v := os.Getenv("REAPER_TEST_REDIS_URL"); v != "" {
+		return v
+	}
+	s, err := processRedisServer()
+	if err != nil {
+		panic("testenv: " + err.Error())
+	}
+	return s.URL
+}
 
 // DatabaseURL is the test PostgreSQL server's administrative URL.
 func DatabaseURL() string { return envOr("REAPER_TEST_DATABASE_URL", defaultDatabaseURL) }
@@ -64,29 +79,48 @@ type Redis struct {
 // NewRedis claims an empty Redis database for the test and releases it at cleanup.
 func NewRedis(t testing.TB) *Redis {
 	t.Helper()
-	ctx := context.Background()
-	base, err := redis.ParseURL(RedisURL())
+	r, err := claimRedis(RedisURL(), claimTimeout)
 	if err != nil {
-		t.Fatalf("parse REAPER_TEST_REDIS_URL: %v", err)
+		t.Fatal(err)
 	}
-	claim, err := redisclaim.Acquire(ctx, base, claimTTL, claimTimeout, false)
+	t.Cleanup(r.release)
+	return r.Redis
+}
+
+// claimedRedis is a claim and what releases it.
+type claimedRedis struct {
+	*Redis
+	claim *redisclaim.Claim
+}
+
+// claimRedis claims a database found empty on the server of serverURL,
+// waiting up to wait for one.
+func claimRedis(serverURL string, wait time.Duration) (*claimedRedis, error) {
+	ctx := context.Background()
+	base, err := redis.ParseURL(serverURL)
 	if err != nil {
-		t.Fatalf("claim a redis test database: %v", err)
+		return nil, fmt.Errorf("parse REAPER_TEST_REDIS_URL: %w", err)
+	}
+	claim, err := redisclaim.Acquire(ctx, base, claimTTL, wait, true)
+	if err != nil {
+		return nil, fmt.Errorf("claim an empty redis test database on %s: %w (databases holding keys are never used; "+
+			"unset REAPER_TEST_REDIS_URL to let the tests start their own redis-server)", base.Addr, err)
+	}
+	u, err := claim.URL(serverURL)
+	if err != nil {
+		claim.Release()
+		return nil, fmt.Errorf("REAPER_TEST_REDIS_URL: %w", err)
 	}
 	client := redis.NewClient(claim.Options())
-	if err := client.FlushDB(ctx).Err(); err != nil {
-		t.Fatalf("flush redis database %d: %v", claim.DB, err)
-	}
-	u, err := claim.URL(RedisURL())
-	if err != nil {
-		t.Fatalf("REAPER_TEST_REDIS_URL: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = client.FlushDB(context.Background()).Err()
-		_ = client.Close()
-		claim.Release()
-	})
-	return &Redis{Client: client, URL: u, DB: claim.DB}
+	return &claimedRedis{Redis: &Redis{Client: client, URL: u, DB: claim.DB}, claim: claim}, nil
+}
+
+// release empties the database, which held nothing when it was claimed, so
+// that everything in it is the test's, and hands it back.
+func (c *claimedRedis) release() {
+	_ = c.Client.FlushDB(context.Background()).Err()
+	_ = c.Client.Close()
+	c.claim.Release()
 }
 
 // Database is a fresh PostgreSQL database holding pulpcore's schema.

@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/term"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// layout is how text output is laid out for where it goes. On a terminal:
+// tables fit its width, findings are grouped by owner and verdict, rows are
+// limited, verdicts coloured. Piped: every row, in the report's order, never
+// cut, never coloured, so scripts get the same complete text every time.
+type layout struct {
+	width   int  // columns to fit; 0: no limit
+	color   bool // ANSI colours on verdicts
+	grouped bool // findings grouped by owner and verdict, most severe first
+	limit   int  // rows per table; 0: all
+}
+
+// minWidth is the narrowest layout: below it tables still print, just
+// wider than the terminal.
+const minWidth = 40
+
+// layoutFor picks the layout of output written to w. lookup reads the
+// environment (NO_COLOR, TERM).
+func layoutFor(w io.Writer, lookup func(string) (string, bool), limit *limitValue) layout {
+	l := layout{limit: limit.rows(w)}
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok || !isTerminal(w) {
+		return l
+	}
+	l.grouped = true
+	if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+		l.width = max(cols, minWidth)
+	} else {
+		l.width = 80
+	}
+	noColor, _ := lookup("NO_COLOR")
+	termName, _ := lookup("TERM")
+	l.color = noColor == "" && termName != "dumb"
+	return l
+}
+
+// envLookup is os.LookupEnv unless the command's environment says otherwise.
+func envLookup(env Env) func(string) (string, bool) {
+	if env.LookupEnv != nil {
+		return env.LookupEnv
+	}
+	return os.LookupEnv
+}
+
+// severity ranks verdicts, most severe first: a dead owner's running task
+// and a lost task block work now; a finished task's leftover lock only
+// waits for its release.
+var severity = map[reaper.Verdict]int{
+	reaper.VerdictTaskLost: 0, reaper.VerdictLost: 0, reaper.VerdictOwnerDead: 1, reaper.VerdictOwnerGone: 2,
+	reaper.VerdictTaskMissing: 3, reaper.VerdictUnclaimed: 4, reaper.VerdictNoTask: 5,
+	reaper.VerdictOrphanedClaim: 6, reaper.VerdictStuckClaim: 7, reaper.VerdictTaskFinished: 8,
+	reaper.VerdictPending: 9, reaper.VerdictJustified: 10, reaper.VerdictHealthy: 11,
+}
+
+func severityOf(v reaper.Verdict) int {
+	if s, ok := severity[v]; ok {
+		return s
+	}
+	return 5 // a verdict added later sorts among the ones that need a look
+}
+
+const (
+	ansiRed    = "\x1b[31m"
+	ansiYellow = "\x1b[33m"
+	ansiGreen  = "\x1b[32m"
+	ansiBold   = "\x1b[1m"
+	ansiReset  = "\x1b[0m"
+)
+
+// verdictColor is red for what blocks work now, yellow for leftovers and
+// suspects, green for what is kept.
+func verdictColor(v reaper.Verdict) string {
+	switch s := severityOf(v); {
+	case s <= 1:
+		return ansiRed
+	case s >= 10:
+		return ansiGreen
+	default:
+		return ansiYellow
+	}
+}
+
+// paint colours text on a colour layout.
+func (l layout) paint(text, color string) string {
+	if !l.color || color == "" {
+		return text
+	}
+	return color + text + ansiReset
+}
+
+// cell is one table cell: its text, how it may be cut, and its colour.
+type cell struct {
+	text  string
+	cut   cutMode
+	color string
+}
+
+type cutMode uint8
+
+const (
+	cutNever  cutMode = iota
+	cutMiddle         // keys: both ends say most (prefix and id)
+	cutEnd            // free text
+)
+
+// table prints rows with columns two spaces apart, as text/tabwriter would,
+// shrunk to width (when not 0) by cutting the cuttable columns: the widest
+// first, never below a few characters. indent starts every line.
+type table struct {
+	indent string
+	header []string
+	rows   [][]cell
+	// drop lists the columns, least needed first, left out when cutting
+	// alone cannot make the table fit.
+	drop      []int
+	dropped   []int
+	noKeyCuts bool
+}
+
+func (t *table) add(cells ...cell) { t.rows = append(t.rows, cells) }
+
+func textCell(s string) cell        { return cell{text: s} }
+func keyCell(s string) cell         { return cell{text: s, cut: cutMiddle} }
+func freeCell(s string) cell        { return cell{text: s, cut: cutEnd} }
+func (c cell) in(color string) cell { c.color = color; return c }
+
+// minCut is the narrowest a cuttable column is made: keys keep enough to
+// tell them apart, free text enough to start reading.
+func minCut(mode cutMode) int {
+	if mode == cutEnd {
+		return 8
+	}
+	return 12
+}
+
+func (t *table) write(w io.Writer, l layout) {
+	for _, col := range t.drop {
+		if l.width == 0 || t.fits(l.width) {
+			break
+		}
+		t.remove(col)
+	}
+	t.render(w, l)
+}
+
+// fits says whether the table fits width with only its free text cut:
+// a column is dropped before a key is cut.
+func (t *table) fits(width int) bool {
+	var b strings.Builder
+	keep := *t
+	keep.noKeyCuts = true
+	keep.render(&b, layout{width: width})
+	for _, line := range strings.Split(b.String(), "\n") {
+		if runeLen(line) > width {
+			return false
+		}
+	}
+	return true
+}
+
+// remove takes column col out; the columns of later drops keep their
+// meaning because drop indexes the original columns.
+func (t *table) remove(col int) {
+	for _, d := range t.dropped {
+		if d == col {
+			return
+		}
+	}
+	i := col
+	for _, d := range t.dropped {
+		if d < col {
+			i--
+		}
+	}
+	t.dropped = append(t.dropped, col)
+	t.header = append(t.header[:i:i], t.header[i+1:]...)
+	for r := range t.rows {
+		t.rows[r] = append(t.rows[r][:i:i], t.rows[r][i+1:]...)
+	}
+}
+
+func (t *table) render(w io.Writer, l layout) {
+	cols := len(t.header)
+	widths := make([]int, cols)
+	cuttable := make([]bool, cols)
+	for i, h := range t.header {
+		widths[i] = runeLen(h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], runeLen(c.text))
+			if c.cut != cutNever {
+				cuttable[i] = true
+			}
+		}
+	}
+	if l.width > 0 {
+		modes := make([]cutMode, cols)
+		for i := range modes {
+			modes[i] = cutModeOf(t, i)
+		}
+		if t.noKeyCuts {
+			for i := range modes {
+				if modes[i] == cutMiddle {
+					cuttable[i] = false
+				}
+			}
+		}
+		fitWidths(widths, cuttable, modes, l.width-runeLen(t.indent))
+	}
+	var b strings.Builder
+	line := func(texts []string, colors []string) {
+		b.WriteString(t.indent)
+		for i, s := range texts {
+			last := i == len(texts)-1
+			s = fitCell(s, widths[i], cutModeOf(t, i))
+			pad := ""
+			if !last {
+				pad = strings.Repeat(" ", widths[i]-runeLen(s)+2)
+			}
+			if colors != nil {
+				s = l.paint(s, colors[i])
+			}
+			b.WriteString(s + pad)
+		}
+		b.WriteString("\n")
+	}
+	line(t.header, nil)
+	for _, r := range t.rows {
+		texts, colors := make([]string, len(r)), make([]string, len(r))
+		for i, c := range r {
+			texts[i], colors[i] = c.text, c.color
+		}
+		line(texts, colors)
+	}
+	_, _ = io.WriteString(w, b.String())
+}
+
+// cutModeOf is how column i is cut: as its first cuttable cell says.
+func cutModeOf(t *table, i int) cutMode {
+	for _, r := range t.rows {
+		if r[i].cut != cutNever {
+			return r[i].cut
+		}
+	}
+	return cutNever
+}
+
+// fitWidths narrows the cuttable columns until the row fits avail: free
+// text first, then keys, the widest of each first, one rune at a time,
+// never below minCut.
+func fitWidths(widths []int, cuttable []bool, modes []cutMode, avail int) {
+	total := 2 * (len(widths) - 1)
+	for _, w := range widths {
+		total += w
+	}
+	for _, mode := range []cutMode{cutEnd, cutMiddle} {
+		for total > avail {
+			widest := -1
+			for i, w := range widths {
+				if cuttable[i] && modes[i] == mode && w > minCut(mode) && (widest < 0 || w > widths[widest]) {
+					widest = i
+				}
+			}
+			if widest < 0 {
+				break
+			}
+			widths[widest]--
+			total--
+		}
+	}
+}
+
+// fitCell cuts s to width runes: in the middle for keys, at the end for
+// free text, marking the cut with an ellipsis.
+func fitCell(s string, width int, mode cutMode) string {
+	n := runeLen(s)
+	if n <= width || mode == cutNever {
+		return s
+	}
+	r := []rune(s)
+	if mode == cutEnd {
+		return string(r[:width-1]) + "…"
+	}
+	head := (width - 1) / 2
+	tail := width - 1 - head
+	return string(r[:head]) + "…" + string(r[n-tail:])
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
+
+// line prints one line of prose, wrapped to the layout's width.
+func (l layout) line(w io.Writer, indent, text string) {
+	if l.width == 0 || runeLen(indent+text) <= l.width {
+		_, _ = io.WriteString(w, indent+text+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, wrapText(text, indent, l.width))
+}
+
+// moreLine says how many rows a limited table left out and how to see them.
+func moreLine(w io.Writer, indent string, rest int) {
+	if rest > 0 {
+		_, _ = io.WriteString(w, indent+"… and "+strconv.Itoa(rest)+" more (--limit 0 shows all, --output json gives everything)\n")
+	}
+}

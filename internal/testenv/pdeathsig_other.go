@@ -1,0 +1,8 @@
+//go:build !linux
+
+package testenv
+
+import "os/exec"
+
+// setParentDeathSignal has no equivalent here: the server ends with Stop.
+func setParentDeathSignal(*exec.Cmd) {}
