@@ -24,6 +24,7 @@ func TestTaskIDOf(t *testing.T) {
 		"/pulp/default/api/v3/tasks/" + id + "/", // domains enabled
 		"/pulp/my-domain/api/v3/tasks/" + upper + "/", // domain name with a dash
 		"/custom/root/api/v3/tasks/" + id + "/",       // API_ROOT other than /pulp/
+		"/api/v3/tasks/" + id + "/",                   // API_ROOT = "/"
 		"https://pulp.example.com/pulp/api/v3/tasks/" + id + "/",
 		"http://localhost:24817/pulp/default/api/v3/tasks/" + id + "/",
 		"prn:core.task:" + id,

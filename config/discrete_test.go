@@ -90,6 +90,21 @@ func TestDatabaseSSLRootCert(t *testing.T) {
 	err := c.Validate()
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "database settings")
+
+	// The error quotes the connection string, which never holds the
+	// discrete password, in either form, and keeps the path readable.
+	for _, url := range []string{"postgres://pulp@db.example:5432/pulp", "host=db.example dbname=pulp"} {
+		c.Database.URL, c.Database.Password = url, awkward
+		err := c.Validate()
+		require.Error(t, err)
+		require.Contains(t, err.Error(), pki.CA+".missing")
+		for _, piece := range []string{"p&ss", "w?rd", "/x:y", "y@z", "z+%"} {
+			require.NotContains(t, err.Error(), piece, url)
+		}
+		_, err = PoolConfig(c)
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), "p&ss")
+	}
 }
 
 // TestRedisDiscreteOverridesURL: each discrete setting replaces its part of

@@ -26,9 +26,15 @@ func PoolConfig(c Config) (*pgxpool.Config, error) {
 	pc, err := pgxpool.ParseConfig(conn)
 	if err != nil {
 		// No "database.url:" prefix: callers name the setting themselves.
-		return nil, fmt.Errorf("invalid database URL: %w", scrubPasswords(scrubError(err, conn), c.Database.Password))
+		return nil, fmt.Errorf("invalid database URL: %w", scrubError(err, conn))
 	}
 	cc := pc.ConnConfig
+	if c.Database.Password != "" {
+		// Set here rather than in the connection string, which errors quote.
+		// pgx reads ~/.pgpass only for a configuration without a password,
+		// at parse time; this one wins over it as over the URL's.
+		cc.Password = c.Database.Password
+	}
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
 	}
@@ -83,7 +89,7 @@ func checkDatabaseConn(c Config) error {
 	}
 	conn := databaseConnString(c)
 	if err := checkDatabaseURL(conn); err != nil {
-		return scrubPasswords(scrubError(err, conn), c.Database.Password)
+		return scrubError(err, conn)
 	}
 	return nil
 }

@@ -5,12 +5,14 @@ import (
 )
 
 // databaseParams are the discrete database settings as libpq keywords, in a
-// fixed order; empty values are left out.
+// fixed order; empty values are left out. database.password is not one: it
+// is set on the parsed configuration instead (PoolConfig), so that it is in
+// no connection string that a parse error could quote.
 func databaseParams(c Config) [][2]string {
 	d := c.Database
 	all := [][2]string{
 		{"host", d.Host}, {"port", d.Port}, {"dbname", d.Name}, {"user", d.User},
-		{"password", d.Password}, {"sslmode", d.SSLMode}, {"sslrootcert", d.SSLRootCert},
+		{"sslmode", d.SSLMode}, {"sslrootcert", d.SSLRootCert},
 	}
 	var set [][2]string
 	for _, p := range all {
@@ -21,7 +23,8 @@ func databaseParams(c Config) [][2]string {
 	return set
 }
 
-// databaseConnString is database.url with the discrete settings applied.
+// databaseConnString is database.url with the discrete settings but the
+// password applied.
 // pgx lets a URL's query parameters override its host, port, user,
 // password and database, and a later keyword win over an earlier one in the
 // keyword/value form, so appending the settings overrides exactly those
