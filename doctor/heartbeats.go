@@ -31,7 +31,7 @@ func checkHeartbeatClock(ctx context.Context, t Target) Result {
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
 	rows, err := heartbeat.Read(ctx, tx)
 	if err != nil {
-		return couldNotCheck("read core_appstatus", err, "grant the README's least-privilege set (internal/privilege/postgres.sql).")
+		return couldNotCheck("read core_appstatus", err, grantFix(err))
 	}
 	var now time.Time
 	if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {

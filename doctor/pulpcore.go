@@ -41,7 +41,7 @@ func checkPulpcoreVersion(ctx context.Context, t Target) Result {
 	rows, err := t.Postgres.Query(ctx, `SELECT app_type, coalesce(versions -> 'core', ''), count(*)::int
 		FROM core_appstatus GROUP BY 1, 2 ORDER BY 1, 2`)
 	if err != nil {
-		return couldNotCheck("read core_appstatus.versions", err, "grant the README's least-privilege set, which includes SELECT (versions) ON core_appstatus.")
+		return couldNotCheck("read core_appstatus.versions", err, grantFix(err))
 	}
 	defer rows.Close()
 	var seen []processVersion

@@ -11,13 +11,15 @@ import (
 var minRedis = version{6, 2}
 
 func checkRedisReachable(ctx context.Context, t Target) Result {
-	if err := t.Redis.Ping(ctx).Err(); err != nil {
-		return Result{Status: Fail, Evidence: "PING failed: " + err.Error(),
-			Fix: "point redis.url at Pulp's Redis (REDIS_URL, or REDIS_HOST/REDIS_PORT/REDIS_DB in Pulp's settings) and check its credentials and TLS settings."}
-	}
+	// INFO, not PING: the documented ACL user may run INFO and not PING.
 	server, err := readInfo(ctx, t.Redis, "server")
-	if err != nil {
-		return couldNotCheck("read the server version", err, "allow INFO to the reaper's ACL user (internal/privilege/redis.acl).")
+	switch {
+	case isNoPerm(err):
+		return Result{Status: Warn, Evidence: "reachable, but INFO was refused, so the version is unknown: " + err.Error(),
+			Fix: "allow INFO to the reaper's ACL user (internal/privilege/redis.acl)."}
+	case err != nil:
+		return Result{Status: Fail, Evidence: "cannot reach Redis: " + err.Error(),
+			Fix: "point redis.url at Pulp's Redis (REDIS_URL, or REDIS_HOST/REDIS_PORT/REDIS_DB in Pulp's settings) and check its credentials and TLS settings."}
 	}
 	return evalRedisVersion(server["redis_version"])
 }
