@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/daemon"
 	"github.com/lock-reaper/lock-reaper/doctor"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -50,6 +51,12 @@ func doctorTarget(r *reaper.Reaper, s *setup) doctor.Target {
 			return r.Inspect(ctx, reaper.InspectOptions{})
 		},
 	}
+}
+
+// withDoctor makes `run` check the deployment once at start.
+func withDoctor(dc daemon.Config, r *reaper.Reaper, s *setup) daemon.Config {
+	dc.Doctor = func(ctx context.Context) doctor.Report { return doctor.Run(ctx, doctorTarget(r, s)) }
+	return dc
 }
 
 // writeDoctorText prints one line per check, and the fix under each that

@@ -62,6 +62,7 @@ type Metrics struct {
 	lastSuccess     *timestampGauge
 	ticksSkipped    *prometheus.CounterVec
 	buildInfo       prometheus.Gauge
+	doctor          *doctorMetrics
 }
 
 // New returns the collectors, with every series of a known label value
@@ -127,6 +128,7 @@ func New(version string) *Metrics {
 			ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
 		}),
 	}
+	m.doctor = newDoctorMetrics()
 	m.buildInfo.Set(1)
 	m.initSeries()
 	return m
@@ -187,10 +189,10 @@ func (m *Metrics) initSeries() {
 
 // collectors lists every collector, in the order of the documentation.
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		m.passes, m.passDuration, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.buildInfo,
-	}
+	}, m.doctor.collectors()...)
 }
 
 // Register registers every collector with reg.

@@ -90,4 +90,5 @@ func (m *Metrics) observeScan(rep *reaper.Report) {
 	m.suspects.WithLabelValues(objectTask).Set(float64(sum.TasksByResult[reaper.ResultSuspected]))
 	m.deferred.WithLabelValues(objectHolding).Set(float64(sum.FindingsByResult[reaper.ResultDeferred]))
 	m.deferred.WithLabelValues(objectTask).Set(float64(sum.TasksByResult[reaper.ResultDeferred]))
+	m.doctor.observe(rep)
 }
