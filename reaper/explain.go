@@ -59,7 +59,7 @@ type Explanation struct {
 	TaskVerdict *TaskJudgement `json:"task_verdict,omitempty"`
 	// Unprotected is set for a running task whose task lock is gone.
 	Unprotected *Unprotected `json:"unprotected,omitempty"`
-	Status      Status         `json:"status"`
+	Status      Status       `json:"status"`
 	// Conclusion is one line for a human.
 	Conclusion string `json:"conclusion"`
 }
