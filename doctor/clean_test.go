@@ -78,3 +78,34 @@ func TestCleanDeploymentEveryCheckOK(t *testing.T) {
 	require.Equal(t, doctor.ExitOK, code)
 	require.Contains(t, stdout.String(), "lock-reaper doctor: 12 ok, 0 warnings, 0 failures")
 }
+
+// TestDoctorExitCodes: a failure is exit 1 and names its fix, warnings
+// alone are exit 3, a stray argument is a usage error.
+func TestDoctorExitCodes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.NewDatabase(t)
+	run := func(redisURL string, args ...string) (int, string) {
+		env := map[string]string{"REAPER_REDIS_URL": redisURL, "REAPER_DATABASE_URL": db.URL, "REAPER_LOG_FORMAT": "json"}
+		var stdout, stderr bytes.Buffer
+		code := cli.Main(ctx, cli.Env{
+			Args: append([]string{"doctor"}, args...), Stdout: &stdout, Stderr: &stderr, Version: "test",
+			LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		})
+		return code, stdout.String() + stderr.String()
+	}
+	evicting := redisserver.Start(t, "--maxmemory-policy", "allkeys-lfu")
+	code, out := run(evicting.URL(0))
+	require.Equal(t, doctor.ExitFailure, code, out)
+	require.Contains(t, out, "FAIL  redis-eviction")
+	require.Contains(t, out, "fix: set maxmemory-policy noeviction")
+
+	// A superuser and the default Redis user: more than a pass needs.
+	code, out = run(redisserver.Start(t, "--appendonly", "yes").URL(0))
+	require.Equal(t, doctor.ExitWarnings, code, out)
+	require.Contains(t, out, "WARN  postgres-grants")
+	require.Contains(t, out, "WARN  redis-acl")
+
+	code, _ = run(evicting.URL(0), "extra")
+	require.Equal(t, 2, code)
+}
