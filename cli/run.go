@@ -39,7 +39,7 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	if s.cfg.PushgatewayURL != "" {
 		s.log.Info("pushgateway_url is ignored by run: scrape its /metrics instead")
 	}
-	d, err := daemon.New(r, daemonConfig(s.cfg, s.log, env.Version))
+	d, err := daemon.New(r, withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper run: configuration: %v\n", err)
 		return reaper.ExitUsage

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 
+	"github.com/lock-reaper/lock-reaper/doctor"
 	"github.com/lock-reaper/lock-reaper/metrics"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -83,6 +84,9 @@ type Config struct {
 	Version string
 	// Logger receives the daemon's logs. Default: discard.
 	Logger *slog.Logger
+	// Doctor, when set, checks the deployment once at start, beside the
+	// first pass (see startDoctor).
+	Doctor func(ctx context.Context) doctor.Report
 }
 
 // withDefaults fills the zero fields.
@@ -204,7 +208,9 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer close(d.done)
+		doctorDone := d.startDoctor(ctx)
 		d.loop(ctx)
+		<-doctorDone
 		d.shutdownServer(srv)
 		<-serveDone
 	}()

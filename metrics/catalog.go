@@ -38,6 +38,10 @@ func Catalog() []Family {
 		{Name: NameOwners, Type: gauge, Labels: map[string][]string{"liveness": livenessNames()}},
 		{Name: NameLostTasks, Type: gauge, Labels: map[string][]string{"verdict": stringsOf(taskVerdicts)}},
 		{Name: NameOldestStaleAge, Type: gauge},
+		{Name: NameUnprotectedTasks, Type: gauge},
+		// The check names are doctor's (README "Doctor"); no series exists
+		// before doctor has run, so a fresh scrape has none.
+		{Name: NameDoctorCheckStatus, Type: gauge, Labels: map[string][]string{"check": nil}},
 	}
 }
 

@@ -67,6 +67,7 @@ type Metrics struct {
 	ticksSkipped    *prometheus.CounterVec
 	buildInfo       prometheus.Gauge
 	fleet
+	doctor *doctorMetrics
 }
 
 // New returns the collectors, with every series of a known label value
@@ -133,6 +134,7 @@ func New(version string) *Metrics {
 		}),
 	}
 	m.fleet = newFleet()
+	m.doctor = newDoctorMetrics()
 	m.buildInfo.Set(1)
 	m.initSeries()
 	return m
@@ -196,11 +198,11 @@ func (m *Metrics) initSeries() {
 
 // collectors lists every collector, in the order of the documentation.
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		m.passes, m.passDuration, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.buildInfo,
 		m.holdings, m.owners, m.lostTasks, m.oldestStale,
-	}
+	}, m.doctor.collectors()...)
 }
 
 // Register registers every collector with reg.

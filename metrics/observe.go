@@ -91,4 +91,5 @@ func (m *Metrics) observeScan(rep *reaper.Report) {
 	m.deferred.WithLabelValues(objectHolding).Set(float64(sum.FindingsByResult[reaper.ResultDeferred]))
 	m.deferred.WithLabelValues(objectTask).Set(float64(sum.TasksByResult[reaper.ResultDeferred]))
 	m.fleet.observe(rep)
+	m.doctor.observe(rep)
 }

@@ -58,7 +58,9 @@ type Explanation struct {
 	AheadTotal int         `json:"ahead_total"`
 	// TaskVerdict is what a pass would do to the task itself, if anything.
 	TaskVerdict *TaskJudgement `json:"task_verdict,omitempty"`
-	Status      Status         `json:"status"`
+	// Unprotected is set for a running task whose task lock is gone.
+	Unprotected *Unprotected `json:"unprotected,omitempty"`
+	Status      Status       `json:"status"`
 	// Conclusion is one line for a human.
 	Conclusion string `json:"conclusion"`
 }
@@ -148,6 +150,7 @@ func (x *explainer) run() Explanation {
 	}
 	x.e.Claim = x.process(x.e.Task.AppLockID)
 	x.collectResources()
+	x.e.Unprotected = x.unprotected()
 	x.collectAhead()
 	x.e.Status, x.e.Conclusion = x.conclude()
 	return x.e
@@ -300,6 +303,8 @@ func (x *explainer) conclude() (Status, string) {
 	switch {
 	case Final(t.State):
 		return StatusFinished, x.finished()
+	case x.e.Unprotected != nil:
+		return StatusUnprotected, x.unprotectedConclusion()
 	case t.State == StateRunning || t.State == StateCanceling:
 		return StatusRunning, fmt.Sprintf("%s on %s", t.State, processPhrase(claim))
 	case t.AppLockID != "":

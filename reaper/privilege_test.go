@@ -183,7 +183,7 @@ func TestLeastPrivilegePasses(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	for _, sql := range []string{
-		"SELECT enc_args FROM core_task", "SELECT versions FROM core_appstatus", "DELETE FROM core_task",
+		"SELECT enc_args FROM core_task", "SELECT pulp_created FROM core_appstatus", "DELETE FROM core_task",
 		"UPDATE core_task SET name = 'x'", "INSERT INTO core_appstatus (pulp_id, app_type, name, ttl) VALUES (gen_random_uuid(), 'worker', 'x', '1s')",
 		"SELECT 1 FROM core_domain", "UPDATE core_appstatus SET last_heartbeat = now()",
 	} {

@@ -6,8 +6,9 @@ CREATE ROLE lock_reaper LOGIN PASSWORD 'change-me';
 --   GRANT CONNECT ON DATABASE pulp TO lock_reaper;
 GRANT USAGE ON SCHEMA public TO lock_reaper;
 
--- Owner liveness: every heartbeat row, read in the snapshot.
-GRANT SELECT (pulp_id, name, app_type, ttl, last_heartbeat) ON core_appstatus TO lock_reaper;
+-- Owner liveness: every heartbeat row, read in the snapshot; and the
+-- pulpcore versions lock-reaper doctor reports.
+GRANT SELECT (pulp_id, name, app_type, ttl, last_heartbeat, versions) ON core_appstatus TO lock_reaper;
 
 -- Tasks: the columns a pass judges, and those the update of a lost task sets
 -- (the update reads error and finished_at back when it requeues instead).

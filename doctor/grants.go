@@ -1,0 +1,145 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/lock-reaper/lock-reaper/internal/privilege"
+)
+
+// grant is one privilege: on a column (SELECT or UPDATE of core_task.state),
+// on a whole table (Column empty), or USAGE on the schema (Table empty).
+type grant struct {
+	Privilege string
+	Table     string
+	Column    string
+}
+
+func (g grant) String() string {
+	switch {
+	case g.Table == "":
+		return g.Privilege + " ON SCHEMA"
+	case g.Column == "":
+		return g.Privilege + " ON " + g.Table
+	}
+	return fmt.Sprintf("%s (%s) ON %s", g.Privilege, g.Column, g.Table)
+}
+
+var columnGrant = regexp.MustCompile(`(?m)^GRANT (\w+) \(([^)]*)\) ON (\w+) TO `)
+
+// documentedGrants reads the least-privilege set from
+// internal/privilege/postgres.sql, the file the README quotes: USAGE on the
+// schema and the column privileges it grants, and nothing else.
+func documentedGrants() (map[grant]bool, []string) {
+	set := map[grant]bool{{Privilege: "USAGE"}: true}
+	tables := map[string]bool{}
+	for _, m := range columnGrant.FindAllStringSubmatch(privilege.PostgresSQL, -1) {
+		tables[m[3]] = true
+		for _, col := range strings.Split(m[2], ",") {
+			set[grant{Privilege: m[1], Table: m[3], Column: strings.TrimSpace(col)}] = true
+		}
+	}
+	var names []string
+	for t := range tables {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return set, names
+}
+
+// grantsSQL lists what the current role may do in its current schema: USAGE
+// on the schema, every column privilege on the documented tables, and any
+// table-level privilege (or column privilege elsewhere) at all.
+const grantsSQL = `
+WITH rels AS (
+  SELECT c.oid, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+)
+SELECT 'USAGE', '', '' WHERE has_schema_privilege(current_schema(), 'USAGE')
+UNION ALL
+SELECT p.priv, r.relname, a.attname FROM rels r
+  JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
+  CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'REFERENCES']) p(priv)
+  WHERE r.relname = ANY($1) AND has_column_privilege(r.oid, a.attnum, p.priv)
+UNION ALL
+SELECT p.priv, r.relname, '' FROM rels r
+  CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p(priv)
+  WHERE has_table_privilege(r.oid, p.priv)
+UNION ALL
+SELECT 'some column privilege', r.relname, '' FROM rels r
+  WHERE NOT r.relname = ANY($1) AND has_any_column_privilege(r.oid, 'SELECT, INSERT, UPDATE, REFERENCES')
+    AND NOT has_table_privilege(r.oid, 'SELECT, INSERT, UPDATE, REFERENCES')`
+
+func checkPostgresGrants(ctx context.Context, t Target) Result {
+	want, tables := documentedGrants()
+	var role string
+	var super bool
+	if err := t.Postgres.QueryRow(ctx, "SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&role, &super); err != nil {
+		return couldNotCheck("read the current role", err, "check that database.url reaches pulpcore's database.")
+	}
+	if super {
+		return Result{Status: Warn, Evidence: fmt.Sprintf("role %q is a superuser: it may do anything", role),
+			Fix: "create the README's lock_reaper role (internal/privilege/postgres.sql) and use it in database.url."}
+	}
+	var present int
+	if err := t.Postgres.QueryRow(ctx, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ANY($1)", tables).Scan(&present); err != nil {
+		return couldNotCheck("look up pulpcore's tables", err, "check that database.url names pulpcore's database.")
+	}
+	if present < len(tables) {
+		return Result{Status: Fail, Evidence: fmt.Sprintf("role %q sees %d of pulpcore's tables %s in its current schema", role, present, strings.Join(tables, ", ")),
+			Fix: "point database.url at pulpcore's database (and search_path at pulpcore's schema)."}
+	}
+	rows, err := t.Postgres.Query(ctx, grantsSQL, tables)
+	if err != nil {
+		return couldNotCheck("read the role's privileges", err, "check that database.url reaches pulpcore's database.")
+	}
+	defer rows.Close()
+	have := map[grant]bool{}
+	for rows.Next() {
+		var g grant
+		if err := rows.Scan(&g.Privilege, &g.Table, &g.Column); err != nil {
+			return couldNotCheck("read the role's privileges", err, "check that database.url reaches pulpcore's database.")
+		}
+		have[g] = true
+	}
+	if err := rows.Err(); err != nil {
+		return couldNotCheck("read the role's privileges", err, "check that database.url reaches pulpcore's database.")
+	}
+	return evalGrants(role, want, have)
+}
+
+// evalGrants compares the role's privileges with the documented set. One
+// missing makes a pass fail halfway (a read refused, or a lost task that
+// can never be updated); one too many is more than the reaper needs.
+func evalGrants(role string, want, have map[grant]bool) Result {
+	missing, extra := diffGrants(want, have), diffGrants(have, want)
+	evidence := fmt.Sprintf("role %q", role)
+	switch {
+	case len(missing) > 0:
+		e := evidence + ": missing " + strings.Join(missing, ", ")
+		if len(extra) > 0 {
+			e += "; beyond the documented set " + strings.Join(extra, ", ")
+		}
+		return Result{Status: Fail, Evidence: e,
+			Fix: "grant the README's least-privilege set (internal/privilege/postgres.sql) to the role."}
+	case len(extra) > 0:
+		return Result{Status: Warn, Evidence: evidence + ": beyond the documented set " + strings.Join(extra, ", "),
+			Fix: "revoke what the README's least-privilege set (internal/privilege/postgres.sql) does not grant."}
+	}
+	return Result{Status: OK, Evidence: fmt.Sprintf("%s holds exactly the README's least-privilege set (%d privileges)", evidence, len(want))}
+}
+
+// diffGrants lists the grants of a that b lacks, sorted.
+func diffGrants(a, b map[grant]bool) []string {
+	var out []string
+	for g := range a {
+		if !b[g] {
+			out = append(out, g.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,100 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// cleanupFeature is one of pulpcore's own Redis lock cleanups, with the
+// first version that has it. All three came with one change, merged on
+// pulpcore's main branch on 2026-08-14 (commits f7147f51b and 414897746,
+// "clean up stale and orphaned Redis locks (#7919, #7920)", changelog
+// fragments CHANGES/7919.bugfix and CHANGES/7920.bugfix) while it was
+// 3.117.0.dev, after 3.116.0 (2026-08-12); no 3.116.x or older branch has
+// it. The Redis worker itself exists since 3.108.0 (WORKER_TYPE).
+type cleanupFeature struct {
+	name  string
+	since version
+}
+
+var cleanupFeatures = []cleanupFeature{
+	// pulp:owner_locks:<owner> and pulp:active_owners, kept by the acquire
+	// and release scripts (pulpcore/tasking/redis_locks.py).
+	{"owner registry", version{3, 117}},
+	// RedisWorker.release_stale_locks_for_self at worker start (#7919).
+	{"startup self-clean", version{3, 117}},
+	// RedisWorker.reconcile_orphan_redis_locks in the periodic cleanup,
+	// for owners with no AppStatus row at all (#7920).
+	{"orphan reconcile", version{3, 117}},
+}
+
+// processVersion counts the core_appstatus rows of one app type and
+// pulpcore version ("" when the row records none).
+type processVersion struct {
+	appType, version string
+	count            int
+}
+
+func checkPulpcoreVersion(ctx context.Context, t Target) Result {
+	rows, err := t.Postgres.Query(ctx, `SELECT app_type, coalesce(versions -> 'core', ''), count(*)::int
+		FROM core_appstatus GROUP BY 1, 2 ORDER BY 1, 2`)
+	if err != nil {
+		return couldNotCheck("read core_appstatus.versions", err, grantFix(err))
+	}
+	defer rows.Close()
+	var seen []processVersion
+	for rows.Next() {
+		var pv processVersion
+		if err := rows.Scan(&pv.appType, &pv.version, &pv.count); err != nil {
+			return couldNotCheck("read core_appstatus.versions", err, "check that database.url names pulpcore's database.")
+		}
+		seen = append(seen, pv)
+	}
+	if err := rows.Err(); err != nil {
+		return couldNotCheck("read core_appstatus.versions", err, "check that database.url names pulpcore's database.")
+	}
+	return evalPulpcoreVersions(seen)
+}
+
+// evalPulpcoreVersions says which of pulpcore's own cleanups the fleet
+// runs. Without them lock-reaper is the only cleanup: the locks of older
+// workers are in no registry (only a keyspace scan finds them), a restarted
+// worker can be blocked by its own dead incarnation's locks, and the locks
+// of owners whose row is gone stay.
+func evalPulpcoreVersions(seen []processVersion) Result {
+	if len(seen) == 0 {
+		return Result{Status: Warn, Evidence: "no core_appstatus rows: no Pulp process is running (or database.url names another database)",
+			Fix: "check that database.url names pulpcore's database."}
+	}
+	var parts, old []string
+	for _, pv := range seen {
+		v := pv.version
+		if v == "" {
+			v = "unknown"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%d)", pv.appType, v, pv.count))
+		// Content apps take no locks; workers and API processes (immediate
+		// tasks) do.
+		takesLocks := pv.appType == "worker" || pv.appType == "api"
+		if takesLocks && (pv.version == "" || !parseVersion(pv.version).atLeast(cleanupFeatures[0].since)) {
+			old = append(old, fmt.Sprintf("%s %s", pv.appType, v))
+		}
+	}
+	evidence := "pulpcore " + strings.Join(parts, ", ")
+	if len(old) > 0 {
+		sort.Strings(old)
+		return Result{Status: Warn, Evidence: evidence + "; without " + featureNames() + " (pulpcore 3.117): " + strings.Join(old, ", "),
+			Fix: "upgrade pulpcore to 3.117 or later; until then only lock-reaper's full scans (full_scan_interval) find and release these processes' stale locks."}
+	}
+	return Result{Status: OK, Evidence: evidence + ": every process has " + featureNames()}
+}
+
+func featureNames() string {
+	names := make([]string, len(cleanupFeatures))
+	for i, f := range cleanupFeatures {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,126 @@
+// Package redisserver starts a throwaway redis-server for a test that needs a
+// server configured differently from the shared one (an eviction policy, no
+// persistence, a replica, ACL users): on a free loopback port, with its files
+// in t.TempDir(), stopped at cleanup. Tests never change the configuration of
+// a server they did not start.
+package redisserver
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a running test-started redis-server.
+type Server struct {
+	// Addr is host:port on the loopback interface.
+	Addr string
+	Port int
+	// Client talks to database 0 as the default user.
+	Client *redis.Client
+}
+
+// URL is the server's redis:// URL for database db.
+func (s *Server) URL(db int) string { return fmt.Sprintf("redis://%s/%d", s.Addr, db) }
+
+// Start starts redis-server with extra configuration arguments (for example
+// "--maxmemory-policy", "allkeys-lru"), waits until it accepts connections
+// and stops it at cleanup. It skips the test when redis-server is not
+// installed. Unless args say otherwise, the server neither saves nor logs
+// to a file, and its working directory is a fresh t.TempDir().
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not found: this test needs a Redis server of its own")
+	}
+	port := freePort(t)
+	full := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", t.TempDir(),
+		"--save", "", "--appendonly", "no", "--logfile", ""}
+	full = append(full, args...)
+	cmd := exec.Command(bin, full...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("redis-server: %v", err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if log, ok := waitReady(out, 30*time.Second); !ok {
+		t.Fatalf("redis-server %v did not start:\n%s", full, log)
+	}
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port}
+	s.Client = redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = s.Client.Close() })
+	if err := s.Client.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("ping test redis-server on %s: %v", s.Addr, err)
+	}
+	return s
+}
+
+// waitReady reads the server's log until it is ready, then drains it in the
+// background so that the server never blocks on a full pipe.
+func waitReady(out io.Reader, timeout time.Duration) (string, bool) {
+	type result struct {
+		log string
+		ok  bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		var log strings.Builder
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			log.WriteString(lines.Text() + "\n")
+			if strings.Contains(lines.Text(), "Ready to accept connections") {
+				done <- result{log.String(), true}
+				_, _ = io.Copy(io.Discard, out)
+				return
+			}
+		}
+		done <- result{log.String(), false}
+	}()
+	select {
+	case r := <-done:
+		return r.log, r.ok
+	case <-time.After(timeout):
+		return "timed out waiting for \"Ready to accept connections\"", false
+	}
+}
+
+// ReplicaOf starts a second server replicating primary and waits until the
+// link is up.
+func ReplicaOf(t testing.TB, primary *Server, args ...string) *Server {
+	t.Helper()
+	replica := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port)}, args...)...)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		info, err := replica.Client.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return replica
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("replica on %s never linked to its primary on %s", replica.Addr, primary.Addr)
+	return nil
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
