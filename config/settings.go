@@ -194,8 +194,8 @@ var settings = []setting{
 	},
 	{
 		key: "output", group: groupOutput, def: "text",
-		binding: bind(stringCodec("text|json"), func(c *Config) *string { return &c.Output }, oneOf("text", "json")),
-		doc:     "Format of reports printed on standard output: text or json.",
+		binding: bind(stringCodec("text|json|json-pretty"), func(c *Config) *string { return &c.Output }, oneOf("text", "json", "json-pretty")),
+		doc:     "Format of reports printed on standard output: text, json (one line) or json-pretty (indented).",
 	},
 }
 
