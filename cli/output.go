@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -56,49 +56,49 @@ func writeText(w io.Writer, rep *reaper.Report, limit int) error {
 
 	if len(rep.Owners) > 0 {
 		fmt.Fprintln(w, "\nOwners holding locks")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  OWNER\tLIVENESS\tHEARTBEAT AGE\tHOLDINGS")
-		for _, o := range rep.Owners {
-			age := "-"
-			if o.HeartbeatAge != nil {
-				age = o.HeartbeatAge.String()
+		writeTable(w, func(row func(...string)) {
+			row("  OWNER", "LIVENESS", "HEARTBEAT AGE", "HOLDINGS")
+			for _, o := range rep.Owners {
+				age := "-"
+				if o.HeartbeatAge != nil {
+					age = o.HeartbeatAge.String()
+				}
+				row("  "+o.Name, o.Liveness, age, strconv.Itoa(o.Holdings))
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", o.Name, o.Liveness, age, o.Holdings)
-		}
-		tw.Flush()
+		})
 	}
 	if len(rep.Findings) > 0 {
 		fmt.Fprintln(w, "\nFindings (holdings that are not healthy)")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  KEY\tKIND\tOWNER\tVERDICT\tRESULT\tEVIDENCE")
-		for _, f := range rep.Findings[:shown(len(rep.Findings), limit)] {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", f.Key, f.Kind, f.Owner, f.Verdict, resultText(f.Result, f.Deferred), evidenceText(f))
-		}
-		tw.Flush()
+		writeTable(w, func(row func(...string)) {
+			row("  KEY", "KIND", "OWNER", "VERDICT", "RESULT", "EVIDENCE")
+			for _, f := range rep.Findings[:shown(len(rep.Findings), limit)] {
+				row("  "+f.Key, f.Kind.String(), f.Owner, string(f.Verdict), resultText(f.Result, f.Deferred), evidenceText(f))
+			}
+		})
 		writeMore(w, len(rep.Findings), limit)
 	}
 	if len(rep.Tasks) > 0 {
 		fmt.Fprintln(w, "\nTasks lost, orphaned or stuck")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TASK\tNAME\tVERDICT\tSTATE\tAFTER\tWORKER\tRESULT")
-		for _, t := range rep.Tasks[:shown(len(rep.Tasks), limit)] {
-			after := t.StateAfter
-			if t.Requeue {
-				after = "waiting (requeued)"
+		writeTable(w, func(row func(...string)) {
+			row("  TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT")
+			for _, t := range rep.Tasks[:shown(len(rep.Tasks), limit)] {
+				after := t.StateAfter
+				if t.Requeue {
+					after = "waiting (requeued)"
+				}
+				row("  "+t.ID, t.Name, string(t.Verdict), t.StateBefore, after, t.Owner, resultText(t.Result, t.Deferred))
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Verdict, t.StateBefore, after, t.Owner, resultText(t.Result, t.Deferred))
-		}
-		tw.Flush()
+		})
 		writeMore(w, len(rep.Tasks), limit)
 	}
 	if len(rep.Ignored) > 0 {
 		fmt.Fprintln(w, "\nIgnored keys (not Pulp locks; never touched)")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  KEY\tTYPE\tWHY")
-		for _, ig := range rep.Ignored[:shown(len(rep.Ignored), limit)] {
-			fmt.Fprintf(tw, "  %q\t%s\t%s\n", ig.Key, ig.Type, ig.Reason)
-		}
-		tw.Flush()
+		writeTable(w, func(row func(...string)) {
+			row("  KEY", "TYPE", "WHY")
+			for _, ig := range rep.Ignored[:shown(len(rep.Ignored), limit)] {
+				row("  "+strconv.Quote(ig.Key), ig.Type, ig.Reason)
+			}
+		})
 		writeMore(w, len(rep.Ignored), limit)
 	}
 	for _, g := range rep.Guards {
