@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,12 +61,37 @@ func deadOwnerSpec(o options) sim.FleetSpec {
 // one. Every run lifts max_releases and max_task_updates, so that one pass
 // does all the work and every finding carries a release result and a log
 // line: the worst case.
-var deadOwnerCases = []processCase{
-	{name: "audit, text report", args: []string{"audit"}, exit: reaper.ExitFindings},
-	{name: "audit, JSON report", args: []string{"audit", "--output", "json"}, exit: reaper.ExitFindings, json: true},
-	{name: "once, text report", args: []string{"once"}, exit: reaper.ExitOK, real: true},
-	{name: "once, JSON report", args: []string{"once", "--output", "json"}, exit: reaper.ExitOK, real: true, json: true},
-}
+var deadOwnerCases = func() []processCase {
+	base := []processCase{
+		{name: "audit, text report", args: []string{"audit"}, exit: reaper.ExitFindings},
+		{name: "audit, JSON report", args: []string{"audit", "--output", "json"}, exit: reaper.ExitFindings, json: true},
+		{name: "once, text report", args: []string{"once"}, exit: reaper.ExitOK, real: true},
+		{name: "once, JSON report", args: []string{"once", "--output", "json"}, exit: reaper.ExitOK, real: true, json: true},
+	}
+	// Each again as the chart runs it: GOMEMLIMIT set to the container's
+	// memory limit, which makes the collector run sooner near it.
+	var cases []processCase
+	for _, limited := range []bool{false, true} {
+		for _, c := range base {
+			if limited {
+				c.name += ", GOMEMLIMIT 128MiB"
+				c.memLimit = fmt.Sprint(rssLimit)
+			}
+			cases = append(cases, c)
+		}
+	}
+	// The audits first, on one fleet; then the real passes, each on its own.
+	slices.SortStableFunc(cases, func(a, b processCase) int {
+		switch {
+		case a.real == b.real:
+			return 0
+		case b.real:
+			return -1
+		}
+		return 1
+	})
+	return cases
+}()
 
 // runDeadOwner measures the scenario and writes its table and, when asked,
 // its JSON.
@@ -202,9 +229,13 @@ func writeDeadOwnerMarkdown(w io.Writer, r *DeadOwnerResults) error {
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s\n\n", mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL)
 	fmt.Fprintf(&b, "Fleet: one dead owner holding %s task locks with %d exclusive lock(s) each and one shared domain: %s stale holdings, %s lost tasks; %s keys in Redis (%s unrelated).\n\n",
 		thousands(int64(f.TaskLocks)), f.ExclusivePerTask, thousands(int64(f.StaleHoldings)), thousands(int64(f.LostTasks)), thousands(f.KeysInRedis), thousands(int64(f.UnrelatedKeys)))
-	b.WriteString("| command | peak RSS | wall | stdout | log lines | exit |\n|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| command | GOMEMLIMIT | peak RSS | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, run := range r.Runs {
-		fmt.Fprintf(&b, "| `%s` (%s) | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, run.Name, mib(uint64(run.PeakRSSBytes)),
+		limit := "-"
+		if n, err := strconv.ParseUint(run.GoMemLimit, 10, 64); err == nil {
+			limit = mib(n)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limit, mib(uint64(run.PeakRSSBytes)),
 			run.WallMS/1000, mib(uint64(run.StdoutBytes)), thousands(int64(run.StdoutLines)), thousands(int64(run.LogLines)), run.ExitCode)
 	}
 	met := "yes"

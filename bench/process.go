@@ -21,6 +21,8 @@ import (
 type ProcessRun struct {
 	Name    string `json:"name"`
 	Command string `json:"command"`
+	// GoMemLimit is the child's GOMEMLIMIT, in bytes ("": none).
+	GoMemLimit string `json:"gomemlimit,omitempty"`
 	// PeakRSSBytes is the child's maximum resident set size (getrusage's
 	// ru_maxrss, the kernel's VmHWM of the process).
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
@@ -40,6 +42,8 @@ type processCase struct {
 	exit int
 	// real passes write, json ones print the JSON report.
 	real, json bool
+	// memLimit is the child's GOMEMLIMIT ("": none).
+	memLimit string
 }
 
 // run starts `lock-reaper ARGS` against the fleet with only the settings it
@@ -74,6 +78,9 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		"REAPER_MAX_RELEASES=" + maxInt32Text,
 		"REAPER_MAX_TASK_UPDATES=" + maxInt32Text,
 	}
+	if c.memLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+c.memLimit)
+	}
 	start := time.Now()
 	err = cmd.Run()
 	wall := time.Since(start)
@@ -81,7 +88,7 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 	if err != nil && !errors.As(err, &exitErr) {
 		return ProcessRun{}, fmt.Errorf("run %s: %w", bin, err)
 	}
-	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), WallMS: float64(wall.Microseconds()) / 1000,
+	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), GoMemLimit: c.memLimit, WallMS: float64(wall.Microseconds()) / 1000,
 		ExitCode: cmd.ProcessState.ExitCode()}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		run.PeakRSSBytes = ru.Maxrss << 10 // KiB on Linux
@@ -94,7 +101,7 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 	if run.LogLines, err = countJSONLines(stderr.Name()); err != nil {
 		return run, err
 	}
-	logf("%-20s peak RSS %s, %.1f s, stdout %s in %d lines, %d log lines, exit %d", c.name, mib(uint64(run.PeakRSSBytes)), wall.Seconds(),
+	logf("%-40s peak RSS %s, %.1f s, stdout %s in %d lines, %d log lines, exit %d", c.name, mib(uint64(run.PeakRSSBytes)), wall.Seconds(),
 		mib(uint64(run.StdoutBytes)), run.StdoutLines, run.LogLines, run.ExitCode)
 	if run.ExitCode != c.exit {
 		return run, fmt.Errorf("exit code %d, want %d; stderr ends: %s", run.ExitCode, c.exit, tail(stderr.Name()))
