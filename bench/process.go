@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -23,8 +22,10 @@ type ProcessRun struct {
 	Command string `json:"command"`
 	// GoMemLimit is the child's GOMEMLIMIT, in bytes ("": none).
 	GoMemLimit string `json:"gomemlimit,omitempty"`
-	// PeakRSSBytes is the child's maximum resident set size (getrusage's
-	// ru_maxrss, the kernel's VmHWM of the process).
+	// PeakRSSBytes is the child's maximum resident set size, VmHWM of
+	// /proc/PID/status. Not getrusage's ru_maxrss: Go starts a child with
+	// CLONE_VM, and at exec Linux records the parent's memory, shared until
+	// then, as the child's high-water mark.
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 	WallMS       float64 `json:"wall_ms"`
 	StdoutBytes  int64   `json:"stdout_bytes"`
@@ -82,17 +83,19 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+c.memLimit)
 	}
 	start := time.Now()
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return ProcessRun{}, fmt.Errorf("start %s: %w", bin, err)
+	}
+	hwm := watchHighWaterMark(cmd.Process.Pid)
+	err = cmd.Wait()
 	wall := time.Since(start)
+	peak := hwm()
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		return ProcessRun{}, fmt.Errorf("run %s: %w", bin, err)
 	}
 	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), GoMemLimit: c.memLimit, WallMS: float64(wall.Microseconds()) / 1000,
-		ExitCode: cmd.ProcessState.ExitCode()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		run.PeakRSSBytes = ru.Maxrss << 10 // KiB on Linux
-	}
+		ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak}
 	out, err := os.ReadFile(stdout.Name())
 	if err != nil {
 		return run, err
@@ -172,4 +175,52 @@ func reaperBinary(ctx context.Context, given string) (string, func(), error) {
 		return "", nil, fmt.Errorf("build lock-reaper: %w: %s", err, out)
 	}
 	return bin, cleanup, nil
+}
+
+// hwmInterval is how often the child's high-water mark is read; VmHWM only
+// grows, so a read misses at most what the last interval before the exit
+// added.
+const hwmInterval = 5 * time.Millisecond
+
+// watchHighWaterMark reads VmHWM of the process until it is gone; the
+// returned function stops the watch and gives the largest value read.
+func watchHighWaterMark(pid int) func() int64 {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	var peak int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(hwmInterval)
+		defer t.Stop()
+		for {
+			if v, ok := readHighWaterMark(path); ok {
+				peak = max(peak, v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return peak
+	}
+}
+
+// readHighWaterMark parses "VmHWM:  123456 kB"; a zombie has no VmHWM.
+func readHighWaterMark(path string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }
