@@ -67,3 +67,25 @@ func TestQueriesIndependentOfLocks(t *testing.T) {
 	require.Equal(t, small, large)
 	require.Equal(t, small[phaseAudit], small[phaseRegistry])
 }
+
+// TestDeadOwnerScenarioSmall runs the dead-owner scenario on a few thousand
+// holdings: every command exits as a correct pass does, the JSON reports
+// are one line and agree with the fleet, the logs are JSON, and the peak
+// RSS of each child is measured.
+func TestDeadOwnerScenarioSmall(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "dead-owner.json")
+	o, err := parseOptions([]string{"-scenario", "dead-owner", "-task-locks", "500", "-unrelated", "100", "-json", out}, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, run(context.Background(), o, io.Discard, io.Discard))
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var res DeadOwnerResults
+	require.NoError(t, json.Unmarshal(raw, &res))
+	require.Equal(t, 1001, res.Fleet.StaleHoldings)
+	require.Len(t, res.Runs, 8)
+	for _, r := range res.Runs {
+		require.Positive(t, r.PeakRSSBytes, r.Name)
+		require.Positive(t, r.StdoutBytes, r.Name)
+	}
+}

@@ -32,6 +32,9 @@ func envOr(name, def string) string {
 // env is the benchmark's own Redis logical database and its own PostgreSQL
 // database with pulpcore's schema; close flushes the one and drops the other.
 type env struct {
+	// redisURL is the server's URL as given; redisOpts point at the claimed
+	// logical database.
+	redisURL    string
 	redisOpts   *redis.Options
 	databaseURL string
 
@@ -52,7 +55,7 @@ func newEnv(ctx context.Context, redisURL, adminURL string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{redisOpts: claim.Options(), claim: claim, adminURL: adminURL}
+	e := &env{redisURL: redisURL, redisOpts: claim.Options(), claim: claim, adminURL: adminURL}
 	if err := e.createDatabase(ctx); err != nil {
 		e.close()
 		return nil, err

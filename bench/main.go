@@ -22,6 +22,9 @@ import (
 
 // options are the command's flags.
 type options struct {
+	scenario string
+	binary   string
+
 	unrelated        int
 	taskLocks        int
 	exclusivePerTask int
@@ -51,6 +54,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary")
+	fs.StringVar(&o.binary, "binary", "", "dead-owner: the lock-reaper binary to measure (default: built from this module)")
 	fs.IntVar(&o.unrelated, "unrelated", 1_000_000, "unrelated keys in Redis (a shared cache's)")
 	fs.IntVar(&o.taskLocks, "task-locks", 100_000, "task locks, one task row each")
 	fs.IntVar(&o.exclusivePerTask, "exclusive-per-task", 1, "exclusive resource locks per task")
@@ -72,6 +77,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.redisURL, "redis-url", envOr("REAPER_TEST_REDIS_URL", defaultRedisURL), "Redis server; a free logical database 1-15 is claimed")
 	fs.StringVar(&o.databaseURL, "database-url", envOr("REAPER_TEST_DATABASE_URL", defaultDatabaseURL), "PostgreSQL server; a throwaway database is created")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := o.scenarioDefaults(fs); err != nil {
 		return o, err
 	}
 	switch {
@@ -104,4 +112,25 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
+}
+
+// scenarioDefaults gives the dead-owner scenario its own sizes where the
+// flags left the fleet's.
+func (o *options) scenarioDefaults(fs *flag.FlagSet) error {
+	switch o.scenario {
+	case scenarioFleet:
+		return nil
+	case scenarioDeadOwner:
+	default:
+		return fmt.Errorf("-scenario must be %s or %s", scenarioFleet, scenarioDeadOwner)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["task-locks"] {
+		o.taskLocks = deadOwnerTaskLocks
+	}
+	if !set["unrelated"] {
+		o.unrelated = deadOwnerUnrelated
+	}
+	return nil
 }

@@ -160,7 +160,7 @@ func writeMarkdown(w io.Writer, r *Results) error {
 	return err
 }
 
-func writeJSON(path string, r *Results) error {
+func writeJSON(path string, r any) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode results: %w", err)

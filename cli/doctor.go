@@ -32,8 +32,8 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 	}
 	defer s.close()
 	rep := doctor.Run(ctx, doctorTarget(r, s))
-	if s.cfg.Output == "json" {
-		if err := writeJSON(env.Stdout, rep); err != nil {
+	if isJSON(s.cfg.Output) {
+		if err := writeJSON(env.Stdout, s.cfg.Output, rep); err != nil {
 			return reaper.ExitFailed
 		}
 	} else {

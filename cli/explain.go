@@ -92,8 +92,8 @@ func parseWithPositional(fs *flag.FlagSet, env Env, args []string, name string) 
 // writeExplanation prints the explanation as text, with at most limit older
 // tasks (0: all), or as one complete JSON document.
 func writeExplanation(w io.Writer, format string, ex reaper.Explanation, limit int) error {
-	if format == "json" {
-		return writeJSON(w, ex)
+	if isJSON(format) {
+		return writeJSON(w, format, ex)
 	}
 	writeExplanationText(w, ex, limit)
 	return nil

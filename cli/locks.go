@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -187,15 +186,9 @@ func countByOwner(lines []LockLine) []OwnerCounts {
 	return out
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func writeLocks(w io.Writer, format string, out LocksOutput) error {
-	if format == "json" {
-		return writeJSON(w, out)
+	if isJSON(format) {
+		return writeJSON(w, format, out)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tKIND\tOWNER\tLIVENESS\tTASK\tVERDICT\tACTION")
@@ -218,8 +211,8 @@ func writeLocks(w io.Writer, format string, out LocksOutput) error {
 }
 
 func writeLocksByOwner(w io.Writer, format string, out LocksByOwnerOutput) error {
-	if format == "json" {
-		return writeJSON(w, out)
+	if isJSON(format) {
+		return writeJSON(w, format, out)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OWNER\tLIVENESS\tHEARTBEAT AGE\tHOLDINGS\tTASK\tEXCLUSIVE\tSHARED\tVERDICTS")

@@ -1,17 +1,22 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/lmittmann/tint"
 	"github.com/mattn/go-isatty"
+	"github.com/redis/go-redis/v9"
 )
 
 // newLogger writes to stderr: colored text through tint on a terminal, JSON
-// otherwise (a CronJob's log collector wants one object per line).
+// otherwise (a CronJob's log collector wants one object per line). go-redis's
+// own messages, which it would print as plain lines of its own, go through
+// the same logger.
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -23,14 +28,38 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 			format = "text"
 		}
 	}
+	var logger *slog.Logger
 	switch format {
 	case "text":
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)})), nil
+		logger = slog.New(tint.NewTextHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)}))
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+		logger = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationSeconds}))
 	default:
 		return nil, fmt.Errorf("log.format must be auto, text or json, got %q", format)
 	}
+	redis.SetLogger(redisLogger{logger})
+	return logger, nil
+}
+
+// durationSeconds writes a duration as a number of seconds with millisecond
+// precision, as the JSON report does, instead of slog's nanoseconds.
+func durationSeconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key, math.Round(a.Value.Duration().Seconds()*1000)/1000)
+	}
+	return a
+}
+
+// redisLogger is go-redis's logger (redis.SetLogger, process-wide): its
+// printf-style messages become one record each. It logs them as warnings:
+// they are connection trouble that the pass reports as an error of its own
+// when it matters.
+type redisLogger struct{ log *slog.Logger }
+
+// Printf logs one go-redis message under a fixed text, the message itself in
+// an attribute.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.LogAttrs(ctx, slog.LevelWarn, "redis client", slog.String("detail", fmt.Sprintf(format, v...)))
 }
 
 // isTerminal looks through writers that wrap a file and name its descriptor

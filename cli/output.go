@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -14,10 +13,8 @@ import (
 // writeReport prints the report as text or as one JSON document. limit
 // bounds the rows of each text table (0: all); JSON is always complete.
 func writeReport(w io.Writer, format string, rep *reaper.Report, limit int) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if isJSON(format) {
+		return writeJSONReport(w, format, rep)
 	}
 	return writeTextReport(w, rep, layout{limit: limit})
 }

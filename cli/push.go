@@ -54,11 +54,16 @@ func pushMetrics(ctx context.Context, rawURL, version string, rep *reaper.Report
 		// config validated the URL; say nothing more, it may hold a password.
 		return errors.New("parse pushgateway_url")
 	}
-	// Credentials go in a header rather than the URL, so that the push
-	// package's errors, which quote the URL, never carry the password.
-	user := u.User
-	u.User = nil
-	pusher := push.New(u.String(), pushJob).Gatherer(reg).Client(&http.Client{Timeout: pushTimeout})
+	// Credentials go in a header rather than the URL, and the query string
+	// is put back on each request by the client, so that the push package's
+	// errors, which quote the URL, carry neither a password nor a query
+	// value (a token, say). The push package appends the grouping path to
+	// the URL it is given as a string: given the query, it would append the
+	// path after it.
+	user, query := u.User, u.RawQuery
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	client := &http.Client{Timeout: pushTimeout, Transport: withQuery{query: query, next: http.DefaultTransport}}
+	pusher := push.New(u.String(), pushJob).Gatherer(reg).Client(client)
 	if user != nil {
 		password, _ := user.Password()
 		pusher = pusher.BasicAuth(user.Username(), password)
@@ -70,4 +75,20 @@ func pushMetrics(ctx context.Context, rawURL, version string, rep *reaper.Report
 		return fmt.Errorf("push metrics: %w", err)
 	}
 	return nil
+}
+
+// withQuery sends every request with the push URL's query string. The
+// request handed back in errors is the caller's, which has none.
+type withQuery struct {
+	query string
+	next  http.RoundTripper
+}
+
+func (q withQuery) RoundTrip(req *http.Request) (*http.Response, error) {
+	if q.query == "" {
+		return q.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.URL.RawQuery = q.query
+	return q.next.RoundTrip(r)
 }

@@ -341,7 +341,7 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 // writePassReport prints a pass's report on the command's stdout: JSON as
 // writeReport makes it, text in the layout stdout calls for.
 func writePassReport(env Env, format string, rep *reaper.Report, limit *limitValue) error {
-	if format == "json" {
+	if isJSON(format) {
 		return writeReport(env.Stdout, format, rep, 0)
 	}
 	return writeTextReport(env.Stdout, rep, layoutFor(env.Stdout, envLookup(env), limit))

@@ -302,7 +302,7 @@ func TestBadValues(t *testing.T) {
 		{"orphaned_waiting", "Requeue", `invalid value "Requeue": want one of requeue, cancel`},
 		{"log.format", "yaml", `invalid value "yaml": want one of auto, text, json`},
 		{"log.level", "trace", `invalid value "trace": want one of debug, info, warn, error`},
-		{"output", "xml", `invalid value "xml": want one of text, json`},
+		{"output", "xml", `invalid value "xml": want one of text, json, json-pretty`},
 		{"schedule", "every minute", `invalid schedule "every minute": expected exactly 5 fields`},
 		{"schedule", "@every 0s", `invalid schedule "@every 0s": @every needs a positive duration`},
 		{"listen", "9090", `invalid listen address "9090": address 9090: missing port in address`},

@@ -289,8 +289,8 @@ var settings = withReaperDefaults([]setting{
 	},
 	{
 		key: "output", group: groupOutput, def: "text",
-		binding: bind(stringCodec("text|json"), func(c *Config) *string { return &c.Output }, oneOf("text", "json")),
-		doc:     "Format of reports printed on standard output: text or json.",
+		binding: bind(stringCodec("text|json|json-pretty"), func(c *Config) *string { return &c.Output }, oneOf("text", "json", "json-pretty")),
+		doc:     "Format of reports printed on standard output: text, json (one line) or json-pretty (indented).",
 	},
 })
 

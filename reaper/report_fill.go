@@ -4,9 +4,21 @@ import (
 	"time"
 )
 
-// fill copies the plan and what the actor did into the report.
+// fill copies the plan and what the actor did into the report, and lets go
+// of the plan's lists as it goes: when every holding is stale they are
+// hundreds of thousands of judgements, and the report's copy of them would
+// otherwise double the peak of the pass. Nothing reads the plan after this.
 func (r *Report) fill(plan *Plan, act *actor) {
 	r.verdictCounts = plan.ByVerdict
+	r.Tasks = make([]TaskFinding, 0, len(plan.Tasks))
+	for i, tj := range plan.Tasks {
+		r.Tasks = append(r.Tasks, TaskFinding{
+			ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
+			StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, Requeue: tj.ClearClaim, Reason: tj.Reason,
+			Result: act.taskResults[i], Deferred: act.taskDeferred[i], FirstSeen: tj.FirstSeen, Resources: tj.Resources,
+		})
+	}
+	plan.Tasks, act.taskResults, act.taskDeferred = nil, nil, nil
 	n := 0
 	for _, jd := range plan.Holdings {
 		if jd.Verdict.Finding() {
@@ -24,14 +36,7 @@ func (r *Report) fill(plan *Plan, act *actor) {
 			FirstSeen: jd.FirstSeen, Evidence: jd.Evidence,
 		})
 	}
-	r.Tasks = make([]TaskFinding, 0, len(plan.Tasks))
-	for i, tj := range plan.Tasks {
-		r.Tasks = append(r.Tasks, TaskFinding{
-			ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
-			StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, Requeue: tj.ClearClaim, Reason: tj.Reason,
-			Result: act.taskResults[i], Deferred: act.taskDeferred[i], FirstSeen: tj.FirstSeen, Resources: tj.Resources,
-		})
-	}
+	plan.Holdings, act.holdingResults = nil, nil
 	r.Owners = plan.LockOwners
 	r.Scanned.Owners = len(plan.LockOwners)
 }

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/sim"
+)
+
+// scenarioDeadOwner is the incident the reaper exists for at its worst for
+// memory: one worker died holding everything, so every holding is a finding
+// the report lists.
+const (
+	scenarioFleet     = "fleet"
+	scenarioDeadOwner = "dead-owner"
+)
+
+// rssLimit is the memory a CronJob's pod is given in the chart's example and
+// the README's sizing advice.
+const rssLimit = 128 << 20
+
+// Defaults of the dead-owner scenario where the fleet's do not fit: 100,000
+// task locks with one exclusive lock each and one shared domain make 200,001
+// holdings.
+const (
+	deadOwnerTaskLocks = 100_000
+	deadOwnerUnrelated = 100_000
+)
+
+// DeadOwnerResults is what the dead-owner scenario measured.
+type DeadOwnerResults struct {
+	Machine  Machine      `json:"machine"`
+	Fleet    FleetFigures `json:"fleet"`
+	Runs     []ProcessRun `json:"runs"`
+	LimitMiB int          `json:"limit_mib"`
+	Met      bool         `json:"met"`
+}
+
+// deadOwnerSpec is the fleet: one owner, dead, holding every lock, with its
+// tasks running (lost).
+func deadOwnerSpec(o options) sim.FleetSpec {
+	spec := fleetSpec(o)
+	spec.Owners, spec.DeadFraction, spec.FinishedFraction, spec.LegacyFraction = 1, 1, 0, 0
+	spec.SharedDomains = 1
+	return spec
+}
+
+// deadOwnerCases are the commands measured, each a real process. The audits
+// share one fleet; each real pass, which releases everything, gets a fresh
+// one. Every run lifts max_releases and max_task_updates, so that one pass
+// does all the work and every finding carries a release result and a log
+// line: the worst case.
+var deadOwnerCases = func() []processCase {
+	base := []processCase{
+		{name: "audit, text report", args: []string{"audit"}, exit: reaper.ExitFindings},
+		{name: "audit, JSON report", args: []string{"audit", "--output", "json"}, exit: reaper.ExitFindings, json: true},
+		{name: "once, text report", args: []string{"once"}, exit: reaper.ExitOK, real: true},
+		{name: "once, JSON report", args: []string{"once", "--output", "json"}, exit: reaper.ExitOK, real: true, json: true},
+	}
+	// Each again as the chart runs it: GOMEMLIMIT set to the container's
+	// memory limit, which makes the collector run sooner near it.
+	var cases []processCase
+	for _, limited := range []bool{false, true} {
+		for _, c := range base {
+			if limited {
+				c.name += ", GOMEMLIMIT 128MiB"
+				c.memLimit = fmt.Sprint(rssLimit)
+			}
+			cases = append(cases, c)
+		}
+	}
+	// The audits first, on one fleet; then the real passes, each on its own.
+	slices.SortStableFunc(cases, func(a, b processCase) int {
+		switch {
+		case a.real == b.real:
+			return 0
+		case b.real:
+			return -1
+		}
+		return 1
+	})
+	return cases
+}()
+
+// runDeadOwner measures the scenario and writes its table and, when asked,
+// its JSON.
+func runDeadOwner(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	bin, cleanup, err := reaperBinary(ctx, o.binary)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	res := &DeadOwnerResults{Machine: describeMachine(), LimitMiB: rssLimit >> 20, Met: true}
+	var f *fleetEnv
+	defer func() { f.close() }()
+	for _, c := range deadOwnerCases {
+		if f == nil || c.real {
+			f.close()
+			if f, err = newFleetEnv(ctx, o, logf); err != nil {
+				return err
+			}
+			res.Machine.fill(ctx, f.rdb, f.pool)
+			res.Fleet = f.figures
+		}
+		run, err := c.run(ctx, bin, f, logf)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		res.Runs = append(res.Runs, run)
+		res.Met = res.Met && run.PeakRSSBytes <= rssLimit
+		if c.real {
+			if err := f.checkReaped(ctx); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			f.close()
+			f = nil
+		}
+	}
+	if err := writeDeadOwnerMarkdown(stdout, res); err != nil {
+		return err
+	}
+	if o.jsonPath != "" {
+		return writeJSON(o.jsonPath, res)
+	}
+	return nil
+}
+
+// fleetEnv is one built dead-owner fleet in databases of its own.
+type fleetEnv struct {
+	e        *env
+	rdb      *redis.Client
+	pool     *pgxpool.Pool
+	manifest *sim.FleetManifest
+	figures  FleetFigures
+}
+
+func newFleetEnv(ctx context.Context, o options, logf func(string, ...any)) (*fleetEnv, error) {
+	e, err := newEnv(ctx, o.redisURL, o.databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	f := &fleetEnv{e: e, rdb: redis.NewClient(e.redisOpts)}
+	if f.pool, err = pgxpool.New(ctx, e.databaseURL); err != nil {
+		f.close()
+		return nil, fmt.Errorf("open benchmark database: %w", err)
+	}
+	spec := deadOwnerSpec(o)
+	logf("redis database %d, postgres database %s: building %d task locks of one dead owner, %d unrelated keys", e.claim.DB, e.dbName, spec.TaskLocks, spec.UnrelatedKeys)
+	start := time.Now()
+	if f.manifest, err = sim.BuildFleet(ctx, f.rdb, f.pool, spec); err != nil {
+		f.close()
+		return nil, fmt.Errorf("build fleet: %w", err)
+	}
+	took := time.Since(start)
+	keys := f.rdb.DBSize(ctx).Val()
+	f.figures = fleetFigures(o, f.manifest, keys, took)
+	f.figures.Owners, f.figures.Domains, f.figures.ScaledUnrelated, f.figures.FinishedFraction = 1, 1, 0, 0
+	logf("built %d keys, %d stale holdings, %d lost tasks in %v", keys, f.manifest.StaleHoldings, f.manifest.LostTasks, took.Round(time.Millisecond))
+	return f, nil
+}
+
+// close is safe on a nil or half-built fleet.
+func (f *fleetEnv) close() {
+	if f == nil {
+		return
+	}
+	if f.pool != nil {
+		f.pool.Close()
+	}
+	if f.rdb != nil {
+		_ = f.rdb.Close()
+	}
+	f.e.close()
+}
+
+// checkReaped audits in this process after a real pass: nothing may be left.
+func (f *fleetEnv) checkReaped(ctx context.Context) error {
+	r, err := reaper.New(reaper.DefaultConfig(), f.rdb, f.pool, nil)
+	if err != nil {
+		return err
+	}
+	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeAudit})
+	if err != nil {
+		return fmt.Errorf("audit after the real pass: %w", err)
+	}
+	if n := len(rep.Findings) + len(rep.Tasks); n > 0 {
+		return fmt.Errorf("audit after the real pass: %d findings and tasks left", n)
+	}
+	return nil
+}
+
+// checkJSONReport reads the one-line JSON report's summary and compares it
+// with the fleet: a figure of a wrong answer would measure nothing.
+func checkJSONReport(raw []byte, c processCase, m *sim.FleetManifest) error {
+	if n := strings.Count(string(raw), "\n"); n != 1 {
+		return fmt.Errorf("JSON report: %d lines, want one", n)
+	}
+	var rep struct {
+		Summary reaper.Summary `json:"summary"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return fmt.Errorf("JSON report: %w", err)
+	}
+	s := rep.Summary
+	got, tasks := s.Released, s.TasksUpdated
+	if !c.real {
+		got, tasks = s.FindingsByResult[reaper.ResultWouldRelease], s.TasksByResult[reaper.ResultWouldUpdate]
+	}
+	if got != m.StaleHoldings || tasks != m.LostTasks {
+		return fmt.Errorf("JSON report: %d holdings and %d tasks, the fleet has %d stale holdings and %d lost tasks", got, tasks, m.StaleHoldings, m.LostTasks)
+	}
+	return nil
+}
+
+func writeDeadOwnerMarkdown(w io.Writer, r *DeadOwnerResults) error {
+	var b strings.Builder
+	mc, f := r.Machine, r.Fleet
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s\n\n", mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL)
+	fmt.Fprintf(&b, "Fleet: one dead owner holding %s task locks with %d exclusive lock(s) each and one shared domain: %s stale holdings, %s lost tasks; %s keys in Redis (%s unrelated).\n\n",
+		thousands(int64(f.TaskLocks)), f.ExclusivePerTask, thousands(int64(f.StaleHoldings)), thousands(int64(f.LostTasks)), thousands(f.KeysInRedis), thousands(int64(f.UnrelatedKeys)))
+	b.WriteString("| command | GOMEMLIMIT | peak RSS | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for _, run := range r.Runs {
+		limit := "-"
+		if n, err := strconv.ParseUint(run.GoMemLimit, 10, 64); err == nil {
+			limit = mib(n)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limit, mib(uint64(run.PeakRSSBytes)),
+			run.WallMS/1000, mib(uint64(run.StdoutBytes)), thousands(int64(run.StdoutLines)), thousands(int64(run.LogLines)), run.ExitCode)
+	}
+	met := "yes"
+	if !r.Met {
+		met = "**no**"
+	}
+	fmt.Fprintf(&b, "\nPeak RSS within %d MiB: %s\n", r.LimitMiB, met)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// maxInt32Text lifts a per-pass limit out of the way.
+var maxInt32Text = fmt.Sprint(math.MaxInt32)

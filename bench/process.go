@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ProcessRun is one run of the real binary, measured from outside.
+type ProcessRun struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	// GoMemLimit is the child's GOMEMLIMIT, in bytes ("": none).
+	GoMemLimit string `json:"gomemlimit,omitempty"`
+	// PeakRSSBytes is the child's maximum resident set size, VmHWM of
+	// /proc/PID/status. Not getrusage's ru_maxrss: Go starts a child with
+	// CLONE_VM, and at exec Linux records the parent's memory, shared until
+	// then, as the child's high-water mark.
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	WallMS       float64 `json:"wall_ms"`
+	StdoutBytes  int64   `json:"stdout_bytes"`
+	StdoutLines  int     `json:"stdout_lines"`
+	// LogLines counts the JSON log lines on stderr; every one must parse.
+	LogLines int `json:"log_lines"`
+	ExitCode int `json:"exit_code"`
+}
+
+// processCase is one command line to measure.
+type processCase struct {
+	name string
+	args []string
+	// exit is the exit code a correct pass gives on the fleet.
+	exit int
+	// real passes write, json ones print the JSON report.
+	real, json bool
+	// memLimit is the child's GOMEMLIMIT ("": none).
+	memLimit string
+}
+
+// run starts `lock-reaper ARGS` against the fleet with only the settings it
+// needs in its environment, and measures it.
+func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func(string, ...any)) (ProcessRun, error) {
+	dir, err := os.MkdirTemp("", "lr-bench-run-")
+	if err != nil {
+		return ProcessRun{}, err
+	}
+	defer os.RemoveAll(dir)
+	stdout, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		return ProcessRun{}, err
+	}
+	defer stdout.Close()
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		return ProcessRun{}, err
+	}
+	defer stderr.Close()
+
+	redisURL, err := claimedRedisURL(f.e.redisURL, f.e.claim.DB)
+	if err != nil {
+		return ProcessRun{}, err
+	}
+	cmd := exec.CommandContext(ctx, bin, c.args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Env = []string{
+		"REAPER_REDIS_URL=" + redisURL,
+		"REAPER_DATABASE_URL=" + f.e.databaseURL,
+		"REAPER_LOG_FORMAT=json",
+		"REAPER_MAX_RELEASES=" + maxInt32Text,
+		"REAPER_MAX_TASK_UPDATES=" + maxInt32Text,
+	}
+	if c.memLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+c.memLimit)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return ProcessRun{}, fmt.Errorf("start %s: %w", bin, err)
+	}
+	hwm := watchHighWaterMark(cmd.Process.Pid)
+	err = cmd.Wait()
+	wall := time.Since(start)
+	peak := hwm()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		return ProcessRun{}, fmt.Errorf("run %s: %w", bin, err)
+	}
+	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), GoMemLimit: c.memLimit, WallMS: float64(wall.Microseconds()) / 1000,
+		ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak}
+	out, err := os.ReadFile(stdout.Name())
+	if err != nil {
+		return run, err
+	}
+	run.StdoutBytes, run.StdoutLines = int64(len(out)), bytes.Count(out, []byte("\n"))
+	if run.LogLines, err = countJSONLines(stderr.Name()); err != nil {
+		return run, err
+	}
+	logf("%-40s peak RSS %s, %.1f s, stdout %s in %d lines, %d log lines, exit %d", c.name, mib(uint64(run.PeakRSSBytes)), wall.Seconds(),
+		mib(uint64(run.StdoutBytes)), run.StdoutLines, run.LogLines, run.ExitCode)
+	if run.ExitCode != c.exit {
+		return run, fmt.Errorf("exit code %d, want %d; stderr ends: %s", run.ExitCode, c.exit, tail(stderr.Name()))
+	}
+	if c.json {
+		if err := checkJSONReport(out, c, f.manifest); err != nil {
+			return run, err
+		}
+	}
+	return run, nil
+}
+
+// countJSONLines counts the lines of a JSON log and fails on any line that
+// is not a JSON object: a log collector must be able to read every one.
+func countJSONLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	n := 0
+	for s.Scan() {
+		n++
+		var obj map[string]any
+		if err := json.Unmarshal(s.Bytes(), &obj); err != nil {
+			return n, fmt.Errorf("log line %d is not JSON: %q", n, s.Text())
+		}
+	}
+	return n, s.Err()
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// claimedRedisURL is the benchmark's Redis URL pointed at the claimed
+// logical database, for the child's configuration.
+func claimedRedisURL(base string, db int) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("parse redis url: %w", err)
+	}
+	u.Path = "/" + strconv.Itoa(db)
+	return u.String(), nil
+}
+
+// reaperBinary returns the binary to measure: the one given, or the module's
+// main package built into a temporary directory.
+func reaperBinary(ctx context.Context, given string) (string, func(), error) {
+	if given != "" {
+		return given, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "lr-bench-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	bin := filepath.Join(dir, "lock-reaper")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/lock-reaper/lock-reaper")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("build lock-reaper: %w: %s", err, out)
+	}
+	return bin, cleanup, nil
+}
+
+// hwmInterval is how often the child's high-water mark is read; VmHWM only
+// grows, so a read misses at most what the last interval before the exit
+// added.
+const hwmInterval = 5 * time.Millisecond
+
+// watchHighWaterMark reads VmHWM of the process until it is gone; the
+// returned function stops the watch and gives the largest value read.
+func watchHighWaterMark(pid int) func() int64 {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	var peak int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(hwmInterval)
+		defer t.Stop()
+		for {
+			if v, ok := readHighWaterMark(path); ok {
+				peak = max(peak, v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return peak
+	}
+}
+
+// readHighWaterMark parses "VmHWM:  123456 kB"; a zombie has no VmHWM.
+func readHighWaterMark(path string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
+}

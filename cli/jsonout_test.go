@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// richReport has a member in every list the JSON report streams, and
+// strings a naive splice would trip on.
+func richReport() *reaper.Report {
+	age := reaper.Duration(90 * time.Minute)
+	seen := time.Date(2026, 7, 24, 9, 58, 0, 0, time.UTC)
+	return &reaper.Report{
+		Mode: reaper.ModeOnce, StartedAt: seen, DurationMS: 1234, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
+		Scanned: reaper.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, Owners: 2, Tasks: 1, FullScan: true},
+		Owners: []reaper.OwnerReport{
+			{Name: `1@w","findings":null,"x`, Liveness: "dead", HeartbeatAge: &age, Holdings: 3},
+			{Name: "2@<w>&", Liveness: "alive", Holdings: 1},
+		},
+		Findings: []reaper.Finding{
+			{Key: "task:a", Kind: reaper.KindTask, Owner: "1@w", TaskID: "a", Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease,
+				Result: reaper.ResultReleased, Evidence: reaper.Evidence{OwnerLiveness: heartbeat.Dead, HeartbeatAge: &age, TaskState: "running"}},
+			{Key: "pulp:resource_lock:r", Kind: reaper.KindExclusive, Owner: "1@w", Resource: "r", Verdict: reaper.VerdictNoTask,
+				Action: reaper.ActionSuspect, Result: reaper.ResultSuspected, FirstSeen: &seen},
+		},
+		Tasks: []reaper.TaskFinding{{ID: "a", Name: "sync", Verdict: reaper.VerdictLost, Action: reaper.ActionUpdate, StateBefore: "running",
+			StateAfter: "canceled", Result: reaper.ResultUpdated}},
+		Ignored: []reaper.Ignored{{Key: "task:\x1b[2J", Type: "hash", Reason: `"tasks":null`}},
+		Guards:  []reaper.Guard{{Name: "max-releases", Reason: "limit"}},
+		Summary: reaper.Summary{HoldingsByVerdict: map[reaper.Verdict]int{reaper.VerdictOwnerDead: 1, reaper.VerdictNoTask: 1},
+			FindingsByResult: map[reaper.Result]int{reaper.ResultReleased: 1}, Released: 1},
+		Error: "partial",
+	}
+}
+
+// TestJSONReportStreamsWhatEncodingJSONWrites: the streamed report is, byte
+// for byte, what encoding/json writes of the whole report: on one line for
+// json, indented for json-pretty; with lists full, empty or null.
+func TestJSONReportStreamsWhatEncodingJSONWrites(t *testing.T) {
+	t.Parallel()
+	empty := &reaper.Report{Mode: reaper.ModeAudit, Owners: []reaper.OwnerReport{}, Findings: []reaper.Finding{}, Tasks: []reaper.TaskFinding{}}
+	for name, rep := range map[string]*reaper.Report{"rich": richReport(), "empty lists": empty, "nil lists": {Mode: reaper.ModeAudit}} {
+		for _, format := range []string{formatJSON, formatJSONPretty} {
+			var want bytes.Buffer
+			require.NoError(t, writeJSON(&want, format, rep))
+			var got bytes.Buffer
+			require.NoError(t, writeReport(&got, format, rep, 1), "%s %s", name, format)
+			require.Equal(t, want.String(), got.String(), "%s %s", name, format)
+			if format == formatJSON {
+				require.Equal(t, 1, strings.Count(got.String(), "\n"), "%s: one line", name)
+			}
+			var back reaper.Report
+			require.NoError(t, json.Unmarshal(got.Bytes(), &back))
+			require.Len(t, back.Findings, len(rep.Findings), "JSON is always complete")
+		}
+	}
+	var pretty bytes.Buffer
+	require.NoError(t, writeReport(&pretty, formatJSONPretty, richReport(), 0))
+	require.Contains(t, pretty.String(), "\n  \"findings\": [\n    {\n      \"key\": \"task:a\",")
+}

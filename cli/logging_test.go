@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// TestJSONLogDurationsInSeconds: a duration in a JSON log is a number of
+// seconds, as in the report; text logs keep Go's duration text.
+func TestJSONLogDurationsInSeconds(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	logger, err := newLogger(&b, "json", "info")
+	require.NoError(t, err)
+	logger.Info("released holding", slog.Duration("heartbeat_age", 90*time.Minute+1500*time.Microsecond),
+		slog.Group("pass", slog.Duration("took", 250*time.Millisecond)))
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(b.Bytes(), &rec))
+	require.Equal(t, 5400.002, rec["heartbeat_age"])
+	require.Equal(t, map[string]any{"took": 0.25}, rec["pass"])
+
+	b.Reset()
+	logger, err = newLogger(&b, "text", "info")
+	require.NoError(t, err)
+	logger.Info("released holding", slog.Duration("heartbeat_age", 90*time.Minute))
+	require.Contains(t, b.String(), "heartbeat_age=1h30m0s")
+}
+
+// TestJSONLogsWithRedisDown: with Redis unreachable every line a pass writes
+// to stderr is one JSON object, go-redis's own complaints included. It does
+// not run in parallel: go-redis has one logger per process, and a parallel
+// test's would take its messages.
+func TestJSONLogsWithRedisDown(t *testing.T) {
+	env := map[string]string{
+		"REAPER_REDIS_URL":     "redis://" + closedAddr(t) + "/0",
+		"REAPER_REDIS_TIMEOUT": "1s",
+		"REAPER_DATABASE_URL":  "postgres://postgres@" + closedAddr(t) + "/pulp?sslmode=disable",
+		"REAPER_LOG_FORMAT":    "json",
+	}
+	code, out, stderr := run(t, env, "audit", "--output", "json")
+	require.Equal(t, reaper.ExitFailed, code, stderr)
+	require.Equal(t, 1, strings.Count(out, "\n"), "the report is one line")
+	var rep reaper.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.NotEmpty(t, rep.Error)
+
+	msgs := map[string]int{}
+	s := bufio.NewScanner(strings.NewReader(stderr))
+	for s.Scan() {
+		var rec struct {
+			Msg    string `json:"msg"`
+			Detail string `json:"detail"`
+		}
+		require.NoError(t, json.Unmarshal(s.Bytes(), &rec), "every log line is JSON: %q", s.Text())
+		msgs[rec.Msg]++
+	}
+	require.Positive(t, msgs["pass failed"], stderr)
+	require.Positive(t, msgs["redis client"], "go-redis's own messages go through slog: %s", stderr)
+}
