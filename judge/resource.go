@@ -1,50 +1,58 @@
 package judge
 
 import (
+	"cmp"
+	"slices"
+	"strings"
+
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
-
-// holder is a resource holding as a reservation names it: the resource, the
-// owner whose task reserves it, and the kind of lock.
-type holder struct {
-	resource, owner string
-	kind            Kind
-}
-
-func holderOf(h *Holding) holder { return holder{h.Resource(), h.Owner, h.Kind} }
 
 // reservedBy names, for one resource holding, the first kept and the first
 // released task lock of its owner whose task reserves it: positions among
 // the task locks, -1 for none.
 type reservedBy struct{ kept, released int32 }
 
-// reservedBy finds, for each resource holding, the task locks of its owner
-// whose task reserves it. Holdings repeated in a snapshot built by hand share
-// one entry.
-func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) map[holder]reservedBy {
-	by := make(map[holder]reservedBy, len(resources))
-	for _, at := range resources {
-		by[holderOf(&j.snap.Holdings[at])] = reservedBy{-1, -1}
+// reservedBy finds, for each resource holding (by its position among
+// resources, which are in key and owner order), the task locks of its owner
+// whose task reserves it: each reservation is looked up by binary search.
+// A holding repeated in a snapshot built by hand gets what the first did.
+func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) []reservedBy {
+	hs := j.snap.Holdings
+	by := make([]reservedBy, len(resources))
+	for i := range by {
+		by[i] = reservedBy{-1, -1}
 	}
 	for n, tl := range taskLocks {
-		h := &j.snap.Holdings[tl.at]
-		for _, entry := range j.snap.Tasks[h.TaskID()].Reserved {
+		owner := hs[tl.at].Owner
+		for _, entry := range j.snap.Tasks[hs[tl.at].TaskID()].Reserved {
 			r := ParseReservation(entry)
-			k := holder{r.Resource, h.Owner, r.Kind}
-			rb, ok := by[k]
-			switch {
-			case !ok:
-			case tl.released && rb.released < 0:
-				rb.released = int32(n)
-			case !tl.released && rb.kept < 0:
-				rb.kept = int32(n)
-			}
-			if ok {
-				by[k] = rb
+			i, _ := slices.BinarySearchFunc(resources, r.Resource, func(at int32, resource string) int {
+				return cmp.Or(compareResource(hs[at].Key, resource), strings.Compare(hs[at].Owner, owner))
+			})
+			for ; i < len(resources) && compareResource(hs[resources[i]].Key, r.Resource) == 0 && hs[resources[i]].Owner == owner; i++ {
+				if hs[resources[i]].Kind != r.Kind {
+					continue
+				}
+				rb := &by[i]
+				if tl.released && rb.released < 0 {
+					rb.released = int32(n)
+				} else if !tl.released && rb.kept < 0 {
+					rb.kept = int32(n)
+				}
 			}
 		}
 	}
 	return by
+}
+
+// compareResource orders a holding's key against the key of resource, as
+// the holdings are sorted, without building that key.
+func compareResource(key, resource string) int {
+	if rest, ok := strings.CutPrefix(key, ResourceKeyPrefix); ok {
+		return strings.Compare(rest, resource)
+	}
+	return strings.Compare(key, ResourceKeyPrefix+resource)
 }
 
 // resourceFacts is what the resource holding table of verdicts.md looks at,
