@@ -42,7 +42,7 @@ func init() {
 	}
 }
 
-// Register adds a subcommand; later features add theirs from their own files.
+// register adds a subcommand; later features add theirs from their own files.
 func register(name, summary string, run func(ctx context.Context, env Env, args []string) int) {
 	commands[name] = command{summary, run}
 }

@@ -57,11 +57,11 @@ func writeText(w io.Writer, rep *reaper.Report, limit int) error {
 	fmt.Fprintf(w, "Read %d lock keys (%s): %d task locks, %d resource holdings, %d owners, %d tasks, %d ignored keys.\n",
 		s.Keys, scan, s.TaskLocks, s.ResourceHoldings, s.Owners, s.Tasks, s.Ignored)
 
-	if len(rep.Owners) > 0 {
+	if len(rep.LockOwners) > 0 {
 		fmt.Fprintln(w, "\nOwners holding locks")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  OWNER\tLIVENESS\tHEARTBEAT AGE\tHOLDINGS")
-		for _, o := range rep.Owners {
+		for _, o := range rep.LockOwners {
 			age := "-"
 			if o.HeartbeatAge != nil {
 				age = o.HeartbeatAge.String()
