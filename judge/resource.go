@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 
@@ -15,10 +14,13 @@ type reservedBy struct{ kept, released int32 }
 
 // reservedBy finds, for each resource holding (by its position among
 // resources, which are in key and owner order), the task locks of its owner
-// whose task reserves it: each reservation is looked up by binary search.
-// A holding repeated in a snapshot built by hand gets what the first did.
+// whose task reserves it. The holdings of one resource are consecutive:
+// each reservation finds its resource's run by name, then its owner's
+// holdings in the run by binary search. A holding repeated in a snapshot
+// built by hand gets what the first did.
 func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) []reservedBy {
 	hs := j.snap.Holdings
+	runs := resourceRuns(hs, resources)
 	by := make([]reservedBy, len(resources))
 	for i := range by {
 		by[i] = reservedBy{-1, -1}
@@ -27,18 +29,16 @@ func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) []rese
 		owner := hs[tl.at].Owner
 		for _, entry := range j.snap.Tasks[hs[tl.at].TaskID()].Reserved {
 			r := ParseReservation(entry)
-			i, _ := slices.BinarySearchFunc(resources, r.Resource, func(at int32, resource string) int {
-				return cmp.Or(compareResource(hs[at].Key, resource), strings.Compare(hs[at].Owner, owner))
+			run, ok := runs[r.Resource]
+			if !ok {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(resources[run.start:run.end], owner, func(at int32, owner string) int {
+				return strings.Compare(hs[at].Owner, owner)
 			})
-			for ; i < len(resources) && compareResource(hs[resources[i]].Key, r.Resource) == 0 && hs[resources[i]].Owner == owner; i++ {
-				if hs[resources[i]].Kind != r.Kind {
-					continue
-				}
-				rb := &by[i]
-				if tl.released && rb.released < 0 {
-					rb.released = int32(n)
-				} else if !tl.released && rb.kept < 0 {
-					rb.kept = int32(n)
+			for i += int(run.start); i < int(run.end) && hs[resources[i]].Owner == owner; i++ {
+				if hs[resources[i]].Kind == r.Kind {
+					by[i].offer(int32(n), tl.released)
 				}
 			}
 		}
@@ -46,13 +46,37 @@ func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) []rese
 	return by
 }
 
-// compareResource orders a holding's key against the key of resource, as
-// the holdings are sorted, without building that key.
-func compareResource(key, resource string) int {
-	if rest, ok := strings.CutPrefix(key, ResourceKeyPrefix); ok {
-		return strings.Compare(rest, resource)
+// offer records task lock n, when it is the first of its kind to reserve
+// the holding.
+func (rb *reservedBy) offer(n int32, released bool) {
+	switch {
+	case released && rb.released < 0:
+		rb.released = n
+	case !released && rb.kept < 0:
+		rb.kept = n
 	}
-	return strings.Compare(key, ResourceKeyPrefix+resource)
+}
+
+// run is the positions [start, end) of one resource's holdings among the
+// resource holdings.
+type run struct{ start, end int32 }
+
+// resourceRuns maps each resource name to its holdings among resources,
+// which are in key order.
+func resourceRuns(hs []Holding, resources []int32) map[string]run {
+	runs := map[string]run{}
+	for i := 0; i < len(resources); {
+		name := hs[resources[i]].Resource()
+		end := i + 1
+		for end < len(resources) && hs[resources[end]].Key == hs[resources[i]].Key {
+			end++
+		}
+		if name != "" {
+			runs[name] = run{int32(i), int32(end)}
+		}
+		i = end
+	}
+	return runs
 }
 
 // resourceFacts is what the resource holding table of verdicts.md looks at,
