@@ -1,7 +1,7 @@
 package judge
 
-// Property tests of Judge over random fleets. Every property is stated from
-// verdicts.md and pulp-protocol.md, not from judge.go: the helpers below
+// Property tests of the judge (All, Findings) over random fleets. Every property is stated from
+// verdicts.md and pulp-protocol.md, not from the rules' code: the helpers below
 // recompute liveness, health and the guards on their own.
 
 import (
