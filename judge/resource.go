@@ -64,7 +64,8 @@ type run struct{ start, end int32 }
 // resourceRuns maps each resource name to its holdings among resources,
 // which are in key order.
 func resourceRuns(hs []Holding, resources []int32) map[string]run {
-	runs := map[string]run{}
+	// Most resources have one or two holdings (an exclusive lock each).
+	runs := make(map[string]run, len(resources)/2)
 	for i := 0; i < len(resources); {
 		name := hs[resources[i]].Resource()
 		end := i + 1
