@@ -44,13 +44,13 @@ func writeJSON(w io.Writer, format string, v any) error {
 func writeJSONReport(w io.Writer, format string, rep *reaper.Report) error {
 	pretty := format == formatJSONPretty
 	lists := []jsonList{
-		listOf("owners", rep.Owners),
+		listOf("owners", rep.LockOwners),
 		listOf("findings", rep.Findings),
 		listOf("tasks", rep.Tasks),
 		listOf("ignored", rep.Ignored),
 	}
 	head := *rep
-	head.Owners, head.Findings, head.Tasks, head.Ignored = nil, nil, nil, nil
+	head.LockOwners, head.Findings, head.Tasks, head.Ignored = nil, nil, nil, nil
 	var rest []byte
 	var err error
 	if pretty {

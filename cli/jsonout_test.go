@@ -21,7 +21,7 @@ func richReport() *reaper.Report {
 	return &reaper.Report{
 		Mode: reaper.ModeOnce, StartedAt: seen, DurationMS: 1234, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
 		Scanned: reaper.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, Owners: 2, Tasks: 1, FullScan: true},
-		Owners: []reaper.OwnerReport{
+		LockOwners: []reaper.OwnerReport{
 			{Name: `1@w","findings":null,"x`, Liveness: "dead", HeartbeatAge: &age, Holdings: 3},
 			{Name: "2@<w>&", Liveness: "alive", Holdings: 1},
 		},

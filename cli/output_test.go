@@ -17,8 +17,8 @@ func TestTextReport(t *testing.T) {
 	age := reaper.Duration(90 * time.Minute)
 	rep := &reaper.Report{
 		Mode: reaper.ModeOnce, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
-		Scanned: reaper.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, FullScan: true},
-		Owners:  []reaper.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
+		Scanned:    reaper.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, FullScan: true},
+		LockOwners: []reaper.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
 		Findings: []reaper.Finding{
 			{Key: "task:a", Kind: reaper.KindTask, Owner: "1@w", Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased,
 				Evidence: reaper.Evidence{OwnerLiveness: heartbeat.Dead, HeartbeatAge: &age, TaskState: "running"}},

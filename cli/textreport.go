@@ -32,9 +32,9 @@ func writeTextReport(w io.Writer, rep *reaper.Report, l layout) error {
 	l.line(w, "", fmt.Sprintf("Read %d lock keys (%s): %d task locks, %d resource holdings, %d owners, %d tasks, %d ignored keys.",
 		s.Keys, scan, s.TaskLocks, s.ResourceHoldings, s.Owners, s.Tasks, s.Ignored))
 
-	if len(rep.Owners) > 0 {
+	if len(rep.LockOwners) > 0 {
 		fmt.Fprintln(w, "\nOwners holding locks")
-		writeOwners(w, rep.Owners, l)
+		writeOwners(w, rep.LockOwners, l)
 	}
 	if len(rep.Findings) > 0 {
 		if l.grouped {

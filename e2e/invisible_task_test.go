@@ -50,7 +50,7 @@ VALUES ($1, 'api', $2, interval '120 seconds', now())`, apiRow, api)
 	t2 := sim.NewUUID()
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the test ends the transaction either way
+	defer tx.Rollback(context.WithoutCancel(ctx)) // error dropped: the test ends the transaction either way
 	_, err = tx.Exec(ctx, `INSERT INTO core_task (pulp_id, state, name, reserved_resources_record, pulp_domain_id, app_lock_id, immediate, started_at)
 VALUES ($1, 'running', 'immediate', $2, $3, $4, true, now())`, t2, []string{repo2, sim.SharedPrefix + domain}, sim.DefaultDomainID, apiRow)
 	require.NoError(t, err)

@@ -74,15 +74,19 @@ func releaseUnit(jd *Judgement) SuspectKey {
 // alone (a positive limit never blocks a task's holdings for good). It
 // returns how many items had work and how many were deferred.
 func limitPerPass[U comparable](n, limit int, work func(i int) (U, bool), deferItem func(i int)) (wanted, deferred int) {
-	size := map[U]int{}
 	for i := range n {
-		if u, ok := work(i); ok {
-			size[u]++
+		if _, ok := work(i); ok {
 			wanted++
 		}
 	}
 	if wanted <= limit {
 		return wanted, 0
+	}
+	size := map[U]int{}
+	for i := range n {
+		if u, ok := work(i); ok {
+			size[u]++
+		}
 	}
 	taken, full := 0, false
 	admitted := make(map[U]bool, len(size))

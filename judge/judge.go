@@ -61,6 +61,9 @@ func (j *judge) run() Plan {
 	j.byVerdict, j.byOwner = map[Verdict]int{}, map[string]int{}
 	tasks, resources := sortedHoldings(j.snap.Holdings)
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
+	if j.listAll && len(j.snap.Holdings) > 0 {
+		plan.Holdings = make([]Judgement, 0, len(j.snap.Holdings))
+	}
 
 	taskLocks := make([]judgedTaskLock, len(tasks))
 	for n, at := range tasks {
@@ -70,9 +73,8 @@ func (j *judge) run() Plan {
 	}
 	j.opaque = opaqueOwners(j.snap.Holdings, taskLocks)
 	reserved := j.reservedBy(resources, taskLocks)
-	for _, at := range resources {
-		h := &j.snap.Holdings[at]
-		j.add(&plan, j.resourceJudgement(*h, reserved[holderOf(h)], taskLocks))
+	for n, at := range resources {
+		j.add(&plan, j.resourceJudgement(j.snap.Holdings[at], reserved[n], taskLocks))
 	}
 	plan.Tasks = j.taskJudgements(taskLocks)
 

@@ -3,6 +3,7 @@ package judge
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
@@ -34,10 +35,12 @@ func (f taskFacts) claimLive() bool {
 // so only these are looked up among the task locks. It is decideTask's
 // condition with the lock facts left open.
 func mayBeLost(f taskFacts) bool {
-	for _, locks := range []taskFacts{{locks: 0}, {locks: 1}, {locks: 1, immediate: true}} {
-		g := f
-		g.locks, g.immediate = locks.locks, locks.immediate
-		if decideTask(g) != "" {
+	for _, held := range [...]struct {
+		locks     int
+		immediate bool
+	}{{0, false}, {1, false}, {1, true}} {
+		f.locks, f.immediate = held.locks, held.immediate
+		if decideTask(f) != "" {
 			return true
 		}
 	}
@@ -89,70 +92,65 @@ func (j *judge) taskFactsOf(t Task) taskFacts {
 }
 
 // taskJudgements applies the lost task table to every incomplete task of the
-// snapshot, in task id order: candidates first, then each one's decision,
-// then the confirmation of those that need it.
+// snapshot, in task id order: each task is a candidate or not by its state
+// and claim (most run under a live claim and are never looked at again),
+// then the candidates' task locks are looked up and the table decides, and
+// a verdict that needs it is confirmed.
 func (j *judge) taskJudgements(taskLocks []judgedTaskLock) []TaskJudgement {
-	ids := j.lostCandidates()
-	if len(ids) == 0 {
-		return nil
-	}
-	locks := j.taskLocksOf(ids, taskLocks)
 	var out []TaskJudgement
-	for _, id := range ids {
-		t := j.snap.Tasks[id]
+	for id, t := range j.snap.Tasks {
 		f := j.taskFactsOf(t)
-		f.locks = len(locks[id].keys)
-		f.immediate = locks[id].owner == immediateOwnerPrefix+id
-		v := decideTask(f)
-		if v == "" {
+		if !mayBeLost(f) {
 			continue
 		}
-		out = append(out, j.taskJudgement(t, v, locks[id]))
+		held := j.taskLocksHeld(id, taskLocks)
+		f.locks, f.immediate = held.count, isImmediateOwnerOf(held.owner, id)
+		if v := decideTask(f); v != "" {
+			out = append(out, j.taskJudgement(id, t, v, held))
+		}
 	}
+	slices.SortFunc(out, func(a, b TaskJudgement) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
-// lostCandidates lists, sorted, the tasks mayBeLost: most tasks of a
-// snapshot run under a live claim and are never looked at again.
-func (j *judge) lostCandidates() []string {
-	var ids []string
-	for id, t := range j.snap.Tasks {
-		if mayBeLost(j.taskFactsOf(t)) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// taskLocksHeld is what the snapshot holds of one task's lock.
+// taskLocksHeld is what the snapshot holds of one task's lock: how many
+// holdings of its key, the key, and the last holder.
 type taskLocksHeld struct {
-	keys  []string
-	owner string
+	count      int
+	key, owner string
 }
 
-func (j *judge) taskLocksOf(ids []string, taskLocks []judgedTaskLock) map[string]taskLocksHeld {
-	held := make(map[string]taskLocksHeld, len(ids))
-	for _, id := range ids {
-		held[id] = taskLocksHeld{}
-	}
-	for _, tl := range taskLocks {
-		h := &j.snap.Holdings[tl.at]
-		if l, want := held[h.TaskID()]; want {
-			held[h.TaskID()] = taskLocksHeld{keys: append(l.keys, h.Key), owner: h.Owner}
-		}
+// taskLocksHeld finds the holdings of task:<id> among the task locks, which
+// are in key order, by binary search.
+func (j *judge) taskLocksHeld(id string, taskLocks []judgedTaskLock) taskLocksHeld {
+	hs := j.snap.Holdings
+	compare := func(tl judgedTaskLock, id string) int { return compareTaskKey(hs[tl.at].Key, id) }
+	var held taskLocksHeld
+	n, _ := slices.BinarySearchFunc(taskLocks, id, compare)
+	for ; n < len(taskLocks) && compare(taskLocks[n], id) == 0; n++ {
+		h := &hs[taskLocks[n].at]
+		held = taskLocksHeld{count: held.count + 1, key: h.Key, owner: h.Owner}
 	}
 	return held
 }
 
+// compareTaskKey orders a task lock's key against task:<id>, as the task
+// locks are sorted, without building that key.
+func compareTaskKey(key, id string) int {
+	if rest, ok := strings.CutPrefix(key, TaskKeyPrefix); ok {
+		return strings.Compare(rest, id)
+	}
+	return strings.Compare(key, TaskKeyPrefix+id)
+}
+
 // taskJudgement is what verdict v does to task t, given its task locks.
-func (j *judge) taskJudgement(t Task, v Verdict, locks taskLocksHeld) TaskJudgement {
+func (j *judge) taskJudgement(id string, t Task, v Verdict, locks taskLocksHeld) TaskJudgement {
 	row, _, _ := j.fleet.Row(t.AppLockID)
 	owner := row.Name
 	if owner == "" {
 		owner = locks.owner
 	}
-	tj := TaskJudgement{ID: t.ID, Name: t.Name, Verdict: v, Action: v.action(), StateBefore: t.State, AppLockID: t.AppLockID, Owner: owner}
+	tj := TaskJudgement{ID: id, Name: t.Name, Verdict: v, Action: v.action(), StateBefore: t.State, AppLockID: t.AppLockID, Owner: owner}
 	switch v {
 	case VerdictLost:
 		tj.StateAfter = StateCanceled
@@ -161,7 +159,9 @@ func (j *judge) taskJudgement(t Task, v Verdict, locks taskLocksHeld) TaskJudgem
 		}
 		tj.Reason = lostReason(owner, tj.StateAfter)
 	case VerdictOrphanedClaim:
-		tj.AfterRelease = locks.keys
+		if locks.count > 0 {
+			tj.AfterRelease = []string{locks.key}
+		}
 		if j.p.OrphanedWaiting == WaitingCancel {
 			tj.StateAfter, tj.Reason = StateCanceled, lostReason(owner, StateCanceled)
 		} else {
@@ -169,7 +169,7 @@ func (j *judge) taskJudgement(t Task, v Verdict, locks taskLocksHeld) TaskJudgem
 		}
 	case VerdictStuckClaim:
 		tj.StateAfter, tj.ClearClaim = StateWaiting, true
-		s := j.remember(stuckClaimKey(t.ID, t.AppLockID), v)
+		s := j.remember(stuckClaimKey(id, t.AppLockID), v)
 		tj.FirstSeen = &s.FirstSeen
 		if !confirmed(s.FirstSeen, j.snap.Now, j.p) {
 			tj.Action = ActionSuspect
@@ -177,7 +177,7 @@ func (j *judge) taskJudgement(t Task, v Verdict, locks taskLocksHeld) TaskJudgem
 	case VerdictUnprotected:
 		tj.StateAfter = t.State
 		tj.Resources = j.unguarded(t, owner)
-		tj.Reason = fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", owner, TaskKeyPrefix, t.ID)
+		tj.Reason = fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", owner, TaskKeyPrefix, id)
 	}
 	return tj
 }

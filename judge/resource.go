@@ -1,50 +1,83 @@
 package judge
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
-
-// holder is a resource holding as a reservation names it: the resource, the
-// owner whose task reserves it, and the kind of lock.
-type holder struct {
-	resource, owner string
-	kind            Kind
-}
-
-func holderOf(h *Holding) holder { return holder{h.Resource(), h.Owner, h.Kind} }
 
 // reservedBy names, for one resource holding, the first kept and the first
 // released task lock of its owner whose task reserves it: positions among
 // the task locks, -1 for none.
 type reservedBy struct{ kept, released int32 }
 
-// reservedBy finds, for each resource holding, the task locks of its owner
-// whose task reserves it. Holdings repeated in a snapshot built by hand share
-// one entry.
-func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) map[holder]reservedBy {
-	by := make(map[holder]reservedBy, len(resources))
-	for _, at := range resources {
-		by[holderOf(&j.snap.Holdings[at])] = reservedBy{-1, -1}
+// reservedBy finds, for each resource holding (by its position among
+// resources, which are in key and owner order), the task locks of its owner
+// whose task reserves it. The holdings of one resource are consecutive:
+// each reservation finds its resource's run by name, then its owner's
+// holdings in the run by binary search. A holding repeated in a snapshot
+// built by hand gets what the first did.
+func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) []reservedBy {
+	hs := j.snap.Holdings
+	runs := resourceRuns(hs, resources)
+	by := make([]reservedBy, len(resources))
+	for i := range by {
+		by[i] = reservedBy{-1, -1}
 	}
 	for n, tl := range taskLocks {
-		h := &j.snap.Holdings[tl.at]
-		for _, entry := range j.snap.Tasks[h.TaskID()].Reserved {
+		owner := hs[tl.at].Owner
+		for _, entry := range j.snap.Tasks[hs[tl.at].TaskID()].Reserved {
 			r := ParseReservation(entry)
-			k := holder{r.Resource, h.Owner, r.Kind}
-			rb, ok := by[k]
-			switch {
-			case !ok:
-			case tl.released && rb.released < 0:
-				rb.released = int32(n)
-			case !tl.released && rb.kept < 0:
-				rb.kept = int32(n)
+			run, ok := runs[r.Resource]
+			if !ok {
+				continue
 			}
-			if ok {
-				by[k] = rb
+			i, _ := slices.BinarySearchFunc(resources[run.start:run.end], owner, func(at int32, owner string) int {
+				return strings.Compare(hs[at].Owner, owner)
+			})
+			for i += int(run.start); i < int(run.end) && hs[resources[i]].Owner == owner; i++ {
+				if hs[resources[i]].Kind == r.Kind {
+					by[i].offer(int32(n), tl.released)
+				}
 			}
 		}
 	}
 	return by
+}
+
+// offer records task lock n, when it is the first of its kind to reserve
+// the holding.
+func (rb *reservedBy) offer(n int32, released bool) {
+	switch {
+	case released && rb.released < 0:
+		rb.released = n
+	case !released && rb.kept < 0:
+		rb.kept = n
+	}
+}
+
+// run is the positions [start, end) of one resource's holdings among the
+// resource holdings.
+type run struct{ start, end int32 }
+
+// resourceRuns maps each resource name to its holdings among resources,
+// which are in key order.
+func resourceRuns(hs []Holding, resources []int32) map[string]run {
+	// Most resources have one or two holdings (an exclusive lock each).
+	runs := make(map[string]run, len(resources)/2)
+	for i := 0; i < len(resources); {
+		name := hs[resources[i]].Resource()
+		end := i + 1
+		for end < len(resources) && hs[resources[end]].Key == hs[resources[i]].Key {
+			end++
+		}
+		if name != "" {
+			runs[name] = run{int32(i), int32(end)}
+		}
+		i = end
+	}
+	return runs
 }
 
 // resourceFacts is what the resource holding table of verdicts.md looks at,

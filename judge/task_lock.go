@@ -14,8 +14,9 @@ type taskLockFacts struct {
 	// found says the snapshot has T's row; the fields below are read from it.
 	found bool
 	state string
-	// finishedFor is how long ago T finished; nil when finished_at is NULL.
-	finishedFor *time.Duration
+	// finished says finished_at is set, finishedFor how long ago that was.
+	finished    bool
+	finishedFor time.Duration
 	// immediate says the owner is immediate-<T>.
 	immediate bool
 	// claimedByOwner says T's app_lock is a row carrying the owner's name,
@@ -29,7 +30,7 @@ type taskLockFacts struct {
 func decideTaskLock(f taskLockFacts, p Policy) Verdict {
 	final := f.found && Final(f.state)
 	switch {
-	case final && (f.finishedFor == nil || *f.finishedFor > p.FinishedGrace):
+	case final && (!f.finished || f.finishedFor > p.FinishedGrace):
 		return VerdictTaskFinished
 	case final || f.owner == heartbeat.Late:
 		return VerdictPending
@@ -60,8 +61,7 @@ func (j *judge) taskLockFactsOf(h Holding, t Task, found bool) taskLockFacts {
 	}
 	f.state = t.State
 	if t.FinishedAt != nil {
-		d := j.snap.Now.Sub(*t.FinishedAt)
-		f.finishedFor = &d
+		f.finished, f.finishedFor = true, j.snap.Now.Sub(*t.FinishedAt)
 	}
 	f.immediate = isImmediateOwnerOf(h.Owner, t.ID)
 	if row, live, ok := j.fleet.Row(t.AppLockID); ok && row.Name == h.Owner {

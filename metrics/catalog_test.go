@@ -214,7 +214,7 @@ func TestFleetGauges(t *testing.T) {
 	firstSeen := started.Add(-90 * time.Second)
 	rep.Findings[2].Action = reaper.ActionSuspect
 	rep.Findings[2].FirstSeen = &firstSeen
-	rep.Owners = []reaper.OwnerReport{
+	rep.LockOwners = []reaper.OwnerReport{
 		{Name: "1@worker-7", Liveness: heartbeat.Dead.String(), Holdings: 2},
 		{Name: "2@worker-8", Liveness: heartbeat.Alive.String(), Holdings: 1},
 		{Name: "3@worker-9", Liveness: heartbeat.Alive.String(), Holdings: 4},
@@ -251,7 +251,7 @@ func TestFleetGauges(t *testing.T) {
 
 	// The next pass finds the fleet healthy: every gauge drops back.
 	next := &reaper.Report{Mode: reaper.ModeOnce, StartedAt: started.Add(time.Minute), DBNow: started.Add(time.Minute),
-		Owners: []reaper.OwnerReport{{Name: "3@worker-9", Liveness: "alive", Holdings: 1}}}
+		LockOwners: []reaper.OwnerReport{{Name: "3@worker-9", Liveness: "alive", Holdings: 1}}}
 	m.Observe(next)
 	require.Equal(t, 1.0, g(m.holdings.WithLabelValues("alive")))
 	require.Equal(t, 0.0, g(m.holdings.WithLabelValues("dead")))

@@ -57,7 +57,7 @@ func (f *fleet) initSeries() {
 func (f *fleet) observe(rep *reaper.Report) {
 	holdings := map[string]int{}
 	owners := map[string]int{}
-	for _, o := range rep.Owners {
+	for _, o := range rep.LockOwners {
 		holdings[o.Liveness] += o.Holdings
 		owners[o.Liveness]++
 	}

@@ -206,7 +206,7 @@ func TestConcurrentPulpcoreCleanupWaitsForReaper(t *testing.T) {
 	tryCleanupLock := func() bool {
 		tx, err := f.db.Pool.Begin(f.ctx)
 		require.NoError(t, err)
-		defer tx.Rollback(f.ctx) //nolint:errcheck // read-only probe
+		defer tx.Rollback(f.ctx) // error dropped: read-only probe
 		var got bool
 		require.NoError(t, tx.QueryRow(f.ctx, "SELECT pg_try_advisory_xact_lock(0, 11)").Scan(&got))
 		return got

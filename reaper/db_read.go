@@ -54,7 +54,7 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 	if err != nil {
 		return dbSnapshot{}, fmt.Errorf("begin snapshot transaction: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
+	defer tx.Rollback(context.WithoutCancel(ctx)) // error dropped: read-only
 
 	var snap dbSnapshot
 	// This transaction is read-only by request: whether a pass could write

@@ -30,7 +30,7 @@ func TestReadTasksAsPlainScan(t *testing.T) {
 
 	tx, err := f.db.Pool.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	require.NoError(t, err)
-	defer tx.Rollback(f.ctx) //nolint:errcheck // read-only
+	defer tx.Rollback(f.ctx) // error dropped: read-only
 	got, err := readTasks(f.ctx, tx, taskRefs{ids: ids})
 	require.NoError(t, err)
 
@@ -85,7 +85,7 @@ func TestReadTasksSharesHoldingStrings(t *testing.T) {
 
 	tx, err := f.db.Pool.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	require.NoError(t, err)
-	defer tx.Rollback(f.ctx) //nolint:errcheck // read-only
+	defer tx.Rollback(f.ctx) // error dropped: read-only
 	got, err := readTasks(f.ctx, tx, refs)
 	require.NoError(t, err)
 

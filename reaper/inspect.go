@@ -128,7 +128,7 @@ func readExplainedTask(ctx context.Context, pool *pgxpool.Pool, timeout time.Dur
 	if err != nil {
 		return nil, fmt.Errorf("begin explain transaction: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
+	defer tx.Rollback(context.WithoutCancel(ctx)) // error dropped: read-only
 
 	rows, err := tx.Query(ctx, explainTaskSQL, taskID)
 	if err != nil {

@@ -136,7 +136,7 @@ func TestLeastPrivilegePasses(t *testing.T) {
 	}
 	inc, err := sim.BuildIncident(ctx, r.Client, db.Pool, spec)
 	require.NoError(t, err)
-	defer inc.KeepAliveInBackground(ctx, db.Pool)() //nolint:errcheck // ends with the test
+	defer inc.KeepAliveInBackground(ctx, db.Pool)() // error dropped: ends with the test
 	// A live worker holding a resource without a task: a suspect, then a
 	// confirmed release, so that suspects are written, read and settled.
 	orphan := reaper.ResourceKeyPrefix + sim.RepositoryPRN(sim.NewUUID())

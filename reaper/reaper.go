@@ -119,12 +119,13 @@ type PassOptions struct {
 	// keep the plan's invariants.
 	Adjust func(*Plan)
 	// ReleaseOwner, when set, makes the pass the break-glass release of that
-	// one owner (`lock-reaper release`): see judgeOwnerRelease.
+	// one owner (`lock-reaper release`): see judge.OwnerRelease.
 	ReleaseOwner string
 }
 
-// ErrSkipped is the error RunOnce wraps in nothing: a skipped pass returns a
-// report with Skipped set and a nil error.
+// errNoSnapshot fails a pass whose database read did not complete: with no
+// snapshot there is nothing to judge, so nothing is written. (A skipped pass,
+// another reaper holding the lock, is no error: its report has Skipped set.)
 var errNoSnapshot = errors.New("no database snapshot, no writes")
 
 // RunOnce runs one pass. The returned report is never nil; the error says why

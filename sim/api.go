@@ -124,7 +124,7 @@ func (inc *incarnation) runImmediate(ctx context.Context, spec TaskSpec) (string
 		if err != nil {
 			return "", false, fmt.Errorf("begin request transaction: %w", err)
 		}
-		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+		defer tx.Rollback(context.WithoutCancel(ctx)) // error dropped: a no-op after Commit
 		q = tx
 	}
 	j := newJob(NewUUID(), name, spec.Record())

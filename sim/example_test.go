@@ -56,7 +56,7 @@ func ExampleBuildIncident() {
 	}
 	live, stop := context.WithCancel(ctx)
 	defer stop()
-	go inc.KeepAlive(live, pool) //nolint:errcheck // ends with the demo
+	go inc.KeepAlive(live, pool) // error dropped: ends with the demo
 
 	// ... run the reaper, then check the manifest: every inc.Stale holding
 	// gone, every inc.Healthy one kept, inc.Cancel canceled, inc.Requeue

@@ -23,7 +23,7 @@ const (
 	TaskLockBlocked = "__task_lock__"
 )
 
-// cancelSignalTTL is how long pulpcore's API keeps a cancel request: a day.
+// cancelSignalTTLSeconds is how long pulpcore's API keeps a cancel request: a day.
 const cancelSignalTTLSeconds = 86400
 
 // TaskKey is the lock key of a task.
