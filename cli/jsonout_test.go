@@ -46,7 +46,7 @@ func richReport() *reaper.Report {
 // json, indented for json-pretty; with lists full, empty or null.
 func TestJSONReportStreamsWhatEncodingJSONWrites(t *testing.T) {
 	t.Parallel()
-	empty := &reaper.Report{Mode: reaper.ModeAudit, Owners: []reaper.OwnerReport{}, Findings: []reaper.Finding{}, Tasks: []reaper.TaskFinding{}}
+	empty := &reaper.Report{Mode: reaper.ModeAudit, LockOwners: []reaper.OwnerReport{}, Findings: []reaper.Finding{}, Tasks: []reaper.TaskFinding{}}
 	for name, rep := range map[string]*reaper.Report{"rich": richReport(), "empty lists": empty, "nil lists": {Mode: reaper.ModeAudit}} {
 		for _, format := range []string{formatJSON, formatJSONPretty} {
 			var want bytes.Buffer
