@@ -223,7 +223,7 @@ func writeGroupedFindings(w io.Writer, findings []reaper.Finding, l layout) {
 		oneResult := !strings.Contains(resultsText(g.rows), ",")
 		t := &table{indent: "      ", header: []string{"KEY", "KIND", "TASK", "RESULT", "DETAIL"}, drop: []int{4, 1}}
 		for _, f := range g.rows[:n] {
-			t.add(keyCell(quoteText(f.Key)), textCell(f.Kind.String()), keyCell(taskText(f)), textCell(resultText(f.Result, f.Deferred)), freeCell(detailText(f)))
+			t.add(keyCell(quoteText(f.Key)), textCell(f.Kind.String()), keyCell(taskText(f)), freeCell(resultText(f.Result, f.Deferred)), freeCell(detailText(f)))
 		}
 		if !hasDetail(g.rows[:n]) {
 			t.remove(4)
@@ -325,14 +325,14 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 		list = append([]reaper.TaskFinding(nil), tasks...)
 		sort.SliceStable(list, func(a, b int) bool { return severityOf(list[a].Verdict) < severityOf(list[b].Verdict) })
 	}
-	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{5, 1, 4}}
+	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{5, 1, 4, 3}}
 	for _, tf := range list[:shown(len(list), l.limit)] {
 		after := tf.StateAfter
 		if tf.Requeue {
 			after = "waiting (requeued)"
 		}
 		t.add(keyCell(tf.ID), freeCell(quoteText(tf.Name)), textCell(string(tf.Verdict)).in(verdictColor(tf.Verdict)),
-			textCell(tf.StateBefore), textCell(after), keyCell(quoteText(tf.Owner)), textCell(resultText(tf.Result, tf.Deferred)))
+			textCell(quoteText(tf.StateBefore)), textCell(quoteText(after)), keyCell(quoteText(tf.Owner)), freeCell(resultText(tf.Result, tf.Deferred)))
 	}
 	t.write(w, l)
 	moreLine(w, "  ", len(list)-shown(len(list), l.limit))
