@@ -108,4 +108,3 @@ func stripANSI(s string) string {
 		s = s[:i] + s[i+j+1:]
 	}
 }
-
