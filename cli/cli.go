@@ -24,6 +24,10 @@ type Env struct {
 	// REAPER_* variable is an error; nil skips that check.
 	Environ func() []string
 	Version string
+
+	// textLayout, when set, is the layout of text reports instead of the
+	// one stdout calls for (the demo asks for the terminal's grouping).
+	textLayout *layout
 }
 
 var commands = map[string]command{}

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -39,10 +37,11 @@ func runDemo(ctx context.Context, env Env, args []string) int {
 	redisURL := fs.String("redis-url", envDefault(env, "REAPER_REDIS_URL", defaultDemoRedis), "Redis server to use; the demo picks an empty logical database 1-15 on it")
 	dbURL := fs.String("database-url", envDefault(env, "REAPER_DATABASE_URL", defaultDemoDatabase), "PostgreSQL server to use; the demo creates and drops its own database on it")
 	limit := fs.Int("limit", 8, "rows per table in the reports")
+	keep := fs.Bool("keep", false, "leave the demo's database and Redis database in place and print the commands to explore and to remove them")
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
 	}
-	d := &demo{env: env, out: env.Stdout}
+	d := &demo{env: env, out: env.Stdout, keep: *keep}
 	defer d.cleanup()
 	if err := d.setUp(ctx, *redisURL, *dbURL); err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper demo: %v\n", err)
@@ -59,6 +58,7 @@ func envDefault(env Env, name, def string) string {
 }
 
 type demo struct {
+	keep     bool
 	env      Env
 	out      io.Writer
 	rdb      *redis.Client
@@ -126,6 +126,10 @@ func (d *demo) createDatabase(ctx context.Context, adminURL string) error {
 }
 
 func (d *demo) cleanup() {
+	if d.keep && d.inc != nil {
+		d.printKept()
+		return
+	}
 	if d.stopBeat != nil {
 		_ = d.stopBeat()
 	}
@@ -145,43 +149,6 @@ func (d *demo) cleanup() {
 	fmt.Fprintln(d.out, "\nRemoved the demo database and flushed the demo's Redis database.")
 }
 
-func (d *demo) play(ctx context.Context, limit int) int {
-	inc := d.inc
-	tasks := sim.Count(inc.Stale, inc.DeadOwner, sim.KindTask)
-	fmt.Fprintf(d.out, "lock-reaper demo: the incident of 2026-07-24\n\n")
-	fmt.Fprintf(d.out, "Built in PostgreSQL database %s and Redis %s:\n", d.dbName, d.redisURL)
-	fmt.Fprintf(d.out, "  - worker %s, dead for 23 hours, still holds %d task locks\n", inc.DeadOwner, tasks)
-	fmt.Fprintf(d.out, "    and %d resource locks (%d keys are legacy locks with no owner-registry entry);\n", len(inc.Stale)-tasks, len(inc.LegacyKeys))
-	fmt.Fprintf(d.out, "  - %d live workers run healthy tasks; %d queued tasks need the dead worker's\n", len(inc.LiveOwners), len(inc.Queued))
-	fmt.Fprintf(d.out, "    resources and would wait forever.\n\n")
-
-	steps := []struct {
-		title string
-		args  []string
-		want  int
-	}{
-		{"1. lock-reaper audit: what a pass would do (writes nothing)", []string{"audit"}, reaper.ExitFindings},
-		{"2. lock-reaper once: release the stale locks, cancel and requeue the lost tasks", []string{"once"}, reaper.ExitOK},
-		{"3. lock-reaper audit again: nothing left to do", []string{"audit"}, reaper.ExitOK},
-	}
-	for _, s := range steps {
-		fmt.Fprintf(d.out, "━━ %s\n$ lock-reaper %s\n\n", s.title, strings.Join(s.args, " "))
-		code := Main(ctx, Env{
-			Args: append(s.args, "--limit", strconv.Itoa(limit)), Stdout: d.out, Stderr: io.Discard, Version: d.env.Version,
-			LookupEnv: d.lookup,
-		})
-		fmt.Fprintf(d.out, "(exit code %d)\n\n", code)
-		if code != s.want {
-			fmt.Fprintf(d.env.Stderr, "lock-reaper demo: step %q exited %d, expected %d\n", s.title, code, s.want)
-			return reaper.ExitFailed
-		}
-	}
-	fmt.Fprintf(d.out, "The dead worker's %d holdings are gone, its running tasks are canceled and its\n"+
-		"claimed waiting tasks requeued; every healthy lock of the live workers is intact.\n", len(inc.Stale))
-	d.doctor(ctx)
-	return reaper.ExitOK
-}
-
 // lookup gives the demo's passes the demo's services and nothing else from
 // the caller's environment, so a REAPER_* variable cannot point them at a
 // real Pulp.
@@ -193,6 +160,8 @@ func (d *demo) lookup(name string) (string, bool) {
 		return d.dbURL, true
 	case "REAPER_LOG_FORMAT":
 		return "json", true
+	case "NO_COLOR", "TERM":
+		return d.env.LookupEnv(name)
 	}
 	return "", false
 }
@@ -201,7 +170,7 @@ func (d *demo) lookup(name string) (string, bool) {
 // Its findings describe the machine the demo runs on (a superuser, the
 // default Redis user), so they never fail the demo.
 func (d *demo) doctor(ctx context.Context) {
-	fmt.Fprintf(d.out, "\n━━ 4. lock-reaper doctor: what in this deployment makes Pulp's locks unsafe (read-only)\n$ lock-reaper doctor\n\n")
+	fmt.Fprintf(d.out, "\n━━ 6. lock-reaper doctor: what in this deployment makes Pulp's locks unsafe (read-only)\n$ lock-reaper doctor\n\n")
 	code := Main(ctx, Env{Args: []string{"doctor"}, Stdout: d.out, Stderr: io.Discard, Version: d.env.Version, LookupEnv: d.lookup})
 	fmt.Fprintf(d.out, "(exit code %d: 0 all ok, 3 warnings, 1 a failure; the demo runs as a superuser and\n"+
 		"the default Redis user, which doctor reports as more privilege than a pass needs)\n", code)

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/config"
@@ -54,7 +51,7 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 		return failureCode(f)
 	}
 	ex := reaper.Explain(in, taskID)
-	if err := writeExplanation(env.Stdout, s.cfg.Output, ex, limit.rows(env.Stdout)); err != nil {
+	if err := writeExplanation(env.Stdout, s.cfg.Output, ex, layoutFor(env.Stdout, envLookup(env), limit)); err != nil {
 		return reaper.ExitFailed
 	}
 	if ex.Status == reaper.StatusNotFound {
@@ -89,101 +86,14 @@ func parseWithPositional(fs *flag.FlagSet, env Env, args []string, name string) 
 	return arg, 0, true
 }
 
-// writeExplanation prints the explanation as text, with at most limit older
-// tasks (0: all), or as one complete JSON document.
-func writeExplanation(w io.Writer, format string, ex reaper.Explanation, limit int) error {
-	if isJSON(format) {
-		return writeJSON(w, format, ex)
-	}
-	writeExplanationText(w, ex, limit)
-	return nil
-}
-
-func writeExplanationText(w io.Writer, ex reaper.Explanation, limit int) {
-	fmt.Fprintf(w, "Task %s at %s (database clock)\n", ex.TaskID, ex.DBNow.UTC().Format(time.RFC3339))
-	if t := ex.Task; t != nil {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  name\t%s\n", t.Name)
-		state := t.State
-		if !t.Created.IsZero() {
-			state += fmt.Sprintf(", created %s (%s ago)", t.Created.UTC().Format(time.RFC3339), ageText(ex.DBNow.Sub(t.Created)))
-		}
-		if t.FinishedAt != nil {
-			state += fmt.Sprintf(", finished %s ago", ageText(ex.DBNow.Sub(*t.FinishedAt)))
-		}
-		fmt.Fprintf(tw, "  state\t%s\n", state)
-		fmt.Fprintf(tw, "  claim\t%s\n", claimText(ex.Claim))
-		if tj := ex.TaskVerdict; tj != nil {
-			fmt.Fprintf(tw, "  task verdict\t%s: %s -> %s%s\n", tj.Verdict, tj.StateBefore, afterText(tj), deferredText(tj.Deferred))
-		}
-		tw.Flush()
-	}
-	fmt.Fprintln(w, "\nTask lock")
-	if len(ex.TaskLocks) == 0 {
-		fmt.Fprintf(w, "  task:%s is not held\n", ex.TaskID)
-	}
-	writeHolders(w, ex.TaskLocks)
-	if len(ex.Resources) > 0 {
-		fmt.Fprintln(w, "\nReserved resources")
-		for _, rn := range ex.Resources {
-			fmt.Fprintf(w, "  %s (%s)\n", rn.Resource, rn.Need)
-			if len(rn.Holders) == 0 {
-				fmt.Fprintln(w, "    not held")
-			}
-			writeHolders(w, rn.Holders)
-		}
-	}
-	if len(ex.Ahead) > 0 {
-		fmt.Fprintf(w, "\nOlder tasks that need the same resources and go first (%d)\n", ex.AheadTotal)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TASK\tNAME\tSTATE\tCREATED\tCLAIM\tCONFLICTS ON")
-		for _, a := range ex.Ahead[:shown(len(ex.Ahead), limit)] {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.State, a.Created.UTC().Format(time.RFC3339), claimText(a.Claim), strings.Join(a.Conflicts, ", "))
-		}
-		tw.Flush()
-		if n := ex.AheadTotal - shown(len(ex.Ahead), limit); n > 0 {
-			fmt.Fprintf(w, "  … and %d more (--limit 0 shows the first %d, --output json lists them)\n", n, reaper.MaxAhead)
-		}
-	}
-	fmt.Fprintf(w, "\nConclusion: %s\n", ex.Conclusion)
-}
-
-func writeHolders(w io.Writer, hs []reaper.Holder) {
-	if len(hs) == 0 {
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, h := range hs {
-		task := "-"
-		if h.Task != nil {
-			task = "for task " + h.Task.ID
-			switch {
-			case h.Own:
-				task = "for this task"
-			case h.Task.State == "":
-				task += " (no task row)"
-			default:
-				task += " (" + h.Task.State + ")"
-			}
-		}
-		mark := ""
-		if h.Blocks {
-			mark = "\tBLOCKS"
-		}
-		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s -> %s%s%s\n", h.Kind, h.Owner, livenessText(h.Liveness.String(), h.HeartbeatAge), task,
-			h.Verdict, h.Action, deferredText(h.Deferred), mark)
-	}
-	tw.Flush()
-}
-
 func claimText(p *reaper.Process) string {
 	if p == nil {
 		return "none"
 	}
 	if p.Name == "" {
-		return fmt.Sprintf("AppStatus row %s (gone)", p.AppLockID)
+		return fmt.Sprintf("AppStatus row %s (gone)", quoteText(p.AppLockID))
 	}
-	return fmt.Sprintf("%s %s (%s)", p.AppType, p.Name, livenessText(p.Liveness.String(), p.HeartbeatAge))
+	return fmt.Sprintf("%s %s (%s)", quoteText(p.AppType), quoteText(p.Name), livenessText(p.Liveness.String(), p.HeartbeatAge))
 }
 
 func livenessText(liveness string, age *reaper.Duration) string {

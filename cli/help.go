@@ -46,6 +46,8 @@ func registerCommand(name string, c command) {
 
 // register adds a subcommand with the keys of a read-only command and the
 // generic exit codes; registerCommand says more.
+//
+//lint:ignore U1000 the short form for commands that need no more than a summary
 func register(name, summary string, run func(ctx context.Context, env Env, args []string) int) {
 	registerCommand(name, command{summary: summary, run: run})
 }

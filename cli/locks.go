@@ -4,10 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/config"
@@ -105,6 +103,7 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	fs.StringVar(&f.task, "task", "", "only holdings held for this task: its task lock and the resources it reserves")
 	byOwner := fs.Bool("by-owner", false, "print counts per owner instead of one line per holding")
 	registryOnly := fs.Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
+	limit := limitFlag(fs)
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
 	}
@@ -131,10 +130,11 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 		return exitUnknownOwner
 	}
 	lines := filterLockLines(lockLines(in.Plan), f)
+	l := layoutFor(env.Stdout, envLookup(env), limit)
 	if *byOwner {
-		err = writeLocksByOwner(env.Stdout, s.cfg.Output, LocksByOwnerOutput{DBNow: in.Snapshot.Now, Owners: countByOwner(lines)})
+		err = writeLocksByOwner(env.Stdout, s.cfg.Output, LocksByOwnerOutput{DBNow: in.Snapshot.Now, Owners: countByOwner(lines)}, l)
 	} else {
-		err = writeLocks(env.Stdout, s.cfg.Output, LocksOutput{DBNow: in.Snapshot.Now, Holdings: lines})
+		err = writeLocks(env.Stdout, s.cfg.Output, LocksOutput{DBNow: in.Snapshot.Now, Holdings: lines}, l)
 	}
 	if err != nil {
 		return reaper.ExitFailed
@@ -184,47 +184,6 @@ func countByOwner(lines []LockLine) []OwnerCounts {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Owner < out[b].Owner })
 	return out
-}
-
-func writeLocks(w io.Writer, format string, out LocksOutput) error {
-	if isJSON(format) {
-		return writeJSON(w, format, out)
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tKIND\tOWNER\tLIVENESS\tTASK\tVERDICT\tACTION")
-	for _, l := range out.Holdings {
-		task := "-"
-		if l.Task != "" {
-			task = l.Task
-			if l.TaskState != "" {
-				task += " (" + l.TaskState + ")"
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", l.Key, l.Kind, l.Owner, livenessText(l.OwnerLiveness, l.HeartbeatAge), task,
-			l.Verdict, l.Action, deferredText(l.Deferred))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%d holdings at %s (database clock)\n", len(out.Holdings), out.DBNow.UTC().Format(time.RFC3339))
-	return err
-}
-
-func writeLocksByOwner(w io.Writer, format string, out LocksByOwnerOutput) error {
-	if isJSON(format) {
-		return writeJSON(w, format, out)
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "OWNER\tLIVENESS\tHEARTBEAT AGE\tHOLDINGS\tTASK\tEXCLUSIVE\tSHARED\tVERDICTS")
-	for _, c := range out.Owners {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", c.Owner, c.OwnerLiveness, ageOrDash(c.HeartbeatAge), c.Holdings,
-			c.ByKind[reaper.KindTask], c.ByKind[reaper.KindExclusive], c.ByKind[reaper.KindShared], countsText(c.ByVerdict))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%d owners at %s (database clock)\n", len(out.Owners), out.DBNow.UTC().Format(time.RFC3339))
-	return err
 }
 
 func ageOrDash(d *reaper.Duration) string {

@@ -95,7 +95,7 @@ func verdictColor(v reaper.Verdict) string {
 
 // paint colours text on a colour layout.
 func (l layout) paint(text, color string) string {
-	if !l.color || color == "" {
+	if !l.color || color == "" || text == "" {
 		return text
 	}
 	return color + text + ansiReset
@@ -186,14 +186,22 @@ func (t *table) remove(col int) {
 		}
 	}
 	t.dropped = append(t.dropped, col)
-	t.header = append(t.header[:i:i], t.header[i+1:]...)
+	if t.header != nil {
+		t.header = append(t.header[:i:i], t.header[i+1:]...)
+	}
 	for r := range t.rows {
 		t.rows[r] = append(t.rows[r][:i:i], t.rows[r][i+1:]...)
 	}
 }
 
 func (t *table) render(w io.Writer, l layout) {
+	if len(t.rows) == 0 && t.header == nil {
+		return
+	}
 	cols := len(t.header)
+	if t.header == nil {
+		cols = len(t.rows[0])
+	}
 	widths := make([]int, cols)
 	cuttable := make([]bool, cols)
 	for i, h := range t.header {
@@ -223,22 +231,25 @@ func (t *table) render(w io.Writer, l layout) {
 	}
 	var b strings.Builder
 	line := func(texts []string, colors []string) {
-		b.WriteString(t.indent)
+		var row strings.Builder
+		row.WriteString(t.indent)
 		for i, s := range texts {
-			last := i == len(texts)-1
 			s = fitCell(s, widths[i], cutModeOf(t, i))
 			pad := ""
-			if !last {
+			if i < len(texts)-1 {
 				pad = strings.Repeat(" ", widths[i]-runeLen(s)+2)
 			}
 			if colors != nil {
 				s = l.paint(s, colors[i])
 			}
-			b.WriteString(s + pad)
+			row.WriteString(s + pad)
 		}
-		b.WriteString("\n")
+		// An empty last cell leaves the padding of the one before.
+		b.WriteString(strings.TrimRight(row.String(), " ") + "\n")
 	}
-	line(t.header, nil)
+	if t.header != nil {
+		line(t.header, nil)
+	}
 	for _, r := range t.rows {
 		texts, colors := make([]string, len(r)), make([]string, len(r))
 		for i, c := range r {

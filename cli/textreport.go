@@ -168,7 +168,18 @@ func groupFindings(findings []reaper.Finding) []findingGroup {
 	})
 	out := make([]findingGroup, len(groups))
 	for i, g := range groups {
-		sort.SliceStable(g.rows, func(a, b int) bool { return taskRank(g.rows[a]) < taskRank(g.rows[b]) })
+		// A task's holdings stay together, its task lock first, so that a
+		// running task and the repository it keeps locked read as one.
+		sort.SliceStable(g.rows, func(a, b int) bool {
+			ra, rb := g.rows[a], g.rows[b]
+			if taskRank(ra) != taskRank(rb) {
+				return taskRank(ra) < taskRank(rb)
+			}
+			if ta, tb := findingTask(ra), findingTask(rb); ta != tb {
+				return ta < tb
+			}
+			return kindRank(ra.Kind) < kindRank(rb.Kind)
+		})
 		out[i] = *g
 	}
 	return out
@@ -223,7 +234,7 @@ func writeGroupedFindings(w io.Writer, findings []reaper.Finding, l layout) {
 		oneResult := !strings.Contains(resultsText(g.rows), ",")
 		t := &table{indent: "      ", header: []string{"KEY", "KIND", "TASK", "RESULT", "DETAIL"}, drop: []int{4, 1}}
 		for _, f := range g.rows[:n] {
-			t.add(keyCell(quoteText(f.Key)), textCell(f.Kind.String()), keyCell(taskText(f)), textCell(resultText(f.Result, f.Deferred)), freeCell(detailText(f)))
+			t.add(keyCell(quoteText(f.Key)), textCell(f.Kind.String()), keyCell(taskText(f)), freeCell(resultText(f.Result, f.Deferred)), freeCell(detailText(f)))
 		}
 		if !hasDetail(g.rows[:n]) {
 			t.remove(4)
@@ -267,9 +278,9 @@ func taskText(f reaper.Finding) string {
 	case e.FinishedAge != nil:
 		state += " " + e.FinishedAge.String() + " ago"
 	}
-	if f.Kind != reaper.KindTask && f.TaskID != "" {
+	if id := findingTask(f); f.Kind != reaper.KindTask && id != "" {
 		// The task lock's row and the tasks table give the whole id.
-		return shortID(f.TaskID) + " " + state
+		return shortID(id) + " " + state
 	}
 	return state
 }
@@ -298,7 +309,7 @@ func detailText(f reaper.Finding) string {
 	if e.AppLock != "" && e.AppLockLiveness != nil && e.AppLock != f.Owner {
 		parts = append(parts, "claimed by "+quoteText(e.AppLock)+" ("+e.AppLockLiveness.String()+")")
 	}
-	if e.Via != "" && f.Kind != reaper.KindTask && f.TaskID == "" {
+	if e.Via != "" && f.Kind != reaper.KindTask && findingTask(f) == "" {
 		parts = append(parts, "via "+quoteText(e.Via))
 	}
 	if f.FirstSeen != nil {
@@ -325,14 +336,14 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 		list = append([]reaper.TaskFinding(nil), tasks...)
 		sort.SliceStable(list, func(a, b int) bool { return severityOf(list[a].Verdict) < severityOf(list[b].Verdict) })
 	}
-	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{5, 1, 4}}
+	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{5, 1, 4, 3}}
 	for _, tf := range list[:shown(len(list), l.limit)] {
 		after := tf.StateAfter
 		if tf.Requeue {
 			after = "waiting (requeued)"
 		}
 		t.add(keyCell(tf.ID), freeCell(quoteText(tf.Name)), textCell(string(tf.Verdict)).in(verdictColor(tf.Verdict)),
-			textCell(tf.StateBefore), textCell(after), keyCell(quoteText(tf.Owner)), textCell(resultText(tf.Result, tf.Deferred)))
+			textCell(quoteText(tf.StateBefore)), textCell(quoteText(after)), keyCell(quoteText(tf.Owner)), freeCell(resultText(tf.Result, tf.Deferred)))
 	}
 	t.write(w, l)
 	moreLine(w, "  ", len(list)-shown(len(list), l.limit))
@@ -344,5 +355,30 @@ func writePassReport(env Env, format string, rep *reaper.Report, limit *limitVal
 	if isJSON(format) {
 		return writeReport(env.Stdout, format, rep, 0)
 	}
+	if env.textLayout != nil {
+		return writeTextReport(env.Stdout, rep, *env.textLayout)
+	}
 	return writeTextReport(env.Stdout, rep, layoutFor(env.Stdout, envLookup(env), limit))
+}
+
+func kindRank(k reaper.Kind) int {
+	switch k {
+	case reaper.KindTask:
+		return 0
+	case reaper.KindExclusive:
+		return 1
+	}
+	return 2
+}
+
+// findingTask is the task a holding is held for: the task of a task lock,
+// or the task lock a resource holding inherited its verdict from.
+func findingTask(f reaper.Finding) string {
+	switch {
+	case f.TaskID != "":
+		return f.TaskID
+	case f.Kind == reaper.KindTask:
+		return strings.TrimPrefix(f.Key, "task:")
+	}
+	return strings.TrimPrefix(f.Evidence.Via, "task:")
 }

@@ -41,7 +41,7 @@ func incidentReport() *reaper.Report {
 	rep := &reaper.Report{
 		Mode: reaper.ModeAudit, DBNow: now, DurationMS: 412,
 		Scanned: reaper.Scanned{Keys: 1100, TaskLocks: 560, ResourceHoldings: 540, Owners: 3, Tasks: 600, FullScan: true},
-		Owners: []reaper.OwnerReport{
+		LockOwners: []reaper.OwnerReport{
 			{Name: "1@pulp-worker-7f9c", Liveness: "alive", HeartbeatAge: &fresh, Holdings: 6},
 			{Name: "1@pulp-worker-incident-0", Liveness: "dead", HeartbeatAge: &day, Holdings: 1067},
 		},
