@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -180,4 +182,17 @@ func TestReportExitCode(t *testing.T) {
 	require.Equal(t, ExitWarnings, Report{Status: Warn}.ExitCode())
 	require.Equal(t, ExitFailure, Report{Status: Fail}.ExitCode())
 	require.Equal(t, []int{0, 1, 2}, []int{OK.Level(), Warn.Level(), Fail.Level()})
+}
+
+// TestREADMEDocumentsEveryCheck: each check has its row in the README's
+// doctor table, and the checks Run runs are exactly CheckNames.
+func TestREADMEDocumentsEveryCheck(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	require.Len(t, checks, len(CheckNames))
+	for i, name := range CheckNames {
+		require.Equal(t, name, checks[i].name)
+		require.Contains(t, string(readme), "| `"+name+"` |", name)
+	}
 }
