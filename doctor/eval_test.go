@@ -196,3 +196,12 @@ func TestREADMEDocumentsEveryCheck(t *testing.T) {
 		require.Contains(t, string(readme), "| `"+name+"` |", name)
 	}
 }
+
+// TestEveryACLCommandHasProbeArgs: a command added to the ACL list gets
+// probe arguments with it, or the ACL check could not answer for it.
+func TestEveryACLCommandHasProbeArgs(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range aclCommands() {
+		require.Contains(t, probeArgs, cmd, "doctor/acl.go probeArgs")
+	}
+}
