@@ -163,7 +163,8 @@ func TestEvalHeartbeats(t *testing.T) {
 func TestEvalLegacyOwners(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	fleet := heartbeat.Judge([]heartbeat.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}, now, 30*time.Second)
+	in := &reaper.Inspection{Snapshot: reaper.Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}}, Policy: reaper.DefaultPolicy()}
+	fleet := in.Fleet()
 	holdings := []reaper.Holding{
 		{Key: "task:a", Owner: "1@live", Kind: reaper.KindTask},
 		{Key: "task:b", Owner: "1@gone-registered", Kind: reaper.KindTask, Registered: true},
