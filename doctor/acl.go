@@ -24,33 +24,41 @@ type probe struct {
 
 const probeKey = "pulp:lock_reaper:doctor-probe"
 
-// allowedProbe is how the check asks about a command of the ACL list.
+// probeArgs are the arguments the check asks about each command of the ACL
+// list with: keys under the lock names nobody uses, so that a command that
+// did run (it never does) would change nothing that matters. Every command
+// of internal/privilege/redis.acl needs an entry (TestEveryACLCommandHasProbeArgs).
+var probeArgs = map[string][]any{
+	"select":     {"select", "0"},
+	"scan":       {"scan", "0", "count", "1"},
+	"type":       {"type", probeKey},
+	"get":        {"get", "task:" + probeKey},
+	"smembers":   {"smembers", "pulp:owner_locks:" + probeKey},
+	"hgetall":    {"hgetall", probeKey},
+	"evalsha":    {"evalsha", strings.Repeat("0", 40), "1", "task:" + probeKey},
+	"eval":       {"eval", "return 0", "1", "task:" + probeKey},
+	"del":        {"del", "task:" + probeKey},
+	"srem":       {"srem", "pulp:resource_lock:" + probeKey, "x"},
+	"sismember":  {"sismember", "pulp:owner_locks:" + probeKey, "x"},
+	"smismember": {"smismember", "pulp:owner_locks:" + probeKey, "x"},
+	"sscan":      {"sscan", "pulp:owner_locks:" + probeKey, "0"},
+	"multi":      {"multi"},
+	"exec":       {"exec"},
+	"hset":       {"hset", probeKey, "f", "v"},
+	"expire":     {"expire", probeKey, "1"},
+	"setex":      {"setex", "pulp:task:cancel:" + probeKey, "1", "x"},
+	"info":       {"info", "server"},
+	"role":       {"role"},
+}
+
+// allowedProbe is how the check asks about a command of the ACL list. A
+// command without probe arguments is asked about bare; Redis then answers
+// with an arity error, which the check reports as "no answer".
 func allowedProbe(cmd string) probe {
-	args := map[string][]any{
-		"select":     {"select", "0"},
-		"scan":       {"scan", "0", "count", "1"},
-		"type":       {"type", probeKey},
-		"get":        {"get", "task:" + probeKey},
-		"smembers":   {"smembers", "pulp:owner_locks:" + probeKey},
-		"hgetall":    {"hgetall", probeKey},
-		"evalsha":    {"evalsha", strings.Repeat("0", 40), "1", "task:" + probeKey},
-		"eval":       {"eval", "return 0", "1", "task:" + probeKey},
-		"del":        {"del", "task:" + probeKey},
-		"srem":       {"srem", "pulp:resource_lock:" + probeKey, "x"},
-		"sismember":  {"sismember", "pulp:owner_locks:" + probeKey, "x"},
-		"smismember": {"smismember", "pulp:owner_locks:" + probeKey, "x"},
-		"sscan":      {"sscan", "pulp:owner_locks:" + probeKey, "0"},
-		"multi":      {"multi"},
-		"exec":       {"exec"},
-		"hset":       {"hset", probeKey, "f", "v"},
-		"expire":     {"expire", probeKey, "1"},
-		"info":       {"info", "server"},
-		"role":       {"role"},
-	}[cmd]
-	if args == nil {
-		args = []any{cmd}
+	if args, ok := probeArgs[cmd]; ok {
+		return probe{name: cmd, args: args}
 	}
-	return probe{name: cmd, args: args}
+	return probe{name: cmd, args: []any{cmd}}
 }
 
 // deniedProbes are commands and keys a pass never needs; the documented

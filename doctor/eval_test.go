@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -161,7 +163,8 @@ func TestEvalHeartbeats(t *testing.T) {
 func TestEvalLegacyOwners(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	fleet := heartbeat.NewFleet([]heartbeat.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}, now, 30*time.Second)
+	in := &reaper.Inspection{Snapshot: reaper.Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}}, Policy: reaper.DefaultPolicy()}
+	fleet := in.Fleet()
 	holdings := []reaper.Holding{
 		{Key: "task:a", Owner: "1@live", Kind: reaper.KindTask},
 		{Key: "task:b", Owner: "1@gone-registered", Kind: reaper.KindTask, Registered: true},
@@ -180,4 +183,26 @@ func TestReportExitCode(t *testing.T) {
 	require.Equal(t, ExitWarnings, Report{Status: Warn}.ExitCode())
 	require.Equal(t, ExitFailure, Report{Status: Fail}.ExitCode())
 	require.Equal(t, []int{0, 1, 2}, []int{OK.Level(), Warn.Level(), Fail.Level()})
+}
+
+// TestREADMEDocumentsEveryCheck: each check has its row in the README's
+// doctor table, and the checks Run runs are exactly CheckNames.
+func TestREADMEDocumentsEveryCheck(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	require.Len(t, checks, len(CheckNames))
+	for i, name := range CheckNames {
+		require.Equal(t, name, checks[i].name)
+		require.Contains(t, string(readme), "| `"+name+"` |", name)
+	}
+}
+
+// TestEveryACLCommandHasProbeArgs: a command added to the ACL list gets
+// probe arguments with it, or the ACL check could not answer for it.
+func TestEveryACLCommandHasProbeArgs(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range aclCommands() {
+		require.Contains(t, probeArgs, cmd, "doctor/acl.go probeArgs")
+	}
 }

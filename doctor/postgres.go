@@ -113,7 +113,7 @@ func probePooler(ctx context.Context, t Target) (poolerProbe, error) {
 	// for the second's transaction: give up the comparison then.
 	wait, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	err = first.QueryRow(wait, "SELECT current_setting($1, true), pg_backend_pid()", poolerProbeSetting).Scan(&p.got, &p.pidAfter)
+	err = first.QueryRow(wait, "SELECT coalesce(current_setting($1, true), ''), pg_backend_pid()", poolerProbeSetting).Scan(&p.got, &p.pidAfter)
 	if err != nil && wait.Err() != nil && ctx.Err() == nil {
 		p.inconclusive = true
 		first.Conn().Close(context.WithoutCancel(ctx)) //nolint:errcheck // discarded either way
