@@ -1,8 +1,14 @@
 # syntax=docker/dockerfile:1
 
+# Base images are pinned by digest (the tag says what the image is, the digest
+# which one): a rebuild gets the same bases until a reviewed commit bumps
+# them with scripts/bump-base-images.sh. The digests are of the multi-arch
+# indexes, so every platform resolves its own image. The Go tag is go.mod's
+# go directive exactly (deploy/dockerfile_test.go checks it).
+
 # Build stage. It runs on the build host's platform and cross-compiles for the
 # target platform, so a multi-arch build needs no emulation.
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+FROM --platform=$BUILDPLATFORM golang:1.26.8-bookworm@sha256:dc9ad6c05acc7a88e5b71bde60a5fe3bd4b9f0db209011711b464107438a8107 AS build
 ARG TARGETOS
 ARG TARGETARCH
 ENV GOOS=$TARGETOS GOARCH=$TARGETARCH
@@ -17,7 +23,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 
 # Final stage: a static binary on distroless, as the nonroot user. Nothing is
 # written to the filesystem at run time, so a read-only root filesystem works.
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:d093aa3e30dbadd3efe1310db061a14da60299baff8450a17fe0ccc514a16639
 ARG VERSION=dev
 LABEL org.opencontainers.image.title="lock-reaper" \
       org.opencontainers.image.description="Releases stale Pulp task/resource locks in Redis and cancels lost tasks in PostgreSQL" \

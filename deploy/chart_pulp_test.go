@@ -2,10 +2,15 @@ package deploy
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -202,4 +207,33 @@ func checkPulpExample(t *testing.T, pod corev1.PodSpec, pulp map[string]any) {
 		want.values["REAPER_REDIS_PORT"] = "6379"
 	}
 	checkPulpWiring(t, pod, reaperContainer(t, pod), want)
+}
+
+// TestReadmePulpOperator keeps the README's "With pulp-operator" values those
+// of the example files, and renders them.
+func TestReadmePulpOperator(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join(chartDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pulp-operator-managed", "pulp-operator-external"} {
+		m := regexp.MustCompile("(?s)<!-- " + name + " -->\\s*```yaml\n(.*?)```").FindSubmatch(readme)
+		if m == nil {
+			t.Errorf("README.md has no yaml block after <!-- %s -->", name)
+			continue
+		}
+		vals, err := chartutil.ReadValues(m[1])
+		if err != nil {
+			t.Fatalf("README.md %s: %v", name, err)
+		}
+		example := readValuesFile(t, filepath.Join("examples", name+".yaml"))
+		for _, key := range []string{"mode", "pulp"} {
+			if !reflect.DeepEqual(vals[key], example[key]) {
+				t.Errorf("README.md %s: %s is %s, examples/%s.yaml has %s", name, key, toJSON(vals[key]), name, toJSON(example[key]))
+			}
+		}
+		pod := podOf(t, render(t, vals.AsMap())).Spec
+		checkPulpExample(t, pod, vals["pulp"].(map[string]any))
+	}
 }

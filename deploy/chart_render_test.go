@@ -64,8 +64,13 @@ func loadChart(t *testing.T) *chart.Chart {
 // schema and strict templates (a reference to a value that does not exist
 // fails).
 func renderChart(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
+	return renderChartFor(ch, vals, kubeVersion)
+}
+
+// renderChartFor renders as renderChart does for a cluster of version kv.
+func renderChartFor(ch *chart.Chart, vals map[string]any, kv chartutil.KubeVersion) (map[string]string, error) {
 	caps := chartutil.DefaultCapabilities.Copy()
-	caps.KubeVersion = kubeVersion
+	caps.KubeVersion = kv
 	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true}
 	top, err := chartutil.ToRenderValues(ch, vals, opts, caps)
 	if err != nil {

@@ -25,8 +25,8 @@ const (
 )
 
 // finalBaseImage is what the image may be based on: a static distroless
-// image as nonroot, or scratch.
-var finalBaseImage = regexp.MustCompile(`^(gcr\.io/distroless/static(-debian[0-9]+)?:nonroot(@sha256:[0-9a-f]{64})?|scratch)$`)
+// image as nonroot, pinned by digest, or scratch.
+var finalBaseImage = regexp.MustCompile(`^(gcr\.io/distroless/static(-debian[0-9]+)?:nonroot@sha256:[0-9a-f]{64}|scratch)$`)
 
 // image is the Dockerfile as BuildKit reads it.
 type image struct {
@@ -184,12 +184,15 @@ func TestDockerfileBuildStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^go ([0-9]+\.[0-9]+)`).FindSubmatch(goMod)
+	m := regexp.MustCompile(`(?m)^go ([0-9]+\.[0-9]+(\.[0-9]+)?)\s*$`).FindSubmatch(goMod)
 	if m == nil {
 		t.Fatal("go.mod has no go directive")
 	}
-	if want := "golang:" + string(m[1]); img.build.BaseName != want {
-		t.Errorf("build stage FROM %s, want %s (go.mod's Go release)", img.build.BaseName, want)
+	// The Go release of go.mod exactly (the image's GOTOOLCHAIN=local builds
+	// with what it has), a Debian variant at most, and pinned by digest.
+	want := regexp.MustCompile(`^golang:` + regexp.QuoteMeta(string(m[1])) + `(-[a-z0-9]+)?@sha256:[0-9a-f]{64}$`)
+	if !want.MatchString(img.build.BaseName) {
+		t.Errorf("build stage FROM %s, want golang:%s[-variant]@sha256:<digest> (go.mod's Go release, pinned)", img.build.BaseName, m[1])
 	}
 
 	if got := argDefault(t, img.build, "VERSION"); got != "dev" {
@@ -228,7 +231,7 @@ func TestDockerfileFinalStage(t *testing.T) {
 	final := img.final
 
 	if !finalBaseImage.MatchString(final.BaseName) {
-		t.Errorf("final stage FROM %s, want static distroless as nonroot, or scratch", final.BaseName)
+		t.Errorf("final stage FROM %s, want static distroless as nonroot pinned by digest (@sha256:...), or scratch", final.BaseName)
 	}
 
 	var user string
