@@ -11,7 +11,11 @@ const (
 
 // immediateOwnerPrefix marks an owner name that stands for one immediate task
 // rather than a process: immediate-<task-uuid>.
-const immediateOwnerPrefix = "immediate-"
+// ImmediateOwnerPrefix starts the owner name pulpcore's immediate dispatch
+// takes a task lock under: immediate-<task uuid>.
+const ImmediateOwnerPrefix = "immediate-"
+
+const immediateOwnerPrefix = ImmediateOwnerPrefix
 
 // IsTaskUUID reports whether s is a UUID in the canonical lowercase text form
 // pulpcore uses for task keys.

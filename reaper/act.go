@@ -30,14 +30,19 @@ func (a *actor) run(ctx context.Context) error {
 		return nil
 	}
 	releaseErr := a.release(ctx)
-	var updateErr error
+	var updateErr, retireErr error
 	if releaseErr == nil {
 		updateErr = a.updateTasks(ctx)
+		// Owners with nothing left and no live row leave the registry, as
+		// pulpcore's cleanup would have them.
+		if ctx.Err() == nil {
+			retireErr = retireOwners(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, a.plan.FleetOwners)
+		}
 	} else {
 		a.failPendingTasks()
 	}
 	suspectErr := writeSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep())
-	return errors.Join(releaseErr, updateErr, suspectErr)
+	return errors.Join(releaseErr, updateErr, retireErr, suspectErr)
 }
 
 // initResults gives every holding and task the result it has unless the

@@ -201,6 +201,9 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, err)
 	}
+	if rs.holdings, err = recheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.holdings, ds.tasks); err != nil {
+		return Snapshot{}, err
+	}
 	snap := Snapshot{
 		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
 		Tasks: ds.tasks, Suspects: suspects, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,

@@ -29,9 +29,12 @@ import (
 // alone as owner-changed, and the next pass judges it afresh. The check
 // counts rather than compares, so that Redis does the work: with S the task
 // locks seen (distinct keys) and T the task keys the registry lists, T is
-// within S exactly when |T| equals |T ∩ S|, which SMISMEMBER counts. SSCAN
-// may list a member twice, which can only make |T| look larger: the holding
-// is then left alone.
+// within S exactly when |T| equals |T ∩ S|, which SMISMEMBER counts. When the
+// counts differ, the registry's task keys outside S are looked at one by
+// one: an entry whose key no longer exists is stale (pulpcore's legacy
+// cleanup and operators delete locks with a plain DEL) and is pruned there
+// and then, atomically; only an entry whose key exists means a new task. A
+// stale entry so never blocks the owner's other releases.
 //
 // The registry keys are only touched while they are sets: a Redis error in a
 // script does not undo the writes before it, so a registry key of another
@@ -74,7 +77,31 @@ local function took_new_task(owner)
         local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', 1000)
         cursor, listed = page[1], listed + #page[2]
       until cursor == '0'
-      busy[owner] = listed ~= present
+      if listed ~= present then
+        -- The registry lists a task key the snapshot did not see: a new
+        -- task, or a stale entry whose key is gone (deleted by a plain DEL).
+        -- A stale entry is pruned, now that the key is gone; any other
+        -- leaves the owner busy.
+        local seen_key = {}
+        for i = first, first + k - 1 do seen_key[ARGV[i]] = true end
+        local stale = {}
+        repeat
+          local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', 1000)
+          cursor = page[1]
+          for _, key in ipairs(page[2]) do
+            if not seen_key[key] then
+              if redis.call('EXISTS', key) == 1 then
+                busy[owner] = true
+              else
+                stale[#stale + 1] = key
+              end
+            end
+          end
+        until cursor == '0' or busy[owner]
+        for from = 1, #stale, 1000 do
+          redis.call('SREM', registry, unpack(stale, from, math.min(from + 999, #stale)))
+        end
+      end
     end
   end
   return busy[owner]

@@ -48,6 +48,7 @@ func TestReleaseGuardCountsTaskLocks(t *testing.T) {
 
 	newTask := TaskKeyPrefix + "00000000-0000-4000-8000-999999999999"
 	require.NoError(t, rdb.SRem(f.ctx, registry, seen[8]).Err())
+	require.NoError(t, rdb.Set(f.ctx, newTask, owner, 0).Err()) // taken with its entry, as pulpcore's acquire does
 	require.NoError(t, rdb.SAdd(f.ctx, registry, newTask).Err())
 	h := stale("c")
 	require.Equal(t, ResultOwnerChanged, release(h), "a new task lock, though the count of task locks is as seen")

@@ -1,0 +1,51 @@
+package reaper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestTornReadImmediateTaskStartsDuringAPass reproduces the race of an
+// immediate task that pulpcore starts while a pass is between its Redis read
+// and its database read: the task takes task:<T> as immediate-<T> (with its
+// resource and registry entries), then its row goes running with
+// app_lock_id NULL. The pass saw no lock and then sees a running task with no
+// claim; it must not cancel it. Many times, each with a fresh task, beside a
+// dead worker's lost task that must still be canceled.
+func TestTornReadImmediateTaskStartsDuringAPass(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	r := f.reaper(nil)
+	dead := f.worker("1@dead", time.Hour)
+	for i := range 25 {
+		lost := f.task(StateRunning, dead, []string{"repo-lost"}, -1)
+		immediate := f.task(StateWaiting, "", []string{"repo-imm"}, -1)
+		owner := immediateOwnerPrefix + immediate
+		started := false
+		rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Phase: func(phase string, _, _ int) {
+			if phase != PhaseReadingDatabase || started {
+				return
+			}
+			started = true
+			f.acquire(owner, immediate, []string{"repo-imm"}, false)
+			_, err := f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'running' WHERE pulp_id = $1", immediate)
+			require.NoError(t, err)
+		}})
+		require.NoError(t, err)
+		require.True(t, started)
+		state, _, _, _ := f.taskRow(immediate)
+		require.Equal(t, StateRunning, state, "trial %d: the immediate task was %s while it ran", i, state)
+		require.Equal(t, owner, f.get(TaskKeyPrefix+immediate), "trial %d: its task lock is kept", i)
+		require.Nil(t, taskFindingFor(rep, immediate))
+		state, _, _, _ = f.taskRow(lost)
+		require.Equal(t, StateCanceled, state, "trial %d: the dead worker's task is still lost", i)
+
+		// The immediate task ends as pulpcore ends it, before the next trial.
+		_, err = f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed', finished_at = now() WHERE pulp_id = $1", immediate)
+		require.NoError(t, err)
+		require.NoError(t, f.redis.Client.Del(f.ctx, TaskKeyPrefix+immediate, ResourceKeyPrefix+"repo-imm", OwnerLocksPrefix+owner).Err())
+		require.NoError(t, f.redis.Client.SRem(f.ctx, ActiveOwnersKey, owner).Err())
+	}
+}
