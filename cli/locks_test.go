@@ -126,7 +126,7 @@ func TestLocksByOwner(t *testing.T) {
 
 	code, out, _ = run(t, f.env, "locks", "--by-owner", "--owner", "7@nobody", "--output", "json")
 	require.Equal(t, reaper.ExitOK, code)
-	require.Contains(t, out, `"owners": []`)
+	require.Contains(t, out, `"owners":[]`)
 
 	code, out, _ = run(t, f.env, "locks", "--by-owner")
 	require.Equal(t, reaper.ExitOK, code)
