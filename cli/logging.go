@@ -16,7 +16,7 @@ import (
 // newLogger writes to stderr: colored text through tint on a terminal, JSON
 // otherwise (a CronJob's log collector wants one object per line). go-redis's
 // own messages, which it would print as plain lines of its own, go through
-// the same logger.
+// the same logger when it writes to a file.
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -37,8 +37,19 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log.format must be auto, text or json, got %q", format)
 	}
-	redis.SetLogger(redisLogger{logger})
+	if writesToFile(w) {
+		redis.SetLogger(redisLogger{logger})
+	}
 	return logger, nil
+}
+
+// writesToFile says the logs go to a file, the process's stderr. go-redis
+// has one logger per process, which its background dials also write to:
+// only such a command takes it, not one logging into a buffer (a test),
+// which would then receive other commands' messages while it reads.
+func writesToFile(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && f.Fd() != ^uintptr(0)
 }
 
 // durationSeconds writes a duration as a number of seconds with millisecond

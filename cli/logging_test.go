@@ -3,8 +3,11 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,9 +39,10 @@ func TestJSONLogDurationsInSeconds(t *testing.T) {
 }
 
 // TestJSONLogsWithRedisDown: with Redis unreachable every line a pass writes
-// to stderr is one JSON object, go-redis's own complaints included. It does
-// not run in parallel: go-redis has one logger per process, and a parallel
-// test's would take its messages.
+// to stderr is one JSON object, go-redis's own complaints included. Stderr is
+// a file, as a process's is (go-redis's logger is process-wide, so only a
+// command logging to a file takes it); the test does not run in parallel, so
+// that no other command takes it meanwhile.
 func TestJSONLogsWithRedisDown(t *testing.T) {
 	env := map[string]string{
 		"REAPER_REDIS_URL":     "redis://" + closedAddr(t) + "/0",
@@ -46,11 +50,21 @@ func TestJSONLogsWithRedisDown(t *testing.T) {
 		"REAPER_DATABASE_URL":  "postgres://postgres@" + closedAddr(t) + "/pulp?sslmode=disable",
 		"REAPER_LOG_FORMAT":    "json",
 	}
-	code, out, stderr := run(t, env, "audit", "--output", "json")
+	stderrFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	require.NoError(t, err)
+	defer stderrFile.Close()
+	var out bytes.Buffer
+	code := Main(context.Background(), Env{
+		Args: []string{"audit", "--output", "json"}, Stdout: &out, Stderr: stderrFile, Version: "test",
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+	})
+	raw, err := os.ReadFile(stderrFile.Name())
+	require.NoError(t, err)
+	stderr := string(raw)
 	require.Equal(t, reaper.ExitFailed, code, stderr)
-	require.Equal(t, 1, strings.Count(out, "\n"), "the report is one line")
+	require.Equal(t, 1, strings.Count(out.String(), "\n"), "the report is one line")
 	var rep reaper.Report
-	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
 	require.NotEmpty(t, rep.Error)
 
 	msgs := map[string]int{}
