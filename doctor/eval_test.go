@@ -121,8 +121,12 @@ func TestEvalPulpcoreVersions(t *testing.T) {
 func TestEvalPooler(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, OK, evalPooler(poolerProbe{pidBefore: 7, pidAfter: 7, want: "x", got: "x"}).Status)
-	r := evalPooler(poolerProbe{pidBefore: 7, pidAfter: 8, want: "x", got: ""})
+	r := evalPooler(poolerProbe{pidBefore: 7, pidAfter: 8, want: "x", got: "", cachesStatements: true})
 	require.Equal(t, Fail, r.Status)
+	require.Contains(t, r.Evidence, "transaction pooler")
+	require.Contains(t, r.Fix, "database.exec_mode: exec")
+	r = evalPooler(poolerProbe{pidBefore: 7, pidAfter: 8, want: "x", got: ""})
+	require.Equal(t, OK, r.Status, "transaction pooling works without a statement cache")
 	require.Contains(t, r.Evidence, "transaction pooler")
 	require.Equal(t, Warn, evalPooler(poolerProbe{inconclusive: true}).Status)
 }

@@ -28,7 +28,8 @@ func checkHeartbeatClock(ctx context.Context, t Target) Result {
 	if err != nil {
 		return couldNotCheck("read core_appstatus", err, "check that database.url reaches pulpcore's database.")
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
+	// Rollback's error is dropped: read-only.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	rows, err := heartbeat.Read(ctx, tx)
 	if err != nil {
 		return couldNotCheck("read core_appstatus", err, grantFix(err))

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"strings"
 	"time"
 )
@@ -60,6 +61,10 @@ type poolerProbe struct {
 	// inconclusive says a second session's open transaction held the first
 	// one up, so the comparison could not be made.
 	inconclusive bool
+	// cachesStatements says the pool's pgx exec mode keeps prepared
+	// statements per connection (cache_statement, cache_describe), which a
+	// transaction pooler hands to other clients.
+	cachesStatements bool
 }
 
 // checkPostgresPooler looks for a transaction pooler (PgBouncer in
@@ -79,6 +84,10 @@ func checkPostgresPooler(ctx context.Context, t Target) Result {
 
 func probePooler(ctx context.Context, t Target) (poolerProbe, error) {
 	var p poolerProbe
+	switch t.Postgres.Config().ConnConfig.DefaultQueryExecMode {
+	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
+		p.cachesStatements = true
+	}
 	token := make([]byte, 8)
 	_, _ = rand.Read(token)
 	p.want = hex.EncodeToString(token)
@@ -104,7 +113,8 @@ func probePooler(ctx context.Context, t Target) (poolerProbe, error) {
 	if err != nil {
 		return p, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
+	// Rollback's error is dropped: read-only.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var other int32
 	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&other); err != nil {
 		return p, err
@@ -116,7 +126,7 @@ func probePooler(ctx context.Context, t Target) (poolerProbe, error) {
 	err = first.QueryRow(wait, "SELECT coalesce(current_setting($1, true), ''), pg_backend_pid()", poolerProbeSetting).Scan(&p.got, &p.pidAfter)
 	if err != nil && wait.Err() != nil && ctx.Err() == nil {
 		p.inconclusive = true
-		first.Conn().Close(context.WithoutCancel(ctx)) //nolint:errcheck // discarded either way
+		_ = first.Conn().Close(context.WithoutCancel(ctx)) // discarded either way
 		return p, nil
 	}
 	return p, err
@@ -128,10 +138,13 @@ func evalPooler(p poolerProbe) Result {
 	case p.inconclusive:
 		return Result{Status: Warn, Evidence: "a second session's transaction held up the first: a pooler with a single server connection, or an overloaded server",
 			Fix: "connect the reaper to PostgreSQL directly (or through PgBouncer in session mode)."}
-	case p.got != p.want || p.pidAfter != p.pidBefore:
-		return Result{Status: Fail, Evidence: fmt.Sprintf("session state did not stay with the session: setting %q read back as %q, backend pid %d then %d; a transaction pooler is in between, and the pass lock (a session advisory lock) protects nothing",
+	case (p.got != p.want || p.pidAfter != p.pidBefore) && p.cachesStatements:
+		return Result{Status: Fail, Evidence: fmt.Sprintf("session state did not stay with the session: setting %q read back as %q, backend pid %d then %d; a transaction pooler is in between, and pgx's statement cache (the exec mode in use) gives prepared statements to connections that do not have them",
 			poolerProbeSetting, p.got, p.pidBefore, p.pidAfter),
-			Fix: "connect the reaper to PostgreSQL directly, or through PgBouncer in session mode (pool_mode = session)."}
+			Fix: "set database.exec_mode: exec (README, PgBouncer), or connect directly or through PgBouncer in session mode."}
+	case p.got != p.want || p.pidAfter != p.pidBefore:
+		return Result{Status: OK, Evidence: fmt.Sprintf("a transaction pooler is in between (setting %q read back as %q, backend pid %d then %d); a pass keeps its locks and timeouts inside one transaction and its exec mode caches no statements, so it works through it",
+			poolerProbeSetting, p.got, p.pidBefore, p.pidAfter)}
 	}
 	return Result{Status: OK, Evidence: fmt.Sprintf("a session setting and backend pid %d stayed with the session across transactions", p.pidBefore)}
 }

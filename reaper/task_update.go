@@ -66,7 +66,8 @@ func (u *taskUpdater) updateBatch(ctx context.Context, batch []TaskJudgement) ([
 	if err != nil {
 		return nil, fmt.Errorf("update %d tasks: %w", n, err)
 	}
-	defer tx.Rollback(context.WithoutCancel(cctx)) //nolint:errcheck // after Commit, a no-op
+	// Rollback's error is dropped: after Commit, a no-op.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(cctx)) }()
 	if err := checkWritable(cctx, tx, u.pool.Config().ConnConfig); err != nil {
 		return nil, err
 	}
