@@ -3,11 +3,11 @@ package daemon
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lock-reaper/lock-reaper/internal/testenv"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind: Stop must
 // return only once the loop, the server and every pass are gone.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testenv.VerifyTestMain(m)
 }

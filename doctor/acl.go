@@ -40,6 +40,7 @@ var probeArgs = map[string][]any{
 	"del":        {"del", "task:" + probeKey},
 	"srem":       {"srem", "pulp:resource_lock:" + probeKey, "x"},
 	"sismember":  {"sismember", "pulp:owner_locks:" + probeKey, "x"},
+	"exists":     {"exists", "task:" + probeKey},
 	"smismember": {"smismember", "pulp:owner_locks:" + probeKey, "x"},
 	"sscan":      {"sscan", "pulp:owner_locks:" + probeKey, "0"},
 	"multi":      {"multi"},

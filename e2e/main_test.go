@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lock-reaper/lock-reaper/internal/testenv"
 )
 
 var (
@@ -19,7 +19,7 @@ var (
 // TestMain fails the package when a test leaves a goroutine behind: every
 // fleet, reaper loop and daemon must be stopped by its test's cleanup.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testenv.VerifyTestMain(m)
 }
 
 // testSeed is the seed a test runs with: -seed, else REAPER_E2E_SEED, else

@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // holdingRef names one holding: a lock key and one owner.
@@ -64,7 +68,7 @@ func (w *wireLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // followed by the same call as EVAL.
 func (w *wireLog) observe(cmd redis.Cmder, err error) {
 	name := strings.ToLower(cmd.Name())
-	if (name != "evalsha" && name != "eval") || err != nil {
+	if (name != "evalsha" && name != "eval") || err != nil || !isReleaseScript(name, cmd.Args()) {
 		return
 	}
 	refs, results, perr := decodeRelease(cmd)
@@ -124,4 +128,19 @@ func (w *wireLog) snapshot() (released map[holdingRef]int, results map[string]in
 		results[k] = v
 	}
 	return released, results, append([]string(nil), w.malformed...)
+}
+
+// isReleaseScript tells the release script's calls from the other scripts a
+// pass runs (suspects, retiring owners): EVALSHA names it by its SHA-1, EVAL
+// sends its source.
+func isReleaseScript(name string, args []any) bool {
+	if len(args) < 2 {
+		return false
+	}
+	script := fmt.Sprint(args[1])
+	if name == "eval" {
+		sum := sha1.Sum([]byte(script))
+		script = hex.EncodeToString(sum[:])
+	}
+	return script == reaper.ReleaseScriptSHA()
 }

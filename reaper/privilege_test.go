@@ -229,7 +229,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		{"once json", map[string]string{"REAPER_REDIS_URL": p.redisURL, "REAPER_DATABASE_URL": p.database, "REAPER_LOG_FORMAT": "json", "REAPER_LOG_LEVEL": "debug"}, []string{"once", "--output", "json"}, reaper.ExitOK},
 		{"database unreachable", map[string]string{"REAPER_REDIS_URL": p.redisURL, "REAPER_DATABASE_URL": unreachableDB, "REAPER_LOG_LEVEL": "debug"}, []string{"once", "--output", "json"}, reaper.ExitFailed},
 		{"redis unreachable", map[string]string{"REAPER_REDIS_URL": unreachableRedis, "REAPER_DATABASE_URL": p.database, "REAPER_REDIS_TIMEOUT": "1s"}, []string{"once"}, reaper.ExitFailed},
-		{"redis password wrong", map[string]string{"REAPER_REDIS_URL": wrongRedisPassword, "REAPER_DATABASE_URL": p.database}, []string{"audit", "--output", "json"}, reaper.ExitFailed},
+		{"redis password wrong", map[string]string{"REAPER_REDIS_URL": wrongRedisPassword, "REAPER_DATABASE_URL": p.database}, []string{"audit", "--output", "json"}, reaper.ExitUsage},
 		{"bad database url", map[string]string{"REAPER_DATABASE_URL": "postgres://u:" + p.roleSecret + "@host:99999999/db"}, []string{"once"}, reaper.ExitUsage},
 		{"bad redis url", map[string]string{"REAPER_REDIS_URL": "redis://u:" + p.userSecret + "@host:port/x"}, []string{"audit"}, reaper.ExitUsage},
 		{"flags", nil, []string{"config", "--redis-url", p.redisURL, "--database-url", p.database}, reaper.ExitOK},

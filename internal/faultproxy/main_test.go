@@ -3,11 +3,11 @@ package faultproxy
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lock-reaper/lock-reaper/internal/testenv"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind: Close
 // must stop the accept loop and every connection's copiers.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testenv.VerifyTestMain(m)
 }
