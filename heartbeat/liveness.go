@@ -60,6 +60,9 @@ type AppStatus struct {
 	AppType       string        `json:"app_type"`
 	TTL           time.Duration `json:"ttl"`
 	LastHeartbeat time.Time     `json:"last_heartbeat"`
+	// PulpCreated is when the row was created, by the worker's clock; the
+	// Kubernetes rules compare it with the container's start.
+	PulpCreated time.Time `json:"pulp_created"`
 }
 
 // Liveness of the row at the database's now.
@@ -85,6 +88,8 @@ type Owner struct {
 	// Rows counts the core_appstatus rows carrying the name (a stale row and a
 	// live successor may share it).
 	Rows int `json:"rows"`
+	// Kubernetes is the pod evidence of the pass, when pods were read.
+	Kubernetes *PodEvidence `json:"kubernetes,omitempty"`
 }
 
 // Fleet is the liveness of every row and owner name at one instant.
@@ -93,6 +98,9 @@ type Fleet struct {
 	Grace time.Duration
 	rows  map[string]AppStatus
 	names map[string]Owner
+	// podLiveness is a row's liveness after the Kubernetes rules, for the
+	// rows they changed (WithPods).
+	podLiveness map[string]Liveness
 }
 
 // Judge computes the liveness of every row and every owner name.
@@ -132,7 +140,16 @@ func (f *Fleet) Row(id string) (AppStatus, Liveness, bool) {
 	if !ok {
 		return AppStatus{}, Gone, false
 	}
-	return r, r.Liveness(f.Now, f.Grace), true
+	return r, f.rowLiveness(r), true
+}
+
+// rowLiveness is the row's liveness by its heartbeat, or as the Kubernetes
+// rules changed it.
+func (f *Fleet) rowLiveness(r AppStatus) Liveness {
+	if l, ok := f.podLiveness[r.ID]; ok {
+		return l
+	}
+	return r.Liveness(f.Now, f.Grace)
 }
 
 // Owners lists every owner name, sorted.
@@ -155,7 +172,7 @@ func (f *Fleet) WorkerCounts() (workers, dead int) {
 		if r.AppType != "worker" {
 			continue
 		}
-		rowDead := r.Liveness(f.Now, f.Grace) == Dead
+		rowDead := f.rowLiveness(r) == Dead
 		if rowDead && f.names[r.Name].Liveness > Dead {
 			continue
 		}
