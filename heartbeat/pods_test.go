@@ -37,7 +37,7 @@ var (
 
 func TestPodRules(t *testing.T) {
 	t.Parallel()
-	late := ltWorkerTTL + 10*time.Second           // past ttl, within grace
+	late := ltWorkerTTL + 10*time.Second          // past ttl, within grace
 	dead := ltWorkerTTL + ltGrace + 2*time.Minute // past ttl + grace, within hung_worker_grace
 	cases := []struct {
 		name     string
