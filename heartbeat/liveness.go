@@ -60,9 +60,10 @@ type AppStatus struct {
 	AppType       string        `json:"app_type"`
 	TTL           time.Duration `json:"ttl"`
 	LastHeartbeat time.Time     `json:"last_heartbeat"`
-	// PulpCreated is when the row was created, by the worker's clock; the
-	// Kubernetes rules compare it with the container's start.
-	PulpCreated time.Time `json:"pulp_created"`
+	// PulpCreated is when the row was created, by the worker's clock, as its
+	// uuid7 pulp_id says (zero for older, version 4 ids); the Kubernetes
+	// rules compare it with the container's start.
+	PulpCreated time.Time `json:"pulp_created,omitzero"`
 }
 
 // Liveness of the row at the database's now.
@@ -101,6 +102,9 @@ type Fleet struct {
 	// podLiveness is a row's liveness after the Kubernetes rules, for the
 	// rows they changed (WithPods).
 	podLiveness map[string]Liveness
+	// heartbeatNames is each name's liveness by heartbeats alone, kept when
+	// the Kubernetes rules changed names: the mass-death guard weighs both.
+	heartbeatNames map[string]Liveness
 }
 
 // Judge computes the liveness of every row and every owner name.
@@ -162,8 +166,21 @@ func (f *Fleet) Owners() []Owner {
 	return out
 }
 
+// nameOutlives says a live or late row carries the name, by heartbeats and
+// by the Kubernetes rules alike. With the rule that only a row dead by its
+// heartbeat is left out, pod evidence may make the guard see more deaths,
+// never fewer.
+func (f *Fleet) nameOutlives(name string) bool {
+	if l, ok := f.heartbeatNames[name]; ok && l <= Dead {
+		return false
+	}
+	return f.names[name].Liveness > Dead
+}
+
 // WorkerCounts counts the worker rows and how many of them are dead, for the
-// mass-death guard. A dead row whose name a live or late row carries again
+// mass-death guard. A row is dead when its heartbeat or the Kubernetes rules
+// say so: a worker held as alive by Kubernetes still counts, so pod evidence
+// never lifts the guard. A dead row whose name a live or late row carries again
 // is left out: that worker restarted under the same pid@hostname, so its old
 // row speaks of a restart, not of a fleet dying at once, and would otherwise
 // pile up with every restart until the guard tripped for good.
@@ -172,8 +189,9 @@ func (f *Fleet) WorkerCounts() (workers, dead int) {
 		if r.AppType != "worker" {
 			continue
 		}
-		rowDead := f.rowLiveness(r) == Dead
-		if rowDead && f.names[r.Name].Liveness > Dead {
+		heartbeatDead := r.Liveness(f.Now, f.Grace) == Dead
+		rowDead := heartbeatDead || f.rowLiveness(r) == Dead
+		if heartbeatDead && f.nameOutlives(r.Name) {
 			continue
 		}
 		workers++

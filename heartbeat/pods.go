@@ -159,7 +159,7 @@ func rowRule(r AppStatus, live Liveness, now time.Time, grace time.Duration, v *
 	if endedAfter(pod.Container, r.LastHeartbeat.Add(rules.ClockSkew)) {
 		return PodRestarted, pod, Dead
 	}
-	if live == Dead && pid == "1" && runningSince(pod, r.PulpCreated.Add(rules.ClockSkew)) {
+	if live == Dead && pid == "1" && !r.PulpCreated.IsZero() && runningSince(pod, r.PulpCreated.Add(rules.ClockSkew)) {
 		if now.Sub(r.LastHeartbeat) <= r.TTL+grace+rules.HungWorkerGrace {
 			return PodAliveNotHeartbeating, pod, Late
 		}
@@ -245,6 +245,10 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 			d.ev = &PodEvidence{Rule: rule, Pod: pod}
 		}
 		byName[r.Name] = d
+	}
+	f.heartbeatNames = make(map[string]Liveness, len(f.names))
+	for name, o := range f.names {
+		f.heartbeatNames[name] = o.Liveness
 	}
 	for name, d := range byName {
 		o := f.names[name]

@@ -119,8 +119,11 @@ func TestPodRulesSameNameRestart(t *testing.T) {
 	require.Equal(t, PodSeen, o.Kubernetes.Rule)
 	require.Equal(t, int32(1), o.Kubernetes.Container.Restarts)
 	workers, deadRows := f.WorkerCounts()
-	require.Equal(t, 1, workers, "a restarted name's old row is no death of the fleet")
-	require.Equal(t, 0, deadRows)
+	// The old row was only late by its heartbeat, so the guard counts the
+	// death Kubernetes proved: pod evidence never makes the guard see fewer
+	// deaths than the heartbeats do.
+	require.Equal(t, 2, workers)
+	require.Equal(t, 1, deadRows)
 }
 
 func TestPodRulesNilViewChangesNothing(t *testing.T) {
@@ -205,4 +208,21 @@ func TestPodRulesOnlyCertainDeathHastens(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestCreatedFromID(t *testing.T) {
+	t.Parallel()
+	// 0x0192_7b2a_3c4d ms = 2024-10-13T...; a version 7 UUID.
+	at, ok := createdFromID("01927b2a-3c4d-7abc-8def-0123456789ab")
+	require.True(t, ok)
+	require.Equal(t, time.UnixMilli(0x01927b2a3c4d).UTC(), at)
+	for _, id := range []string{"", "r", "01927b2a-3c4d-4abc-8def-0123456789ab", "01927b2a-3c4d-7abc-8def-0123456789a", "0192zb2a-3c4d-7abc-8def-0123456789ab"} {
+		_, ok := createdFromID(id)
+		require.False(t, ok, id)
+	}
+	// A row without a creation time is never held alive by Kubernetes.
+	r := ptWorker("r", "1@w", ltWorkerTTL+ltGrace+time.Minute, time.Hour)
+	r.PulpCreated = time.Time{}
+	f := Judge([]AppStatus{r, ptLiveRow}, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptRunning("w", 2*time.Hour, 0), ptLivePod}), ptRules)
+	require.Equal(t, Dead, f.Owner("1@w").Liveness)
 }

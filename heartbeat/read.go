@@ -17,7 +17,7 @@ type Querier interface {
 // real pulpcore database with all its other columns. The interval is returned
 // in microseconds so that months and days in odd ttl values cannot overflow.
 const readSQL = `SELECT pulp_id::text, name, app_type,
-	(EXTRACT(EPOCH FROM ttl) * 1000000)::float8, last_heartbeat, pulp_created
+	(EXTRACT(EPOCH FROM ttl) * 1000000)::float8, last_heartbeat
 FROM core_appstatus`
 
 // maxTTL caps absurd ttl values so that duration arithmetic never overflows.
@@ -34,10 +34,11 @@ func Read(ctx context.Context, q Querier) ([]AppStatus, error) {
 	for rows.Next() {
 		var r AppStatus
 		var ttlMicros float64
-		if err := rows.Scan(&r.ID, &r.Name, &r.AppType, &ttlMicros, &r.LastHeartbeat, &r.PulpCreated); err != nil {
+		if err := rows.Scan(&r.ID, &r.Name, &r.AppType, &ttlMicros, &r.LastHeartbeat); err != nil {
 			return nil, fmt.Errorf("read core_appstatus: %w", err)
 		}
 		r.TTL = clampTTL(ttlMicros)
+		r.PulpCreated, _ = createdFromID(r.ID)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

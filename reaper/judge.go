@@ -32,7 +32,7 @@ func JudgeFindings(snap Snapshot, p Policy) Plan {
 }
 
 func judgeSnapshot(snap Snapshot, p Policy, listAll bool) Plan {
-	j := judge{snap: snap, p: p, listAll: listAll, fleet: heartbeat.Judge(snap.AppStatuses, snap.Now, p.HeartbeatGrace)}
+	j := judge{snap: snap, p: p, listAll: listAll, fleet: fleetOf(snap, p)}
 	return j.run()
 }
 
@@ -132,7 +132,7 @@ func (j *judge) holders(byOwner map[string]int) []OwnerReport {
 	out := make([]OwnerReport, len(names))
 	for i, name := range names {
 		e := j.ownerEvidence(name)
-		out[i] = OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name]}
+		out[i] = OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name], Kubernetes: e.Kubernetes}
 	}
 	return out
 }
@@ -197,7 +197,7 @@ func (j *judge) ownerEvidence(name string) Evidence {
 		return e
 	}
 	o := j.owner(name)
-	e := Evidence{OwnerLiveness: o.Liveness}
+	e := Evidence{OwnerLiveness: o.Liveness, Kubernetes: o.Kubernetes}
 	if o.Rows > 0 {
 		e.HeartbeatAge = durationPtr(o.HeartbeatAge)
 	}

@@ -24,6 +24,8 @@ type Evidence struct {
 	// Via is the task lock whose verdict a resource holding inherited, or
 	// which justified it.
 	Via string `json:"via,omitempty"`
+	// Kubernetes is the owner's pod evidence, when the pass read pods.
+	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
 }
 
 // Judgement is the verdict on one holding.
@@ -109,7 +111,7 @@ func (p *Plan) countListed() {
 	p.Holders = make([]OwnerReport, 0, len(byOwner))
 	for _, name := range slices.Sorted(maps.Keys(byOwner)) {
 		e := evidence[name]
-		p.Holders = append(p.Holders, OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name]})
+		p.Holders = append(p.Holders, OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name], Kubernetes: e.Kubernetes})
 	}
 }
 

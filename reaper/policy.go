@@ -3,6 +3,8 @@ package reaper
 import (
 	"fmt"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // Defaults of Policy, as verdicts.md gives them.
@@ -52,6 +54,8 @@ type Policy struct {
 	// next one. Defaults 10000 and 1000.
 	MaxReleases    int
 	MaxTaskUpdates int
+	// Pods are the settings of the Kubernetes rules (kubernetes.hung_worker_grace).
+	Pods heartbeat.PodRules
 }
 
 // DefaultPolicy returns the policy with every default of verdicts.md.
@@ -66,6 +70,7 @@ func DefaultPolicy() Policy {
 		MinWorkers:      DefaultMinWorkers,
 		MaxReleases:     DefaultMaxReleases,
 		MaxTaskUpdates:  DefaultMaxTaskUpdates,
+		Pods:            heartbeat.PodRules{HungWorkerGrace: heartbeat.DefaultHungWorkerGrace, ClockSkew: heartbeat.DefaultClockSkew},
 	}
 }
 
@@ -90,6 +95,10 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("max_releases must not be negative, got %d", p.MaxReleases)
 	case p.MaxTaskUpdates < 0:
 		return fmt.Errorf("max_task_updates must not be negative, got %d", p.MaxTaskUpdates)
+	case p.Pods.HungWorkerGrace < 0:
+		return fmt.Errorf("kubernetes.hung_worker_grace must not be negative, got %v", p.Pods.HungWorkerGrace)
+	case p.Pods.ClockSkew < 0:
+		return fmt.Errorf("kubernetes clock-skew margin must not be negative, got %v", p.Pods.ClockSkew)
 	}
 	return nil
 }

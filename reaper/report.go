@@ -2,6 +2,8 @@ package reaper
 
 import (
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // Report is what one pass found and did. It is the single source of truth:
@@ -20,7 +22,9 @@ type Report struct {
 	Tasks    []TaskFinding `json:"tasks"`
 	Ignored  []Ignored     `json:"ignored"`
 	Guards   []Guard       `json:"guards"`
-	Summary  Summary       `json:"summary"`
+	// Kubernetes is what the pass read from Kubernetes, when that is on.
+	Kubernetes *KubernetesReport `json:"kubernetes,omitempty"`
+	Summary    Summary           `json:"summary"`
 	// Error says why the pass could not complete; what it did before is above.
 	Error string `json:"error,omitempty"`
 
@@ -44,6 +48,9 @@ type OwnerReport struct {
 	Liveness     string    `json:"liveness"`
 	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
 	Holdings     int       `json:"holdings"`
+	// Kubernetes is the owner's pod evidence: pod, phase, container start,
+	// restarts, and the rule that decided.
+	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
 }
 
 // Finding is one holding that is not healthy, and what became of it.
