@@ -88,6 +88,8 @@ func reaperConfig(c config.Config, force bool) reaper.Config {
 	rc.DatabaseTimeout = c.Database.Timeout
 	rc.SuspectTTL = c.SuspectTTL
 	rc.CoordinateWithPulpcore = c.CoordinateWithPulpcore
+	rc.Kubernetes.HungWorkerGrace = c.Kubernetes.HungWorkerGrace
+	rc.KubernetesTimeout = c.Kubernetes.Timeout
 	return rc
 }
 
@@ -101,7 +103,15 @@ func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*r
 	if !ok {
 		return nil, nil, code, false
 	}
-	r, err := reaper.New(reaperConfig(cfg, force), s.rdb, s.pool, logger)
+	rc := reaperConfig(cfg, force)
+	pods, err := openPods(context.Background(), cfg, logger)
+	if err != nil {
+		s.close()
+		fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)
+		return nil, nil, reaper.ExitUsage, false
+	}
+	rc.PodSource = pods
+	r, err := reaper.New(rc, s.rdb, s.pool, logger)
 	if err != nil {
 		s.close()
 		fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)

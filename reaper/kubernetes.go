@@ -51,7 +51,7 @@ const PodRuleNone heartbeat.PodRule = "none"
 // never the pass's: it is reported, and the snapshot has no pods, so the
 // judge decides as it would without Kubernetes.
 func (r *Reaper) readPods(ctx context.Context, rep *Report) *heartbeat.PodView {
-	src := r.cfg.Pods
+	src := r.cfg.PodSource
 	if src == nil {
 		return nil
 	}
@@ -104,5 +104,5 @@ func PodRules() []heartbeat.PodRule {
 // fleetOf judges the liveness of the snapshot's owners: by their heartbeats,
 // then by the pass's pods when it read them.
 func fleetOf(snap Snapshot, p Policy) *heartbeat.Fleet {
-	return heartbeat.Judge(snap.AppStatuses, snap.Now, p.HeartbeatGrace).WithPods(snap.Pods, p.Pods)
+	return heartbeat.Judge(snap.AppStatuses, snap.Now, p.HeartbeatGrace).WithPods(snap.Pods, p.Kubernetes)
 }

@@ -41,7 +41,7 @@ func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 		}
 		pods = append(pods, p)
 	}
-	c.p.Pods = heartbeat.PodRules{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
+	c.p.Kubernetes = heartbeat.PodRules{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
 	return heartbeat.NewPodView(pods)
 }
 
@@ -49,7 +49,7 @@ func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 // heartbeats did.
 func kpHastened(c ptCase, view *heartbeat.PodView) (names, rows map[string]bool) {
 	plain := heartbeat.Judge(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace)
-	withPods := heartbeat.Judge(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace).WithPods(view, c.p.Pods)
+	withPods := heartbeat.Judge(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace).WithPods(view, c.p.Kubernetes)
 	names, rows = map[string]bool{}, map[string]bool{}
 	for _, r := range c.snap.AppStatuses {
 		_, before, _ := plain.Row(r.ID)
@@ -109,7 +109,7 @@ func TestKubernetesPropertyNoViewNoChange(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		c.p.Pods = heartbeat.PodRules{HungWorkerGrace: time.Minute, ClockSkew: time.Second}
+		c.p.Kubernetes = heartbeat.PodRules{HungWorkerGrace: time.Minute, ClockSkew: time.Second}
 		a, b := Judge(c.snap, c.p), Judge(c.snap, withDefaultPodRules(c.p))
 		if len(a.Holdings) != len(b.Holdings) || len(a.Tasks) != len(b.Tasks) {
 			t.Fatalf("plans differ")
@@ -125,7 +125,7 @@ func TestKubernetesPropertyNoViewNoChange(t *testing.T) {
 // withDefaultPodRules is p with the Kubernetes rules' defaults: without a view
 // they must not matter.
 func withDefaultPodRules(p Policy) Policy {
-	p.Pods = DefaultPolicy().Pods
+	p.Kubernetes = DefaultPolicy().Kubernetes
 	return p
 }
 

@@ -54,8 +54,8 @@ type Policy struct {
 	// next one. Defaults 10000 and 1000.
 	MaxReleases    int
 	MaxTaskUpdates int
-	// Pods are the settings of the Kubernetes rules (kubernetes.hung_worker_grace).
-	Pods heartbeat.PodRules
+	// Kubernetes are the settings of the pod evidence rules (kubernetes.hung_worker_grace).
+	Kubernetes heartbeat.PodRules
 }
 
 // DefaultPolicy returns the policy with every default of verdicts.md.
@@ -70,7 +70,7 @@ func DefaultPolicy() Policy {
 		MinWorkers:      DefaultMinWorkers,
 		MaxReleases:     DefaultMaxReleases,
 		MaxTaskUpdates:  DefaultMaxTaskUpdates,
-		Pods:            heartbeat.PodRules{HungWorkerGrace: heartbeat.DefaultHungWorkerGrace, ClockSkew: heartbeat.DefaultClockSkew},
+		Kubernetes:      heartbeat.PodRules{HungWorkerGrace: heartbeat.DefaultHungWorkerGrace, ClockSkew: heartbeat.DefaultClockSkew},
 	}
 }
 
@@ -95,10 +95,10 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("max_releases must not be negative, got %d", p.MaxReleases)
 	case p.MaxTaskUpdates < 0:
 		return fmt.Errorf("max_task_updates must not be negative, got %d", p.MaxTaskUpdates)
-	case p.Pods.HungWorkerGrace < 0:
-		return fmt.Errorf("kubernetes.hung_worker_grace must not be negative, got %v", p.Pods.HungWorkerGrace)
-	case p.Pods.ClockSkew < 0:
-		return fmt.Errorf("kubernetes clock-skew margin must not be negative, got %v", p.Pods.ClockSkew)
+	case p.Kubernetes.HungWorkerGrace < 0:
+		return fmt.Errorf("kubernetes.hung_worker_grace must not be negative, got %v", p.Kubernetes.HungWorkerGrace)
+	case p.Kubernetes.ClockSkew < 0:
+		return fmt.Errorf("kubernetes clock-skew margin must not be negative, got %v", p.Kubernetes.ClockSkew)
 	}
 	return nil
 }

@@ -50,9 +50,9 @@ type Config struct {
 	// CoordinateWithPulpcore also takes pulpcore's cleanup advisory lock for
 	// the pass, so the reaper never races pulpcore's in-worker cleanup.
 	CoordinateWithPulpcore bool
-	// Pods, when set, lists the pods whose evidence the judge adds to the
+	// PodSource, when set, lists the pods whose evidence the judge adds to the
 	// heartbeats (kubernetes.enabled); nil judges by heartbeats alone.
-	Pods PodSource
+	PodSource PodSource
 	// KubernetesTimeout bounds the pods list of one pass (kubernetes.timeout).
 	// Default 5s.
 	KubernetesTimeout time.Duration
