@@ -62,6 +62,7 @@ type Metrics struct {
 	lastSuccess     *timestampGauge
 	ticksSkipped    *prometheus.CounterVec
 	buildInfo       prometheus.Gauge
+	kube            *kubeMetrics
 }
 
 // New returns the collectors, with every series of a known label value
@@ -128,6 +129,7 @@ func New(version string) *Metrics {
 		}),
 	}
 	m.buildInfo.Set(1)
+	m.kube = newKubeMetrics()
 	m.initSeries()
 	return m
 }
@@ -190,6 +192,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.passes, m.passDuration, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.buildInfo,
+		m.kube.reads, m.kube.owners,
 	}
 }
 
