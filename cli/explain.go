@@ -164,7 +164,7 @@ func writeHolders(w io.Writer, hs []reaper.Holder) {
 		if h.Blocks {
 			mark = "\tBLOCKS"
 		}
-		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s -> %s%s%s\n", h.Kind, h.Owner, livenessText(h.Liveness.String(), h.HeartbeatAge), task,
+		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s -> %s%s%s\n", h.Kind, h.Owner, livenessText(h.Liveness.String(), h.HeartbeatAge)+podText(h.Kubernetes), task,
 			h.Verdict, h.Action, deferredText(h.Deferred), mark)
 	}
 	tw.Flush()

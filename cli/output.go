@@ -66,10 +66,11 @@ func writeText(w io.Writer, rep *reaper.Report, limit int) error {
 			if o.HeartbeatAge != nil {
 				age = o.HeartbeatAge.String()
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", o.Name, o.Liveness, age, o.Holdings)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", o.Name, o.Liveness+podText(o.Kubernetes), age, o.Holdings)
 		}
 		tw.Flush()
 	}
+	writeKubernetes(w, rep.Kubernetes)
 	if len(rep.Findings) > 0 {
 		fmt.Fprintln(w, "\nFindings (holdings that are not healthy)")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
