@@ -19,7 +19,7 @@ type kpSource struct {
 }
 
 func (s kpSource) ListPods(context.Context) ([]heartbeat.Pod, error) { return s.pods, s.err }
-func (s kpSource) Where() string                                      { return "namespace test" }
+func (s kpSource) Where() string                                     { return "namespace test" }
 
 func kpRunning(name string, started time.Time, restarts int32) heartbeat.Pod {
 	return heartbeat.Pod{Name: name, Phase: "Running", Container: &heartbeat.Container{Name: "worker", Running: true, StartedAt: &started, Restarts: restarts}}
