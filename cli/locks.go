@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -46,7 +47,9 @@ type LockLine struct {
 	// OwnerLiveness is alive, late, dead or gone; HeartbeatAge is in seconds.
 	OwnerLiveness string           `json:"owner_liveness"`
 	HeartbeatAge  *reaper.Duration `json:"heartbeat_age,omitempty"`
-	Resource      string           `json:"resource,omitempty"`
+	// Kubernetes is the owner's pod evidence, when the pass read pods.
+	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
+	Resource   string                 `json:"resource,omitempty"`
 	// Task is the task the holding is held for: the task of a task lock, or
 	// of the owner's task lock that reserves the resource.
 	Task      string         `json:"task,omitempty"`
@@ -148,7 +151,7 @@ func lockLines(plan reaper.Plan) []LockLine {
 	for _, jd := range plan.Holdings {
 		lines = append(lines, LockLine{
 			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: jd.Evidence.OwnerLiveness.String(),
-			HeartbeatAge: jd.Evidence.HeartbeatAge, Resource: jd.Resource(), Task: jd.HoldingTask(), TaskState: jd.Evidence.TaskState,
+			HeartbeatAge: jd.Evidence.HeartbeatAge, Kubernetes: jd.Evidence.Kubernetes, Resource: jd.Resource(), Task: jd.HoldingTask(), TaskState: jd.Evidence.TaskState,
 			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
 		})
 	}

@@ -96,7 +96,7 @@ func writeHolders(w io.Writer, hs []reaper.Holder, l layout) {
 		if h.Blocks {
 			mark = "BLOCKS"
 		}
-		t.add(textCell(h.Kind.String()), keyCell(quoteText(h.Owner)), textCell(livenessText(h.Liveness.String(), h.HeartbeatAge)),
+		t.add(textCell(h.Kind.String()), keyCell(quoteText(h.Owner)), textCell(livenessText(h.Liveness.String(), h.HeartbeatAge)+podText(h.Kubernetes)),
 			keyCell(task), textCell(string(h.Verdict)+" -> "+string(h.Action)+deferredText(h.Deferred)), textCell(mark).in(ansiBold))
 	}
 	t.write(w, l)

@@ -36,6 +36,7 @@ func writeTextReport(w io.Writer, rep *reaper.Report, l layout) error {
 		fmt.Fprintln(w, "\nOwners holding locks")
 		writeOwners(w, rep.LockOwners, l)
 	}
+	writeKubernetes(w, rep.Kubernetes)
 	if len(rep.Findings) > 0 {
 		if l.grouped {
 			writeGroupedFindings(w, rep.Findings, l)
@@ -80,7 +81,7 @@ func writeOwners(w io.Writer, owners []reaper.OwnerReport, l layout) {
 	}
 	t := &table{indent: "  ", header: []string{"OWNER", "LIVENESS", "HEARTBEAT AGE", "HOLDINGS"}}
 	for _, o := range list[:shown(len(list), l.limit)] {
-		t.add(keyCell(quoteText(o.Name)), textCell(o.Liveness).in(livenessColor(o.Liveness)), textCell(ageOrDash(o.HeartbeatAge)), textCell(fmt.Sprint(o.Holdings)))
+		t.add(keyCell(quoteText(o.Name)), textCell(o.Liveness+podText(o.Kubernetes)).in(livenessColor(o.Liveness)), textCell(ageOrDash(o.HeartbeatAge)), textCell(fmt.Sprint(o.Holdings)))
 	}
 	t.write(w, l)
 	moreLine(w, "  ", len(list)-shown(len(list), l.limit))

@@ -83,6 +83,10 @@ func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool
 func reaperConfig(c config.Config, force bool) reaper.Config {
 	rc := c.Reaper()
 	rc.Force = force
+	// The Kubernetes settings are kept together in the kubernetes group of
+	// the settings table; the pod source itself is opened by newReaper.
+	rc.Kubernetes.HungWorkerGrace = c.Kubernetes.HungWorkerGrace
+	rc.KubernetesTimeout = c.Kubernetes.Timeout
 	return rc
 }
 
@@ -96,7 +100,15 @@ func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*r
 	if !ok {
 		return nil, nil, code, false
 	}
-	r, err := reaper.New(reaperConfig(cfg, force), s.rdb, s.pool, logger)
+	rc := reaperConfig(cfg, force)
+	pods, err := openPods(context.Background(), cfg, logger)
+	if err != nil {
+		s.close()
+		fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)
+		return nil, nil, reaper.ExitUsage, false
+	}
+	rc.PodSource = pods
+	r, err := reaper.New(rc, s.rdb, s.pool, logger)
 	if err != nil {
 		s.close()
 		fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)

@@ -66,6 +66,17 @@ type Config struct {
 
 	CoordinateWithPulpcore bool // coordinate_with_pulpcore
 
+	Kubernetes struct {
+		Enabled         string        // kubernetes.enabled
+		Namespace       string        // kubernetes.namespace
+		Selector        string        // kubernetes.selector
+		Container       string        // kubernetes.container
+		HungWorkerGrace time.Duration // kubernetes.hung_worker_grace
+		Timeout         time.Duration // kubernetes.timeout
+		// Kubeconfig is --kubeconfig or KUBECONFIG, not a key: a laptop's.
+		Kubeconfig string
+	}
+
 	Schedule         string        // schedule
 	Jitter           time.Duration // jitter
 	FullScanInterval time.Duration // full_scan_interval

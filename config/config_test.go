@@ -75,6 +75,11 @@ func TestDefault(t *testing.T) {
 	want.MaxReleases = reaper.DefaultMaxReleases
 	want.MaxTaskUpdates = reaper.DefaultMaxTaskUpdates
 	want.CoordinateWithPulpcore = true
+	want.Kubernetes.Enabled = "auto"
+	want.Kubernetes.Selector = "app.kubernetes.io/managed-by=pulp-operator,app.kubernetes.io/component in (worker,api)"
+	want.Kubernetes.Container = "worker"
+	want.Kubernetes.HungWorkerGrace = 10 * time.Minute
+	want.Kubernetes.Timeout = 5 * time.Second
 	want.Schedule = "@every 1m"
 	want.Jitter = 5 * time.Second
 	want.FullScanInterval = 10 * time.Minute
@@ -466,5 +471,34 @@ func TestExampleFile(t *testing.T) {
 	require.Equal(t, Default(), c)
 	for _, s := range settings {
 		require.Contains(t, string(have), s.env(), "example documents %s", s.key)
+	}
+}
+
+func TestKubernetesSettings(t *testing.T) {
+	c, err := load(t, "", map[string]string{
+		"REAPER_KUBERNETES_ENABLED": "true", "REAPER_KUBERNETES_NAMESPACE": "pulp",
+		"REAPER_KUBERNETES_SELECTOR": "app=pulp-worker", "REAPER_KUBERNETES_HUNG_WORKER_GRACE": "3m",
+		"KUBECONFIG": "/home/me/.kube/config",
+	})
+	require.NoError(t, err)
+	require.Equal(t, "true", c.Kubernetes.Enabled)
+	require.Equal(t, "pulp", c.Kubernetes.Namespace)
+	require.Equal(t, "app=pulp-worker", c.Kubernetes.Selector)
+	require.Equal(t, 3*time.Minute, c.Kubernetes.HungWorkerGrace)
+	require.Equal(t, "/home/me/.kube/config", c.Kubernetes.Kubeconfig)
+
+	for env, want := range map[string]string{
+		"REAPER_KUBERNETES_ENABLED":           "want one of auto, true, false",
+		"REAPER_KUBERNETES_SELECTOR":          "invalid label selector",
+		"REAPER_KUBERNETES_CONTAINER":         "must not be empty",
+		"REAPER_KUBERNETES_HUNG_WORKER_GRACE": "must not be negative",
+		"REAPER_KUBERNETES_TIMEOUT":           "must be greater than 0",
+	} {
+		bad := map[string]string{
+			"REAPER_KUBERNETES_ENABLED": "maybe", "REAPER_KUBERNETES_SELECTOR": "app in (",
+			"REAPER_KUBERNETES_CONTAINER": "", "REAPER_KUBERNETES_HUNG_WORKER_GRACE": "-1s", "REAPER_KUBERNETES_TIMEOUT": "0s",
+		}[env]
+		_, err := load(t, "", map[string]string{env: bad})
+		require.ErrorContains(t, err, want, env)
 	}
 }

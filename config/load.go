@@ -19,8 +19,9 @@ const maxSecretFileSize = 1 << 20
 // Loader layers the configuration sources. Register makes one; Load uses
 // it after the flag set has been parsed.
 type Loader struct {
-	config *flagValue   // --config
-	flags  []*flagValue // parallel to settings
+	config     *flagValue   // --config
+	kubeconfig *flagValue   // --kubeconfig
+	flags      []*flagValue // parallel to settings
 }
 
 // Register defines --config and one flag per setting on fs, and returns the
@@ -29,6 +30,7 @@ type Loader struct {
 func Register(fs *flag.FlagSet) *Loader {
 	l := &Loader{config: &flagValue{}}
 	fs.Var(l.config, "config", "path of the YAML configuration `file` (env "+configEnv+")")
+	l.kubeconfig = registerKubeconfig(fs)
 	for i := range settings {
 		s := &settings[i]
 		v := &flagValue{def: s.def, isBool: s.isBool, redact: s.redact}
@@ -80,6 +82,8 @@ func (l *Loader) Load(getenv func(string) (string, bool)) (Config, error) {
 			errs = append(errs, fmt.Errorf("flag --%s: %w", s.flag(), err))
 		}
 	}
+
+	c.Kubernetes.Kubeconfig = l.kubeconfigPath(getenv)
 
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/kube"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -13,6 +14,7 @@ const (
 	groupDatabase = "PostgreSQL"
 	groupJudge    = "Judging locks and tasks"
 	groupGuards   = "Safety guards"
+	groupKube     = "Kubernetes evidence of liveness"
 	groupRun      = "Scheduling and metrics"
 	groupOutput   = "Logging and output"
 )
@@ -248,6 +250,40 @@ var settings = withReaperDefaults([]setting{
 		binding: bindReaper(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }, func(rc *reaper.Config) *bool { return &rc.CoordinateWithPulpcore }),
 		doc: "Also take pulpcore's worker-cleanup advisory lock for each pass, so the reaper never " +
 			"races pulpcore's own cleanup of dead workers.",
+	},
+	{
+		key: "kubernetes.enabled", group: groupKube, def: "auto",
+		binding: bind(stringCodec("auto|true|false"), func(c *Config) *string { return &c.Kubernetes.Enabled }, oneOf("auto", "true", "false")),
+		doc: "Read the pods of Pulp's workers and API processes once per pass, as a second source of liveness: " +
+			"auto (on in a cluster whose service account may list pods), true or false. Outside a cluster, " +
+			"--kubeconfig or KUBECONFIG names the cluster to read.",
+	},
+	{
+		key: "kubernetes.namespace", group: groupKube, def: "",
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Kubernetes.Namespace }),
+		doc:     "Namespace of Pulp's pods. Empty: the reaper's own (its service account's, or the kubeconfig context's).",
+	},
+	{
+		key: "kubernetes.selector", group: groupKube, def: kube.DefaultSelector,
+		binding: bind(stringCodec("selector"), func(c *Config) *string { return &c.Kubernetes.Selector }, checkSelector),
+		doc: "Label selector of Pulp's worker and API pods; the default is pulp-operator's labels. It must cover every " +
+			"Pulp process in the namespace: a pass in which a fresh heartbeat has no pod trusts no pod's absence.",
+	},
+	{
+		key: "kubernetes.container", group: groupKube, def: kube.DefaultContainer,
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Kubernetes.Container }, nonEmpty),
+		doc:     "Name of the worker container; a pod without one but with a single container uses that one.",
+	},
+	{
+		key: "kubernetes.hung_worker_grace", group: groupKube, def: "10m",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Kubernetes.HungWorkerGrace }, nonNegative[time.Duration]),
+		doc: "How long past ttl + heartbeat_grace a worker whose container has run since before its heartbeat row " +
+			"is kept alive by Kubernetes before the ordinary dead-owner rule applies.",
+	},
+	{
+		key: "kubernetes.timeout", group: groupKube, def: "5s",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Kubernetes.Timeout }, positive[time.Duration]),
+		doc:     "Deadline of the pods list of one pass; a pass that cannot read the pods judges by heartbeats alone.",
 	},
 	{
 		key: "schedule", group: groupRun, def: "@every 1m",

@@ -60,6 +60,10 @@ type AppStatus struct {
 	AppType       string        `json:"app_type"`
 	TTL           time.Duration `json:"ttl"`
 	LastHeartbeat time.Time     `json:"last_heartbeat"`
+	// PulpCreated is when the row was created, by the worker's clock, as its
+	// uuid7 pulp_id says (zero for older, version 4 ids); the Kubernetes
+	// rules compare it with the container's start.
+	PulpCreated time.Time `json:"pulp_created,omitzero"`
 }
 
 // Liveness of the row at the database's now.
@@ -85,6 +89,8 @@ type Owner struct {
 	// Rows counts the core_appstatus rows carrying the name (a stale row and a
 	// live successor may share it).
 	Rows int `json:"rows"`
+	// Kubernetes is the pod evidence of the pass, when pods were read.
+	Kubernetes *PodEvidence `json:"kubernetes,omitempty"`
 }
 
 // Fleet is the liveness of every row and owner name at one instant.
@@ -93,6 +99,12 @@ type Fleet struct {
 	Grace time.Duration
 	rows  map[string]AppStatus
 	names map[string]Owner
+	// podLiveness is a row's liveness after the Kubernetes rules, for the
+	// rows they changed (WithPods).
+	podLiveness map[string]Liveness
+	// heartbeatNames is each name's liveness by heartbeats alone, kept when
+	// the Kubernetes rules changed names: the mass-death guard weighs both.
+	heartbeatNames map[string]Liveness
 }
 
 // NewFleet computes the liveness of every row and every owner name.
@@ -132,7 +144,16 @@ func (f *Fleet) Row(id string) (AppStatus, Liveness, bool) {
 	if !ok {
 		return AppStatus{}, Gone, false
 	}
-	return r, r.Liveness(f.Now, f.Grace), true
+	return r, f.rowLiveness(r), true
+}
+
+// rowLiveness is the row's liveness by its heartbeat, or as the Kubernetes
+// rules changed it.
+func (f *Fleet) rowLiveness(r AppStatus) Liveness {
+	if l, ok := f.podLiveness[r.ID]; ok {
+		return l
+	}
+	return r.Liveness(f.Now, f.Grace)
 }
 
 // Owners lists every owner name, sorted.
@@ -145,8 +166,21 @@ func (f *Fleet) Owners() []Owner {
 	return out
 }
 
+// nameOutlives says a live or late row carries the name, by heartbeats and
+// by the Kubernetes rules alike. With the rule that only a row dead by its
+// heartbeat is left out, pod evidence may make the guard see more deaths,
+// never fewer.
+func (f *Fleet) nameOutlives(name string) bool {
+	if l, ok := f.heartbeatNames[name]; ok && l <= Dead {
+		return false
+	}
+	return f.names[name].Liveness > Dead
+}
+
 // WorkerCounts counts the worker rows and how many of them are dead, for the
-// mass-death guard, which exists for a fleet dying at once. So:
+// mass-death guard, which exists for a fleet dying at once. A row is dead
+// when its heartbeat or the Kubernetes rules say so: a worker held as alive
+// by Kubernetes still counts, so pod evidence never lifts the guard. So:
 //   - a dead row whose name a live or late row carries again is left out:
 //     that worker restarted under the same pid@hostname, and such rows would
 //     otherwise pile up with every restart until the guard tripped for good;
@@ -163,10 +197,11 @@ func (f *Fleet) WorkerCounts(window time.Duration) (workers, dead int) {
 		if r.AppType != "worker" {
 			continue
 		}
+		heartbeatDead := r.Liveness(f.Now, f.Grace) == Dead
 		switch {
-		case r.Liveness(f.Now, f.Grace) != Dead:
+		case !heartbeatDead && f.rowLiveness(r) != Dead:
 			live++
-		case f.names[r.Name].Liveness > Dead:
+		case heartbeatDead && f.nameOutlives(r.Name):
 		case f.deadFor(r) <= window:
 			recent++
 		default:

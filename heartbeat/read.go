@@ -46,6 +46,7 @@ func Read[R Rows](ctx context.Context, q Querier[R]) ([]AppStatus, error) {
 			return nil, fmt.Errorf("read core_appstatus: %w", err)
 		}
 		r.TTL = clampTTL(ttlMicros)
+		r.PulpCreated, _ = createdFromID(r.ID)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -43,7 +43,7 @@ func (j *judge) ownerEvidence(name string) Evidence {
 		return e
 	}
 	o := j.owner(name)
-	e := Evidence{OwnerLiveness: o.Liveness}
+	e := Evidence{OwnerLiveness: o.Liveness, Kubernetes: o.Kubernetes}
 	if o.Rows > 0 {
 		e.HeartbeatAge = durationPtr(o.HeartbeatAge)
 	}

@@ -28,7 +28,7 @@ func Findings(snap Snapshot, p Policy) Plan {
 }
 
 func judgeSnapshot(snap Snapshot, p Policy, listAll bool) Plan {
-	j := &judge{snap: snap, p: p, listAll: listAll, fleet: heartbeat.NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace)}
+	j := &judge{snap: snap, p: p, listAll: listAll, fleet: FleetOf(snap, p)}
 	return j.run()
 }
 

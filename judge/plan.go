@@ -26,6 +26,8 @@ type Evidence struct {
 	// Via is the task lock whose verdict a resource holding inherited, or
 	// which justified it.
 	Via string `json:"via,omitempty"`
+	// Kubernetes is the owner's pod evidence, when the pass read pods.
+	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
 }
 
 // Judgement is the verdict on one holding.
@@ -115,7 +117,7 @@ func (p *Plan) countListed() {
 	p.LockOwners = make([]OwnerReport, 0, len(byOwner))
 	for _, name := range slices.Sorted(maps.Keys(byOwner)) {
 		e := evidence[name]
-		p.LockOwners = append(p.LockOwners, OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name]})
+		p.LockOwners = append(p.LockOwners, OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name], Kubernetes: e.Kubernetes})
 	}
 }
 
@@ -125,6 +127,9 @@ type OwnerReport struct {
 	Liveness     string    `json:"liveness"`
 	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
 	Holdings     int       `json:"holdings"`
+	// Kubernetes is the owner's pod evidence: pod, phase, container start,
+	// restarts, and the rule that decided.
+	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
 }
 
 // HoldingTask names the task a holding is held for: the task of a task lock,

@@ -3,6 +3,8 @@ package judge
 import (
 	"fmt"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // Defaults of Policy, as verdicts.md gives them.
@@ -52,6 +54,8 @@ type Policy struct {
 	// next one. Defaults 10000 and 1000.
 	MaxReleases    int
 	MaxTaskUpdates int
+	// Kubernetes are the settings of the pod evidence rules (kubernetes.hung_worker_grace).
+	Kubernetes heartbeat.PodRules
 }
 
 // DefaultPolicy returns the policy with every default of verdicts.md.
@@ -66,6 +70,7 @@ func DefaultPolicy() Policy {
 		MinWorkers:      DefaultMinWorkers,
 		MaxReleases:     DefaultMaxReleases,
 		MaxTaskUpdates:  DefaultMaxTaskUpdates,
+		Kubernetes:      heartbeat.PodRules{HungWorkerGrace: heartbeat.DefaultHungWorkerGrace, ClockSkew: heartbeat.DefaultClockSkew},
 	}
 }
 
@@ -90,6 +95,10 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("max_releases must not be negative, got %d", p.MaxReleases)
 	case p.MaxTaskUpdates < 0:
 		return fmt.Errorf("max_task_updates must not be negative, got %d", p.MaxTaskUpdates)
+	case p.Kubernetes.HungWorkerGrace < 0:
+		return fmt.Errorf("kubernetes.hung_worker_grace must not be negative, got %v", p.Kubernetes.HungWorkerGrace)
+	case p.Kubernetes.ClockSkew < 0:
+		return fmt.Errorf("kubernetes clock-skew margin must not be negative, got %v", p.Kubernetes.ClockSkew)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ const (
 // (see refuseAliveOwner). Suspects are remembered as they were; only the ones
 // this release settles are forgotten.
 func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
-	actual := heartbeat.NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace)
+	actual := FleetOf(snap, p)
 	if o := actual.Owner(owner); o.Rows > 0 && o.Liveness == heartbeat.Alive && !p.Force {
 		return refuseAliveOwner(snap, p, o)
 	}

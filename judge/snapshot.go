@@ -155,4 +155,7 @@ type Snapshot struct {
 	FullScan bool
 	// KeysScanned counts the keys the Redis read looked at.
 	KeysScanned int
+	// Pods is this pass's list of pods, read after the database; nil when
+	// Kubernetes evidence is off or the list failed.
+	Pods *heartbeat.PodView
 }

@@ -68,6 +68,7 @@ type Metrics struct {
 	buildInfo       prometheus.Gauge
 	fleet
 	doctor *doctorMetrics
+	kube   *kubeMetrics
 }
 
 // New returns the collectors, with every series of a known label value
@@ -136,6 +137,7 @@ func New(version string) *Metrics {
 	m.fleet = newFleet()
 	m.doctor = newDoctorMetrics()
 	m.buildInfo.Set(1)
+	m.kube = newKubeMetrics()
 	m.initSeries()
 	return m
 }
@@ -201,7 +203,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{
 		m.passes, m.passDuration, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.buildInfo,
-		m.holdings, m.owners, m.lostTasks, m.oldestStale,
+		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.kube.reads, m.kube.owners,
 	}, m.doctor.collectors()...)
 }
 

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -197,4 +198,20 @@ func family(t *testing.T, reg prometheus.Gatherer, name string) *dto.MetricFamil
 func histogramCount(t *testing.T, reg prometheus.Gatherer, name string) uint64 {
 	t.Helper()
 	return family(t, reg, name).GetMetric()[0].GetHistogram().GetSampleCount()
+}
+
+func TestKubernetesMetrics(t *testing.T) {
+	m := New("test")
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, m.Register(reg))
+	m.Observe(&reaper.Report{Kubernetes: &reaper.KubernetesReport{Read: reaper.KubernetesRead, OwnersByEvidence: map[heartbeat.PodRule]int{
+		heartbeat.PodAliveNotHeartbeating: 1, heartbeat.PodSeen: 3,
+	}}})
+	m.Observe(&reaper.Report{Kubernetes: &reaper.KubernetesReport{Read: reaper.KubernetesUnavailable, Error: "forbidden"}})
+	m.Observe(&reaper.Report{})
+	require.Equal(t, 1.0, testutil.ToFloat64(m.kube.reads.WithLabelValues("ok")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.kube.reads.WithLabelValues("unavailable")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.kube.owners.WithLabelValues("alive-not-heartbeating")))
+	require.Equal(t, 3.0, testutil.ToFloat64(m.kube.owners.WithLabelValues("pod-seen")))
+	require.Equal(t, 0.0, testutil.ToFloat64(m.kube.owners.WithLabelValues("pod-gone")))
 }

@@ -64,6 +64,7 @@ func (m *Metrics) Observe(rep *reaper.Report) Outcome {
 			m.tasksUpdated.WithLabelValues(string(t.Verdict)).Inc()
 		}
 	}
+	m.kube.observe(rep)
 	if outcome.Completed() {
 		m.lastSuccess.set(rep.StartedAt.Add(time.Duration(rep.DurationMS) * time.Millisecond))
 	}

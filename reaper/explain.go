@@ -91,6 +91,8 @@ type Holder struct {
 	Owner        string             `json:"owner"`
 	Liveness     heartbeat.Liveness `json:"owner_liveness"`
 	HeartbeatAge *Duration          `json:"heartbeat_age,omitempty"`
+	// Kubernetes is the owner's pod evidence, when the pass read pods.
+	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
 	// Task is the task the owner holds it for, through its task lock.
 	Task *TaskRef `json:"task,omitempty"`
 	// Own says it is held for the explained task itself.
@@ -198,7 +200,7 @@ func (x *explainer) taskRef(id string) *TaskRef {
 func (x *explainer) holder(jd Judgement) Holder {
 	h := Holder{
 		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: jd.Evidence.OwnerLiveness, HeartbeatAge: jd.Evidence.HeartbeatAge,
-		Task: x.taskRef(jd.HoldingTask()), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
+		Kubernetes: jd.Evidence.Kubernetes, Task: x.taskRef(jd.HoldingTask()), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
 	}
 	h.Own = jd.HoldingTask() == x.id
 	return h

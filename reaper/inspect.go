@@ -33,6 +33,8 @@ type Inspection struct {
 	Policy   Policy
 	// Explained is set when InspectOptions.TaskID was.
 	Explained *ExplainedTask
+	// Kubernetes is what the inspection read from Kubernetes, when that is on.
+	Kubernetes *KubernetesReport
 }
 
 // TaskRow is a core_task row with its creation time, which decides the order
@@ -65,11 +67,12 @@ const MaxAhead = 50
 // anything, not even suspects.
 func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection, error) {
 	pass := PassOptions{Mode: ModeAudit, RegistryOnly: opts.RegistryOnly, Progress: opts.Progress}
-	snap, err := r.snapshot(ctx, pass, &Report{})
+	rep := &Report{}
+	snap, err := r.snapshot(ctx, pass, rep)
 	if err != nil {
 		return nil, err
 	}
-	in := &Inspection{Snapshot: snap, Plan: judge.All(snap, r.cfg.Policy), Policy: r.cfg.Policy}
+	in := &Inspection{Snapshot: snap, Plan: judge.All(snap, r.cfg.Policy), Policy: r.cfg.Policy, Kubernetes: rep.Kubernetes}
 	if opts.TaskID != "" {
 		if in.Explained, err = readExplainedTask(ctx, r.pool, r.cfg.DatabaseTimeout, opts.TaskID); err != nil {
 			return nil, err
@@ -86,7 +89,7 @@ func (in *Inspection) Owner(name string) heartbeat.Owner {
 
 // Fleet returns the liveness of every AppStatus row and name.
 func (in *Inspection) Fleet() *heartbeat.Fleet {
-	return heartbeat.NewFleet(in.Snapshot.AppStatuses, in.Snapshot.Now, in.Policy.HeartbeatGrace)
+	return fleetOf(in.Snapshot, in.Policy)
 }
 
 // explainTaskSQL and explainAheadSQL name only columns of pulp-protocol.md §3.

@@ -50,6 +50,12 @@ type Config struct {
 	// CoordinateWithPulpcore also takes pulpcore's cleanup advisory lock for
 	// the pass, so the reaper never races pulpcore's in-worker cleanup.
 	CoordinateWithPulpcore bool
+	// PodSource, when set, lists the pods whose evidence the judge adds to the
+	// heartbeats (kubernetes.enabled); nil judges by heartbeats alone.
+	PodSource PodSource
+	// KubernetesTimeout bounds the pods list of one pass (kubernetes.timeout).
+	// Default 5s.
+	KubernetesTimeout time.Duration
 }
 
 // DefaultConfig returns the configuration with every default.
@@ -62,6 +68,7 @@ func DefaultConfig() Config {
 		DatabaseTimeout:        DefaultDatabaseTimeout,
 		SuspectTTL:             DefaultSuspectTTL,
 		CoordinateWithPulpcore: true,
+		KubernetesTimeout:      DefaultKubernetesTimeout,
 	}
 }
 
@@ -165,6 +172,7 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 		return err
 	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
+	r.noteKubernetes(&plan, rep)
 	if opts.Adjust != nil {
 		opts.Adjust(&plan)
 	}
@@ -207,6 +215,9 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	snap := Snapshot{
 		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
 		Tasks: ds.tasks, Suspects: suspects, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
+		// Pods are listed after the database, so that their evidence is at
+		// least as new as the heartbeats it is weighed against.
+		Pods: r.readPods(ctx, rep),
 	}
 	rep.DBNow = ds.now
 	if ds.notWritable != nil {

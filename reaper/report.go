@@ -21,7 +21,9 @@ type Report struct {
 	Tasks      []TaskFinding `json:"tasks"`
 	Ignored    []Ignored     `json:"ignored"`
 	Guards     []Guard       `json:"guards"`
-	Summary    Summary       `json:"summary"`
+	// Kubernetes is what the pass read from Kubernetes, when that is on.
+	Kubernetes *KubernetesReport `json:"kubernetes,omitempty"`
+	Summary    Summary           `json:"summary"`
 	// Error says why the pass could not complete; what it did before is above.
 	Error string `json:"error,omitempty"`
 

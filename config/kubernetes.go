@@ -1,0 +1,45 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// kubeconfigEnv names a laptop's kubeconfig when --kubeconfig is not given,
+// as kubectl reads it. Only a single path is supported, not a list.
+const kubeconfigEnv = "KUBECONFIG"
+
+// checkSelector accepts what the Kubernetes API accepts as a label selector.
+func checkSelector(s string) error {
+	if _, err := labels.Parse(s); err != nil {
+		return fmt.Errorf("invalid label selector %q: %w", s, err)
+	}
+	return nil
+}
+
+func nonEmpty(s string) error {
+	if s == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	return nil
+}
+
+// registerKubeconfig defines --kubeconfig, which is a laptop's file rather
+// than a setting of the reaper, so it has no key, no REAPER_ variable and no
+// place in the config file.
+func registerKubeconfig(fs *flag.FlagSet) *flagValue {
+	v := &flagValue{}
+	fs.Var(v, "kubeconfig", "kubeconfig `file` of the cluster whose pods to read, instead of the in-cluster configuration (env "+kubeconfigEnv+")")
+	return v
+}
+
+// kubeconfigPath is --kubeconfig, else KUBECONFIG.
+func (l *Loader) kubeconfigPath(getenv func(string) (string, bool)) string {
+	if l.kubeconfig != nil && l.kubeconfig.set {
+		return l.kubeconfig.val
+	}
+	v, _ := getenv(kubeconfigEnv)
+	return v
+}

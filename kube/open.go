@@ -1,0 +1,155 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Values of kubernetes.enabled.
+const (
+	EnabledAuto  = "auto"
+	EnabledTrue  = "true"
+	EnabledFalse = "false"
+)
+
+// Defaults of the kubernetes.* keys.
+const (
+	// DefaultSelector covers pulp-operator's worker and API pods: its
+	// PulpcoreLabels (controllers/settings/labels.go) give every pulpcore pod
+	// app.kubernetes.io/component (worker, api, content) and
+	// app.kubernetes.io/managed-by=pulp-operator.
+	DefaultSelector = "app.kubernetes.io/managed-by=pulp-operator,app.kubernetes.io/component in (worker,api)"
+	// DefaultContainer is pulp-operator's worker container name
+	// (controllers/deployment.go, setContainers).
+	DefaultContainer = "worker"
+	DefaultTimeout   = 5 * time.Second
+	// serviceAccountNamespace holds the namespace of the pod's service account.
+	serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+)
+
+// Config is the kubernetes.* section, plus the kubeconfig of a laptop.
+type Config struct {
+	// Enabled is auto (on in a cluster whose service account may list pods),
+	// true or false.
+	Enabled string
+	// Namespace to list; empty means the reaper's own.
+	Namespace string
+	// Selector of the pods; DefaultSelector when empty.
+	Selector string
+	// Container is the worker container's name; DefaultContainer when empty.
+	Container string
+	// Timeout bounds each list. DefaultTimeout when zero.
+	Timeout time.Duration
+	// Kubeconfig, when set (--kubeconfig or KUBECONFIG), is used instead of
+	// the in-cluster configuration.
+	Kubeconfig string
+}
+
+// Decision says whether Kubernetes evidence is on and why, for the log.
+type Decision struct {
+	Source *Source
+	Reason string
+}
+
+// Open decides, by cfg.Enabled, whether the reaper reads pods, and returns
+// the Source that does (nil when off). An error is a configuration the user
+// must fix: enabled true without a cluster, a bad selector or kubeconfig.
+// auto never fails: off outside a cluster, off when the service account may
+// not list pods (a trial list answers 403), on otherwise.
+func Open(ctx context.Context, cfg Config) (Decision, error) {
+	switch cfg.Enabled {
+	case EnabledFalse:
+		return Decision{Reason: "kubernetes.enabled is false"}, nil
+	case EnabledAuto, EnabledTrue:
+	default:
+		return Decision{}, fmt.Errorf("kubernetes.enabled must be auto, true or false, got %q", cfg.Enabled)
+	}
+	restCfg, namespace, err := clientConfig(cfg)
+	if err != nil {
+		if cfg.Enabled == EnabledAuto && errors.Is(err, rest.ErrNotInCluster) {
+			return Decision{Reason: "not running in a Kubernetes cluster"}, nil
+		}
+		return Decision{}, err
+	}
+	lister, err := newRESTPods(restCfg, namespace)
+	if err != nil {
+		return Decision{}, err
+	}
+	src, err := NewSource(lister, namespace, orDefault(cfg.Selector, DefaultSelector), orDefault(cfg.Container, DefaultContainer))
+	if err != nil {
+		return Decision{}, err
+	}
+	if cfg.Enabled == EnabledTrue {
+		return Decision{Source: src, Reason: "kubernetes.enabled is true"}, nil
+	}
+	return decideAuto(ctx, src, cfg.Timeout)
+}
+
+// decideAuto lists one pod to learn whether the service account may list
+// pods. Only a refusal turns auto off: an API that is slow or down now may
+// answer later, and each pass that cannot read it judges without it.
+func decideAuto(ctx context.Context, src *Source, timeout time.Duration) (Decision, error) {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := src.pods.List(ctx, metav1.ListOptions{LabelSelector: src.selector, Limit: 1})
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return Decision{Reason: "the service account may not list pods in " + src.namespace + ": " + err.Error()}, nil
+	case err != nil:
+		return Decision{Source: src, Reason: "in a cluster; the trial list failed and passes will say so: " + err.Error()}, nil
+	default:
+		return Decision{Source: src, Reason: "in a cluster whose service account may list pods"}, nil
+	}
+}
+
+// clientConfig is the kubeconfig's configuration when one is named, else the
+// in-cluster one, with the namespace to list.
+func clientConfig(cfg Config) (*rest.Config, string, error) {
+	if cfg.Kubeconfig != "" {
+		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig}, &clientcmd.ConfigOverrides{})
+		rc, err := loader.ClientConfig()
+		if err != nil {
+			return nil, "", fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
+		ns := cfg.Namespace
+		if ns == "" {
+			if ns, _, err = loader.Namespace(); err != nil {
+				return nil, "", fmt.Errorf("kubeconfig %s: namespace: %w", cfg.Kubeconfig, err)
+			}
+		}
+		return rc, ns, nil
+	}
+	rc, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubernetes in-cluster configuration: %w", err)
+	}
+	ns := cfg.Namespace
+	if ns == "" {
+		b, err := os.ReadFile(serviceAccountNamespace)
+		if err != nil {
+			return nil, "", fmt.Errorf("kubernetes.namespace is empty and the reaper's own is unreadable: %w", err)
+		}
+		ns = strings.TrimSpace(string(b))
+	}
+	return rc, ns, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
