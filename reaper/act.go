@@ -105,12 +105,7 @@ func (a *actor) release(ctx context.Context) error {
 		return 0
 	})
 	rel := &releaser{rdb: a.r.rdb, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.RedisTimeout}
-	for start := 0; start < len(todo); start += rel.batchSize {
-		if err := ctx.Err(); err != nil {
-			a.markHoldings(todo[start:], ResultFailed)
-			return err
-		}
-		idx := todo[start:min(start+rel.batchSize, len(todo))]
+	return inBatches(ctx, todo, rel.batchSize, a.failHoldings, func(done int, idx []int) error {
 		b := releaseBatch{holdings: make([]Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
 		retired := map[string]bool{}
 		for n, i := range idx {
@@ -127,21 +122,41 @@ func (a *actor) release(ctx context.Context) error {
 		}
 		results, err := rel.release(context.WithoutCancel(ctx), b)
 		if err != nil {
-			a.markHoldings(todo[start:], ResultFailed)
 			return err
 		}
 		for n, i := range idx {
 			a.holdingResults[i] = results[n]
 			a.logHolding(a.plan.Holdings[i], results[n])
 		}
-		a.progress(PhaseReleasing, start+len(idx), len(todo))
+		a.progress(PhaseReleasing, done+len(idx), len(todo))
+		return nil
+	})
+}
+
+// inBatches calls do with consecutive batches of at most size of todo, and
+// how many came before. A batch is never cut short: ctx is looked at only
+// between batches. When ctx is done or do fails, what is left of todo, the
+// failed batch included, goes to rest, and the error is returned.
+func inBatches(ctx context.Context, todo []int, size int, rest func([]int), do func(done int, idx []int) error) error {
+	for start := 0; start < len(todo); start += size {
+		err := ctx.Err()
+		if err == nil {
+			err = do(start, todo[start:min(start+size, len(todo))])
+		}
+		if err != nil {
+			rest(todo[start:])
+			return err
+		}
 	}
 	return nil
 }
 
-func (a *actor) markHoldings(idx []int, res Result) {
+// failHoldings marks the holdings of idx that have no result yet failed.
+func (a *actor) failHoldings(idx []int) {
 	for _, i := range idx {
-		a.holdingResults[i] = res
+		if a.holdingResults[i] == "" {
+			a.holdingResults[i] = ResultFailed
+		}
 	}
 }
 
@@ -207,19 +222,13 @@ func (a *actor) updateTasks(ctx context.Context) error {
 		todo = append(todo, i)
 	}
 	up := &taskUpdater{pool: a.r.pool, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.DatabaseTimeout}
-	for start := 0; start < len(todo); start += up.batchSize {
-		if err := ctx.Err(); err != nil {
-			a.markTasks(todo[start:], ResultFailed)
-			return err
-		}
-		idx := todo[start:min(start+up.batchSize, len(todo))]
+	return inBatches(ctx, todo, up.batchSize, a.failTasks, func(done int, idx []int) error {
 		batch := make([]TaskJudgement, len(idx))
 		for n, i := range idx {
 			batch[n] = a.plan.Tasks[i]
 		}
 		results, err := up.updateBatch(context.WithoutCancel(ctx), batch)
 		if err != nil {
-			a.markTasks(todo[start:], ResultFailed)
 			return err
 		}
 		var signal []string
@@ -230,13 +239,13 @@ func (a *actor) updateTasks(ctx context.Context) error {
 				signal = append(signal, a.plan.Tasks[i].ID)
 			}
 		}
+		// The batch's updates stand: a failed signal fails the tasks after it.
 		if err := publishCancelSignals(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, signal); err != nil {
-			a.markTasks(todo[start+len(idx):], ResultFailed)
 			return err
 		}
-		a.progress(PhaseUpdatingTasks, start+len(idx), len(todo))
-	}
-	return nil
+		a.progress(PhaseUpdatingTasks, done+len(idx), len(todo))
+		return nil
+	})
 }
 
 func (a *actor) failPendingTasks() {
@@ -247,9 +256,12 @@ func (a *actor) failPendingTasks() {
 	}
 }
 
-func (a *actor) markTasks(idx []int, res Result) {
+// failTasks marks the tasks of idx that have no result yet failed.
+func (a *actor) failTasks(idx []int) {
 	for _, i := range idx {
-		a.taskResults[i] = res
+		if a.taskResults[i] == "" {
+			a.taskResults[i] = ResultFailed
+		}
 	}
 }
 
