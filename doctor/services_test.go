@@ -136,9 +136,12 @@ func TestReplicaRedis(t *testing.T) {
 	require.Contains(t, r.Evidence, "replica of 127.0.0.1:"+strconv.Itoa(primary.Port))
 	require.Contains(t, r.Fix, "127.0.0.1:"+strconv.Itoa(primary.Port))
 
-	r = runCheck(t, checkRedisRole, Target{Redis: primary.Client})
-	require.Equal(t, OK, r.Status, r.Evidence)
-	require.Contains(t, r.Evidence, "1 connected replicas")
+	// The primary lists the replica once the replica's sync is done on its
+	// side too, a moment after the replica reports its link up.
+	require.Eventually(t, func() bool {
+		r = runCheck(t, checkRedisRole, Target{Redis: primary.Client})
+		return r.Status == OK && strings.Contains(r.Evidence, "1 connected replicas")
+	}, 10*time.Second, 50*time.Millisecond, "the primary's role check: %s", r.Evidence)
 }
 
 // TestACLUserMissingOneCommand: a user the documented rules without HSET
