@@ -26,7 +26,10 @@ func TestFreshReaperMetricsHaveKnownLabels(t *testing.T) {
 	}
 	r := startRun(t, env)
 	requireKnownLabelValues(t, r.scrape(t))
-	r.waitFor(t, msgIs("pass will be retried"))
+	// The first pass may fail before "daemon started" is logged: look from
+	// the first record.
+	first := 0
+	r.logs.waitFor(t, &first, msgIs("pass will be retried"))
 	requireKnownLabelValues(t, r.scrape(t))
 	require.Equal(t, reaper.ExitOK, r.stop(t))
 
