@@ -2,99 +2,41 @@ package doctor
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/url"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 )
 
 // startPgbouncer starts PgBouncer in transaction mode in front of the test
-// PostgreSQL server, on a free loopback port, and returns a database URL
-// through it for db. It skips the test when pgbouncer is not installed.
+// PostgreSQL server (internal/pgcluster) and returns a database URL through
+// it for db, in pgx's simple protocol, which a transaction pooler passes on.
+// It skips the test when pgbouncer is not installed.
 func startPgbouncer(t *testing.T, db *testenv.Database) string {
 	t.Helper()
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		t.Skip("pgbouncer not found: the transaction pooler check is tested on tables only")
-	}
 	server, err := url.Parse(testenv.DatabaseURL())
 	require.NoError(t, err)
-	// auth_type any logs every client in as the server URL's user.
-	host, port := server.Hostname(), server.Port()
-	if port == "" {
-		port = "5432"
+	upstream := server.Host
+	if server.Port() == "" {
+		upstream = net.JoinHostPort(server.Hostname(), "5432")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	listen := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-
-	dir := t.TempDir()
-	ini := filepath.Join(dir, "pgbouncer.ini")
-	conf := fmt.Sprintf(`[databases]
-* = host=%s port=%s user=%s
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = any
-pool_mode = transaction
-default_pool_size = 4
-ignore_startup_parameters = extra_float_digits
-pidfile =
-`, host, port, server.User.Username(), listen)
-	require.NoError(t, os.WriteFile(ini, []byte(conf), 0o644))
-	args := []string{ini}
-	// PgBouncer refuses to run as root: it switches to postgres then.
-	if os.Getuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Skip("running as root without a postgres user: pgbouncer cannot run")
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		require.NoError(t, os.Chown(dir, uid, gid))
-		args = []string{"-u", "postgres", ini}
+	user := server.User.Username()
+	if user == "" {
+		user = "postgres"
 	}
-	cmd := exec.Command(bin, args...)
-	out, err := os.Create(filepath.Join(dir, "stderr"))
+	bouncer := pgcluster.StartPgBouncer(t, upstream, "transaction", 4, user)
+	through, err := url.Parse(bouncer.URL(t, db.URL))
 	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = out.Close() })
-
-	through, err := url.Parse(db.URL)
-	require.NoError(t, err)
-	through.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(listen))
 	q := through.Query()
-	// PgBouncer 1.18 keeps no prepared statements across transactions.
 	q.Set("default_query_exec_mode", "simple_protocol")
 	through.RawQuery = q.Encode()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", through.Host, time.Second)
-		if err == nil {
-			_ = c.Close()
-			return through.String()
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "stderr"))
-			t.Fatalf("pgbouncer did not listen on %s: %v\n%s", through.Host, err, log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return through.String()
 }
 
 // TestTransactionPooler: behind PgBouncer in transaction mode, session

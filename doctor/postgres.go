@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"github.com/jackc/pgx/v5"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // unreachablePrefix starts the evidence of a database that could not be
@@ -69,13 +72,20 @@ type poolerProbe struct {
 
 // checkPostgresPooler looks for a transaction pooler (PgBouncer in
 // transaction mode) between the reaper and PostgreSQL. Behind one, session
-// state does not stay with the client's session: the pass lock, a session
-// advisory lock, then protects nothing. The check sets a session setting on
+// state does not stay with the client's session: a pass keeps its locks and
+// timeouts inside one transaction, but pgx's statement cache breaks. The
+// check sets a session setting on
 // one client connection, opens a transaction on a second one (a pooler
 // hands it the server connection the first just gave back), and reads the
 // setting and the backend pid again on the first.
 func checkPostgresPooler(ctx context.Context, t Target) Result {
 	p, err := probePooler(ctx, t)
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && (pe.Code == "26000" || pe.Code == "42P05") {
+		// A prepared statement missing, or there already, on a connection
+		// that cached it: a pooler gave it another server connection.
+		return Result{Status: Fail, Evidence: "a prepared statement of pgx's statement cache was missing on its connection (" + pe.Message + "): a transaction pooler is in between and hands the cache's statements to other server connections",
+			Fix: "set database.exec_mode: exec (README, PgBouncer), or connect directly or through PgBouncer in session mode."}
+	}
 	if err != nil {
 		return couldNotCheck("probe for a transaction pooler", err, "check that database.url reaches pulpcore's database.")
 	}
