@@ -1,17 +1,16 @@
 package config
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -110,39 +109,8 @@ func TestRedisTLSFiles(t *testing.T) {
 }
 
 // startTLSRedis starts a redis-server on a free loopback port that speaks
-// only TLS and requires client certificates from pki's CA, and stops it at
-// cleanup. It skips the test when redis-server is missing or has no TLS.
+// only TLS and requires client certificates from pki's CA.
 func startTLSRedis(t *testing.T, pki testPKI) int {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not found: Redis TLS settings not tested against a server")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--tls-cert-file", pki.ServerCert, "--tls-key-file", pki.ServerKey, "--tls-ca-cert-file", pki.CA,
-		"--tls-auth-clients", "yes", "--save", "", "--appendonly", "no", "--dir", dir)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = cmd.Stdout
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var log strings.Builder
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		log.WriteString(lines.Text() + "\n")
-		if strings.Contains(lines.Text(), "Ready to accept connections") {
-			go func() { _, _ = io.Copy(io.Discard, out) }()
-			return port
-		}
-	}
-	if strings.Contains(strings.ToLower(log.String()), "tls") {
-		t.Skipf("redis-server has no TLS support (%s): Redis TLS settings not tested against a server\n%s", bin, log.String())
-	}
-	require.FailNow(t, "redis-server with TLS did not start", log.String())
-	return 0
+	return redisserver.StartTLS(t, pki.ServerCert, pki.ServerKey, pki.CA, "--tls-auth-clients", "yes")
 }

@@ -1,7 +1,6 @@
 package reaper_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -13,7 +12,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/url"
@@ -27,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -311,35 +311,11 @@ func pvWriteFile(t *testing.T, path string, data []byte, mode os.FileMode) strin
 // and returns the port; it skips the test when redis-server lacks TLS.
 func pvStartTLSRedis(t *testing.T, dir string, certPEM, keyPEM, caPEM []byte) int {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not found: TLS to Redis not tested")
-	}
-	port := pvFreePort(t)
-	cmd := exec.Command(bin, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--tls-cert-file", pvWriteFile(t, filepath.Join(dir, "redis.crt"), certPEM, 0o600),
-		"--tls-key-file", pvWriteFile(t, filepath.Join(dir, "redis.key"), keyPEM, 0o600),
-		"--tls-ca-cert-file", pvWriteFile(t, filepath.Join(dir, "redis-ca.crt"), caPEM, 0o600),
-		"--tls-auth-clients", "no", "--save", "", "--appendonly", "no", "--dir", dir)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = cmd.Stdout
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var log strings.Builder
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		log.WriteString(lines.Text() + "\n")
-		if strings.Contains(lines.Text(), "Ready to accept connections") {
-			go func() { _, _ = io.Copy(io.Discard, out) }()
-			return port
-		}
-	}
-	if strings.Contains(log.String(), "tls") || strings.Contains(log.String(), "TLS") {
-		t.Skipf("redis-server has no TLS support (%s): TLS to Redis not tested\n%s", bin, log.String())
-	}
-	require.FailNow(t, "redis-server with TLS did not start", log.String())
-	return 0
+	return redisserver.StartTLS(t,
+		pvWriteFile(t, filepath.Join(dir, "redis.crt"), certPEM, 0o600),
+		pvWriteFile(t, filepath.Join(dir, "redis.key"), keyPEM, 0o600),
+		pvWriteFile(t, filepath.Join(dir, "redis-ca.crt"), caPEM, 0o600),
+		"--tls-auth-clients", "no")
 }
 
 // pvStartTLSPostgres starts a throwaway PostgreSQL cluster with ssl on and

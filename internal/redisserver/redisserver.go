@@ -39,14 +39,39 @@ func (s *Server) URL(db int) string { return fmt.Sprintf("redis://%s/%d", s.Addr
 // to a file, and its working directory is a fresh t.TempDir().
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
+	port := freePort(t)
+	run(t, append([]string{"--port", strconv.Itoa(port)}, args...))
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port}
+	s.Client = redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = s.Client.Close() })
+	if err := s.Client.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("ping test redis-server on %s: %v", s.Addr, err)
+	}
+	return s
+}
+
+// StartTLS starts redis-server speaking only TLS on a free port, with the
+// given PEM files (and extra arguments such as "--tls-auth-clients", "yes"),
+// and returns the port. It skips the test when redis-server is missing or
+// was built without TLS.
+func StartTLS(t testing.TB, certFile, keyFile, caFile string, args ...string) int {
+	t.Helper()
+	port := freePort(t)
+	run(t, append([]string{"--port", "0", "--tls-port", strconv.Itoa(port),
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile}, args...))
+	return port
+}
+
+// run starts redis-server with args after the defaults, waits until it is
+// ready and stops it at cleanup.
+func run(t testing.TB, args []string) {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server not found: this test needs a Redis server of its own")
 	}
-	port := freePort(t)
-	full := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", t.TempDir(),
-		"--save", "", "--appendonly", "no", "--logfile", ""}
-	full = append(full, args...)
+	full := append([]string{"--bind", "127.0.0.1", "--dir", t.TempDir(),
+		"--save", "", "--appendonly", "no", "--logfile", ""}, args...)
 	cmd := exec.Command(bin, full...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -58,15 +83,11 @@ func Start(t testing.TB, args ...string) *Server {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	if log, ok := waitReady(out, 30*time.Second); !ok {
+		if strings.Contains(strings.ToLower(log), "tls") {
+			t.Skipf("redis-server has no TLS support: %s", log)
+		}
 		t.Fatalf("redis-server %v did not start:\n%s", full, log)
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port}
-	s.Client = redis.NewClient(&redis.Options{Addr: s.Addr})
-	t.Cleanup(func() { _ = s.Client.Close() })
-	if err := s.Client.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("ping test redis-server on %s: %v", s.Addr, err)
-	}
-	return s
 }
 
 // waitReady reads the server's log until it is ready, then drains it in the
