@@ -44,15 +44,59 @@ func orderFixture(t *testing.T, seed uint64) (shuffled, want []Holding) {
 	return shuffled, want
 }
 
-// TestSortHoldings: task locks first, then by key and owner, in place.
-func TestSortHoldings(t *testing.T) {
+// TestPlanListsInKeyOrder: whatever order the snapshot's holdings are in,
+// the plan lists them task locks first, then by key and owner, and judges
+// them alike.
+func TestPlanListsInKeyOrder(t *testing.T) {
 	t.Parallel()
+	var first Plan
 	for seed := range uint64(5) {
 		hs, want := orderFixture(t, seed)
-		SortHoldings(hs)
-		require.Equal(t, want, hs)
-		SortHoldings(hs)
-		require.Equal(t, want, hs, "sorting sorted holdings changes nothing")
+		snap := jbFleet(600)
+		snap.Holdings = hs
+		plan := All(snap, DefaultPolicy())
+		listed := make([]Holding, len(plan.Holdings))
+		for n, jd := range plan.Holdings {
+			listed[n] = jd.Holding
+		}
+		require.Equal(t, want, listed)
+		if seed == 0 {
+			first = plan
+			continue
+		}
+		require.Equal(t, first.Holdings, plan.Holdings, "the snapshot's order changes no judgement")
+		require.Equal(t, first.Tasks, plan.Tasks)
 	}
-	SortHoldings(nil)
+}
+
+// TestSearchFindsEveryKeyAndOwner: the walk's index finds each holding by
+// key and owner, and every holding of a key by key alone.
+func TestSearchFindsEveryKeyAndOwner(t *testing.T) {
+	t.Parallel()
+	hs, _ := orderFixture(t, 7)
+	ix := indexOf(hs)
+	for _, g := range []group{ix.tasks, ix.resources} {
+		ps := g.placed
+		for _, p := range ps {
+			h := hs[p.at]
+			prefix := prefixOf(h.Kind)
+			name := h.Key[len(prefix):]
+			at := g.search(hs, prefix, name, h.Owner)
+			require.Less(t, at, len(ps))
+			require.Equal(t, h.Key, hs[ps[at].at].Key)
+			require.Equal(t, h.Owner, hs[ps[at].at].Owner)
+			var holders []Holding
+			g.holdersOf(hs, prefix, name, func(n int) { holders = append(holders, hs[ps[n].at]) })
+			var want []Holding
+			for _, other := range hs {
+				if other.Key == h.Key {
+					want = append(want, other)
+				}
+			}
+			require.ElementsMatch(t, want, holders)
+		}
+		var none []int
+		g.holdersOf(hs, TaskKeyPrefix, "no-such-task", func(n int) { none = append(none, n) })
+		require.Empty(t, none)
+	}
 }

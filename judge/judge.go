@@ -38,6 +38,8 @@ type judge struct {
 	snap  Snapshot
 	p     Policy
 	fleet *heartbeat.Fleet
+	// ix is the order the holdings are walked in.
+	ix index
 	// listAll keeps a judgement of every holding in the plan, not only of
 	// the findings.
 	listAll bool
@@ -55,28 +57,32 @@ type judge struct {
 }
 
 // run judges the task locks, then the resource holdings (which inherit from
-// or are justified by the task locks), then the tasks, then the guards.
+// or are justified by the task locks), then the tasks, then the guards,
+// which cut what the plan lists in the order of CompareHoldings.
 func (j *judge) run() Plan {
 	j.suspects = map[SuspectKey]Suspect{}
 	j.byVerdict, j.byOwner = map[Verdict]int{}, map[string]int{}
-	tasks, resources := sortedHoldings(j.snap.Holdings)
+	j.ix = indexOf(j.snap.Holdings)
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
 	if j.listAll && len(j.snap.Holdings) > 0 {
 		plan.Holdings = make([]Judgement, 0, len(j.snap.Holdings))
 	}
 
-	taskLocks := make([]judgedTaskLock, len(tasks))
-	for n, at := range tasks {
-		jd := j.taskLockJudgement(at)
-		taskLocks[n] = judgedTaskLock{at: at, released: jd.Action == ActionRelease, missing: !j.hasTask(at)}
+	taskLocks := make([]judgedTaskLock, len(j.ix.tasks.placed))
+	for n, p := range j.ix.tasks.placed {
+		h := j.snap.Holdings[p.at]
+		t, found := j.snap.Tasks[h.TaskID()]
+		jd := j.confirm(j.decidedTaskLock(h, t, found))
+		taskLocks[n] = judgedTaskLock{at: p.at, released: jd.Action == ActionRelease, missing: !found, reserved: t.Reserved}
 		j.add(&plan, jd)
 	}
 	j.opaque = opaqueOwners(j.snap.Holdings, taskLocks)
-	reserved := j.reservedBy(resources, taskLocks)
-	for n, at := range resources {
-		j.add(&plan, j.resourceJudgement(j.snap.Holdings[at], reserved[n], taskLocks))
+	reserved := j.reservedBy(taskLocks)
+	for n, p := range j.ix.resources.placed {
+		j.add(&plan, j.resourceJudgement(j.snap.Holdings[p.at], reserved[n], taskLocks))
 	}
 	plan.Tasks = j.taskJudgements(taskLocks)
+	sortJudgements(plan.Holdings)
 
 	plan.ByVerdict = j.byVerdict
 	plan.LockOwners = j.lockOwners()
@@ -96,11 +102,6 @@ func (j *judge) add(plan *Plan, jd Judgement) {
 	}
 }
 
-func (j *judge) hasTask(at int32) bool {
-	_, found := j.snap.Tasks[j.snap.Holdings[at].TaskID()]
-	return found
-}
-
 // judgedTaskLock is what judging the resource holdings and the tasks needs
 // of a judged task lock, without keeping a judgement of every one.
 type judgedTaskLock struct {
@@ -108,6 +109,8 @@ type judgedTaskLock struct {
 	at       int32
 	released bool
 	missing  bool
+	// reserved is the task's reserved_resources_record.
+	reserved []string
 }
 
 // opaqueOwners names the owners of a kept task lock whose task the snapshot

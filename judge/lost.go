@@ -120,27 +120,14 @@ type taskLocksHeld struct {
 	key, owner string
 }
 
-// taskLocksHeld finds the holdings of task:<id> among the task locks, which
-// are in key order, by binary search.
+// taskLocksHeld finds the holdings of task:<id> among the task locks.
 func (j *judge) taskLocksHeld(id string, taskLocks []judgedTaskLock) taskLocksHeld {
-	hs := j.snap.Holdings
-	compare := func(tl judgedTaskLock, id string) int { return compareTaskKey(hs[tl.at].Key, id) }
 	var held taskLocksHeld
-	n, _ := slices.BinarySearchFunc(taskLocks, id, compare)
-	for ; n < len(taskLocks) && compare(taskLocks[n], id) == 0; n++ {
-		h := &hs[taskLocks[n].at]
+	j.ix.tasks.holdersOf(j.snap.Holdings, TaskKeyPrefix, id, func(n int) {
+		h := &j.snap.Holdings[taskLocks[n].at]
 		held = taskLocksHeld{count: held.count + 1, key: h.Key, owner: h.Owner}
-	}
+	})
 	return held
-}
-
-// compareTaskKey orders a task lock's key against task:<id>, as the task
-// locks are sorted, without building that key.
-func compareTaskKey(key, id string) int {
-	if rest, ok := strings.CutPrefix(key, TaskKeyPrefix); ok {
-		return strings.Compare(rest, id)
-	}
-	return strings.Compare(key, TaskKeyPrefix+id)
 }
 
 // taskJudgement is what verdict v does to task t, given its task locks.

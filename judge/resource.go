@@ -1,9 +1,6 @@
 package judge
 
 import (
-	"slices"
-	"strings"
-
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
@@ -12,33 +9,31 @@ import (
 // the task locks, -1 for none.
 type reservedBy struct{ kept, released int32 }
 
-// reservedBy finds, for each resource holding (by its position among
-// resources, which are in key and owner order), the task locks of its owner
-// whose task reserves it. The holdings of one resource are consecutive:
-// each reservation finds its resource's run by name, then its owner's
-// holdings in the run by binary search. A holding repeated in a snapshot
-// built by hand gets what the first did.
-func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) []reservedBy {
-	hs := j.snap.Holdings
-	runs := resourceRuns(hs, resources)
-	by := make([]reservedBy, len(resources))
+// reservedBy finds, for each resource holding (by its position in the
+// walk), the task locks of its owner whose task reserves it: each
+// reservation finds the owner's holdings of its resource in the index.
+// Of several, the first in key order is named, whatever the walk's order.
+// A holding repeated in a snapshot built by hand gets what the first did.
+func (j *judge) reservedBy(taskLocks []judgedTaskLock) []reservedBy {
+	hs, resources := j.snap.Holdings, j.ix.resources
+	by := make([]reservedBy, len(resources.placed))
 	for i := range by {
 		by[i] = reservedBy{-1, -1}
 	}
+	earlier := func(n, than int32) bool {
+		return than < 0 || hs[taskLocks[n].at].Key < hs[taskLocks[than].at].Key
+	}
 	for n, tl := range taskLocks {
 		owner := hs[tl.at].Owner
-		for _, entry := range j.snap.Tasks[hs[tl.at].TaskID()].Reserved {
+		for _, entry := range tl.reserved {
 			r := ParseReservation(entry)
-			run, ok := runs[r.Resource]
-			if !ok {
-				continue
-			}
-			i, _ := slices.BinarySearchFunc(resources[run.start:run.end], owner, func(at int32, owner string) int {
-				return strings.Compare(hs[at].Owner, owner)
-			})
-			for i += int(run.start); i < int(run.end) && hs[resources[i]].Owner == owner; i++ {
-				if hs[resources[i]].Kind == r.Kind {
-					by[i].offer(int32(n), tl.released)
+			for i := resources.search(hs, ResourceKeyPrefix, r.Resource, owner); i < len(resources.placed); i++ {
+				h := &hs[resources.placed[i].at]
+				if h.Owner != owner || !isKey(h.Key, ResourceKeyPrefix, r.Resource) {
+					break
+				}
+				if h.Kind == r.Kind {
+					by[i].offer(int32(n), tl.released, earlier)
 				}
 			}
 		}
@@ -46,38 +41,15 @@ func (j *judge) reservedBy(resources []int32, taskLocks []judgedTaskLock) []rese
 	return by
 }
 
-// offer records task lock n, when it is the first of its kind to reserve
-// the holding.
-func (rb *reservedBy) offer(n int32, released bool) {
+// offer records task lock n, when it is the first of its kind in key order
+// to reserve the holding.
+func (rb *reservedBy) offer(n int32, released bool, earlier func(n, than int32) bool) {
 	switch {
-	case released && rb.released < 0:
+	case released && earlier(n, rb.released):
 		rb.released = n
-	case !released && rb.kept < 0:
+	case !released && earlier(n, rb.kept):
 		rb.kept = n
 	}
-}
-
-// run is the positions [start, end) of one resource's holdings among the
-// resource holdings.
-type run struct{ start, end int32 }
-
-// resourceRuns maps each resource name to its holdings among resources,
-// which are in key order.
-func resourceRuns(hs []Holding, resources []int32) map[string]run {
-	// Most resources have one or two holdings (an exclusive lock each).
-	runs := make(map[string]run, len(resources)/2)
-	for i := 0; i < len(resources); {
-		name := hs[resources[i]].Resource()
-		end := i + 1
-		for end < len(resources) && hs[resources[end]].Key == hs[resources[i]].Key {
-			end++
-		}
-		if name != "" {
-			runs[name] = run{int32(i), int32(end)}
-		}
-		i = end
-	}
-	return runs
 }
 
 // resourceFacts is what the resource holding table of verdicts.md looks at,
@@ -133,7 +105,9 @@ func (j *judge) resourceJudgement(h Holding, rb reservedBy, taskLocks []judgedTa
 	case inherited:
 		// The task lock's verdict and evidence are decided again: a
 		// confirmation changes only its action.
-		tl := j.decidedTaskLock(taskLocks[rb.released].at)
+		lock := j.snap.Holdings[taskLocks[rb.released].at]
+		t, found := j.snap.Tasks[lock.TaskID()]
+		tl := j.decidedTaskLock(lock, t, found)
 		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
 		e.FinishedAge, e.AppLock, e.AppLockLiveness = tl.Evidence.FinishedAge, tl.Evidence.AppLock, tl.Evidence.AppLockLiveness
 		return Judgement{Holding: h, Verdict: tl.Verdict, Action: ActionRelease, Evidence: e}

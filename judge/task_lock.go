@@ -70,17 +70,10 @@ func (j *judge) taskLockFactsOf(h Holding, t Task, found bool) taskLockFacts {
 	return f
 }
 
-// decidedTaskLock is the verdict on the task lock at position at, with its
-// evidence and the action the verdict calls for, before confirmation.
-func (j *judge) decidedTaskLock(at int32) Judgement {
-	h := j.snap.Holdings[at]
-	t, found := j.snap.Tasks[h.TaskID()]
+// decidedTaskLock is the verdict on task lock h, whose task is t when
+// found, with its evidence and the action the verdict calls for, before
+// confirmation; confirm makes it the lock's judgement.
+func (j *judge) decidedTaskLock(h Holding, t Task, found bool) Judgement {
 	v := decideTaskLock(j.taskLockFactsOf(h, t, found), j.p)
 	return Judgement{Holding: h, Verdict: v, Action: v.action(), Evidence: j.taskLockEvidence(h, t, found)}
-}
-
-// taskLockJudgement is the judgement of the task lock at position at: a
-// suspect it has been long enough is released.
-func (j *judge) taskLockJudgement(at int32) Judgement {
-	return j.confirm(j.decidedTaskLock(at))
 }

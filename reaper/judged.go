@@ -109,9 +109,5 @@ func guarded(jd Judgement) bool { return judge.Guarded(jd) }
 
 func durationPtr(d time.Duration) *Duration { v := Duration(d); return &v }
 
-func sortHoldings(hs []Holding) { judge.SortHoldings(hs) }
-
-func compareHoldings(a, b *Holding) int { return judge.CompareHoldings(a, b) }
-
 // immediateOwnerPrefix starts the owner name of an immediate task's lock.
 const immediateOwnerPrefix = judge.ImmediateOwnerPrefix

@@ -200,12 +200,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 		return Snapshot{}, err
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
-	// The holdings are put in the judge's order while the database is read.
-	refs := taskRefsOf(rs.holdings)
-	sorted := make(chan struct{})
-	go func() { sortHoldings(rs.holdings); close(sorted) }()
-	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, refs)
-	<-sorted
+	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskRefsOf(rs.holdings))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, err)
 	}

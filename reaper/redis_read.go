@@ -84,7 +84,7 @@ func (rr *redisReader) read(ctx context.Context, fullScan bool) (redisSnapshot, 
 	} else {
 		registry <- reg
 		snap.holdings = make([]Holding, 0, reg.size())
-		if err := rr.readKeys(ctx, reg, legacy, fullScan, &snap); err != nil {
+		if err := rr.readKeys(ctx, reg, legacy, &snap); err != nil {
 			fail(err)
 		}
 	}
@@ -104,10 +104,9 @@ func (rr *redisReader) read(ctx context.Context, fullScan bool) (redisSnapshot, 
 }
 
 // readKeys reads the registered keys, then the legacy keys the walk sends,
-// batch by batch. During a walk, which takes longer than reading the
-// registered keys, the holdings read so far are put in the judge's order
-// while the walk goes on, and the few legacy ones merged in at the end.
-func (rr *redisReader) readKeys(ctx context.Context, reg *ownerRegistry, legacy <-chan []string, walking bool, snap *redisSnapshot) error {
+// batch by batch. The holdings are in no particular order: the judge walks
+// them in its own.
+func (rr *redisReader) readKeys(ctx context.Context, reg *ownerRegistry, legacy <-chan []string, snap *redisSnapshot) error {
 	read := func(batch []string) error {
 		if err := rr.readBatch(ctx, batch, reg, snap); err != nil {
 			return err
@@ -124,38 +123,12 @@ func (rr *redisReader) readKeys(ctx context.Context, reg *ownerRegistry, legacy 
 			return err
 		}
 	}
-	sorted := 0
-	if walking {
-		sortHoldings(snap.holdings)
-		sorted = len(snap.holdings)
-	}
 	for batch := range legacy {
 		if err := read(batch); err != nil {
 			return err
 		}
 	}
-	if walking {
-		mergeSorted(snap.holdings, sorted)
-	}
 	return nil
-}
-
-// mergeSorted puts hs in the judge's order when its first n holdings already
-// are: the rest is sorted and merged in from the back.
-func mergeSorted(hs []Holding, n int) {
-	if n >= len(hs) {
-		return
-	}
-	tail := slices.Clone(hs[n:])
-	sortHoldings(tail)
-	i, j := n-1, len(tail)-1
-	for k := len(hs) - 1; j >= 0; k-- {
-		if i >= 0 && compareHoldings(&hs[i], &tail[j]) > 0 {
-			hs[k], i = hs[i], i-1
-		} else {
-			hs[k], j = tail[j], j-1
-		}
-	}
 }
 
 // ownerRegistry is what pulp:owner_locks:* say: which owners registered

@@ -19,8 +19,7 @@ import (
 // has evidence older than itself, which may only protect, never condemn.
 
 // recheckImmediateLocks returns holdings with the immediate-<T> task locks
-// of the unclaimed running or canceling tasks that holdings lack, merged in
-// the judge's order (holdings must be in it).
+// of the unclaimed running or canceling tasks that holdings lack, appended.
 func recheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, holdings []Holding, tasks map[string]Task) ([]Holding, error) {
 	want := map[string]bool{}
 	for id, t := range tasks {
@@ -55,7 +54,6 @@ func recheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeo
 	if _, err := pipe.Exec(cctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		return nil, fmt.Errorf("read the task locks of %d unclaimed running tasks again: %w", len(reads), err)
 	}
-	sorted := len(holdings)
 	for _, rd := range reads {
 		owner := immediateOwnerPrefix + rd.id
 		if v, err := rd.value.Result(); err != nil || v != owner {
@@ -63,6 +61,5 @@ func recheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeo
 		}
 		holdings = append(holdings, Holding{Key: TaskKeyPrefix + rd.id, Kind: KindTask, Owner: owner, Registered: rd.registered.Val()})
 	}
-	mergeSorted(holdings, sorted)
 	return holdings, nil
 }
