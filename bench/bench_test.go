@@ -89,3 +89,47 @@ func TestDeadOwnerScenarioSmall(t *testing.T) {
 		require.Positive(t, r.StdoutBytes, r.Name)
 	}
 }
+
+// TestUnjamScenarioSmall runs the unjam scenario once per case at 60× time
+// (a pass every second) with a one-minute hung_worker_grace: every death is
+// released by a real pass and its blocked task starts, a worker alive by
+// Kubernetes keeps its locks until the grace has passed and then aborts on
+// the cancel signal.
+func TestUnjamScenarioSmall(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "unjam.json")
+	o, err := parseOptions([]string{"-scenario", "unjam", "-time-scale", "60", "-trials", "1", "-alive-trials", "1",
+		"-hung-worker-grace", "1m", "-json", out}, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, run(context.Background(), o, io.Discard, io.Discard))
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var res UnjamResults
+	require.NoError(t, json.Unmarshal(raw, &res))
+	require.Len(t, res.Cases, len(unjamCases))
+	for _, c := range res.Cases {
+		require.Len(t, c.Trials, 1, c.Death)
+		tr := c.Trials[0]
+		require.Positive(t, tr.ReleasedS, c.Death)
+		require.GreaterOrEqual(t, tr.StartedS, tr.ReleasedS-1, "%s: the blocked task starts after the release", c.Death)
+		require.Positive(t, tr.Passes, c.Death)
+		if c.Death == deathAlive {
+			require.True(t, tr.StoppedOnSignal, "the live worker aborts its task on the cancel signal")
+		}
+		if c.Death == deathAlive && c.Kubernetes {
+			require.Equal(t, "hung-too-long", tr.Rule)
+			require.GreaterOrEqual(t, tr.ReleasedS, 120.0, "kept for ttl + grace + hung_worker_grace")
+		}
+		if !c.Kubernetes {
+			require.Equal(t, "heartbeats", tr.Rule)
+		}
+	}
+}
+
+func TestUnjamOptions(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-time-scale", "7"}, {"-time-scale", "120"}, {"-trials", "0"}, {"-restart-delay", "-1s"}} {
+		_, err := parseOptions(append([]string{"-scenario", "unjam"}, args...), io.Discard)
+		require.Error(t, err, args)
+	}
+}

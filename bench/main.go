@@ -6,6 +6,7 @@
 //	go run ./bench                       # the default fleet, about 2 minutes
 //	go run ./bench -unrelated 1000 -task-locks 100 -owners 10 -runs 1
 //	go run ./bench -cpuprofile cpu.pprof -profile audit
+//	go run ./bench -scenario unjam       # time to unjam, time scaled 20×, about 3 minutes
 package main
 
 import (
@@ -18,12 +19,19 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // options are the command's flags.
 type options struct {
 	scenario string
 	binary   string
+
+	timeScale       int
+	trials          int
+	aliveTrials     int
+	hungWorkerGrace time.Duration
+	restartDelay    time.Duration
 
 	unrelated        int
 	taskLocks        int
@@ -54,8 +62,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary")
+	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary; unjam: time from a worker's death to its locks' release, with and without Kubernetes evidence")
 	fs.StringVar(&o.binary, "binary", "", "dead-owner: the lock-reaper binary to measure (default: built from this module)")
+	fs.IntVar(&o.timeScale, "time-scale", 20, "unjam: divide every duration by this factor (it must divide the 1m schedule into whole seconds)")
+	fs.IntVar(&o.trials, "trials", 16, "unjam: deaths measured per case")
+	fs.IntVar(&o.aliveTrials, "alive-trials", 2, "unjam: trials of the live worker whose heartbeats stopped (each lasts hung_worker_grace)")
+	fs.DurationVar(&o.hungWorkerGrace, "hung-worker-grace", 10*time.Minute, "unjam: kubernetes.hung_worker_grace, before scaling")
+	fs.DurationVar(&o.restartDelay, "restart-delay", time.Second, "unjam: from a kill to the kubelet's restart of the container, before scaling")
 	fs.IntVar(&o.unrelated, "unrelated", 1_000_000, "unrelated keys in Redis (a shared cache's)")
 	fs.IntVar(&o.taskLocks, "task-locks", 100_000, "task locks, one task row each")
 	fs.IntVar(&o.exclusivePerTask, "exclusive-per-task", 1, "exclusive resource locks per task")
@@ -115,14 +128,16 @@ func main() {
 }
 
 // scenarioDefaults gives the dead-owner scenario its own sizes where the
-// flags left the fleet's.
+// flags left the fleet's, and checks the unjam scenario's flags.
 func (o *options) scenarioDefaults(fs *flag.FlagSet) error {
 	switch o.scenario {
 	case scenarioFleet:
 		return nil
 	case scenarioDeadOwner:
+	case scenarioUnjam:
+		return o.validateUnjam()
 	default:
-		return fmt.Errorf("-scenario must be %s or %s", scenarioFleet, scenarioDeadOwner)
+		return fmt.Errorf("-scenario must be %s, %s or %s", scenarioFleet, scenarioDeadOwner, scenarioUnjam)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

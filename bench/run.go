@@ -56,8 +56,11 @@ type FleetFigures struct {
 // run measures and writes the table to stdout and, when asked, the JSON.
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
-	if o.scenario == scenarioDeadOwner {
+	switch o.scenario {
+	case scenarioDeadOwner:
 		return runDeadOwner(ctx, o, stdout, logf)
+	case scenarioUnjam:
+		return runUnjam(ctx, o, stdout, logf)
 	}
 	res, err := benchmark(ctx, o, logf)
 	if err != nil {

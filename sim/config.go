@@ -90,6 +90,9 @@ type Config struct {
 	Dispatch DispatchConfig
 	// Faults are injected at random at these rates; zero means none.
 	Faults FaultRates
+	// Pods runs the processes in simulated Kubernetes pods (pods.go); off by
+	// default. Hostname then names the pods' Deployments.
+	Pods PodConfig
 	// Logger receives the fleet's errors and events [discard].
 	Logger *slog.Logger
 }
@@ -216,6 +219,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	c.Faults = c.Faults.withDefaults()
+	var err error
+	if c.Pods, err = c.Pods.withDefaults(); err != nil {
+		return c, err
+	}
 
 	switch {
 	case c.Workers < 0:

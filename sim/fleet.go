@@ -54,6 +54,8 @@ type Fleet struct {
 	selfReleases []SelfRelease
 	// active is the work of live processes, for ActiveHoldings (active.go).
 	active map[*job]activeJob
+	// podHashes are the pod-template hashes of the Deployments, by app type.
+	podHashes map[string]string
 
 	counters counters
 }
@@ -85,6 +87,7 @@ func New(rdb redis.UniversalClient, pool *pgxpool.Pool, cfg Config) (*Fleet, err
 		faultCounts:  map[FaultKind]int64{},
 		faultSignal:  make(chan struct{}),
 		selfReleased: map[holdingRef]selfRelease{},
+		podHashes:    map[string]string{},
 	}
 	for range cfg.Repositories {
 		f.repos = append(f.repos, RepositoryPRN(f.rng.UUID()))
@@ -180,13 +183,13 @@ func (f *Fleet) addProcess(ctx context.Context, appType string) (*process, error
 	if appType == AppTypeAPI {
 		ttl = f.cfg.APITTL
 	}
-	// pids are drawn like a container's: small numbers, unrelated across hosts.
-	pid := 1 + f.rng.IntN(999)
-	p := &process{
-		f:       f,
-		appType: appType,
-		name:    fmt.Sprintf("%d@%s-%s-%d", pid, f.cfg.Hostname, appType, index),
-		ttl:     ttl,
+	p := &process{f: f, appType: appType, ttl: ttl}
+	if f.cfg.Pods.Enabled {
+		p.pod, p.name = f.newPod(appType)
+	} else {
+		// pids are drawn like a container's: small numbers, unrelated across hosts.
+		pid := 1 + f.rng.IntN(999)
+		p.name = fmt.Sprintf("%d@%s-%s-%d", pid, f.cfg.Hostname, appType, index)
 	}
 	if _, dup := f.byName[p.name]; dup {
 		f.mu.Unlock()
@@ -212,6 +215,8 @@ type ProcessInfo struct {
 	Alive bool
 	// Incarnation counts starts: 1 for the original, 2 after one restart.
 	Incarnation int
+	// Pod is the name of the process's pod with Config.Pods, else empty.
+	Pod string
 }
 
 // Processes lists every worker and API process.
@@ -223,6 +228,9 @@ func (f *Fleet) Processes() []ProcessInfo {
 		info := ProcessInfo{Name: p.name, AppType: p.appType, Alive: !p.killed, Incarnation: p.incarnations}
 		if p.cur != nil {
 			info.AppStatusID = p.cur.rowID
+		}
+		if p.pod != nil {
+			info.Pod = p.pod.name
 		}
 		out = append(out, info)
 	}
@@ -271,11 +279,15 @@ func (f *Fleet) markKilled(name string) (*incarnation, error) {
 		return nil, fmt.Errorf("sim: process %s is not running", name)
 	}
 	p.killed = true
+	if p.pod != nil {
+		p.pod.endContainer(time.Now())
+	}
 	return p.cur, nil
 }
 
 // Restart starts a killed process again under the same name, with a new
-// AppStatus row, like a container restarted with the same pid and hostname.
+// AppStatus row, like a container restarted with the same pid and hostname;
+// with Config.Pods its container's start and restart count say so.
 // With Config.RestartReleasesOwnLocks it first releases the locks registered
 // under its name, as pulpcore does.
 func (f *Fleet) Restart(ctx context.Context, name string) error {
@@ -288,6 +300,10 @@ func (f *Fleet) Restart(ctx context.Context, name string) error {
 	if !p.killed || p.restarting {
 		f.mu.Unlock()
 		return fmt.Errorf("sim: process %s is running", name)
+	}
+	if p.pod != nil && p.pod.deleted {
+		f.mu.Unlock()
+		return fmt.Errorf("sim: the pod of process %s was deleted; its replacement runs under another name", name)
 	}
 	p.restarting = true
 	f.mu.Unlock()

@@ -20,6 +20,7 @@ type process struct {
 	ttl     time.Duration
 
 	// Guarded by Fleet.mu.
+	pod          *podState // nil without Config.Pods
 	cur          *incarnation
 	killed       bool
 	restarting   bool
@@ -59,6 +60,13 @@ type incarnation struct {
 func (p *process) launch(ctx context.Context) error {
 	f := p.f
 	inc := &incarnation{p: p, rowID: NewUUID(), done: make(chan struct{})}
+	if p.pod != nil {
+		// The container starts, then the process in it creates its row.
+		f.mu.Lock()
+		p.pod.startContainer(time.Now())
+		f.mu.Unlock()
+		inc.rowID = NewUUID7(time.Now())
+	}
 	inc.lastBeat.Store(time.Now().UnixNano())
 	if err := f.beforeStatement(ctx, p.name); err != nil {
 		return err
@@ -94,6 +102,9 @@ func (inc *incarnation) die(task, step string) {
 	f.mu.Lock()
 	alreadyDead := inc.p.killed || inc.p.cur != inc
 	inc.p.killed = true
+	if !alreadyDead && inc.p.pod != nil {
+		inc.p.pod.endContainer(time.Now())
+	}
 	f.mu.Unlock()
 	inc.cancel()
 	if alreadyDead {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -15,6 +16,21 @@ func NewUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails since Go 1.24.
 	return formatUUID(b)
+}
+
+// NewUUID7 returns a version 7 UUID created at t, as pulpcore names its rows
+// since pulp_uuid (pulpcore/app/models/base.py): the first 48 bits are
+// milliseconds since the Unix epoch by the creating process's clock, the rest
+// random. lock-reaper reads a row's creation time from it.
+func NewUUID7(t time.Time) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails since Go 1.24.
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (8 * (5 - i)))
+	}
+	s := formatUUID(b)
+	return s[:14] + "7" + s[15:] // formatUUID wrote version 4
 }
 
 // seededUUID draws a version 4 UUID from r, so seeded runs name their

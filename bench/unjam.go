@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/sim"
+)
+
+// scenarioUnjam measures the time to unjam: from a worker's death to its
+// locks being released by the daemon and the task they blocked starting,
+// with and without Kubernetes evidence. Time is scaled down (-time-scale):
+// every duration of the fleet, the daemon and the rules is divided by the
+// factor, the mechanism is the real one (the daemon's scheduled passes of a
+// real reaper, the simulated fleet in pods, real Redis and PostgreSQL), and
+// the figures are multiplied back.
+const scenarioUnjam = "unjam"
+
+// The production durations the run scales down: pulpcore's worker and API
+// ttl (heartbeat every ttl/3), and the defaults of the daemon and the rules.
+const (
+	unjamWorkerTTL     = sim.DefaultWorkerTTL
+	unjamAPITTL        = sim.DefaultAPITTL
+	unjamGrace         = judge.DefaultHeartbeatGrace
+	unjamSchedule      = time.Minute // daemon.ScheduleDefault, "@every 1m"
+	unjamJitter        = 5 * time.Second
+	unjamFullScan      = 10 * time.Minute
+	unjamClockSkew     = heartbeat.DefaultClockSkew
+	unjamPodResolution = sim.DefaultPodTimeResolution
+	// unjamPoll is how often an idle simulated worker fetches, not scaled:
+	// pulpcore's Redis worker sleeps number of workers × 10 ms between
+	// fetches, here 30 ms.
+	unjamPoll    = 25 * time.Millisecond
+	unjamWorkers = 3
+)
+
+// Deaths the scenario measures.
+const (
+	deathPodDeleted = "kill -9, pod deleted (new pod name)"
+	deathRestarted  = "container restarted under the same name"
+	deathAlive      = "alive, heartbeats stopped (DB slow)"
+)
+
+// unjamCase is one death measured with or without Kubernetes evidence.
+type unjamCase struct {
+	Death      string `json:"death"`
+	Kubernetes bool   `json:"kubernetes"`
+}
+
+// UnjamResults is what the unjam scenario measured.
+type UnjamResults struct {
+	Machine Machine       `json:"machine"`
+	Method  UnjamMethod   `json:"method"`
+	Cases   []UnjamFigure `json:"cases"`
+}
+
+// UnjamMethod is how the run scaled time; durations are production's.
+type UnjamMethod struct {
+	TimeScale       int     `json:"time_scale"`
+	Schedule        string  `json:"schedule"`
+	JitterS         float64 `json:"jitter_s"`
+	WorkerTTLS      float64 `json:"worker_ttl_s"`
+	HeartbeatGraceS float64 `json:"heartbeat_grace_s"`
+	HungWorkerGrace float64 `json:"hung_worker_grace_s"`
+	ClockSkewS      float64 `json:"clock_skew_s"`
+	PodResolutionS  float64 `json:"pod_time_resolution_s"`
+	RestartDelayS   float64 `json:"restart_delay_s"`
+	// PollMS is the workers' fetch period in real milliseconds (not scaled).
+	PollMS  float64 `json:"worker_poll_ms_unscaled"`
+	Workers int     `json:"workers"`
+}
+
+// UnjamFigure is one case's trials and their summary, in production seconds.
+type UnjamFigure struct {
+	unjamCase
+	// Expected is the range the rules and the schedule give.
+	Expected string       `json:"expected"`
+	Trials   []UnjamTrial `json:"trials"`
+	Released Spread       `json:"released_s"`
+	Started  Spread       `json:"started_s"`
+	// Rules counts the trials by the Kubernetes rule of the releasing pass's
+	// finding ("heartbeats" when the ordinary rules alone decided).
+	Rules map[string]int `json:"rules"`
+}
+
+// UnjamTrial is one death: seconds (scaled back) from it to the release of
+// the dead owner's locks and to the start of the task they blocked.
+type UnjamTrial struct {
+	ReleasedS float64 `json:"released_s"`
+	StartedS  float64 `json:"started_s"`
+	Verdict   string  `json:"verdict"`
+	Rule      string  `json:"rule"`
+	// Passes counts the daemon's passes from the death to the release.
+	Passes int `json:"passes"`
+	// StoppedOnSignal: a worker that was alive aborted its task on the cancel
+	// signal of the releasing pass.
+	StoppedOnSignal bool `json:"stopped_on_signal,omitempty"`
+}
+
+// Spread is the minimum, median and maximum of a figure.
+type Spread struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+func spreadOf(v []float64) Spread {
+	if len(v) == 0 {
+		return Spread{}
+	}
+	s := slices.Sorted(slices.Values(v))
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Spread{Min: round1(s[0]), Median: round1(med), Max: round1(s[len(s)-1])}
+}
+
+func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+// unjamCases are measured in this order, each case's trials one after the
+// other, the cases side by side.
+var unjamCases = []unjamCase{
+	{deathPodDeleted, false}, {deathPodDeleted, true},
+	{deathRestarted, false}, {deathRestarted, true},
+	{deathAlive, false}, {deathAlive, true},
+}
+
+// scaled divides a production duration by the time scale.
+func (o options) scaled(d time.Duration) time.Duration { return d / time.Duration(o.timeScale) }
+
+// back multiplies a measured duration back to production seconds.
+func (o options) back(d time.Duration) float64 { return d.Seconds() * float64(o.timeScale) }
+
+func (o options) validateUnjam() error {
+	switch {
+	case o.timeScale < 1 || unjamSchedule%time.Duration(o.timeScale) != 0 || o.scaled(unjamSchedule)%time.Second != 0:
+		return errors.New("-time-scale must divide the 1m schedule into whole seconds (cron's @every): 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60")
+	case o.trials < 1 || o.aliveTrials < 1:
+		return errors.New("-trials and -alive-trials must be at least 1")
+	case o.hungWorkerGrace < 0 || o.restartDelay < 0:
+		return errors.New("-hung-worker-grace and -restart-delay must not be negative")
+	}
+	return nil
+}
+
+// runUnjam measures every case and writes the table and, when asked, the JSON.
+func runUnjam(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	res := &UnjamResults{Machine: describeMachine(), Method: UnjamMethod{
+		TimeScale: o.timeScale, Schedule: fmt.Sprintf("@every %v (run: @every %v)", unjamSchedule, o.scaled(unjamSchedule)),
+		JitterS: unjamJitter.Seconds(), WorkerTTLS: unjamWorkerTTL.Seconds(), HeartbeatGraceS: unjamGrace.Seconds(),
+		HungWorkerGrace: o.hungWorkerGrace.Seconds(), ClockSkewS: unjamClockSkew.Seconds(), PodResolutionS: unjamPodResolution.Seconds(),
+		RestartDelayS: o.restartDelay.Seconds(), PollMS: float64(unjamPoll.Milliseconds()), Workers: unjamWorkers,
+	}}
+	res.Cases = make([]UnjamFigure, len(unjamCases))
+	errs := make([]error, len(unjamCases))
+	var machineOnce sync.Once
+	var wg sync.WaitGroup
+	for i, c := range unjamCases {
+		wg.Go(func() {
+			fig := UnjamFigure{unjamCase: c, Expected: o.expected(c), Rules: map[string]int{}}
+			trials := o.trials
+			if c.Death == deathAlive {
+				trials = o.aliveTrials
+			}
+			for n := range trials {
+				tr, err := o.unjamTrial(ctx, c, &machineOnce, &res.Machine)
+				if err != nil {
+					errs[i] = fmt.Errorf("%s, kubernetes %v, trial %d: %w", c.Death, c.Kubernetes, n+1, err)
+					return
+				}
+				logf("%s, kubernetes %v, trial %d: released after %.1f s (%s), blocked task started after %.1f s",
+					c.Death, c.Kubernetes, n+1, tr.ReleasedS, tr.Rule, tr.StartedS)
+				fig.Trials = append(fig.Trials, tr)
+				fig.Rules[tr.Rule]++
+			}
+			var rel, start []float64
+			for _, tr := range fig.Trials {
+				rel, start = append(rel, tr.ReleasedS), append(start, tr.StartedS)
+			}
+			fig.Released, fig.Started = spreadOf(rel), spreadOf(start)
+			res.Cases[i] = fig
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := writeUnjamMarkdown(stdout, res); err != nil {
+		return err
+	}
+	if o.jsonPath != "" {
+		return writeJSON(o.jsonPath, res)
+	}
+	return nil
+}
+
+// expected is the range the rules and the schedule give for a case, from
+// the death (the last heartbeat for a live worker): the owner's last
+// heartbeat was 0 to ttl/3 before its death, then it must be past the rule's
+// age, then the next pass comes within schedule + jitter.
+func (o options) expected(c unjamCase) string {
+	period := unjamWorkerTTL / 3
+	next := unjamSchedule + unjamJitter
+	age := unjamWorkerTTL + unjamGrace
+	if c.Kubernetes {
+		age = unjamWorkerTTL
+	}
+	lo, hi := age-period, age+next
+	switch {
+	case c.Death == deathAlive && c.Kubernetes:
+		lo, hi = unjamWorkerTTL+unjamGrace+o.hungWorkerGrace, unjamWorkerTTL+unjamGrace+o.hungWorkerGrace+next
+	case c.Death == deathAlive:
+		lo, hi = unjamWorkerTTL+unjamGrace, unjamWorkerTTL+unjamGrace+next
+	}
+	out := fmt.Sprintf("%.0f–%.0f s", lo.Seconds(), hi.Seconds())
+	if c.Death == deathRestarted && c.Kubernetes {
+		// A container that started within the clock-skew margin (at the
+		// API's resolution) of the old row's last heartbeat proves nothing.
+		out += fmt.Sprintf(" (%.0f–%.0f s when it restarted within the margin of the last heartbeat)",
+			(unjamWorkerTTL + unjamGrace - period).Seconds(), (unjamWorkerTTL + unjamGrace + next).Seconds())
+	}
+	return out
+}
