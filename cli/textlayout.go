@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -123,6 +125,10 @@ type table struct {
 	indent string
 	header []string
 	rows   [][]cell
+	// each, when set, produces the rows instead of rows: once per walk of
+	// the table (two per layout tried), so that the
+	// hundreds of thousands of findings of an incident are never held.
+	each func(emit func(cells ...cell))
 	// drop lists the columns, least needed first, left out when cutting
 	// alone cannot make the table fit.
 	drop      []int
@@ -153,121 +159,132 @@ func (t *table) write(w io.Writer, l layout) {
 		}
 		t.remove(col)
 	}
-	t.render(w, l)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	t.render(bw, l)
+	_ = bw.Flush()
+}
+
+// remove leaves column col out.
+func (t *table) remove(col int) {
+	if !slices.Contains(t.dropped, col) {
+		t.dropped = append(t.dropped, col)
+	}
+}
+
+// forRows calls f with each row, as added or as each produces them.
+func (t *table) forRows(f func([]cell)) {
+	if t.each != nil {
+		t.each(func(cells ...cell) { f(cells) })
+		return
+	}
+	for _, r := range t.rows {
+		f(r)
+	}
+}
+
+// columns lists the columns printed: those not dropped, by their index in
+// the rows as added.
+func (t *table) columns() []int {
+	n := len(t.header)
+	if t.header == nil {
+		t.forRows(func(r []cell) { n = max(n, len(r)) })
+	}
+	var cols []int
+	for i := range n {
+		if !slices.Contains(t.dropped, i) {
+			cols = append(cols, i)
+		}
+	}
+	return cols
 }
 
 // fits says whether the table fits width with only its free text cut:
-// a column is dropped before a key is cut.
+// a column is dropped before a key is cut. The table is laid out, not kept.
 func (t *table) fits(width int) bool {
-	var b strings.Builder
 	keep := *t
 	keep.noKeyCuts = true
-	keep.render(&b, layout{width: width})
-	for _, line := range strings.Split(b.String(), "\n") {
-		if runeLen(line) > width {
-			return false
-		}
-	}
-	return true
+	var m lineMeter
+	keep.render(&m, layout{width: width})
+	return m.widest <= width
 }
 
-// remove takes column col out; the columns of later drops keep their
-// meaning because drop indexes the original columns.
-func (t *table) remove(col int) {
-	for _, d := range t.dropped {
-		if d == col {
-			return
+// lineMeter is a writer that keeps only the rune length of its widest line.
+type lineMeter struct{ line, widest int }
+
+func (m *lineMeter) Write(p []byte) (int, error) {
+	for _, r := range string(p) {
+		if r == '\n' {
+			m.line = 0
+			continue
 		}
+		m.line++
+		m.widest = max(m.widest, m.line)
 	}
-	i := col
-	for _, d := range t.dropped {
-		if d < col {
-			i--
-		}
-	}
-	t.dropped = append(t.dropped, col)
-	if t.header != nil {
-		t.header = append(t.header[:i:i], t.header[i+1:]...)
-	}
-	for r := range t.rows {
-		t.rows[r] = append(t.rows[r][:i:i], t.rows[r][i+1:]...)
-	}
+	return len(p), nil
 }
 
+// render lays the table out in two walks of its rows: one measures the
+// columns, the other prints them line by line.
 func (t *table) render(w io.Writer, l layout) {
-	if len(t.rows) == 0 && t.header == nil {
+	if len(t.rows) == 0 && t.each == nil && t.header == nil {
 		return
 	}
-	cols := len(t.header)
-	if t.header == nil {
-		cols = len(t.rows[0])
+	cols := t.columns()
+	widths := make([]int, len(cols))
+	cuttable := make([]bool, len(cols))
+	// A column is cut as its first cuttable cell says.
+	modes := make([]cutMode, len(cols))
+	for n, i := range cols {
+		if i < len(t.header) {
+			widths[n] = runeLen(t.header[i])
+		}
 	}
-	widths := make([]int, cols)
-	cuttable := make([]bool, cols)
-	for i, h := range t.header {
-		widths[i] = runeLen(h)
-	}
-	for _, r := range t.rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], runeLen(c.text))
-			if c.cut != cutNever {
-				cuttable[i] = true
+	rows := 0
+	t.forRows(func(r []cell) {
+		rows++
+		for n, i := range cols {
+			c := r[i]
+			widths[n] = max(widths[n], runeLen(c.text))
+			if c.cut != cutNever && !cuttable[n] {
+				cuttable[n], modes[n] = true, c.cut
 			}
 		}
+	})
+	if rows == 0 && t.header == nil {
+		return
 	}
 	if l.width > 0 {
-		modes := make([]cutMode, cols)
-		for i := range modes {
-			modes[i] = cutModeOf(t, i)
-		}
 		if t.noKeyCuts {
-			for i := range modes {
-				if modes[i] == cutMiddle {
-					cuttable[i] = false
+			for n := range modes {
+				if modes[n] == cutMiddle {
+					cuttable[n] = false
 				}
 			}
 		}
 		fitWidths(widths, cuttable, modes, l.width-runeLen(t.indent))
 	}
-	var b strings.Builder
-	line := func(texts []string, colors []string) {
-		var row strings.Builder
+	var row strings.Builder
+	line := func(text func(i int) (string, string)) {
+		row.Reset()
 		row.WriteString(t.indent)
-		for i, s := range texts {
-			s = fitCell(s, widths[i], cutModeOf(t, i))
+		for n, i := range cols {
+			s, color := text(i)
+			s = fitCell(s, widths[n], modes[n])
 			pad := ""
-			if i < len(texts)-1 {
-				pad = strings.Repeat(" ", widths[i]-runeLen(s)+2)
+			if n < len(cols)-1 {
+				pad = strings.Repeat(" ", widths[n]-runeLen(s)+2)
 			}
-			if colors != nil {
-				s = l.paint(s, colors[i])
-			}
-			row.WriteString(s + pad)
+			row.WriteString(l.paint(s, color) + pad)
 		}
 		// An empty last cell leaves the padding of the one before.
-		b.WriteString(strings.TrimRight(row.String(), " ") + "\n")
+		_, _ = io.WriteString(w, strings.TrimRight(row.String(), " ")+"\n")
 	}
 	if t.header != nil {
-		line(t.header, nil)
+		line(func(i int) (string, string) { return t.header[i], "" })
 	}
-	for _, r := range t.rows {
-		texts, colors := make([]string, len(r)), make([]string, len(r))
-		for i, c := range r {
-			texts[i], colors[i] = c.text, c.color
-		}
-		line(texts, colors)
-	}
-	_, _ = io.WriteString(w, b.String())
-}
-
-// cutModeOf is how column i is cut: as its first cuttable cell says.
-func cutModeOf(t *table, i int) cutMode {
-	for _, r := range t.rows {
-		if r[i].cut != cutNever {
-			return r[i].cut
-		}
-	}
-	return cutNever
+	t.forRows(func(r []cell) {
+		line(func(i int) (string, string) { return r[i].text, r[i].color })
+	})
 }
 
 // fitWidths narrows the cuttable columns until the row fits avail: free

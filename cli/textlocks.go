@@ -17,22 +17,24 @@ func writeLocks(w io.Writer, format string, out LocksOutput, l layout) error {
 	}
 	t := &table{header: []string{"KEY", "KIND", "OWNER", "LIVENESS", "TASK", "VERDICT", "ACTION"}, drop: []int{1, 3}}
 	n := shown(len(out.Holdings), l.limit)
-	for _, h := range out.Holdings[:n] {
-		task := "-"
-		switch {
-		case h.Kind == reaper.KindTask && h.TaskState != "":
-			task = quoteText(h.TaskState)
-		case h.Kind == reaper.KindTask:
-			task = "no task row"
-		case h.Task != "":
-			task = h.Task
-			if h.TaskState != "" {
-				task += " (" + quoteText(h.TaskState) + ")"
+	t.each = func(emit func(...cell)) {
+		for _, h := range out.Holdings[:n] {
+			task := "-"
+			switch {
+			case h.Kind == reaper.KindTask && h.TaskState != "":
+				task = quoteText(h.TaskState)
+			case h.Kind == reaper.KindTask:
+				task = "no task row"
+			case h.Task != "":
+				task = h.Task
+				if h.TaskState != "" {
+					task += " (" + quoteText(h.TaskState) + ")"
+				}
 			}
+			emit(keyCell(quoteText(h.Key)), textCell(h.Kind.String()), keyCell(quoteText(h.Owner)),
+				textCell(livenessText(h.OwnerLiveness, h.HeartbeatAge)+podText(h.Kubernetes)).in(livenessColor(h.OwnerLiveness)), keyCell(task),
+				textCell(string(h.Verdict)).in(verdictColor(h.Verdict)), freeCell(string(h.Action)+deferredText(h.Deferred)))
 		}
-		t.add(keyCell(quoteText(h.Key)), textCell(h.Kind.String()), keyCell(quoteText(h.Owner)),
-			textCell(livenessText(h.OwnerLiveness, h.HeartbeatAge)+podText(h.Kubernetes)).in(livenessColor(h.OwnerLiveness)), keyCell(task),
-			textCell(string(h.Verdict)).in(verdictColor(h.Verdict)), freeCell(string(h.Action)+deferredText(h.Deferred)))
 	}
 	t.write(w, l)
 	moreLine(w, "", len(out.Holdings)-n)

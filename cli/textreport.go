@@ -114,9 +114,11 @@ func livenessColor(l string) string {
 func writeFlatFindings(w io.Writer, findings []reaper.Finding, l layout) {
 	fmt.Fprintln(w, "\nFindings (holdings that are not healthy)")
 	t := &table{indent: "  ", header: []string{"KEY", "KIND", "OWNER", "VERDICT", "RESULT", "EVIDENCE"}, drop: []int{5, 1}}
-	for _, f := range findings[:shown(len(findings), l.limit)] {
-		t.add(keyCell(quoteText(f.Key)), textCell(f.Kind.String()), keyCell(quoteText(f.Owner)),
-			textCell(string(f.Verdict)).in(verdictColor(f.Verdict)), textCell(resultText(f.Result, f.Deferred)), freeCell(evidenceText(f)))
+	t.each = func(emit func(...cell)) {
+		for _, f := range findings[:shown(len(findings), l.limit)] {
+			emit(keyCell(quoteText(f.Key)), textCell(f.Kind.String()), keyCell(quoteText(f.Owner)),
+				textCell(string(f.Verdict)).in(verdictColor(f.Verdict)), textCell(resultText(f.Result, f.Deferred)), freeCell(evidenceText(f)))
+		}
 	}
 	t.write(w, l)
 	moreLine(w, "  ", len(findings)-shown(len(findings), l.limit))
@@ -338,13 +340,15 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 		sort.SliceStable(list, func(a, b int) bool { return severityOf(list[a].Verdict) < severityOf(list[b].Verdict) })
 	}
 	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{5, 1, 4, 3}}
-	for _, tf := range list[:shown(len(list), l.limit)] {
-		after := tf.StateAfter
-		if tf.Requeue {
-			after = "waiting (requeued)"
+	t.each = func(emit func(...cell)) {
+		for _, tf := range list[:shown(len(list), l.limit)] {
+			after := tf.StateAfter
+			if tf.Requeue {
+				after = "waiting (requeued)"
+			}
+			emit(keyCell(tf.ID), freeCell(quoteText(tf.Name)), textCell(string(tf.Verdict)).in(verdictColor(tf.Verdict)),
+				textCell(quoteText(tf.StateBefore)), textCell(quoteText(after)), keyCell(quoteText(tf.Owner)), freeCell(resultText(tf.Result, tf.Deferred)))
 		}
-		t.add(keyCell(tf.ID), freeCell(quoteText(tf.Name)), textCell(string(tf.Verdict)).in(verdictColor(tf.Verdict)),
-			textCell(quoteText(tf.StateBefore)), textCell(quoteText(after)), keyCell(quoteText(tf.Owner)), freeCell(resultText(tf.Result, tf.Deferred)))
 	}
 	t.write(w, l)
 	moreLine(w, "  ", len(list)-shown(len(list), l.limit))

@@ -51,6 +51,8 @@ type judge struct {
 	// its own.
 	opaque map[string]bool
 	owners ownerCache
+	// reasons are the lost tasks' messages, by owner and state.
+	reasons map[[2]string]string
 	// counts of every holding judged, listed or not.
 	byVerdict map[Verdict]int
 	byOwner   map[string]int

@@ -144,13 +144,13 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, locks taskLocksHeld)
 		if t.State == StateRunning {
 			tj.StateAfter = j.p.LostRunning
 		}
-		tj.Reason = lostReason(owner, tj.StateAfter)
+		tj.Reason = j.lostReason(owner, tj.StateAfter)
 	case VerdictOrphanedClaim:
 		if locks.count > 0 {
 			tj.AfterRelease = []string{locks.key}
 		}
 		if j.p.OrphanedWaiting == WaitingCancel {
-			tj.StateAfter, tj.Reason = StateCanceled, lostReason(owner, StateCanceled)
+			tj.StateAfter, tj.Reason = StateCanceled, j.lostReason(owner, StateCanceled)
 		} else {
 			tj.StateAfter, tj.ClearClaim = StateWaiting, true
 		}
@@ -169,9 +169,22 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, locks taskLocksHeld)
 	return tj
 }
 
-func lostReason(owner, stateAfter string) string {
-	if owner == "" {
-		owner = "(unknown)"
+// lostReason is the message a lost task is finished with. It is one string
+// per owner and state, however many tasks the owner lost: a dead worker may
+// leave a hundred thousand.
+func (j *judge) lostReason(owner, stateAfter string) string {
+	key := [2]string{owner, stateAfter}
+	if r, ok := j.reasons[key]; ok {
+		return r
 	}
-	return fmt.Sprintf("Worker %s has gone missing; lock reaper %s.", owner, stateAfter)
+	shown := owner
+	if shown == "" {
+		shown = "(unknown)"
+	}
+	r := fmt.Sprintf("Worker %s has gone missing; lock reaper %s.", shown, stateAfter)
+	if j.reasons == nil {
+		j.reasons = map[[2]string]string{}
+	}
+	j.reasons[key] = r
+	return r
 }
