@@ -379,11 +379,8 @@ func kindRank(k reaper.Kind) int {
 // findingTask is the task a holding is held for: the task of a task lock,
 // or the task lock a resource holding inherited its verdict from.
 func findingTask(f reaper.Finding) string {
-	switch {
-	case f.TaskID != "":
-		return f.TaskID
-	case f.Kind == reaper.KindTask:
-		return strings.TrimPrefix(f.Key, "task:")
+	if f.Kind == reaper.KindTask {
+		return f.TaskID()
 	}
 	return strings.TrimPrefix(f.Evidence.Via, "task:")
 }

@@ -96,7 +96,7 @@ func unsafeReleases(rep *reaper.Report, before, after []sim.ActiveHolding, end t
 		}
 		if h, ok := protected[holdingRef{Key: f.Key, Owner: f.Owner}]; ok {
 			out = append(out, fmt.Sprintf("pass at %s released %s (verdict %s, task %s) while %s worked on task %s since %s, alive until at least %s",
-				rep.StartedAt.Format(time.RFC3339Nano), f.Key, f.Verdict, f.TaskID, h.Owner, h.Task,
+				rep.StartedAt.Format(time.RFC3339Nano), f.Key, f.Verdict, f.TaskID(), h.Owner, h.Task,
 				h.Since.Format(time.RFC3339Nano), h.LiveUntil.Format(time.RFC3339Nano)))
 		}
 	}

@@ -60,10 +60,7 @@ func TestChecksCatchARogueRelease(t *testing.T) {
 	r.rec = newPassRecorder(f, runnerFunc(func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
 		rep, err := rp.RunOnce(ctx, opts)
 		require.NoError(t, r.rdb.Del(ctx, victim.Key).Err())
-		rep.Findings = append(rep.Findings, reaper.Finding{
-			Key: victim.Key, Kind: reaper.KindTask, Owner: victim.Owner, TaskID: victim.Task,
-			Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease, Result: reaper.ResultReleased,
-		})
+		rep.Findings = append(rep.Findings, reaper.Finding{Holding: reaper.Holding{Key: victim.Key, Kind: reaper.KindTask, Owner: victim.Owner}, Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease, Result: reaper.ResultReleased})
 		rep.Summary.Released++
 		return rep, err
 	}))

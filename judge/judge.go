@@ -66,8 +66,8 @@ func (j *judge) run() Plan {
 	j.byVerdict, j.byOwner = map[Verdict]int{}, map[string]int{}
 	j.ix = indexOf(j.snap.Holdings)
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
-	if j.listAll && len(j.snap.Holdings) > 0 {
-		plan.Holdings = make([]Judgement, 0, len(j.snap.Holdings))
+	if n := j.expectedListed(); n > 0 {
+		plan.Holdings = make([]Judgement, 0, n)
 	}
 
 	taskLocks := make([]judgedTaskLock, len(j.ix.tasks.placed))
@@ -93,6 +93,25 @@ func (j *judge) run() Plan {
 	applyGuards(&plan, j.fleet, j.p)
 	plan.TaskLocksSeen = taskLocksSeen(j.snap.Holdings, plan.Holdings)
 	return plan
+}
+
+// expectedListed is how many judgements the plan will likely list, so that
+// the list is made once at its size: every holding, or the findings, most of
+// which are the holdings of owners not alive. When one worker dies holding
+// everything, a list grown by appending would hold its last two copies at
+// once: tens of megabytes at the peak of a pass.
+func (j *judge) expectedListed() int {
+	if j.listAll {
+		return len(j.snap.Holdings)
+	}
+	n := 0
+	for i := range j.snap.Holdings {
+		if j.ownerEvidence(j.snap.Holdings[i].Owner).OwnerLiveness != heartbeat.Alive {
+			n++
+		}
+	}
+	// A few findings of live owners (finished tasks, unclaimed locks).
+	return n + (len(j.snap.Holdings)-n)/32
 }
 
 // add counts a judgement and lists it when the plan lists it.

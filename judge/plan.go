@@ -40,7 +40,15 @@ type Judgement struct {
 	FirstSeen *time.Time `json:"first_seen,omitempty"`
 	// Deferred says why a release was held back this pass.
 	Deferred string `json:"deferred,omitempty"`
+	// Result is what acting on the judgement did. The judge leaves it
+	// empty; whoever acts on the plan sets it, so that a report lists the
+	// plan's own judgements rather than a copy of each: an incident's
+	// findings are hundreds of thousands.
+	Result Result `json:"result"`
 }
+
+// Result is what acting on a holding or a task did (the reaper names them).
+type Result string
 
 // TaskJudgement is the verdict on one lost, orphaned or stuck task.
 type TaskJudgement struct {

@@ -239,13 +239,11 @@ func TestFleetGauges(t *testing.T) {
 	rep.Findings[0].Action, rep.Findings[0].Evidence.HeartbeatAge = reaper.ActionRelease, &hb
 	m.Observe(rep)
 	require.Equal(t, 300.0, g(m.oldestStale))
-	rep.Findings = append(rep.Findings, reaper.Finding{Key: "task:x", Kind: reaper.KindTask, Verdict: reaper.VerdictTaskFinished,
-		Action: reaper.ActionRelease, Result: reaper.ResultDeferred, Evidence: reaper.Evidence{FinishedAge: &fin}})
+	rep.Findings = append(rep.Findings, reaper.Finding{Holding: reaper.Holding{Key: "task:x", Kind: reaper.KindTask}, Verdict: reaper.VerdictTaskFinished, Action: reaper.ActionRelease, Result: reaper.ResultDeferred, Evidence: reaper.Evidence{FinishedAge: &fin}})
 	m.Observe(rep)
 	require.Equal(t, 7200.0, g(m.oldestStale))
 	// Healthy and pending holdings are not stale, however old.
-	rep.Findings = []reaper.Finding{{Key: "task:y", Kind: reaper.KindTask, Verdict: reaper.VerdictPending, Action: reaper.ActionKeep,
-		Evidence: reaper.Evidence{HeartbeatAge: &fin}}}
+	rep.Findings = []reaper.Finding{{Holding: reaper.Holding{Key: "task:y", Kind: reaper.KindTask}, Verdict: reaper.VerdictPending, Action: reaper.ActionKeep, Evidence: reaper.Evidence{HeartbeatAge: &fin}}}
 	m.Observe(rep)
 	require.Equal(t, 0.0, g(m.oldestStale))
 

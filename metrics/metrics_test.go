@@ -24,12 +24,9 @@ func completedReport() *reaper.Report {
 		Mode: reaper.ModeOnce, StartedAt: started, DurationMS: 1500,
 		Scanned: reaper.Scanned{Keys: 7, TaskLocks: 3, ResourceHoldings: 4, Ignored: 1, FullScan: true},
 		Findings: []reaper.Finding{
-			{Key: "task:6f1c0000-0000-4000-8000-000000000001", Kind: reaper.KindTask, Owner: "1@worker-7",
-				Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased},
-			{Key: "pulp:resource_lock:prn:repo:1", Kind: reaper.KindExclusive, Owner: "1@worker-7",
-				Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased},
-			{Key: "task:6f1c0000-0000-4000-8000-000000000002", Kind: reaper.KindTask, Owner: "2@worker-8",
-				Verdict: reaper.VerdictTaskMissing, Result: reaper.ResultSuspected},
+			{Holding: reaper.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000001", Kind: reaper.KindTask, Owner: "1@worker-7"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased},
+			{Holding: reaper.Holding{Key: "pulp:resource_lock:prn:repo:1", Kind: reaper.KindExclusive, Owner: "1@worker-7"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased},
+			{Holding: reaper.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000002", Kind: reaper.KindTask, Owner: "2@worker-8"}, Verdict: reaper.VerdictTaskMissing, Result: reaper.ResultSuspected},
 		},
 		Tasks: []reaper.TaskFinding{
 			{ID: "6f1c0000-0000-4000-8000-000000000001", Verdict: reaper.VerdictLost, Result: reaper.ResultUpdated},
@@ -141,7 +138,7 @@ func TestNamingAndLabels(t *testing.T) {
 		for _, metric := range mf.GetMetric() {
 			for _, lp := range metric.GetLabel() {
 				for _, f := range rep.Findings {
-					require.NotContains(t, []string{f.Key, f.Owner, f.TaskID}, lp.GetValue(), mf.GetName())
+					require.NotContains(t, []string{f.Key, f.Owner, f.TaskID()}, lp.GetValue(), mf.GetName())
 				}
 				require.NotContains(t, lp.GetValue(), "@", "%s{%s} looks like an owner", mf.GetName(), lp.GetName())
 			}

@@ -2,6 +2,8 @@ package reaper
 
 import (
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // Report is what one pass found and did. It is the single source of truth:
@@ -41,21 +43,10 @@ type Scanned struct {
 	FullScan         bool `json:"full_scan"`
 }
 
-// Finding is one holding that is not healthy, and what became of it.
-type Finding struct {
-	Key        string     `json:"key"`
-	Kind       Kind       `json:"kind"`
-	Owner      string     `json:"owner"`
-	TaskID     string     `json:"task_id,omitempty"`
-	Resource   string     `json:"resource,omitempty"`
-	Registered bool       `json:"registered"`
-	Verdict    Verdict    `json:"verdict"`
-	Action     Action     `json:"action"`
-	Result     Result     `json:"result"`
-	Deferred   string     `json:"deferred,omitempty"`
-	FirstSeen  *time.Time `json:"first_seen,omitempty"`
-	Evidence   Evidence   `json:"evidence"`
-}
+// Finding is one holding that is not healthy, and what became of it: the
+// judge's judgement, its Result set by the pass. In JSON its holding's
+// fields are flat, with task_id and resource.
+type Finding = judge.Judgement
 
 // TaskFinding is one lost, orphaned or stuck task, and what became of it.
 type TaskFinding struct {
@@ -175,22 +166,13 @@ func (r *Report) fill(plan *Plan, act *actor) {
 		})
 	}
 	plan.Tasks, act.taskResults, act.taskDeferred = nil, nil, nil
-	n := 0
-	for _, jd := range plan.Holdings {
-		if jd.Verdict.Finding() {
-			n++
-		}
-	}
-	r.Findings = make([]Finding, 0, n)
+	// The findings are the plan's judgements, kept where they are.
+	r.Findings = plan.Holdings[:0]
 	for i, jd := range plan.Holdings {
-		if !jd.Verdict.Finding() {
-			continue
+		if jd.Verdict.Finding() {
+			jd.Result = act.holdingResults[i]
+			r.Findings = append(r.Findings, jd)
 		}
-		r.Findings = append(r.Findings, Finding{
-			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, TaskID: jd.TaskID(), Resource: jd.Resource(), Registered: jd.Registered,
-			Verdict: jd.Verdict, Action: jd.Action, Result: act.holdingResults[i], Deferred: jd.Deferred,
-			FirstSeen: jd.FirstSeen, Evidence: jd.Evidence,
-		})
 	}
 	plan.Holdings, act.holdingResults = nil, nil
 	r.LockOwners = plan.LockOwners

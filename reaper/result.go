@@ -1,7 +1,9 @@
 package reaper
 
+import "github.com/lock-reaper/lock-reaper/judge"
+
 // Result of acting on a holding or a task.
-type Result string
+type Result = judge.Result
 
 const (
 	ResultReleased     Result = "released"
