@@ -343,7 +343,7 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 	t.each = func(emit func(...cell)) {
 		for _, tf := range list[:shown(len(list), l.limit)] {
 			after := tf.StateAfter
-			if tf.Requeue {
+			if tf.ClearClaim {
 				after = "waiting (requeued)"
 			}
 			emit(keyCell(tf.ID), freeCell(quoteText(tf.Name)), textCell(string(tf.Verdict)).in(verdictColor(tf.Verdict)),

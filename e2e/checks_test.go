@@ -124,7 +124,7 @@ func (r *run) taskAccountingProblems(rec recorded) ([]string, error) {
 	requeued := map[string]int{}
 	var out []string
 	for _, tf := range rec.updated {
-		if tf.Requeue {
+		if tf.ClearClaim {
 			requeued[tf.ID]++
 			continue
 		}
@@ -178,7 +178,7 @@ func (r *run) taskAccountingProblems(rec recorded) ([]string, error) {
 		}
 	}
 	for _, tf := range rec.updated {
-		if tf.Requeue && (!killed[tf.Owner] || live[tf.Owner] == tf.AppLockID) {
+		if tf.ClearClaim && (!killed[tf.Owner] || live[tf.Owner] == tf.AppLockID) {
 			out = append(out, fmt.Sprintf("task %s requeued although its claim by %s (row %s) was not a killed worker's", tf.ID, tf.Owner, tf.AppLockID))
 		}
 	}

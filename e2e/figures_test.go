@@ -25,7 +25,7 @@ func (r *run) logFigures(rec recorded, convergedAfter, drainedAfter time.Duratio
 	require.NoError(t, err)
 	requeues := 0
 	for _, tf := range rec.updated {
-		if tf.Requeue {
+		if tf.ClearClaim {
 			requeues++
 		}
 	}

@@ -97,7 +97,19 @@ func (j *judge) taskFactsOf(t Task) taskFacts {
 // then the candidates' task locks are looked up and the table decides, and
 // a verdict that needs it is confirmed.
 func (j *judge) taskJudgements(taskLocks []judgedTaskLock) []TaskJudgement {
+	// The tasks of owners not alive are most of the verdicts, and when one
+	// worker dies holding everything there is one per task: the list is
+	// made once at about its size instead of grown by copies.
+	expected := 0
+	for _, t := range j.snap.Tasks {
+		if !j.taskFactsOf(t).claimLive() {
+			expected++
+		}
+	}
 	var out []TaskJudgement
+	if expected > 0 {
+		out = make([]TaskJudgement, 0, expected)
+	}
 	for id, t := range j.snap.Tasks {
 		f := j.taskFactsOf(t)
 		if !mayBeLost(f) {

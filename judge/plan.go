@@ -74,6 +74,8 @@ type TaskJudgement struct {
 	// Resources lists, for an unprotected task, what it reserves and who
 	// else holds each.
 	Resources []UnguardedResource `json:"resources,omitempty"`
+	// Result is what acting on the judgement did, set as a holding's is.
+	Result Result `json:"result"`
 }
 
 // Guard says why a pass held back work.

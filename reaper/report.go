@@ -48,25 +48,10 @@ type Scanned struct {
 // fields are flat, with task_id and resource.
 type Finding = judge.Judgement
 
-// TaskFinding is one lost, orphaned or stuck task, and what became of it.
-type TaskFinding struct {
-	ID          string     `json:"id"`
-	Name        string     `json:"name,omitempty"`
-	Verdict     Verdict    `json:"verdict"`
-	Action      Action     `json:"action"`
-	Owner       string     `json:"owner,omitempty"`
-	AppLockID   string     `json:"app_lock_id,omitempty"`
-	StateBefore string     `json:"state_before"`
-	StateAfter  string     `json:"state_after"`
-	Requeue     bool       `json:"requeue,omitempty"`
-	Reason      string     `json:"reason,omitempty"`
-	Result      Result     `json:"result"`
-	Deferred    string     `json:"deferred,omitempty"`
-	FirstSeen   *time.Time `json:"first_seen,omitempty"`
-	// Resources lists, for an unprotected task, what it reserves and every
-	// other current holder of each.
-	Resources []UnguardedResource `json:"resources,omitempty"`
-}
+// TaskFinding is one lost, orphaned or stuck task, and what became of it:
+// the judge's task judgement, its Result set by the pass. In JSON a cleared
+// claim is "requeue".
+type TaskFinding = judge.TaskJudgement
 
 // Summary counts holdings and tasks by verdict and by result.
 type Summary struct {
@@ -157,13 +142,9 @@ func (r *Report) summarize() {
 // otherwise double the peak of the pass. Nothing reads the plan after this.
 func (r *Report) fill(plan *Plan, act *actor) {
 	r.verdictCounts = plan.ByVerdict
-	r.Tasks = make([]TaskFinding, 0, len(plan.Tasks))
-	for i, tj := range plan.Tasks {
-		r.Tasks = append(r.Tasks, TaskFinding{
-			ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
-			StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, Requeue: tj.ClearClaim, Reason: tj.Reason,
-			Result: act.taskResults[i], Deferred: act.taskDeferred[i], FirstSeen: tj.FirstSeen, Resources: tj.Resources,
-		})
+	r.Tasks = plan.Tasks
+	for i := range r.Tasks {
+		r.Tasks[i].Result, r.Tasks[i].Deferred = act.taskResults[i], act.taskDeferred[i]
 	}
 	plan.Tasks, act.taskResults, act.taskDeferred = nil, nil, nil
 	// The findings are the plan's judgements, kept where they are.
