@@ -105,6 +105,8 @@ func (a *actor) release(ctx context.Context) error {
 		return 0
 	})
 	rel := &releaser{rdb: a.r.rdb, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.RedisTimeout}
+	logs := a.startReleaseLog()
+	defer logs.wait()
 	return inBatches(ctx, todo, rel.batchSize, a.failHoldings, func(done int, idx []int) error {
 		b := releaseBatch{holdings: make([]Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
 		retired := map[string]bool{}
@@ -126,8 +128,8 @@ func (a *actor) release(ctx context.Context) error {
 		}
 		for n, i := range idx {
 			a.holdingResults[i] = results[n]
-			a.logHolding(a.plan.Holdings[i], results[n])
 		}
+		logs.add(idx, results)
 		a.progress(PhaseReleasing, done+len(idx), len(todo))
 		return nil
 	})
