@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha1"
+	"fmt"
 	"net"
 	"runtime"
 	"runtime/metrics"
@@ -12,19 +14,28 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // redisCounter is a go-redis hook that counts round trips (one per command
 // sent alone, one per pipeline) and commands. It also notes when the first
-// script call of a phase started and the last one ended: in a pass the only
-// scripts are the release batches, so that span is the release phase.
+// call of the release script in a phase started and the last one ended: that
+// span is the release phase. Other scripts (the owners' retirement, which
+// runs after the task updates) are left out by their SHA, since they would
+// stretch the span over the database's work. Each release call's time is
+// summed and the slowest kept, so that the span can be told apart into time
+// in Redis and time between the calls.
 type redisCounter struct {
 	roundTrips atomic.Int64
 	commands   atomic.Int64
 
-	mu          sync.Mutex
-	scriptStart time.Time
-	scriptEnd   time.Time
+	mu            sync.Mutex
+	scriptStart   time.Time
+	scriptEnd     time.Time
+	scriptCalls   int
+	scriptBusy    time.Duration
+	scriptSlowest time.Duration
 }
 
 var _ redis.Hook = (*redisCounter)(nil)
@@ -37,8 +48,7 @@ func (c *redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.roundTrips.Add(1)
 		c.commands.Add(1)
-		name := strings.ToLower(cmd.Name())
-		if name != "evalsha" && name != "eval" {
+		if !isReleaseCall(cmd) {
 			return next(ctx, cmd)
 		}
 		start := time.Now()
@@ -49,9 +59,29 @@ func (c *redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			c.scriptStart = start
 		}
 		c.scriptEnd = end
+		c.scriptCalls++
+		c.scriptBusy += end.Sub(start)
+		c.scriptSlowest = max(c.scriptSlowest, end.Sub(start))
 		c.mu.Unlock()
 		return err
 	}
+}
+
+// isReleaseCall says cmd runs the release script: an EVALSHA naming its SHA,
+// or the EVAL go-redis falls back to when Redis has not loaded it yet.
+func isReleaseCall(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	switch strings.ToLower(cmd.Name()) {
+	case "evalsha":
+		return args[1] == reaper.ReleaseScriptSHA()
+	case "eval":
+		src, ok := args[1].(string)
+		return ok && fmt.Sprintf("%x", sha1.Sum([]byte(src))) == reaper.ReleaseScriptSHA()
+	}
+	return false
 }
 
 func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -65,7 +95,10 @@ func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // redisCounts is a reading of a redisCounter.
 type redisCounts struct {
 	roundTrips, commands int64
-	scriptSpan           time.Duration
+	// scriptSpan runs from the start of the first release call to the end
+	// of the last; scriptBusy sums the calls' own times.
+	scriptSpan, scriptBusy, scriptSlowest time.Duration
+	scriptCalls                           int
 }
 
 // take returns the counts since the last take and starts again from zero.
@@ -76,7 +109,9 @@ func (c *redisCounter) take() redisCounts {
 	if !c.scriptStart.IsZero() {
 		rc.scriptSpan = c.scriptEnd.Sub(c.scriptStart)
 	}
+	rc.scriptBusy, rc.scriptSlowest, rc.scriptCalls = c.scriptBusy, c.scriptSlowest, c.scriptCalls
 	c.scriptStart, c.scriptEnd = time.Time{}, time.Time{}
+	c.scriptBusy, c.scriptSlowest, c.scriptCalls = 0, 0, 0
 	return rc
 }
 

@@ -52,16 +52,22 @@ type Measurement struct {
 	HeapLivePerHolding  float64 `json:"heap_live_bytes_per_holding,omitempty"`
 	// RatioToBaseline is the median of RatioRuns, each run's wall time over
 	// that of the baseline of the same round.
-	RatioToBaseline      float64   `json:"ratio_to_baseline,omitempty"`
-	RatioRuns            []float64 `json:"ratio_runs,omitempty"`
-	Released             int       `json:"released,omitempty"`
-	TasksUpdated         int       `json:"tasks_updated,omitempty"`
-	ReleasePhaseMS       float64   `json:"release_phase_ms,omitempty"`
-	ReleasedPerSecond    float64   `json:"released_per_second,omitempty"`
-	ReleasedPerPassSec   float64   `json:"released_per_pass_second,omitempty"`
-	Findings             int       `json:"findings"`
-	ExitCode             int       `json:"exit_code"`
-	UnrelatedKeysInRedis int       `json:"unrelated_keys_in_redis"`
+	RatioToBaseline float64   `json:"ratio_to_baseline,omitempty"`
+	RatioRuns       []float64 `json:"ratio_runs,omitempty"`
+	Released        int       `json:"released,omitempty"`
+	TasksUpdated    int       `json:"tasks_updated,omitempty"`
+	ReleasePhaseMS  float64   `json:"release_phase_ms,omitempty"`
+	// ReleaseCalls counts the release script's calls (batches), ReleaseCallsMS
+	// sums their times (the rest of the phase is the reaper's between them)
+	// and SlowestReleaseMS is the longest.
+	ReleaseCalls         int     `json:"release_calls,omitempty"`
+	ReleaseCallsMS       float64 `json:"release_calls_ms,omitempty"`
+	SlowestReleaseMS     float64 `json:"slowest_release_ms,omitempty"`
+	ReleasedPerSecond    float64 `json:"released_per_second,omitempty"`
+	ReleasedPerPassSec   float64 `json:"released_per_pass_second,omitempty"`
+	Findings             int     `json:"findings"`
+	ExitCode             int     `json:"exit_code"`
+	UnrelatedKeysInRedis int     `json:"unrelated_keys_in_redis"`
 }
 
 // phaseRun is one timed execution of a phase.
@@ -255,6 +261,7 @@ func summarise(name, desc string, runs []phaseRun) Measurement {
 		m.ExitCode = rep.ExitCode()
 		if m.Released > 0 {
 			m.ReleasePhaseMS = ms(med.redis.scriptSpan)
+			m.ReleaseCalls, m.ReleaseCallsMS, m.SlowestReleaseMS = med.redis.scriptCalls, ms(med.redis.scriptBusy), ms(med.redis.scriptSlowest)
 			if med.redis.scriptSpan > 0 {
 				m.ReleasedPerSecond = math.Round(float64(m.Released) / med.redis.scriptSpan.Seconds())
 			}

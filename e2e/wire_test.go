@@ -26,10 +26,10 @@ func (h holdingRef) String() string { return h.Key + " held by " + h.Owner }
 // invents a release disagrees with this log.
 //
 // It decodes the release script's calling convention (reaper/release.go):
-// KEYS are the lock keys, ARGV[1] is their number n, ARGV[2..n+1] their kinds
-// and ARGV[n+2..2n+1] their owners; the reply has one result per key. The
-// reaper runs no other script, so any EVAL or EVALSHA that does not fit is
-// recorded as malformed and fails the test.
+// KEYS are the lock keys, ARGV[1] is their number n, ARGV[2] their flags
+// and ARGV[3..n+2] their owners; the reply is a string of one result code
+// per key. Any call of the release script that does not fit is recorded as
+// malformed and fails the test.
 type wireLog struct {
 	mu        sync.Mutex
 	released  map[holdingRef]int
@@ -97,22 +97,34 @@ func decodeRelease(cmd redis.Cmder) ([]holdingRef, []string, error) {
 	}
 	keys, argv := args[3:3+numKeys], args[3+numKeys:]
 	n, err := strconv.Atoi(fmt.Sprint(argv[0]))
-	if err != nil || n != numKeys || len(argv) < 1+2*n {
-		return nil, nil, fmt.Errorf("ARGV[1] %v does not count the %d keys", argv[0], numKeys)
+	if err != nil || n != numKeys || len(argv) < 2+n || len(fmt.Sprint(argv[1])) != n {
+		return nil, nil, fmt.Errorf("ARGV[1] %v and the flags do not count the %d keys", argv[0], numKeys)
 	}
 	c, ok := cmd.(*redis.Cmd)
 	if !ok {
 		return nil, nil, fmt.Errorf("reply of type %T", cmd)
 	}
-	results, err := c.StringSlice()
-	if err != nil || len(results) != n {
+	codes, err := c.Text()
+	if err != nil || len(codes) != n {
 		return nil, nil, fmt.Errorf("reply %v for %d keys: %v", c.Val(), n, err)
 	}
 	refs := make([]holdingRef, n)
+	results := make([]string, n)
 	for i := range n {
-		refs[i] = holdingRef{Key: fmt.Sprint(keys[i]), Owner: fmt.Sprint(argv[1+n+i])}
+		refs[i] = holdingRef{Key: fmt.Sprint(keys[i]), Owner: fmt.Sprint(argv[2+i])}
+		res, ok := releaseResultCodes[codes[i]]
+		if !ok {
+			return nil, nil, fmt.Errorf("result code %q of %s", codes[i], refs[i])
+		}
+		results[i] = res
 	}
 	return refs, results, nil
+}
+
+// releaseResultCodes are the release script's one-letter results, spelled
+// out as the reports spell them.
+var releaseResultCodes = map[byte]string{
+	'r': string(reaper.ResultReleased), 'g': string(reaper.ResultAlreadyGone), 'o': string(reaper.ResultOwnerChanged),
 }
 
 // snapshot returns copies of what was recorded.

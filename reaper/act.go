@@ -90,21 +90,23 @@ func (a *actor) release(ctx context.Context) error {
 	// A guarded holding costs the release script a read of its owner's
 	// registry in each batch the owner comes up in, and the owner's task
 	// locks as arguments: guarded holdings go last, grouped by owner, so
-	// that an owner comes up in one batch rather than in every one.
+	// that an owner comes up in one batch rather than in every one. The
+	// others are grouped by owner too: the script removes each owner's
+	// registry entries with one SREM per batch, so a batch of few owners
+	// makes few calls.
 	slices.SortStableFunc(todo, func(x, y int) int {
 		gx, gy := a.plan.Holdings[x], a.plan.Holdings[y]
-		switch {
-		case guarded(gx) != guarded(gy):
+		if guarded(gx) != guarded(gy) {
 			if guarded(gx) {
 				return 1
 			}
 			return -1
-		case guarded(gx):
-			return strings.Compare(gx.Owner, gy.Owner)
 		}
-		return 0
+		return strings.Compare(gx.Owner, gy.Owner)
 	})
 	rel := &releaser{rdb: a.r.rdb, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.RedisTimeout}
+	logs := a.startReleaseLog()
+	defer logs.wait()
 	return inBatches(ctx, todo, rel.batchSize, a.failHoldings, func(done int, idx []int) error {
 		b := releaseBatch{holdings: make([]Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
 		retired := map[string]bool{}
@@ -126,8 +128,8 @@ func (a *actor) release(ctx context.Context) error {
 		}
 		for n, i := range idx {
 			a.holdingResults[i] = results[n]
-			a.logHolding(a.plan.Holdings[i], results[n])
 		}
+		logs.add(idx, results)
 		a.progress(PhaseReleasing, done+len(idx), len(todo))
 		return nil
 	})

@@ -11,15 +11,18 @@ import (
 // releaseScript compares and releases a batch of holdings atomically.
 //
 // KEYS: the lock keys, one per holding.
-// ARGV: n, then n kinds ("s" for a shared member, "x" for a string lock),
-// then n owners, then n guard flags ("1" or "0"), then g, then for each of g
-// guarded owners its name, k and the k task lock keys the snapshot saw it
-// hold, then the owners judged dead or gone that may leave
-// pulp:active_owners once their registry is empty.
+// ARGV: n, then one string of n flags, one per holding: "x" for a string
+// lock, "s" for a shared member, "X" and "S" for the same when guarded; then
+// n owners, then g, then for each of g guarded owners its name, k and the k
+// task lock keys the snapshot saw it hold, then the owners judged dead or
+// gone that may leave pulp:active_owners once their registry is empty.
 //
 // A string lock is deleted only while its value is still the observed owner;
 // a shared set loses only that member. A key leaves the owner's registry once
-// the owner no longer holds it. It returns one result per holding.
+// the owner no longer holds it. It returns one string of n result codes
+// (resultCodes). The flags and the results travel as one string each rather
+// than an argument or a reply per holding: each of those costs the call
+// about as much as a command inside it.
 //
 // Lock values are owner names, not tokens: a live owner that took a new task
 // since the snapshot may hold the same resource again, for the new task (a
@@ -39,11 +42,20 @@ import (
 // The registry keys are only touched while they are sets: a Redis error in a
 // script does not undo the writes before it, so a registry key of another
 // type must neither fail the batch half-done nor block every later pass.
+//
+// The string locks to delete and the registry entries to remove are written
+// at the end, one DEL for the batch and one SREM per owner, rather than a
+// command per holding: the cost of a script is mostly its calls into Redis.
+// Nothing else in the script changes a string lock or reads a registry entry
+// the end removes (a removed entry is a key of the owner's own holdings, a
+// task lock the snapshot saw or no task key at all, so the new-task check
+// counts it alike on both sides), and a key deleted at the end is absent for
+// every holding after it (gone), so the results are those of writing at once.
 var releaseScript = redis.NewScript(`
-local n = tonumber(ARGV[1])
+local n, flags = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local function is_set(k) return redis.call('TYPE', k)['ok'] == 'set' end
-local pos = 3 * n + 2
+local pos = n + 3
 local seen = {}
 for _ = 1, tonumber(ARGV[pos]) do
   local owner, k = ARGV[pos + 1], tonumber(ARGV[pos + 2])
@@ -58,6 +70,12 @@ local function registry_is_set(owner)
     registry_set[owner] = is_set('` + OwnerLocksPrefix + `' .. owner)
   end
   return registry_set[owner]
+end
+-- gone lists the string locks this call deletes at the end: absent from
+-- the moment they are released.
+local gone, dels = {}, {}
+local function exists(key)
+  return not gone[key] and redis.call('EXISTS', key) == 1
 end
 local busy = {}
 local function took_new_task(owner)
@@ -90,7 +108,7 @@ local function took_new_task(owner)
           cursor = page[1]
           for _, key in ipairs(page[2]) do
             if not seen_key[key] then
-              if redis.call('EXISTS', key) == 1 then
+              if exists(key) then
                 busy[owner] = true
               else
                 stale[#stale + 1] = key
@@ -113,36 +131,57 @@ local function wrong_type(reply)
   if string.find(reply.err or '', 'WRONGTYPE', 1, true) == 1 then return true end
   error(reply)
 end
+-- unlisted holds, per owner in the order they come, the keys its registry
+-- loses at the end.
+local unlisted, unlisted_owners = {}, {}
 for i = 1, n do
-  local key, kind, owner = KEYS[i], ARGV[1 + i], ARGV[1 + n + i]
-  local res, holds = 'already-gone', false
-  if ARGV[1 + 2 * n + i] == '1' and took_new_task(owner) then
-    res, holds = 'owner-changed', true
-  elseif kind == 's' then
+  local key, flag, owner = KEYS[i], string.sub(flags, i, i), ARGV[2 + i]
+  -- g: already gone, r: released, o: owner changed.
+  local res, holds = 'g', false
+  if (flag == 'X' or flag == 'S') and took_new_task(owner) then
+    res, holds = 'o', true
+  elseif gone[key] then
+    -- Deleted by an earlier holding of this batch: no key.
+  elseif flag == 's' or flag == 'S' then
     -- SREM answers 1 for the member removed, 0 for no such member or key.
     local removed = redis.pcall('SREM', key, owner)
     if wrong_type(removed) then
-      res = 'owner-changed'
+      res = 'o'
     elseif removed == 1 then
-      res = 'released'
+      res = 'r'
     end
   else
     -- GET answers the value, false for no key.
     local value = redis.pcall('GET', key)
     if wrong_type(value) then
-      res = 'owner-changed'
+      res = 'o'
       holds = is_set(key) and redis.call('SISMEMBER', key, owner) == 1
     elseif value == owner then
-      redis.call('DEL', key)
-      res = 'released'
+      gone[key] = true
+      dels[#dels + 1] = key
+      res = 'r'
     elseif value then
-      res = 'owner-changed'
+      res = 'o'
     end
   end
   if not holds and registry_is_set(owner) then
-    redis.call('SREM', '` + OwnerLocksPrefix + `' .. owner, key)
+    if unlisted[owner] == nil then
+      unlisted[owner] = {}
+      unlisted_owners[#unlisted_owners + 1] = owner
+    end
+    local keys = unlisted[owner]
+    keys[#keys + 1] = key
   end
   out[i] = res
+end
+for from = 1, #dels, 1000 do
+  redis.call('DEL', unpack(dels, from, math.min(from + 999, #dels)))
+end
+for _, owner in ipairs(unlisted_owners) do
+  local keys = unlisted[owner]
+  for from = 1, #keys, 1000 do
+    redis.call('SREM', '` + OwnerLocksPrefix + `' .. owner, unpack(keys, from, math.min(from + 999, #keys)))
+  end
 end
 for i = pos + 1, #ARGV do
   -- Redis deletes a set that loses its last member: an empty registry is none.
@@ -151,7 +190,7 @@ for i = pos + 1, #ARGV do
     redis.call('SREM', '` + ActiveOwnersKey + `', owner)
   end
 end
-return out
+return table.concat(out)
 `)
 
 // releaser applies the releases of a plan in batches, one Lua call each.
@@ -172,36 +211,42 @@ type releaseBatch struct {
 	retire []string
 }
 
+// releaseFlag is a holding's flag for the release script: "s" for a shared
+// member, "x" for a string lock, in capitals when guarded.
+func releaseFlag(kind Kind, guarded bool) byte {
+	switch {
+	case kind == KindShared && guarded:
+		return 'S'
+	case kind == KindShared:
+		return 's'
+	case guarded:
+		return 'X'
+	}
+	return 'x'
+}
+
+// resultCodes are the release script's one-letter results.
+var resultCodes = map[byte]Result{'r': ResultReleased, 'g': ResultAlreadyGone, 'o': ResultOwnerChanged}
+
 // release runs one batch and returns one Result per holding.
 func (r *releaser) release(ctx context.Context, b releaseBatch) ([]Result, error) {
 	n := len(b.holdings)
 	keys := make([]string, n)
-	args := make([]any, 0, 2+4*n+len(b.retire))
-	args = append(args, n)
-	for i, h := range b.holdings {
-		keys[i] = h.Key
-		if h.Kind == KindShared {
-			args = append(args, "s")
-		} else {
-			args = append(args, "x")
-		}
-	}
-	for _, h := range b.holdings {
-		args = append(args, h.Owner)
-	}
+	flags := make([]byte, n)
+	args := make([]any, 0, 3+2*n+len(b.retire))
+	args = append(args, n, nil)
 	var guardedOwners []string
 	listed := map[string]bool{}
 	for i, h := range b.holdings {
-		if !b.guarded[i] {
-			args = append(args, "0")
-			continue
-		}
-		args = append(args, "1")
-		if !listed[h.Owner] {
+		keys[i] = h.Key
+		flags[i] = releaseFlag(h.Kind, b.guarded[i])
+		if b.guarded[i] && !listed[h.Owner] {
 			listed[h.Owner] = true
 			guardedOwners = append(guardedOwners, h.Owner)
 		}
+		args = append(args, h.Owner)
 	}
+	args[1] = string(flags)
 	args = append(args, len(guardedOwners))
 	for _, o := range guardedOwners {
 		args = append(args, o, len(b.seen[o]))
@@ -214,16 +259,20 @@ func (r *releaser) release(ctx context.Context, b releaseBatch) ([]Result, error
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	raw, err := releaseScript.Run(cctx, r.rdb, keys, args...).StringSlice()
+	raw, err := releaseScript.Run(cctx, r.rdb, keys, args...).Text()
 	if err != nil {
 		return nil, fmt.Errorf("release batch of %d holdings: %w", n, err)
 	}
 	if len(raw) != n {
 		return nil, fmt.Errorf("release batch: %d results for %d holdings", len(raw), n)
 	}
-	out := make([]Result, len(raw))
-	for i, s := range raw {
-		out[i] = Result(s)
+	out := make([]Result, n)
+	for i := range n {
+		res, ok := resultCodes[raw[i]]
+		if !ok {
+			return nil, fmt.Errorf("release batch: result %q of %s is none the script gives", raw[i], keys[i])
+		}
+		out[i] = res
 	}
 	return out, nil
 }
