@@ -127,8 +127,8 @@ func writeMarkdown(w io.Writer, r *Results) error {
 	mc, f := r.Machine, r.Fleet
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), GOMAXPROCS %d, %s, Redis %s, PostgreSQL %s\n\n", mc.CPUs, mc.CPUModel, mc.GOMAXPROCS, mc.Go, mc.Redis, mc.PostgreSQL)
 	z := r.Sizes
-	fmt.Fprintf(&b, "Types: a pass keeps a Holding (%d B) of every lock and a Task (%d B) of every task lock, and a Judgement (%d B) and a Finding (%d B) of each finding only.\n\n",
-		z.Holding, z.Task, z.Judgement, z.Finding)
+	fmt.Fprintf(&b, "Types: a pass keeps a Holding (%d B) of every lock and a Task (%d B) of every task lock, and a Judgement (%d B) of each finding only, which the report keeps as its Finding.\n\n",
+		z.Holding, z.Task, z.Judgement)
 	fmt.Fprintf(&b, "Fleet: %s keys in Redis (%s unrelated), %s task locks with %d exclusive lock(s) each, %d shared domain sets, %d owners (%d dead), "+
 		"%s stale and %s healthy holdings, %s lost tasks; built in %.1f s. scan_count %d, batch_size %d.\n\n",
 		thousands(f.KeysInRedis), thousands(int64(f.UnrelatedKeys)), thousands(int64(f.TaskLocks)), f.ExclusivePerTask, f.Domains, f.Owners, f.DeadOwners,

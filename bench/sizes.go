@@ -14,7 +14,6 @@ type TypeSizes struct {
 	Holding   uintptr `json:"holding"`
 	Judgement uintptr `json:"judgement"`
 	Task      uintptr `json:"task"`
-	Finding   uintptr `json:"finding"`
 }
 
 func typeSizes() TypeSizes {
@@ -22,6 +21,5 @@ func typeSizes() TypeSizes {
 		Holding:   unsafe.Sizeof(reaper.Holding{}),
 		Judgement: unsafe.Sizeof(reaper.Judgement{}),
 		Task:      unsafe.Sizeof(reaper.Task{}),
-		Finding:   unsafe.Sizeof(reaper.Finding{}),
 	}
 }

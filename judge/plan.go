@@ -50,32 +50,33 @@ type Judgement struct {
 // Result is what acting on a holding or a task did (the reaper names them).
 type Result string
 
-// TaskJudgement is the verdict on one lost, orphaned or stuck task.
+// TaskJudgement is the verdict on one lost, orphaned or stuck task. Its
+// fields are in the order a report writes them.
 type TaskJudgement struct {
 	ID      string  `json:"id"`
 	Name    string  `json:"name,omitempty"`
 	Verdict Verdict `json:"verdict"`
 	Action  Action  `json:"action"`
-	// Observed state and claim: the update only applies while both still hold.
-	StateBefore string `json:"state_before"`
-	AppLockID   string `json:"app_lock_id,omitempty"`
 	// Owner names the worker the task was lost by.
-	Owner      string `json:"owner,omitempty"`
-	StateAfter string `json:"state_after"`
-	// ClearClaim sets app_lock_id to NULL (requeue); otherwise the task is
-	// finished with Reason.
-	ClearClaim bool       `json:"clear_claim,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
-	FirstSeen  *time.Time `json:"first_seen,omitempty"`
-	// AfterRelease lists task lock keys that must be gone before the update:
-	// a requeued task whose lock remains would block its next worker.
-	AfterRelease []string `json:"-"`
-	Deferred     string   `json:"deferred,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// Observed state and claim: the update only applies while both still hold.
+	AppLockID   string `json:"app_lock_id,omitempty"`
+	StateBefore string `json:"state_before"`
+	StateAfter  string `json:"state_after"`
+	// ClearClaim sets app_lock_id to NULL (a requeue); otherwise the task
+	// is finished with Reason.
+	ClearClaim bool   `json:"requeue,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Result is what acting on the judgement did, set as a holding's is.
+	Result    Result     `json:"result"`
+	Deferred  string     `json:"deferred,omitempty"`
+	FirstSeen *time.Time `json:"first_seen,omitempty"`
 	// Resources lists, for an unprotected task, what it reserves and who
 	// else holds each.
 	Resources []UnguardedResource `json:"resources,omitempty"`
-	// Result is what acting on the judgement did, set as a holding's is.
-	Result Result `json:"result"`
+	// AfterRelease lists task lock keys that must be gone before the update:
+	// a requeued task whose lock remains would block its next worker.
+	AfterRelease []string `json:"-"`
 }
 
 // Guard says why a pass held back work.
