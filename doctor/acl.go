@@ -33,6 +33,7 @@ var probeArgs = map[string][]any{
 	"scan":       {"scan", "0", "count", "1"},
 	"type":       {"type", probeKey},
 	"get":        {"get", "task:" + probeKey},
+	"mget":       {"mget", "task:" + probeKey},
 	"smembers":   {"smembers", "pulp:owner_locks:" + probeKey},
 	"hgetall":    {"hgetall", probeKey},
 	"evalsha":    {"evalsha", strings.Repeat("0", 40), "1", "task:" + probeKey},

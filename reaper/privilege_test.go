@@ -470,3 +470,44 @@ func TestTLS(t *testing.T) {
 	require.Equal(t, 1, rep.Summary.TasksUpdated)
 	require.Zero(t, rdb.Exists(ctx, reaper.TaskKeyPrefix+task).Val())
 }
+
+// TestACLWithoutMGETReadsTheSame: a user created for a version before the
+// reader used MGET still gets the whole snapshot, by GET, and one warning
+// naming the fix.
+func TestACLWithoutMGETReadsTheSame(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, db := testenv.NewRedis(t), testenv.NewDatabase(t)
+	spec := sim.IncidentSpec{DeadTaskLocks: 12, DeadResourceLocks: 10, DeadRunning: 2, LegacyFraction: 0.25, LiveWorkers: 2}
+	inc, err := sim.BuildIncident(ctx, r.Client, db.Pool, spec)
+	require.NoError(t, err)
+	defer inc.KeepAliveInBackground(ctx, db.Pool)() // error dropped: ends with the test
+
+	p := pvRestrict(t, r, db)
+	env := map[string]string{"REAPER_REDIS_URL": p.redisURL, "REAPER_DATABASE_URL": p.database, "REAPER_LOG_FORMAT": "json"}
+	audit := func() (reaper.Report, string) {
+		t.Helper()
+		code, stdout, stderr := pvRun(t, env, "audit", "--output", "json")
+		require.Equal(t, reaper.ExitFindings, code, "stdout: %s\nstderr: %s", stdout, stderr)
+		var rep reaper.Report
+		require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+		return rep, stderr
+	}
+	withMGET, logs := audit()
+	require.NotContains(t, logs, "MGET")
+	require.Len(t, withMGET.Findings, len(inc.Stale))
+	require.Equal(t, len(inc.Stale)+len(inc.Healthy), withMGET.Scanned.TaskLocks+withMGET.Scanned.ResourceHoldings)
+
+	require.NoError(t, r.Client.Do(ctx, "ACL", "SETUSER", p.user, "-mget").Err())
+	withoutMGET, logs := audit()
+	require.Equal(t, 1, strings.Count(logs, "add +mget to its ACL"), logs)
+	verdicts := func(rep reaper.Report) []string {
+		var out []string
+		for _, f := range rep.Findings {
+			out = append(out, f.Key+" "+f.Owner+" "+string(f.Verdict))
+		}
+		return out
+	}
+	require.Equal(t, verdicts(withMGET), verdicts(withoutMGET))
+	require.Equal(t, withMGET.Scanned, withoutMGET.Scanned)
+}

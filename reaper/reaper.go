@@ -194,7 +194,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	if err != nil {
 		return Snapshot{}, err
 	}
-	rr := &redisReader{rdb: r.rdb, scanCount: r.cfg.ScanCount, batchSize: r.cfg.BatchSize, timeout: r.cfg.RedisTimeout, progress: opts.Progress}
+	rr := &redisReader{rdb: r.rdb, scanCount: r.cfg.ScanCount, batchSize: r.cfg.BatchSize, timeout: r.cfg.RedisTimeout, progress: opts.Progress, log: r.log}
 	rs, err := rr.read(ctx, !opts.RegistryOnly)
 	if err != nil {
 		return Snapshot{}, err
