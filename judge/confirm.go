@@ -16,7 +16,7 @@ func (j *judge) confirm(jd Judgement) Judgement {
 	if !jd.Verdict.needsConfirmation() {
 		return jd
 	}
-	s := j.remember(SuspectKey{Key: jd.Key, Owner: jd.Owner}, jd.Verdict)
+	s := remember(j.suspects, &j.snap, SuspectKey{Key: jd.Key, Owner: jd.Owner}, jd.Verdict)
 	jd.FirstSeen = &s.FirstSeen
 	jd.Action = ActionSuspect
 	if confirmed(s.FirstSeen, j.snap.Now, j.p) {
@@ -25,14 +25,14 @@ func (j *judge) confirm(jd Judgement) Judgement {
 	return jd
 }
 
-// remember keeps the first sighting of a suspect with the same verdict and
-// starts a new one otherwise.
-func (j *judge) remember(key SuspectKey, v Verdict) Suspect {
-	s, ok := j.snap.Suspects[key]
-	if !ok || s.Verdict != v || s.FirstSeen.After(j.snap.Now) {
-		s = Suspect{Verdict: v, FirstSeen: j.snap.Now}
+// remember keeps in suspects the first sighting of a suspect with the same
+// verdict in the snapshot's, and starts a new one otherwise.
+func remember(suspects map[SuspectKey]Suspect, snap *Snapshot, key SuspectKey, v Verdict) Suspect {
+	s, ok := snap.Suspects[key]
+	if !ok || s.Verdict != v || s.FirstSeen.After(snap.Now) {
+		s = Suspect{Verdict: v, FirstSeen: snap.Now}
 	}
-	j.suspects[key] = s
+	suspects[key] = s
 	return s
 }
 

@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -15,7 +14,9 @@ import (
 // points to, one per value, so that a hundred thousand task locks do not
 // each allocate one.
 type ownerCache struct {
-	evidence   map[string]Evidence
+	evidence map[string]Evidence
+	// numbered is the evidence of each owner of index.owners, by number.
+	numbered   []Evidence
 	livenesses *[4]heartbeat.Liveness
 }
 
@@ -66,9 +67,8 @@ func (j *judge) liveness(l heartbeat.Liveness) *heartbeat.Liveness {
 	return &j.owners.livenesses[l]
 }
 
-// taskLockEvidence adds what the task row says to the owner's evidence.
-func (j *judge) taskLockEvidence(h Holding, t Task, found bool) Evidence {
-	e := j.ownerEvidence(h.Owner)
+// taskLockEvidence adds what the task row says to the owner's evidence e.
+func (j *judge) taskLockEvidence(e Evidence, t Task, found bool) Evidence {
 	if !found {
 		return e
 	}
@@ -82,13 +82,20 @@ func (j *judge) taskLockEvidence(h Holding, t Task, found bool) Evidence {
 	return e
 }
 
+// numberOwners gives each owner of index.owners its evidence, by number.
+func (j *judge) numberOwners() {
+	j.owners.numbered = make([]Evidence, len(j.ix.owners))
+	for n, name := range j.ix.owners {
+		j.owners.numbered[n] = j.ownerEvidence(name)
+	}
+}
+
 // lockOwners reports each owner of a holding, by name.
 func (j *judge) lockOwners() []OwnerReport {
-	names := slices.Sorted(maps.Keys(j.byOwner))
-	out := make([]OwnerReport, len(names))
-	for i, name := range names {
-		e := j.ownerEvidence(name)
-		out[i] = OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: j.byOwner[name]}
+	out := make([]OwnerReport, len(j.ix.owners))
+	for n, name := range j.ix.owners {
+		e := j.owners.numbered[n]
+		out[n] = OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: j.byOwner[n]}
 	}
 	return out
 }

@@ -81,7 +81,8 @@ func TestSearchFindsEveryKeyAndOwner(t *testing.T) {
 			h := hs[p.at]
 			prefix := prefixOf(h.Kind)
 			name := h.Key[len(prefix):]
-			at := g.search(hs, prefix, name, h.Owner)
+			require.Equal(t, h.Owner, ix.owners[p.owner])
+			at := g.search(hs, prefix, name, p.owner)
 			require.Less(t, at, len(ps))
 			require.Equal(t, h.Key, hs[ps[at].at].Key)
 			require.Equal(t, h.Owner, hs[ps[at].at].Owner)

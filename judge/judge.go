@@ -10,6 +10,9 @@
 package judge
 
 import (
+	"maps"
+	"sync"
+
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
@@ -51,11 +54,10 @@ type judge struct {
 	// its own.
 	opaque map[string]bool
 	owners ownerCache
-	// reasons are the lost tasks' messages, by owner and state.
-	reasons map[[2]string]string
 	// counts of every holding judged, listed or not.
 	byVerdict map[Verdict]int
-	byOwner   map[string]int
+	// byOwner counts holdings by owner number (index.owners).
+	byOwner []int
 }
 
 // run judges the task locks, then the resource holdings (which inherit from
@@ -63,8 +65,9 @@ type judge struct {
 // which cut what the plan lists in the order of CompareHoldings.
 func (j *judge) run() Plan {
 	j.suspects = map[SuspectKey]Suspect{}
-	j.byVerdict, j.byOwner = map[Verdict]int{}, map[string]int{}
 	j.ix = indexOf(j.snap.Holdings)
+	j.byVerdict, j.byOwner = map[Verdict]int{}, make([]int, len(j.ix.owners))
+	j.numberOwners()
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
 	if n := j.expectedListed(); n > 0 {
 		plan.Holdings = make([]Judgement, 0, n)
@@ -72,19 +75,25 @@ func (j *judge) run() Plan {
 
 	taskLocks := make([]judgedTaskLock, len(j.ix.tasks.placed))
 	for n, p := range j.ix.tasks.placed {
-		h := j.snap.Holdings[p.at]
-		t, found := j.snap.Tasks[h.TaskID()]
-		jd := j.confirm(j.decidedTaskLock(h, t, found))
+		t, found := j.snap.Tasks[j.snap.Holdings[p.at].TaskID()]
+		jd := j.confirm(j.decidedTaskLock(p, t, found))
 		taskLocks[n] = judgedTaskLock{at: p.at, released: jd.Action == ActionRelease, missing: !found, reserved: t.Reserved}
-		j.add(&plan, jd)
+		j.add(&plan, jd, p)
 	}
 	j.opaque = opaqueOwners(j.snap.Holdings, taskLocks)
-	reserved := j.reservedBy(taskLocks)
-	for n, p := range j.ix.resources.placed {
-		j.add(&plan, j.resourceJudgement(j.snap.Holdings[p.at], reserved[n], taskLocks))
-	}
-	plan.Tasks = j.taskJudgements(taskLocks)
-	sortJudgements(plan.Holdings)
+	// The tasks need only the task locks' verdicts: they are judged beside
+	// the resource holdings, by a part with state of its own.
+	tasks := j.tasksPart()
+	inParallel(func() {
+		plan.Tasks = tasks.taskJudgements(taskLocks)
+	}, func() {
+		reserved := j.reservedBy(taskLocks)
+		for n, p := range j.ix.resources.placed {
+			j.add(&plan, j.resourceJudgement(p, reserved[n], taskLocks), p)
+		}
+		sortJudgements(plan.Holdings)
+	})
+	maps.Copy(j.suspects, tasks.suspects)
 
 	plan.ByVerdict = j.byVerdict
 	plan.LockOwners = j.lockOwners()
@@ -105,19 +114,22 @@ func (j *judge) expectedListed() int {
 		return len(j.snap.Holdings)
 	}
 	n := 0
-	for i := range j.snap.Holdings {
-		if j.ownerEvidence(j.snap.Holdings[i].Owner).OwnerLiveness != heartbeat.Alive {
-			n++
+	for _, g := range []group{j.ix.tasks, j.ix.resources} {
+		for _, p := range g.placed {
+			if j.owners.numbered[p.owner].OwnerLiveness != heartbeat.Alive {
+				n++
+			}
 		}
 	}
 	// A few findings of live owners (finished tasks, unclaimed locks).
 	return n + (len(j.snap.Holdings)-n)/32
 }
 
-// add counts a judgement and lists it when the plan lists it.
-func (j *judge) add(plan *Plan, jd Judgement) {
+// add counts a judgement of the holding at p and lists it when the plan
+// lists it.
+func (j *judge) add(plan *Plan, jd Judgement, p placed) {
 	j.byVerdict[jd.Verdict]++
-	j.byOwner[jd.Owner]++
+	j.byOwner[p.owner]++
 	if j.listAll || jd.Verdict.Finding() {
 		plan.Holdings = append(plan.Holdings, jd)
 	}
@@ -144,4 +156,15 @@ func opaqueOwners(holdings []Holding, taskLocks []judgedTaskLock) map[string]boo
 		}
 	}
 	return opaque
+}
+
+// inParallel runs each part at once and returns when all are done. Each
+// part owns what it writes; what they share they only read.
+func inParallel(parts ...func()) {
+	var wg sync.WaitGroup
+	for _, part := range parts[1:] {
+		wg.Go(part)
+	}
+	parts[0]()
+	wg.Wait()
 }

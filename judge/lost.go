@@ -81,9 +81,27 @@ func decideTask(f taskFacts) Verdict {
 	return ""
 }
 
+// tasksPart judges the incomplete tasks. It runs beside the judging of the
+// resource holdings, once the task locks are judged, so it has state of its
+// own: it reads the snapshot, the fleet and the task locks, and writes only
+// its suspects (stuck claims) and its reasons.
+type tasksPart struct {
+	snap     *Snapshot
+	p        Policy
+	fleet    *heartbeat.Fleet
+	ix       *index
+	suspects map[SuspectKey]Suspect
+	// reasons are the lost tasks' messages, by owner and state.
+	reasons map[[2]string]string
+}
+
+func (j *judge) tasksPart() *tasksPart {
+	return &tasksPart{snap: &j.snap, p: j.p, fleet: j.fleet, ix: &j.ix, suspects: map[SuspectKey]Suspect{}}
+}
+
 // taskFactsOf gathers what the snapshot says of task t's claim; the lock
 // facts are added from the task locks.
-func (j *judge) taskFactsOf(t Task) taskFacts {
+func (j *tasksPart) taskFactsOf(t Task) taskFacts {
 	f := taskFacts{state: t.State, claimed: t.AppLockID != "", fullScan: j.snap.FullScan}
 	if _, live, ok := j.fleet.Row(t.AppLockID); ok {
 		f.claim = live
@@ -96,7 +114,7 @@ func (j *judge) taskFactsOf(t Task) taskFacts {
 // and claim (most run under a live claim and are never looked at again),
 // then the candidates' task locks are looked up and the table decides, and
 // a verdict that needs it is confirmed.
-func (j *judge) taskJudgements(taskLocks []judgedTaskLock) []TaskJudgement {
+func (j *tasksPart) taskJudgements(taskLocks []judgedTaskLock) []TaskJudgement {
 	// The tasks of owners not alive are most of the verdicts, and when one
 	// worker dies holding everything there is one per task: the list is
 	// made once at about its size instead of grown by copies.
@@ -133,7 +151,7 @@ type taskLocksHeld struct {
 }
 
 // taskLocksHeld finds the holdings of task:<id> among the task locks.
-func (j *judge) taskLocksHeld(id string, taskLocks []judgedTaskLock) taskLocksHeld {
+func (j *tasksPart) taskLocksHeld(id string, taskLocks []judgedTaskLock) taskLocksHeld {
 	var held taskLocksHeld
 	j.ix.tasks.holdersOf(j.snap.Holdings, TaskKeyPrefix, id, func(n int) {
 		h := &j.snap.Holdings[taskLocks[n].at]
@@ -143,7 +161,7 @@ func (j *judge) taskLocksHeld(id string, taskLocks []judgedTaskLock) taskLocksHe
 }
 
 // taskJudgement is what verdict v does to task t, given its task locks.
-func (j *judge) taskJudgement(id string, t Task, v Verdict, locks taskLocksHeld) TaskJudgement {
+func (j *tasksPart) taskJudgement(id string, t Task, v Verdict, locks taskLocksHeld) TaskJudgement {
 	row, _, _ := j.fleet.Row(t.AppLockID)
 	owner := row.Name
 	if owner == "" {
@@ -168,7 +186,7 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, locks taskLocksHeld)
 		}
 	case VerdictStuckClaim:
 		tj.StateAfter, tj.ClearClaim = StateWaiting, true
-		s := j.remember(stuckClaimKey(id, t.AppLockID), v)
+		s := remember(j.suspects, j.snap, stuckClaimKey(id, t.AppLockID), v)
 		tj.FirstSeen = &s.FirstSeen
 		if !confirmed(s.FirstSeen, j.snap.Now, j.p) {
 			tj.Action = ActionSuspect
@@ -184,7 +202,7 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, locks taskLocksHeld)
 // lostReason is the message a lost task is finished with. It is one string
 // per owner and state, however many tasks the owner lost: a dead worker may
 // leave a hundred thousand.
-func (j *judge) lostReason(owner, stateAfter string) string {
+func (j *tasksPart) lostReason(owner, stateAfter string) string {
 	key := [2]string{owner, stateAfter}
 	if r, ok := j.reasons[key]; ok {
 		return r

@@ -34,10 +34,13 @@ func sortJudgements(jds []Judgement) {
 }
 
 // placed is one holding's position in the snapshot, with the hash of its
-// key's name that the judge's walk is ordered by.
+// key's name that the judge's walk is ordered by and its owner's number.
 type placed struct {
 	hash uint32
 	at   int32
+	// owner is the owner's position in index.owners: the walk compares and
+	// looks up owners by number, not by name.
+	owner int32
 }
 
 // group is the task locks, or the resource holdings, of a snapshot as the
@@ -59,9 +62,12 @@ type group struct {
 	shift uint
 }
 
-// index is the snapshot's two groups.
+// index is the snapshot's two groups, and its owners.
 type index struct {
 	tasks, resources group
+	// owners are the names of the holdings' owners, sorted: numbered in
+	// name order, owners compare as their names do.
+	owners []string
 }
 
 func indexOf(hs []Holding) index {
@@ -71,25 +77,52 @@ func indexOf(hs []Holding) index {
 			n++
 		}
 	}
+	// Owners are numbered as first met, then renumbered in name order.
+	number := map[string]int32{}
+	var owners []string
 	tasks, resources := make([]placed, 0, n), make([]placed, 0, len(hs)-n)
 	for i := range hs {
-		p := placed{hash: nameHash(strings.TrimPrefix(hs[i].Key, prefixOf(hs[i].Kind))), at: int32(i)}
-		if hs[i].Kind == KindTask {
+		h := &hs[i]
+		o, ok := number[h.Owner]
+		if !ok {
+			o = int32(len(owners))
+			number[h.Owner] = o
+			owners = append(owners, h.Owner)
+		}
+		p := placed{hash: nameHash(strings.TrimPrefix(h.Key, prefixOf(h.Kind))), at: int32(i), owner: o}
+		if h.Kind == KindTask {
 			tasks = append(tasks, p)
 		} else {
 			resources = append(resources, p)
 		}
 	}
-	return index{tasks: groupOf(hs, tasks), resources: groupOf(hs, resources)}
+	ix := index{owners: slices.Clone(owners)}
+	slices.Sort(ix.owners)
+	rank := make([]int32, len(owners))
+	for r, name := range ix.owners {
+		rank[number[name]] = int32(r)
+	}
+	// The groups are sorted apart, each its own slice.
+	inParallel(func() { ix.tasks = groupOf(hs, tasks, rank) }, func() { ix.resources = groupOf(hs, resources, rank) })
+	return ix
 }
 
-func groupOf(hs []Holding, ps []placed) group {
+// groupOf orders ps, whose owners are numbered as first met; rank gives
+// each such number its number in name order.
+func groupOf(hs []Holding, ps []placed, rank []int32) group {
+	for i := range ps {
+		ps[i].owner = rank[ps[i].owner]
+	}
+	// Keys are compared only where hash and owner are the same (cmp.Or
+	// would compute every comparison before it picks one).
 	slices.SortFunc(ps, func(a, b placed) int {
-		if a.hash != b.hash {
+		switch {
+		case a.hash != b.hash:
 			return cmp.Compare(a.hash, b.hash)
+		case a.owner != b.owner:
+			return cmp.Compare(a.owner, b.owner)
 		}
-		a0, b0 := &hs[a.at], &hs[b.at]
-		return cmp.Or(strings.Compare(a0.Owner, b0.Owner), strings.Compare(a0.Key, b0.Key))
+		return strings.Compare(hs[a.at].Key, hs[b.at].Key)
 	})
 	// About four holdings per directory entry: a byte of directory for each.
 	bits := uint(1)
@@ -124,12 +157,14 @@ func (g group) sameHash(hash uint32) (from, to int) {
 func comparePlaced(p placed, hash uint32) int { return cmp.Compare(p.hash, hash) }
 
 // search returns the position in g of the holding of the key prefix+name
-// held by owner, or where it would be; the key is never built.
-func (g group) search(hs []Holding, prefix, name, owner string) int {
+// held by owner (by number), or where it would be; the key is never built.
+func (g group) search(hs []Holding, prefix, name string, owner int32) int {
 	from, to := g.sameHash(nameHash(name))
-	n, _ := slices.BinarySearchFunc(g.placed[from:to], owner, func(p placed, owner string) int {
-		h := &hs[p.at]
-		return cmp.Or(strings.Compare(h.Owner, owner), compareKey(h.Key, prefix, name))
+	n, _ := slices.BinarySearchFunc(g.placed[from:to], owner, func(p placed, owner int32) int {
+		if p.owner != owner {
+			return cmp.Compare(p.owner, owner)
+		}
+		return compareKey(hs[p.at].Key, prefix, name)
 	})
 	return from + n
 }

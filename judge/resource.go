@@ -12,28 +12,27 @@ type reservedBy struct{ kept, released int32 }
 // reservedBy finds, for each resource holding (by its position in the
 // walk), the task locks of its owner whose task reserves it: each
 // reservation finds the owner's holdings of its resource in the index.
-// Of several, the first in key order is named, whatever the walk's order.
-// A holding repeated in a snapshot built by hand gets what the first did.
+// Of several, the first in the walk's order is named: an order of the keys
+// themselves (their hash, owner and key), so the same whatever the
+// snapshot's order. A holding repeated in a snapshot built by hand gets what
+// the first did.
 func (j *judge) reservedBy(taskLocks []judgedTaskLock) []reservedBy {
 	hs, resources := j.snap.Holdings, j.ix.resources
 	by := make([]reservedBy, len(resources.placed))
 	for i := range by {
 		by[i] = reservedBy{-1, -1}
 	}
-	earlier := func(n, than int32) bool {
-		return than < 0 || hs[taskLocks[n].at].Key < hs[taskLocks[than].at].Key
-	}
 	for n, tl := range taskLocks {
-		owner := hs[tl.at].Owner
+		owner := j.ix.tasks.placed[n].owner
 		for _, entry := range tl.reserved {
 			r := ParseReservation(entry)
 			for i := resources.search(hs, ResourceKeyPrefix, r.Resource, owner); i < len(resources.placed); i++ {
 				h := &hs[resources.placed[i].at]
-				if h.Owner != owner || !isKey(h.Key, ResourceKeyPrefix, r.Resource) {
+				if resources.placed[i].owner != owner || !isKey(h.Key, ResourceKeyPrefix, r.Resource) {
 					break
 				}
 				if h.Kind == r.Kind {
-					by[i].offer(int32(n), tl.released, earlier)
+					by[i].offer(int32(n), tl.released)
 				}
 			}
 		}
@@ -41,13 +40,13 @@ func (j *judge) reservedBy(taskLocks []judgedTaskLock) []reservedBy {
 	return by
 }
 
-// offer records task lock n, when it is the first of its kind in key order
-// to reserve the holding.
-func (rb *reservedBy) offer(n int32, released bool, earlier func(n, than int32) bool) {
+// offer records task lock n, unless one of its kind (kept or released) came
+// before it in the walk.
+func (rb *reservedBy) offer(n int32, released bool) {
 	switch {
-	case released && earlier(n, rb.released):
+	case released && rb.released < 0:
 		rb.released = n
-	case !released && earlier(n, rb.kept):
+	case !released && rb.kept < 0:
 		rb.kept = n
 	}
 }
@@ -84,8 +83,8 @@ func decideResource(f resourceFacts) (v Verdict, inherited bool) {
 // resourceJudgement judges one resource holding. An inherited verdict carries
 // its task lock's action: a confirmed task lock releases its resources in the
 // same pass, without a confirmation of their own.
-func (j *judge) resourceJudgement(h Holding, rb reservedBy, taskLocks []judgedTaskLock) Judgement {
-	e := j.ownerEvidence(h.Owner)
+func (j *judge) resourceJudgement(p placed, rb reservedBy, taskLocks []judgedTaskLock) Judgement {
+	h, e := j.snap.Holdings[p.at], j.owners.numbered[p.owner]
 	// A shared membership is one set member for every task of its owner on
 	// that resource, so while the owner also holds a kept task lock whose
 	// reservations are unknown, it may be that task's too: it is then judged
@@ -105,8 +104,8 @@ func (j *judge) resourceJudgement(h Holding, rb reservedBy, taskLocks []judgedTa
 	case inherited:
 		// The task lock's verdict and evidence are decided again: a
 		// confirmation changes only its action.
-		lock := j.snap.Holdings[taskLocks[rb.released].at]
-		t, found := j.snap.Tasks[lock.TaskID()]
+		lock := j.ix.tasks.placed[rb.released]
+		t, found := j.snap.Tasks[j.snap.Holdings[lock.at].TaskID()]
 		tl := j.decidedTaskLock(lock, t, found)
 		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
 		e.FinishedAge, e.AppLock, e.AppLockLiveness = tl.Evidence.FinishedAge, tl.Evidence.AppLock, tl.Evidence.AppLockLiveness

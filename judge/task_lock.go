@@ -53,9 +53,10 @@ func decideTaskLock(f taskLockFacts, p Policy) Verdict {
 	}
 }
 
-// taskLockFactsOf gathers the facts of task lock h, whose task is t when found.
-func (j *judge) taskLockFactsOf(h Holding, t Task, found bool) taskLockFacts {
-	f := taskLockFacts{owner: j.ownerEvidence(h.Owner).OwnerLiveness, found: found}
+// taskLockFactsOf gathers the facts of task lock h, whose owner's liveness
+// is owner and whose task is t when found.
+func (j *judge) taskLockFactsOf(h *Holding, owner heartbeat.Liveness, t Task, found bool) taskLockFacts {
+	f := taskLockFacts{owner: owner, found: found}
 	if !found {
 		return f
 	}
@@ -73,7 +74,8 @@ func (j *judge) taskLockFactsOf(h Holding, t Task, found bool) taskLockFacts {
 // decidedTaskLock is the verdict on task lock h, whose task is t when
 // found, with its evidence and the action the verdict calls for, before
 // confirmation; confirm makes it the lock's judgement.
-func (j *judge) decidedTaskLock(h Holding, t Task, found bool) Judgement {
-	v := decideTaskLock(j.taskLockFactsOf(h, t, found), j.p)
-	return Judgement{Holding: h, Verdict: v, Action: v.action(), Evidence: j.taskLockEvidence(h, t, found)}
+func (j *judge) decidedTaskLock(p placed, t Task, found bool) Judgement {
+	h, owner := &j.snap.Holdings[p.at], j.owners.numbered[p.owner]
+	v := decideTaskLock(j.taskLockFactsOf(h, owner.OwnerLiveness, t, found), j.p)
+	return Judgement{Holding: *h, Verdict: v, Action: v.action(), Evidence: j.taskLockEvidence(owner, t, found)}
 }

@@ -23,27 +23,27 @@ type ResourceHolder struct {
 }
 
 // unguarded lists what task t reserves, in record order, with the other
-// holders of each: holdings whose owner is not worker.
-func (j *judge) unguarded(t Task, worker string) []UnguardedResource {
+// holders of each: holdings whose owner is not worker, found by the key's
+// hash rather than by walking every holding, since a Redis that lost its
+// keys makes every running task unprotected at once.
+func (j *tasksPart) unguarded(t Task, worker string) []UnguardedResource {
 	reserved := Reservations(t.Reserved)
 	out := make([]UnguardedResource, len(reserved))
-	at := make(map[string]int, len(reserved))
+	listed := make(map[string]bool, len(reserved))
+	resources := j.ix.resources
 	for i, r := range reserved {
 		out[i] = UnguardedResource{Resource: r.Resource, Need: r.Kind, OtherHolders: []ResourceHolder{}}
-		if _, dup := at[r.Resource]; !dup {
-			at[r.Resource] = i
-		}
-	}
-	for _, h := range j.snap.Holdings {
-		i, ok := at[h.Resource()]
-		if !ok || h.Kind == KindTask || h.Owner == worker {
+		if listed[r.Resource] {
+			// A resource reserved both ways lists its holders once, at its
+			// first reservation.
 			continue
 		}
-		// A resource reserved both ways lists its holders once, at its
-		// first reservation.
-		out[i].OtherHolders = append(out[i].OtherHolders, ResourceHolder{Owner: h.Owner, Kind: h.Kind})
-	}
-	for i := range out {
+		listed[r.Resource] = true
+		resources.holdersOf(j.snap.Holdings, ResourceKeyPrefix, r.Resource, func(n int) {
+			if h := &j.snap.Holdings[resources.placed[n].at]; h.Owner != worker {
+				out[i].OtherHolders = append(out[i].OtherHolders, ResourceHolder{Owner: h.Owner, Kind: h.Kind})
+			}
+		})
 		slices.SortFunc(out[i].OtherHolders, func(a, b ResourceHolder) int {
 			return cmp.Or(strings.Compare(a.Owner, b.Owner), cmp.Compare(a.Kind, b.Kind))
 		})
