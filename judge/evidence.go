@@ -118,7 +118,39 @@ func taskLocksSeen(holdings []Holding, listed []Judgement) map[string][]string {
 			seen[h.Owner] = append(keys, h.Key)
 		}
 	}
-	// The release script counts the keys: each must be listed once.
+	return sortedSeen(seen)
+}
+
+// taskLocksSeen is taskLocksSeen of the judged snapshot, found among its
+// task locks by owner number.
+func (j *judge) taskLocksSeen(listed []Judgement) map[string][]string {
+	seen := map[string][]string{}
+	var want []bool
+	for _, jd := range listed {
+		if jd.Action != ActionRelease || !Guarded(jd) {
+			continue
+		}
+		if want == nil {
+			want = make([]bool, len(j.ix.owners))
+		}
+		n, _ := slices.BinarySearch(j.ix.owners, jd.Owner)
+		want[n], seen[jd.Owner] = true, []string{}
+	}
+	if want == nil {
+		return seen
+	}
+	for _, p := range j.ix.tasks.placed {
+		if want[p.owner] {
+			name := j.ix.owners[p.owner]
+			seen[name] = append(seen[name], j.snap.Holdings[p.at].Key)
+		}
+	}
+	return sortedSeen(seen)
+}
+
+// sortedSeen sorts each owner's keys: the release script counts them, so
+// each must be listed once.
+func sortedSeen(seen map[string][]string) map[string][]string {
 	for owner, keys := range seen {
 		slices.Sort(keys)
 		seen[owner] = slices.Compact(keys)

@@ -65,7 +65,7 @@ type judge struct {
 // which cut what the plan lists in the order of CompareHoldings.
 func (j *judge) run() Plan {
 	j.suspects = map[SuspectKey]Suspect{}
-	j.ix = indexOf(j.snap.Holdings)
+	j.ix = j.snap.Order.indexFor(j.snap.Holdings)
 	j.byVerdict, j.byOwner = map[Verdict]int{}, make([]int, len(j.ix.owners))
 	j.numberOwners()
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
@@ -100,7 +100,7 @@ func (j *judge) run() Plan {
 	plan.Suspects = j.suspects
 	j.carryUnobservedSuspects(&plan)
 	applyGuards(&plan, j.fleet, j.p)
-	plan.TaskLocksSeen = taskLocksSeen(j.snap.Holdings, plan.Holdings)
+	plan.TaskLocksSeen = j.taskLocksSeen(plan.Holdings)
 	return plan
 }
 

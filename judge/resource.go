@@ -17,13 +17,45 @@ type reservedBy struct{ kept, released int32 }
 // snapshot's order. A holding repeated in a snapshot built by hand gets what
 // the first did.
 func (j *judge) reservedBy(taskLocks []judgedTaskLock) []reservedBy {
+	// Each part offers the reservations of a run of task locks to a list of
+	// its own; the first part's come first in the walk, so a holding takes
+	// the first part's offer where both made one.
+	parts := [2][]reservedBy{}
+	half := len(taskLocks) / 2
+	if len(taskLocks) < minPartTaskLocks {
+		half = len(taskLocks)
+	}
+	inParallel(func() {
+		parts[0] = j.offers(taskLocks, 0, half)
+	}, func() {
+		parts[1] = j.offers(taskLocks, half, len(taskLocks))
+	})
+	by, later := parts[0], parts[1]
+	for i := range by {
+		if by[i].kept < 0 {
+			by[i].kept = later[i].kept
+		}
+		if by[i].released < 0 {
+			by[i].released = later[i].released
+		}
+	}
+	return by
+}
+
+// minPartTaskLocks is the fewest task locks worth judging in two parts:
+// below it a second goroutine costs more than it saves.
+const minPartTaskLocks = 4096
+
+// offers finds the reservations of task locks [from, to) among the resource
+// holdings.
+func (j *judge) offers(taskLocks []judgedTaskLock, from, to int) []reservedBy {
 	hs, resources := j.snap.Holdings, j.ix.resources
 	by := make([]reservedBy, len(resources.placed))
 	for i := range by {
 		by[i] = reservedBy{-1, -1}
 	}
-	for n, tl := range taskLocks {
-		owner := j.ix.tasks.placed[n].owner
+	for n := from; n < to; n++ {
+		tl, owner := &taskLocks[n], j.ix.tasks.placed[n].owner
 		for _, entry := range tl.reserved {
 			r := ParseReservation(entry)
 			for i := resources.search(hs, ResourceKeyPrefix, r.Resource, owner); i < len(resources.placed); i++ {

@@ -1,0 +1,51 @@
+package judge
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPartsFindWhatOneWalkFinds: the reservations offered in two parts, and
+// the task locks seen found by owner number, are what one straight walk of
+// the snapshot finds.
+func TestPartsFindWhatOneWalkFinds(t *testing.T) {
+	t.Parallel()
+	snap := jbFleet(6 * minPartTaskLocks)
+	p := DefaultPolicy()
+	p.MaxReleases = len(snap.Holdings)
+	j := &judge{snap: snap, p: p, listAll: true, fleet: FleetOf(snap, p)}
+	plan := j.run()
+
+	require.Greater(t, len(j.ix.tasks.placed), minPartTaskLocks)
+	taskLocks := make([]judgedTaskLock, len(j.ix.tasks.placed))
+	for n, pl := range j.ix.tasks.placed {
+		task, found := snap.Tasks[snap.Holdings[pl.at].TaskID()]
+		jd := j.decidedTaskLock(pl, task, found)
+		taskLocks[n] = judgedTaskLock{at: pl.at, released: jd.Action == ActionRelease, missing: !found, reserved: task.Reserved}
+	}
+	require.Equal(t, j.offers(taskLocks, 0, len(taskLocks)), j.reservedBy(taskLocks))
+
+	seen := j.taskLocksSeen(plan.Holdings)
+	require.NotEmpty(t, seen)
+	require.Equal(t, taskLocksSeen(snap.Holdings, plan.Holdings), seen)
+}
+
+// TestOrderMadeApartIsUsedOnlyForItsHoldings: a snapshot judged with an
+// order made beforehand gets the plan it gets without one, and an order
+// made of other holdings (the pass added one since) is not used.
+func TestOrderMadeApartIsUsedOnlyForItsHoldings(t *testing.T) {
+	t.Parallel()
+	snap := jbFleet(2_000)
+	p := DefaultPolicy()
+	want := Findings(snap, p)
+
+	snap.Order = OrderOf(snap.Holdings)
+	require.Equal(t, want, Findings(snap, p))
+
+	stale := OrderOf(snap.Holdings[:len(snap.Holdings)-1])
+	require.Equal(t, stale.ix, stale.indexFor(snap.Holdings[:len(snap.Holdings)-1]))
+	require.NotEqual(t, len(stale.ix.tasks.placed)+len(stale.ix.resources.placed), len(snap.Holdings))
+	snap.Order = stale
+	require.Equal(t, want, Findings(snap, p))
+}
