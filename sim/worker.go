@@ -141,8 +141,13 @@ func (inc *incarnation) claim(ctx context.Context, j *job) bool {
 	raced := false
 	if api := f.api(); api != nil && f.fire(FaultCancelRace) {
 		// The API cancels the task between our acquire and our claim and,
-		// like pulpcore before the fix, releases nothing.
-		if err := api.cancelWaiting(ctx, j.id, false); err != nil {
+		// like pulpcore before the fix, releases nothing. The cancel is the
+		// API process's request: this worker's death must not cut it off
+		// between canceling and canceled.
+		actx, stop := mergeCtx(context.WithoutCancel(ctx), api.ctx)
+		err := api.cancelWaiting(actx, j.id, false)
+		stop()
+		if err != nil {
 			f.noteError(ctx, api.p.name, "cancel in race", err)
 		}
 		raced = true
