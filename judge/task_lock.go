@@ -75,5 +75,5 @@ func (j *judge) taskLockFactsOf(h Holding, t Task, found bool) taskLockFacts {
 // confirmation; confirm makes it the lock's judgement.
 func (j *judge) decidedTaskLock(h Holding, t Task, found bool) Judgement {
 	v := decideTaskLock(j.taskLockFactsOf(h, t, found), j.p)
-	return Judgement{Holding: h, Verdict: v, Action: v.action(), Evidence: j.taskLockEvidence(h, t, found)}
+	return j.judgement(Judgement{Holding: h, Verdict: v, Action: v.action()}, j.taskLockEvidence(h, t, found))
 }
