@@ -4,17 +4,31 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/lock-reaper/lock-reaper/cli"
+	"github.com/lock-reaper/lock-reaper/internal/memlimit"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	// Before any work: the soft memory limit is what keeps a pass over an
+	// incident's hundreds of thousands of findings within its container.
+	limit, err := memlimit.Choose(os.LookupEnv, os.ReadFile)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lock-reaper: %v\n", err)
+		os.Exit(reaper.ExitUsage)
+	}
+	if limit.Soft > 0 {
+		debug.SetMemoryLimit(limit.Soft)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.Env{
 		Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,

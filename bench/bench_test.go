@@ -83,7 +83,8 @@ func TestDeadOwnerScenarioSmall(t *testing.T) {
 	var res DeadOwnerResults
 	require.NoError(t, json.Unmarshal(raw, &res))
 	require.Equal(t, 1001, res.Fleet.StaleHoldings)
-	require.Len(t, res.Runs, 8)
+	require.Len(t, res.Runs, 12)
+	require.Len(t, res.MetBy, 3)
 	for _, r := range res.Runs {
 		require.Positive(t, r.PeakRSSBytes, r.Name)
 		require.Positive(t, r.StdoutBytes, r.Name)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lock-reaper/lock-reaper/internal/memlimit"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
@@ -38,13 +39,27 @@ const (
 	deadOwnerUnrelated = 100_000
 )
 
+// The memory limits a command is measured under.
+const (
+	limitNone = "none"
+	// limitGoMemLimit is GOMEMLIMIT at the container's limit, what the chart
+	// set before it set REAPER_MEMORY_LIMIT.
+	limitGoMemLimit = "GOMEMLIMIT"
+	// limitContainer is the chart's setting: REAPER_MEMORY_LIMIT, from which
+	// the binary sets a soft limit of its own (internal/memlimit).
+	limitContainer = memlimit.Env
+)
+
 // DeadOwnerResults is what the dead-owner scenario measured.
 type DeadOwnerResults struct {
 	Machine  Machine      `json:"machine"`
 	Fleet    FleetFigures `json:"fleet"`
 	Runs     []ProcessRun `json:"runs"`
 	LimitMiB int          `json:"limit_mib"`
-	Met      bool         `json:"met"`
+	// Met says every run under the chart's setting (REAPER_MEMORY_LIMIT)
+	// kept its peak RSS within LimitMiB; MetBy says it of each memory limit.
+	Met   bool            `json:"met"`
+	MetBy map[string]bool `json:"met_by_limit"`
 }
 
 // deadOwnerSpec is the fleet: one owner, dead, holding every lock, with its
@@ -68,14 +83,21 @@ var deadOwnerCases = func() []processCase {
 		{name: "once, text report", args: []string{"once"}, exit: reaper.ExitOK, real: true},
 		{name: "once, JSON report", args: []string{"once", "--output", "json"}, exit: reaper.ExitOK, real: true, json: true},
 	}
-	// Each again as the chart runs it: GOMEMLIMIT set to the container's
-	// memory limit, which makes the collector run sooner near it.
+	// Each again with a memory limit: GOMEMLIMIT at the container's limit,
+	// as the chart set it before, and what the chart sets now, the
+	// container's limit in REAPER_MEMORY_LIMIT, below which the binary sets
+	// its own soft limit.
 	var cases []processCase
-	for _, limited := range []bool{false, true} {
+	for _, limit := range []string{limitNone, limitGoMemLimit, limitContainer} {
 		for _, c := range base {
-			if limited {
+			c.limit = limit
+			switch limit {
+			case limitGoMemLimit:
 				c.name += ", GOMEMLIMIT 128MiB"
 				c.memLimit = fmt.Sprint(rssLimit)
+			case limitContainer:
+				c.name += ", " + memlimit.Env + " 128Mi"
+				c.containerLimit = fmt.Sprint(rssLimit)
 			}
 			cases = append(cases, c)
 		}
@@ -101,7 +123,7 @@ func runDeadOwner(ctx context.Context, o options, stdout io.Writer, logf func(st
 		return err
 	}
 	defer cleanup()
-	res := &DeadOwnerResults{Machine: describeMachine(), LimitMiB: rssLimit >> 20, Met: true}
+	res := &DeadOwnerResults{Machine: describeMachine(), LimitMiB: rssLimit >> 20, MetBy: map[string]bool{}}
 	var f *fleetEnv
 	defer func() { f.close() }()
 	for _, c := range deadOwnerCases {
@@ -118,7 +140,8 @@ func runDeadOwner(ctx context.Context, o options, stdout io.Writer, logf func(st
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		res.Runs = append(res.Runs, run)
-		res.Met = res.Met && run.PeakRSSBytes <= rssLimit
+		met, seen := res.MetBy[c.limit]
+		res.MetBy[c.limit] = (met || !seen) && run.PeakRSSBytes <= rssLimit
 		if c.real {
 			if err := f.checkReaped(ctx); err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
@@ -127,6 +150,7 @@ func runDeadOwner(ctx context.Context, o options, stdout io.Writer, logf func(st
 			f = nil
 		}
 	}
+	res.Met = res.MetBy[limitContainer]
 	if err := writeDeadOwnerMarkdown(stdout, res); err != nil {
 		return err
 	}
@@ -229,22 +253,52 @@ func writeDeadOwnerMarkdown(w io.Writer, r *DeadOwnerResults) error {
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s\n\n", mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL)
 	fmt.Fprintf(&b, "Fleet: one dead owner holding %s task locks with %d exclusive lock(s) each and one shared domain: %s stale holdings, %s lost tasks; %s keys in Redis (%s unrelated).\n\n",
 		thousands(int64(f.TaskLocks)), f.ExclusivePerTask, thousands(int64(f.StaleHoldings)), thousands(int64(f.LostTasks)), thousands(f.KeysInRedis), thousands(int64(f.UnrelatedKeys)))
-	b.WriteString("| command | GOMEMLIMIT | peak RSS | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| command | memory limit | peak RSS | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, run := range r.Runs {
-		limit := "-"
-		if n, err := strconv.ParseUint(run.GoMemLimit, 10, 64); err == nil {
-			limit = mib(n)
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limit, mib(uint64(run.PeakRSSBytes)),
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limitText(run), mib(uint64(run.PeakRSSBytes)),
 			run.WallMS/1000, mib(uint64(run.StdoutBytes)), thousands(int64(run.StdoutLines)), thousands(int64(run.LogLines)), run.ExitCode)
 	}
-	met := "yes"
-	if !r.Met {
-		met = "**no**"
+	b.WriteString("\nPeak RSS within " + fmt.Sprint(r.LimitMiB) + " MiB:")
+	for i, limit := range []string{limitContainer, limitGoMemLimit, limitNone} {
+		met, ok := r.MetBy[limit]
+		if !ok {
+			continue
+		}
+		text := "**no**"
+		if met {
+			text = "yes"
+		}
+		sep := ";"
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, "%s %s: %s", sep, limitLabels[limit], text)
 	}
-	fmt.Fprintf(&b, "\nPeak RSS within %d MiB: %s\n", r.LimitMiB, met)
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// limitLabels name the memory limits in the verdict line.
+var limitLabels = map[string]string{
+	limitContainer:  "with the chart's setting (`" + memlimit.Env + "`)",
+	limitGoMemLimit: "with `GOMEMLIMIT` at the container's limit",
+	limitNone:       "without a limit",
+}
+
+// limitText is a run's memory limit as the table shows it.
+func limitText(run ProcessRun) string {
+	switch {
+	case run.ContainerLimit != "":
+		n, _ := strconv.ParseUint(run.ContainerLimit, 10, 64)
+		return fmt.Sprintf("`%s` %s: soft limit %s", memlimit.Env, mib(n), mib(uint64(run.SoftLimitBytes)))
+	case run.GoMemLimit != "":
+		n, _ := strconv.ParseUint(run.GoMemLimit, 10, 64)
+		return fmt.Sprintf("`GOMEMLIMIT` %s", mib(n))
+	case run.SoftLimitBytes > 0:
+		return fmt.Sprintf("soft limit %s (cgroup)", mib(uint64(run.SoftLimitBytes)))
+	}
+	return "-"
 }
 
 // maxInt32Text lifts a per-pass limit out of the way.

@@ -202,7 +202,7 @@ func waitFor(ctx context.Context, deadline time.Time, cond func() bool) bool {
 func (o options) releasedBy(p passRecord, key, owner string, lastBeat time.Time) (verdict, rule string) {
 	fd := p.finding(key, owner)
 	verdict, rule = string(fd.Verdict), "heartbeats"
-	k := fd.Evidence.Kubernetes
+	k := fd.Evidence().Kubernetes
 	switch {
 	case k != nil && k.Rule == heartbeat.PodHungTooLong:
 		rule = string(k.Rule)

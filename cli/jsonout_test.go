@@ -26,7 +26,7 @@ func richReport() *reaper.Report {
 			{Name: "2@<w>&", Liveness: "alive", Holdings: 1},
 		},
 		Findings: []reaper.Finding{
-			{Holding: reaper.Holding{Key: "task:a", Kind: reaper.KindTask, Owner: "1@w"}, Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease, Result: reaper.ResultReleased, Evidence: reaper.Evidence{OwnerLiveness: heartbeat.Dead, HeartbeatAge: &age, TaskState: "running"}},
+			reaper.Finding{Holding: reaper.Holding{Key: "task:a", Kind: reaper.KindTask, Owner: "1@w"}, Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease, Result: reaper.ResultReleased}.WithEvidence(reaper.Evidence{OwnerLiveness: heartbeat.Dead, HeartbeatAge: &age, TaskState: "running"}),
 			{Holding: reaper.Holding{Key: "pulp:resource_lock:r", Kind: reaper.KindExclusive, Owner: "1@w"}, Verdict: reaper.VerdictNoTask, Action: reaper.ActionSuspect, Result: reaper.ResultSuspected, FirstSeen: &seen},
 		},
 		Tasks: []reaper.TaskFinding{{ID: "a", Name: "sync", Verdict: reaper.VerdictLost, Action: reaper.ActionUpdate, StateBefore: "running",

@@ -149,9 +149,10 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 func lockLines(plan reaper.Plan) []LockLine {
 	lines := make([]LockLine, 0, len(plan.Holdings))
 	for _, jd := range plan.Holdings {
+		e := jd.Evidence()
 		lines = append(lines, LockLine{
-			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: jd.Evidence.OwnerLiveness.String(),
-			HeartbeatAge: jd.Evidence.HeartbeatAge, Kubernetes: jd.Evidence.Kubernetes, Resource: jd.Resource(), Task: jd.HoldingTask(), TaskState: jd.Evidence.TaskState,
+			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: e.OwnerLiveness.String(),
+			HeartbeatAge: e.HeartbeatAge, Kubernetes: e.Kubernetes, Resource: jd.Resource(), Task: jd.HoldingTask(), TaskState: e.TaskState,
 			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
 		})
 	}

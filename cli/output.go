@@ -35,7 +35,7 @@ func resultText(r reaper.Result, deferred string) string {
 }
 
 func evidenceText(f reaper.Finding) string {
-	e := f.Evidence
+	e := f.Evidence()
 	parts := []string{"owner " + e.OwnerLiveness.String()}
 	if e.HeartbeatAge != nil {
 		parts[0] += " (heartbeat " + e.HeartbeatAge.String() + " ago)"

@@ -20,7 +20,7 @@ func TestTextReport(t *testing.T) {
 		Scanned:    reaper.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, FullScan: true},
 		LockOwners: []reaper.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
 		Findings: []reaper.Finding{
-			{Holding: reaper.Holding{Key: "task:a", Kind: reaper.KindTask, Owner: "1@w"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased, Evidence: reaper.Evidence{OwnerLiveness: heartbeat.Dead, HeartbeatAge: &age, TaskState: "running"}},
+			reaper.Finding{Holding: reaper.Holding{Key: "task:a", Kind: reaper.KindTask, Owner: "1@w"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased}.WithEvidence(reaper.Evidence{OwnerLiveness: heartbeat.Dead, HeartbeatAge: &age, TaskState: "running"}),
 			{Holding: reaper.Holding{Key: "task:b", Kind: reaper.KindTask, Owner: "1@w"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultDeferred, Deferred: "max_releases"},
 		},
 		Summary: reaper.Summary{FindingsByResult: map[reaper.Result]int{reaper.ResultReleased: 1, reaper.ResultDeferred: 1}, Released: 1, Deferred: 1,

@@ -143,7 +143,7 @@ func groupFindings(findings []reaper.Finding) []findingGroup {
 		k := [2]string{f.Owner, string(f.Verdict)}
 		g := byKey[k]
 		if g == nil {
-			g = &findingGroup{owner: f.Owner, liveness: f.Evidence.OwnerLiveness.String(), verdict: f.Verdict}
+			g = &findingGroup{owner: f.Owner, liveness: f.Evidence().OwnerLiveness.String(), verdict: f.Verdict}
 			byKey[k] = g
 			groups = append(groups, g)
 		}
@@ -190,7 +190,7 @@ func groupFindings(findings []reaper.Finding) []findingGroup {
 
 // taskRank puts holdings of running tasks first, then of waiting ones.
 func taskRank(f reaper.Finding) int {
-	switch f.Evidence.TaskState {
+	switch f.Evidence().TaskState {
 	case "running", "canceling":
 		return 0
 	case "waiting":
@@ -271,7 +271,7 @@ func resultsText(rows []reaper.Finding) string {
 // taskText is the state of the task a holding is held for, without its id
 // when the key already shows it.
 func taskText(f reaper.Finding) string {
-	e := f.Evidence
+	e := f.Evidence()
 	state := e.TaskState
 	switch {
 	case state == "" && f.Kind == reaper.KindTask:
@@ -307,7 +307,7 @@ func hasDetail(rows []reaper.Finding) bool {
 
 // detailText is the evidence the group header does not already say.
 func detailText(f reaper.Finding) string {
-	e := f.Evidence
+	e := f.Evidence()
 	var parts []string
 	if e.AppLock != "" && e.AppLockLiveness != nil && e.AppLock != f.Owner {
 		parts = append(parts, "claimed by "+quoteText(e.AppLock)+" ("+e.AppLockLiveness.String()+")")
@@ -382,5 +382,5 @@ func findingTask(f reaper.Finding) string {
 	if f.Kind == reaper.KindTask {
 		return f.TaskID()
 	}
-	return strings.TrimPrefix(f.Evidence.Via, "task:")
+	return strings.TrimPrefix(f.Evidence().Via, "task:")
 }

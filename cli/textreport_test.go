@@ -47,19 +47,21 @@ func incidentReport() *reaper.Report {
 		},
 	}
 	add := func(f reaper.Finding) {
-		f.Evidence.OwnerLiveness, f.Evidence.HeartbeatAge = heartbeat.Dead, &day
+		e := f.Evidence()
+		e.OwnerLiveness, e.HeartbeatAge = heartbeat.Dead, &day
+		f.SetEvidence(e)
 		f.Owner = "1@pulp-worker-incident-0"
 		rep.Findings = append(rep.Findings, f)
 	}
 	for i := 0; i < 6; i++ {
 		fin := reaper.Duration(time.Duration(20+i) * time.Hour)
-		add(reaper.Finding{Holding: reaper.Holding{Key: fmt.Sprintf("task:0000000%d-aaaa-4bbb-8ccc-dddddddddddd", i), Kind: reaper.KindTask}, Verdict: reaper.VerdictTaskFinished, Result: reaper.ResultWouldRelease, Evidence: reaper.Evidence{TaskState: "completed", FinishedAge: &fin}})
+		add(reaper.Finding{Holding: reaper.Holding{Key: fmt.Sprintf("task:0000000%d-aaaa-4bbb-8ccc-dddddddddddd", i), Kind: reaper.KindTask}, Verdict: reaper.VerdictTaskFinished, Result: reaper.ResultWouldRelease}.WithEvidence(reaper.Evidence{TaskState: "completed", FinishedAge: &fin}))
 	}
 	for i := 0; i < 4; i++ {
 		id := fmt.Sprintf("9000000%d-aaaa-4bbb-8ccc-dddddddddddd", i)
-		add(reaper.Finding{Holding: reaper.Holding{Key: "task:" + id, Kind: reaper.KindTask}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultWouldRelease, Evidence: reaper.Evidence{TaskState: "running", AppLock: "1@pulp-worker-incident-0", AppLockLiveness: &dead}})
+		add(reaper.Finding{Holding: reaper.Holding{Key: "task:" + id, Kind: reaper.KindTask}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultWouldRelease}.WithEvidence(reaper.Evidence{TaskState: "running", AppLock: "1@pulp-worker-incident-0", AppLockLiveness: &dead}))
 	}
-	add(reaper.Finding{Holding: reaper.Holding{Key: "pulp:resource_lock:prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Kind: reaper.KindExclusive}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultWouldRelease, Evidence: reaper.Evidence{TaskState: "running", Via: "task:90000000-aaaa-4bbb-8ccc-dddddddddddd"}})
+	add(reaper.Finding{Holding: reaper.Holding{Key: "pulp:resource_lock:prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Kind: reaper.KindExclusive}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultWouldRelease}.WithEvidence(reaper.Evidence{TaskState: "running", Via: "task:90000000-aaaa-4bbb-8ccc-dddddddddddd"}))
 	rep.Tasks = []reaper.TaskFinding{
 		{ID: "90000000-aaaa-4bbb-8ccc-dddddddddddd", Name: "pulp_rpm.app.tasks.synchronizing.synchronize", Verdict: reaper.VerdictLost,
 			Owner: "1@pulp-worker-incident-0", StateBefore: "running", StateAfter: "canceled", Result: reaper.ResultWouldUpdate},

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lock-reaper/lock-reaper/internal/memlimit"
 	"github.com/lock-reaper/lock-reaper/internal/nearest"
 )
 
@@ -27,10 +28,11 @@ func isTestEnv(name string) bool {
 }
 
 // KnownEnv is every REAPER_* variable the program reads: each setting of the
-// table, as NAME and as NAME_FILE, and REAPER_CONFIG. It grows with the
-// table, so a new key is never reported as unknown.
+// table, as NAME and as NAME_FILE, REAPER_CONFIG and REAPER_MEMORY_LIMIT
+// (read by main, before the configuration). It grows with the table, so a
+// new key is never reported as unknown.
 func KnownEnv() []string {
-	names := []string{configEnv}
+	names := []string{configEnv, memlimit.Env}
 	for i := range settings {
 		names = append(names, settings[i].env(), settings[i].env()+"_FILE")
 	}

@@ -57,10 +57,30 @@ func checkRestrictedContainer(t *testing.T, c corev1.Container) {
 	if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
 		t.Errorf("container %s has no memory limit", c.Name)
 	}
+	checkMemoryLimitEnv(t, c)
 	for _, e := range c.Env {
 		if strings.Contains(e.Value, "://") {
 			t.Errorf("container %s has a URL in env %s: DSNs must come from files", c.Name, e.Name)
 		}
+	}
+}
+
+// checkMemoryLimitEnv checks that the binary learns the container's memory
+// limit, from which it sets its soft limit below it (internal/memlimit), and
+// that GOMEMLIMIT, which would override that with the whole limit, is not set.
+func checkMemoryLimitEnv(t *testing.T, c corev1.Container) {
+	t.Helper()
+	var ref *corev1.ResourceFieldSelector
+	for _, e := range c.Env {
+		switch {
+		case e.Name == "GOMEMLIMIT":
+			t.Errorf("container %s sets GOMEMLIMIT: the binary sets its own below REAPER_MEMORY_LIMIT", c.Name)
+		case e.Name == "REAPER_MEMORY_LIMIT" && e.ValueFrom != nil:
+			ref = e.ValueFrom.ResourceFieldRef
+		}
+	}
+	if ref == nil || ref.Resource != "limits.memory" || (ref.ContainerName != "" && ref.ContainerName != c.Name) || (!ref.Divisor.IsZero() && ref.Divisor.Value() != 1) {
+		t.Errorf("container %s: REAPER_MEMORY_LIMIT is %s, want the container's limits.memory in bytes", c.Name, toJSON(ref))
 	}
 }
 

@@ -18,6 +18,9 @@ type ownerCache struct {
 	// numbered is the evidence of each owner of index.owners, by number.
 	numbered   []Evidence
 	livenesses *[4]heartbeat.Liveness
+	// facts holds one copy of each distinct evidence without a Via that
+	// judgements share (see Judgement.facts).
+	facts map[Evidence]*Evidence
 }
 
 // owner returns the liveness of a lock owner. An immediate-<uuid> owner is a
@@ -53,6 +56,28 @@ func (j *judge) ownerEvidence(name string) Evidence {
 	}
 	j.owners.evidence[name] = e
 	return e
+}
+
+// judgement is jd with evidence e, whose facts it shares with every
+// judgement of this plan whose facts are equal.
+func (j *judge) judgement(jd Judgement, e Evidence) Judgement {
+	jd.via, e.Via = e.Via, ""
+	if e.FinishedAge != nil {
+		// A finished task's age is its own: nothing to share.
+		jd.facts = &e
+		return jd
+	}
+	if p, ok := j.owners.facts[e]; ok {
+		jd.facts = p
+		return jd
+	}
+	if j.owners.facts == nil {
+		j.owners.facts = map[Evidence]*Evidence{}
+	}
+	p := &e
+	j.owners.facts[e] = p
+	jd.facts = p
+	return jd
 }
 
 // liveness returns a pointer to l that the judgements of one plan share.
@@ -161,6 +186,6 @@ func sortedSeen(seen map[string][]string) map[string][]string {
 // Guarded says a release must first check that the holding's owner took no
 // new task since the snapshot: a resource of a live or late owner.
 func Guarded(jd Judgement) bool {
-	l := jd.Evidence.OwnerLiveness
+	l := jd.Evidence().OwnerLiveness
 	return (l == heartbeat.Alive || l == heartbeat.Late) && jd.Kind != KindTask
 }

@@ -61,8 +61,8 @@ func applyGuards(plan *Plan, fleet *heartbeat.Fleet, p Policy) {
 // its task lock's verdict goes with that task lock (Via, of the same owner),
 // anything else alone.
 func releaseUnit(jd *Judgement) SuspectKey {
-	if jd.Kind != KindTask && jd.Evidence.Via != "" {
-		return SuspectKey{Key: jd.Evidence.Via, Owner: jd.Owner}
+	if jd.Kind != KindTask && jd.via != "" {
+		return SuspectKey{Key: jd.via, Owner: jd.Owner}
 	}
 	return SuspectKey{Key: jd.Key, Owner: jd.Owner}
 }

@@ -54,8 +54,8 @@ func TestJudgeMaxReleasesKeepsTaskHoldingsTogether(t *testing.T) {
 				if jd.Kind == KindTask {
 					continue
 				}
-				require.NotEmpty(t, jd.Evidence.Via, "%s inherits its task lock's verdict", jd.Key)
-				if releasedTasks[jd.Evidence.Via] {
+				require.NotEmpty(t, jd.Evidence().Via, "%s inherits its task lock's verdict", jd.Key)
+				if releasedTasks[jd.Evidence().Via] {
 					require.Empty(t, jd.Deferred, "%s goes with its task lock", jd.Key)
 				} else {
 					require.Equal(t, "max_releases", jd.Deferred, "%s waits with its task lock", jd.Key)

@@ -119,9 +119,9 @@ func TestJudgePropertyConfirmationBeforeRelease(t *testing.T) {
 			if jd.Action != ActionRelease || !ptNeedsConfirmation(jd.Verdict) {
 				continue
 			}
-			if jd.Kind != KindTask && jd.Evidence.Via != "" {
+			if jd.Kind != KindTask && jd.Evidence().Via != "" {
 				// Inherited from the task lock that was confirmed.
-				confirmed(SuspectKey{Key: jd.Evidence.Via, Owner: jd.Owner}, jd.Verdict)
+				confirmed(SuspectKey{Key: jd.Evidence().Via, Owner: jd.Owner}, jd.Verdict)
 			} else {
 				confirmed(SuspectKey{Key: jd.Key, Owner: jd.Owner}, jd.Verdict)
 			}
@@ -182,8 +182,8 @@ func TestJudgePropertyLimits(t *testing.T) {
 		// until the next does not fit; a first unit larger than the limit
 		// goes alone.
 		unitOf := func(jd Judgement) SuspectKey {
-			if jd.Kind != KindTask && jd.Evidence.Via != "" {
-				return SuspectKey{Key: jd.Evidence.Via, Owner: jd.Owner}
+			if jd.Kind != KindTask && jd.Evidence().Via != "" {
+				return SuspectKey{Key: jd.Evidence().Via, Owner: jd.Owner}
 			}
 			return SuspectKey{Key: jd.Key, Owner: jd.Owner}
 		}
@@ -250,17 +250,17 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 		}
 		for _, jd := range plan.Holdings {
 			live := ptLiveness(c, jd.Owner)
-			require.Equal(t, live, jd.Evidence.OwnerLiveness, "%s of %s", jd.Key, jd.Owner)
+			require.Equal(t, live, jd.Evidence().OwnerLiveness, "%s of %s", jd.Key, jd.Owner)
 			taskID := jd.TaskID()
 			if jd.Kind != KindTask {
 				if !slices.Contains([]Verdict{VerdictNoTask, VerdictOwnerDead, VerdictOwnerGone}, jd.Verdict) {
-					require.NotEmpty(t, jd.Evidence.Via, "%s %s: justified or inherited", jd.Key, jd.Verdict)
+					require.NotEmpty(t, jd.Evidence().Via, "%s %s: justified or inherited", jd.Key, jd.Verdict)
 				}
-				if jd.Evidence.Via != "" {
-					id, ok := strings.CutPrefix(jd.Evidence.Via, TaskKeyPrefix)
+				if jd.Evidence().Via != "" {
+					id, ok := strings.CutPrefix(jd.Evidence().Via, TaskKeyPrefix)
 					require.True(t, ok && IsTaskUUID(id))
 					taskID = id
-					require.True(t, ptReserves(c.snap.Tasks[id], jd.Holding), "%s via %s", jd.Key, jd.Evidence.Via)
+					require.True(t, ptReserves(c.snap.Tasks[id], jd.Holding), "%s via %s", jd.Key, jd.Evidence().Via)
 				}
 			}
 			task, found := c.snap.Tasks[taskID]

@@ -26,7 +26,7 @@ type judgementJSON struct {
 func (jd Judgement) MarshalJSON() ([]byte, error) {
 	return json.Marshal(judgementJSON{
 		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, TaskID: jd.TaskID(), Resource: jd.Resource(), Registered: jd.Registered,
-		Verdict: jd.Verdict, Action: jd.Action, Result: jd.Result, Deferred: jd.Deferred, FirstSeen: jd.FirstSeen, Evidence: jd.Evidence,
+		Verdict: jd.Verdict, Action: jd.Action, Result: jd.Result, Deferred: jd.Deferred, FirstSeen: jd.FirstSeen, Evidence: jd.Evidence(),
 	})
 }
 
@@ -39,7 +39,8 @@ func (jd *Judgement) UnmarshalJSON(b []byte) error {
 	}
 	*jd = Judgement{
 		Holding: Holding{Key: v.Key, Kind: v.Kind, Owner: v.Owner, Registered: v.Registered},
-		Verdict: v.Verdict, Action: v.Action, Result: v.Result, Deferred: v.Deferred, FirstSeen: v.FirstSeen, Evidence: v.Evidence,
+		Verdict: v.Verdict, Action: v.Action, Result: v.Result, Deferred: v.Deferred, FirstSeen: v.FirstSeen,
 	}
+	jd.SetEvidence(v.Evidence)
 	return nil
 }

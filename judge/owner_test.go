@@ -56,7 +56,7 @@ func TestJudgeOwnerLiveness(t *testing.T) {
 			h := w.resource("prn:core.domain:d1", KindShared, owner)
 			plan := w.judge(DefaultPolicy())
 			jd := jtHolding(t, plan, h.Key, owner)
-			require.Equal(t, tc.want, jd.Evidence.OwnerLiveness)
+			require.Equal(t, tc.want, jd.Evidence().OwnerLiveness)
 			// The stray holding's verdict follows the liveness.
 			switch tc.want {
 			case heartbeat.Dead:
@@ -65,13 +65,13 @@ func TestJudgeOwnerLiveness(t *testing.T) {
 			case heartbeat.Gone:
 				require.Equal(t, VerdictOwnerGone, jd.Verdict)
 				require.Equal(t, ActionRelease, jd.Action)
-				require.Nil(t, jd.Evidence.HeartbeatAge)
+				require.Nil(t, jd.Evidence().HeartbeatAge)
 			default:
 				require.Equal(t, VerdictNoTask, jd.Verdict)
 				require.Equal(t, ActionSuspect, jd.Action)
 			}
 			if len(tc.rows) > 0 {
-				require.NotNil(t, jd.Evidence.HeartbeatAge)
+				require.NotNil(t, jd.Evidence().HeartbeatAge)
 			}
 		})
 	}
@@ -102,7 +102,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 			h := w.resource("prn:core.domain:d1", KindShared, owner)
 			plan := w.judge(DefaultPolicy())
 			jd := jtHolding(t, plan, h.Key, owner)
-			require.Equal(t, tc.want, jd.Evidence.OwnerLiveness)
+			require.Equal(t, tc.want, jd.Evidence().OwnerLiveness)
 			if tc.want == heartbeat.Gone {
 				require.Equal(t, VerdictOwnerGone, jd.Verdict)
 				require.Equal(t, ActionRelease, jd.Action)
@@ -117,7 +117,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 		w := jtNewWorld()
 		h := w.resource("R", KindExclusive, "immediate-NOT-A-UUID")
 		jd := jtHolding(t, w.judge(DefaultPolicy()), h.Key, h.Owner)
-		require.Equal(t, heartbeat.Gone, jd.Evidence.OwnerLiveness)
+		require.Equal(t, heartbeat.Gone, jd.Evidence().OwnerLiveness)
 		require.Equal(t, VerdictOwnerGone, jd.Verdict)
 	})
 	t.Run("uppercase uuid is an ordinary name", func(t *testing.T) {
@@ -126,7 +126,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 		w.task(StateRunning, "")
 		h := w.resource("R", KindExclusive, "immediate-00000001-0000-4000-8000-00000000000A")
 		jd := jtHolding(t, w.judge(DefaultPolicy()), h.Key, h.Owner)
-		require.Equal(t, heartbeat.Gone, jd.Evidence.OwnerLiveness)
+		require.Equal(t, heartbeat.Gone, jd.Evidence().OwnerLiveness)
 	})
 }
 
@@ -145,7 +145,7 @@ func TestJudgeImmediateOwnerWithMissingTask(t *testing.T) {
 	plan := w.judge(DefaultPolicy())
 
 	tl := jtHolding(t, plan, TaskKeyPrefix+id, owner)
-	require.Equal(t, heartbeat.Alive, tl.Evidence.OwnerLiveness)
+	require.Equal(t, heartbeat.Alive, tl.Evidence().OwnerLiveness)
 	require.Equal(t, VerdictTaskMissing, tl.Verdict)
 	require.Equal(t, ActionSuspect, tl.Action)
 

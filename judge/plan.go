@@ -33,9 +33,15 @@ type Evidence struct {
 // Judgement is the verdict on one holding.
 type Judgement struct {
 	Holding
-	Verdict  Verdict  `json:"verdict"`
-	Action   Action   `json:"action"`
-	Evidence Evidence `json:"evidence"`
+	Verdict Verdict `json:"verdict"`
+	Action  Action  `json:"action"`
+	// facts is the evidence but for its Via, and via its Via (see
+	// Evidence). The judge shares one facts among the judgements whose facts
+	// are equal, which is most of them: every holding of one owner has the
+	// same, and when a worker dies holding everything that is a hundred
+	// thousand judgements. Nothing writes through it; SetEvidence replaces it.
+	facts *Evidence
+	via   string
 	// FirstSeen is when a suspect was first sighted (database clock).
 	FirstSeen *time.Time `json:"first_seen,omitempty"`
 	// Deferred says why a release was held back this pass.
@@ -45,6 +51,28 @@ type Judgement struct {
 	// plan's own judgements rather than a copy of each: an incident's
 	// findings are hundreds of thousands.
 	Result Result `json:"result"`
+}
+
+// Evidence is what the verdict rested on, a copy the caller may change.
+func (jd Judgement) Evidence() Evidence {
+	var e Evidence
+	if jd.facts != nil {
+		e = *jd.facts
+	}
+	e.Via = jd.via
+	return e
+}
+
+// SetEvidence replaces the judgement's evidence with a copy of e of its own.
+func (jd *Judgement) SetEvidence(e Evidence) {
+	jd.via, e.Via = e.Via, ""
+	jd.facts = &e
+}
+
+// WithEvidence is jd with evidence e (see SetEvidence).
+func (jd Judgement) WithEvidence(e Evidence) Judgement {
+	jd.SetEvidence(e)
+	return jd
 }
 
 // Result is what acting on a holding or a task did (the reaper names them).
@@ -122,7 +150,7 @@ func (p *Plan) countListed() {
 		p.ByVerdict[jd.Verdict]++
 		byOwner[jd.Owner]++
 		if _, ok := evidence[jd.Owner]; !ok {
-			evidence[jd.Owner] = jd.Evidence
+			evidence[jd.Owner] = jd.Evidence()
 		}
 	}
 	p.LockOwners = make([]OwnerReport, 0, len(byOwner))
@@ -151,7 +179,7 @@ func (jd Judgement) HoldingTask() string {
 	if jd.Kind == KindTask {
 		return jd.TaskID()
 	}
-	if id, ok := strings.CutPrefix(jd.Evidence.Via, TaskKeyPrefix); ok && IsTaskUUID(id) {
+	if id, ok := strings.CutPrefix(jd.via, TaskKeyPrefix); ok && IsTaskUUID(id) {
 		return id
 	}
 	return ""

@@ -67,6 +67,7 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 // holding of a dead owner.
 func ownerHoldings(full Plan, owner string, realOwner heartbeat.Owner) []Judgement {
 	var out []Judgement
+	heartbeatAge := durationPtr(realOwner.HeartbeatAge)
 	for _, jd := range full.Holdings {
 		if jd.Owner != owner {
 			continue
@@ -78,13 +79,14 @@ func ownerHoldings(full Plan, owner string, realOwner heartbeat.Owner) []Judgeme
 		// The owner is judged dead (an immediate-<uuid> owner has no row to
 		// declare dead), so that its registry leaves pulp:active_owners once
 		// empty; the heartbeat reported is the one it really had.
-		if jd.Evidence.OwnerLiveness != heartbeat.Gone {
-			jd.Evidence.OwnerLiveness = heartbeat.Dead
+		e := jd.Evidence()
+		if e.OwnerLiveness != heartbeat.Gone {
+			e.OwnerLiveness = heartbeat.Dead
 		}
 		if realOwner.Rows > 0 {
-			jd.Evidence.HeartbeatAge = durationPtr(realOwner.HeartbeatAge)
+			e.HeartbeatAge = heartbeatAge
 		}
-		out = append(out, jd)
+		out = append(out, jd.WithEvidence(e))
 	}
 	return out
 }

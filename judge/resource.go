@@ -132,18 +132,19 @@ func (j *judge) resourceJudgement(p placed, rb reservedBy, taskLocks []judgedTas
 		if j.listAll {
 			e.TaskState = j.snap.Tasks[tl.TaskID()].State
 		}
-		return Judgement{Holding: h, Verdict: v, Action: ActionKeep, Evidence: e}
+		return j.judgement(Judgement{Holding: h, Verdict: v, Action: ActionKeep}, e)
 	case inherited:
 		// The task lock's verdict and evidence are decided again: a
 		// confirmation changes only its action.
 		lock := j.ix.tasks.placed[rb.released]
 		t, found := j.snap.Tasks[j.snap.Holdings[lock.at].TaskID()]
 		tl := j.decidedTaskLock(lock, t, found)
-		e.Via, e.TaskState = tl.Key, tl.Evidence.TaskState
-		e.FinishedAge, e.AppLock, e.AppLockLiveness = tl.Evidence.FinishedAge, tl.Evidence.AppLock, tl.Evidence.AppLockLiveness
-		return Judgement{Holding: h, Verdict: tl.Verdict, Action: ActionRelease, Evidence: e}
+		te := tl.Evidence()
+		e.Via, e.TaskState = tl.Key, te.TaskState
+		e.FinishedAge, e.AppLock, e.AppLockLiveness = te.FinishedAge, te.AppLock, te.AppLockLiveness
+		return j.judgement(Judgement{Holding: h, Verdict: tl.Verdict, Action: ActionRelease}, e)
 	}
-	jd := j.confirm(Judgement{Holding: h, Verdict: v, Action: v.action(), Evidence: e})
+	jd := j.confirm(j.judgement(Judgement{Holding: h, Verdict: v, Action: v.action()}, e))
 	if jd.Action == ActionRelease && v == VerdictNoTask && opaque {
 		// The suspect may predate the invisible task that now shares this
 		// membership: wait until that task lock is settled, so a

@@ -256,11 +256,11 @@ func TestJudgeResourceHolding(t *testing.T) {
 			require.Equal(t, tc.want.verdict, jd.Verdict)
 			require.Equal(t, tc.want.action, jd.Action)
 			if tc.want.via {
-				require.NotEmpty(t, jd.Evidence.Via)
-				id, ok := strings.CutPrefix(jd.Evidence.Via, TaskKeyPrefix)
-				require.True(t, ok && IsTaskUUID(id), "Via %q is a task key", jd.Evidence.Via)
+				require.NotEmpty(t, jd.Evidence().Via)
+				id, ok := strings.CutPrefix(jd.Evidence().Via, TaskKeyPrefix)
+				require.True(t, ok && IsTaskUUID(id), "Via %q is a task key", jd.Evidence().Via)
 			} else {
-				require.Empty(t, jd.Evidence.Via)
+				require.Empty(t, jd.Evidence().Via)
 			}
 			if tc.want.action == ActionSuspect {
 				require.Equal(t, Suspect{Verdict: tc.want.verdict, FirstSeen: jtNow}, plan.Suspects[SuspectKey{Key: h.Key, Owner: h.Owner}])
@@ -287,7 +287,7 @@ func TestJudgeResourceInheritsConfirmedSuspect(t *testing.T) {
 		jd := jtHolding(t, plan, key, "1@w")
 		require.Equal(t, VerdictUnclaimed, jd.Verdict, key)
 		require.Equal(t, ActionRelease, jd.Action, key)
-		require.Equal(t, TaskKeyPrefix+id, jd.Evidence.Via, key)
+		require.Equal(t, TaskKeyPrefix+id, jd.Evidence().Via, key)
 	}
 }
 

@@ -236,14 +236,17 @@ func TestFleetGauges(t *testing.T) {
 	// A dead owner's heartbeat age and a finished task's age count too,
 	// released or deferred alike.
 	hb, fin := reaper.Duration(5*time.Minute), reaper.Duration(2*time.Hour)
-	rep.Findings[0].Action, rep.Findings[0].Evidence.HeartbeatAge = reaper.ActionRelease, &hb
+	e := rep.Findings[0].Evidence()
+	e.HeartbeatAge = &hb
+	rep.Findings[0].Action = reaper.ActionRelease
+	rep.Findings[0].SetEvidence(e)
 	m.Observe(rep)
 	require.Equal(t, 300.0, g(m.oldestStale))
-	rep.Findings = append(rep.Findings, reaper.Finding{Holding: reaper.Holding{Key: "task:x", Kind: reaper.KindTask}, Verdict: reaper.VerdictTaskFinished, Action: reaper.ActionRelease, Result: reaper.ResultDeferred, Evidence: reaper.Evidence{FinishedAge: &fin}})
+	rep.Findings = append(rep.Findings, reaper.Finding{Holding: reaper.Holding{Key: "task:x", Kind: reaper.KindTask}, Verdict: reaper.VerdictTaskFinished, Action: reaper.ActionRelease, Result: reaper.ResultDeferred}.WithEvidence(reaper.Evidence{FinishedAge: &fin}))
 	m.Observe(rep)
 	require.Equal(t, 7200.0, g(m.oldestStale))
 	// Healthy and pending holdings are not stale, however old.
-	rep.Findings = []reaper.Finding{{Holding: reaper.Holding{Key: "task:y", Kind: reaper.KindTask}, Verdict: reaper.VerdictPending, Action: reaper.ActionKeep, Evidence: reaper.Evidence{HeartbeatAge: &fin}}}
+	rep.Findings = []reaper.Finding{reaper.Finding{Holding: reaper.Holding{Key: "task:y", Kind: reaper.KindTask}, Verdict: reaper.VerdictPending, Action: reaper.ActionKeep}.WithEvidence(reaper.Evidence{HeartbeatAge: &fin})}
 	m.Observe(rep)
 	require.Equal(t, 0.0, g(m.oldestStale))
 

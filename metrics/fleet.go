@@ -119,9 +119,9 @@ func staleAge(f reaper.Finding, now time.Time) time.Duration {
 	var evidence *reaper.Duration
 	switch f.Verdict {
 	case reaper.VerdictTaskFinished:
-		evidence = f.Evidence.FinishedAge
+		evidence = f.Evidence().FinishedAge
 	case reaper.VerdictOwnerDead, reaper.VerdictTaskLost:
-		evidence = f.Evidence.HeartbeatAge
+		evidence = f.Evidence().HeartbeatAge
 	}
 	if evidence != nil && time.Duration(*evidence) > age {
 		age = time.Duration(*evidence)

@@ -113,7 +113,7 @@ func (a *actor) release(ctx context.Context) error {
 		for n, i := range idx {
 			jd := a.plan.Holdings[i]
 			b.holdings[n] = jd.Holding
-			switch l := jd.Evidence.OwnerLiveness; {
+			switch l := jd.Evidence().OwnerLiveness; {
 			case (l == heartbeat.Dead || l == heartbeat.Gone) && !retired[jd.Owner]:
 				retired[jd.Owner] = true
 				b.retire = append(b.retire, jd.Owner)
@@ -163,25 +163,26 @@ func (a *actor) failHoldings(idx []int) {
 }
 
 func (a *actor) logHolding(jd Judgement, res Result) {
+	e := jd.Evidence()
 	attrs := []slog.Attr{
 		slog.String("key", jd.Key), slog.String("kind", jd.Kind.String()), slog.String("owner", jd.Owner),
 		slog.String("verdict", string(jd.Verdict)), slog.String("result", string(res)),
-		slog.String("owner_liveness", jd.Evidence.OwnerLiveness.String()),
+		slog.String("owner_liveness", e.OwnerLiveness.String()),
 	}
 	if jd.TaskID() != "" {
 		attrs = append(attrs, slog.String("task", jd.TaskID()))
 	}
-	if jd.Evidence.HeartbeatAge != nil {
-		attrs = append(attrs, slog.Duration("heartbeat_age", timeDuration(jd.Evidence.HeartbeatAge)))
+	if e.HeartbeatAge != nil {
+		attrs = append(attrs, slog.Duration("heartbeat_age", timeDuration(e.HeartbeatAge)))
 	}
-	if jd.Evidence.TaskState != "" {
-		attrs = append(attrs, slog.String("task_state", jd.Evidence.TaskState))
+	if e.TaskState != "" {
+		attrs = append(attrs, slog.String("task_state", e.TaskState))
 	}
-	if jd.Evidence.FinishedAge != nil {
-		attrs = append(attrs, slog.Duration("finished_age", timeDuration(jd.Evidence.FinishedAge)))
+	if e.FinishedAge != nil {
+		attrs = append(attrs, slog.Duration("finished_age", timeDuration(e.FinishedAge)))
 	}
-	if jd.Evidence.Via != "" {
-		attrs = append(attrs, slog.String("via", jd.Evidence.Via))
+	if e.Via != "" {
+		attrs = append(attrs, slog.String("via", e.Via))
 	}
 	level := slog.LevelInfo
 	if res == ResultOwnerChanged {

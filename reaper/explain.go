@@ -198,9 +198,10 @@ func (x *explainer) taskRef(id string) *TaskRef {
 }
 
 func (x *explainer) holder(jd Judgement) Holder {
+	e := jd.Evidence()
 	h := Holder{
-		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: jd.Evidence.OwnerLiveness, HeartbeatAge: jd.Evidence.HeartbeatAge,
-		Kubernetes: jd.Evidence.Kubernetes, Task: x.taskRef(jd.HoldingTask()), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
+		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: e.OwnerLiveness, HeartbeatAge: e.HeartbeatAge,
+		Kubernetes: e.Kubernetes, Task: x.taskRef(jd.HoldingTask()), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
 	}
 	h.Own = jd.HoldingTask() == x.id
 	return h

@@ -94,7 +94,7 @@ func TestKubernetesPassLateButAliveWorkerKept(t *testing.T) {
 	fd := findingFor(rep, TaskKeyPrefix+taskID, "1@slow")
 	require.NotNil(t, fd)
 	require.Equal(t, VerdictPending, fd.Verdict)
-	require.Equal(t, heartbeat.PodAliveNotHeartbeating, fd.Evidence.Kubernetes.Rule)
+	require.Equal(t, heartbeat.PodAliveNotHeartbeating, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, "1@slow", f.get(TaskKeyPrefix+taskID))
 	require.Equal(t, "1@slow", f.get(ResourceKeyPrefix+res))
 	state, _, _, _ := f.taskRow(taskID)

@@ -45,8 +45,8 @@ func TestJudgeOwnerRelease(t *testing.T) {
 		require.Equal(t, "1@target", jd.Owner)
 		require.Equal(t, ActionRelease, jd.Action, jd.Key)
 		require.Empty(t, jd.Deferred, jd.Key)
-		require.Equal(t, heartbeat.Dead, jd.Evidence.OwnerLiveness)
-		require.Equal(t, Duration(40*time.Second), *jd.Evidence.HeartbeatAge, "the real heartbeat age is reported")
+		require.Equal(t, heartbeat.Dead, jd.Evidence().OwnerLiveness)
+		require.Equal(t, Duration(40*time.Second), *jd.Evidence().HeartbeatAge, "the real heartbeat age is reported")
 		if jd.Key == TaskKeyPrefix+justDone {
 			require.Equal(t, VerdictOwnerDead, jd.Verdict, "a lock the pass would keep a moment longer goes too")
 		}
@@ -97,7 +97,7 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 		if jd.Action == ActionRelease {
 			require.Equal(t, judge.DeferredAliveOwner, jd.Deferred, jd.Key)
 		}
-		require.Equal(t, heartbeat.Alive, jd.Evidence.OwnerLiveness)
+		require.Equal(t, heartbeat.Alive, jd.Evidence().OwnerLiveness)
 		if jd.Key == TaskKeyPrefix+running {
 			require.Equal(t, VerdictHealthy, jd.Verdict)
 		}
@@ -277,7 +277,7 @@ func TestJudgeOwnerReleaseImmediateOwner(t *testing.T) {
 	for _, jd := range plan.Holdings {
 		require.Equal(t, VerdictOwnerDead, jd.Verdict)
 		require.Equal(t, ActionRelease, jd.Action)
-		require.Equal(t, heartbeat.Dead, jd.Evidence.OwnerLiveness, "so that its empty registry is retired")
+		require.Equal(t, heartbeat.Dead, jd.Evidence().OwnerLiveness, "so that its empty registry is retired")
 	}
 	require.Empty(t, plan.Tasks, "it has no row, so no task is claimed by it")
 }

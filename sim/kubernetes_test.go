@@ -164,7 +164,7 @@ func TestKubernetesDeletedPodCleanedWithoutTheGrace(t *testing.T) {
 	fd := kbFinding(t, rep, sim.TaskKey(running), owner)
 	require.Equal(t, reaper.VerdictOwnerDead, fd.Verdict)
 	require.Equal(t, reaper.ResultReleased, fd.Result)
-	require.Equal(t, heartbeat.PodGone, fd.Evidence.Kubernetes.Rule)
+	require.Equal(t, heartbeat.PodGone, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, reaper.ResultUpdated, kbTask(t, rep, running).Result)
 	require.Equal(t, sim.StateCanceled, readTask(t, b, running).state)
 
@@ -194,7 +194,7 @@ func TestKubernetesLateButAliveWorkerKept(t *testing.T) {
 	rep := kbPass(t, f, b, cfg, reaper.ModeOnce, true, hung)
 	fd := kbFinding(t, rep, sim.TaskKey(running), owner)
 	require.Equal(t, reaper.VerdictPending, fd.Verdict)
-	require.Equal(t, heartbeat.PodAliveNotHeartbeating, fd.Evidence.Kubernetes.Rule)
+	require.Equal(t, heartbeat.PodAliveNotHeartbeating, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, 1, rep.Kubernetes.OwnersByEvidence[heartbeat.PodAliveNotHeartbeating])
 	require.True(t, kbHeld(t, b, running, owner))
 	require.Equal(t, sim.StateRunning, readTask(t, b, running).state)
@@ -209,7 +209,7 @@ func TestKubernetesLateButAliveWorkerKept(t *testing.T) {
 	fd = kbFinding(t, rep, sim.TaskKey(running), owner)
 	require.Equal(t, reaper.VerdictOwnerDead, fd.Verdict)
 	require.Equal(t, reaper.ResultReleased, fd.Result)
-	require.Equal(t, heartbeat.PodHungTooLong, fd.Evidence.Kubernetes.Rule)
+	require.Equal(t, heartbeat.PodHungTooLong, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, reaper.ResultUpdated, kbTask(t, rep, running).Result)
 	require.Eventually(t, func() bool { return f.Stats().StoppedOnSignal == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the worker never aborted its task on the cancel signal")

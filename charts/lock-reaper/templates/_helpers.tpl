@@ -327,7 +327,9 @@ env:
   {{- end }}
   {{- include "lock-reaper.kubernetesEnv" . | nindent 2 }}
   {{- if dig "limits" "memory" "" .Values.resources }}
-  - name: GOMEMLIMIT
+  {{- /* The binary sets its soft memory limit (GOMEMLIMIT) to 80% of this:
+  its code pages count in the container's memory too. */}}
+  - name: REAPER_MEMORY_LIMIT
     valueFrom:
       resourceFieldRef:
         resource: limits.memory
