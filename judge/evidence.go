@@ -59,8 +59,12 @@ func (j *judge) ownerEvidence(name string) Evidence {
 }
 
 // judgement is jd with evidence e, whose facts it shares with every
-// judgement of this plan whose facts are equal.
+// judgement of this plan whose facts are equal. A judgement the plan only
+// counts gets none: nothing shows it.
 func (j *judge) judgement(jd Judgement, e Evidence) Judgement {
+	if !j.lists(jd.Verdict) {
+		return jd
+	}
 	jd.via, e.Via = e.Via, ""
 	if e.FinishedAge != nil {
 		// A finished task's age is its own: nothing to share.

@@ -65,7 +65,7 @@ type judge struct {
 // which cut what the plan lists in the order of CompareHoldings.
 func (j *judge) run() Plan {
 	j.suspects = map[SuspectKey]Suspect{}
-	j.ix = j.snap.Order.indexFor(j.snap.Holdings)
+	j.ix = indexOf(j.snap.Holdings)
 	j.byVerdict, j.byOwner = map[Verdict]int{}, make([]int, len(j.ix.owners))
 	j.numberOwners()
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
@@ -125,12 +125,16 @@ func (j *judge) expectedListed() int {
 	return n + (len(j.snap.Holdings)-n)/32
 }
 
+// lists says the plan lists judgements with verdict v: every one, or the
+// findings.
+func (j *judge) lists(v Verdict) bool { return j.listAll || v.Finding() }
+
 // add counts a judgement of the holding at p and lists it when the plan
 // lists it.
 func (j *judge) add(plan *Plan, jd Judgement, p placed) {
 	j.byVerdict[jd.Verdict]++
 	j.byOwner[p.owner]++
-	if j.listAll || jd.Verdict.Finding() {
+	if j.lists(jd.Verdict) {
 		plan.Holdings = append(plan.Holdings, jd)
 	}
 }

@@ -70,26 +70,6 @@ type index struct {
 	owners []string
 }
 
-// Order is the order the judge walks a snapshot's holdings in, made apart
-// from judging (OrderOf) so that a pass can make it while it reads the
-// database, which the rest of judging waits for.
-type Order struct {
-	holdings []Holding
-	ix       index
-}
-
-// OrderOf orders holdings for the judge; a Snapshot whose Holdings are
-// these (the same slice, unchanged) is walked in it.
-func OrderOf(holdings []Holding) *Order { return &Order{holdings: holdings, ix: indexOf(holdings)} }
-
-// indexFor is the index of hs: the order's when it was made of hs.
-func (o *Order) indexFor(hs []Holding) index {
-	if o != nil && len(o.holdings) == len(hs) && (len(hs) == 0 || &o.holdings[0] == &hs[0]) {
-		return o.ix
-	}
-	return indexOf(hs)
-}
-
 func indexOf(hs []Holding) index {
 	n := 0
 	for i := range hs {

@@ -30,22 +30,3 @@ func TestPartsFindWhatOneWalkFinds(t *testing.T) {
 	require.NotEmpty(t, seen)
 	require.Equal(t, taskLocksSeen(snap.Holdings, plan.Holdings), seen)
 }
-
-// TestOrderMadeApartIsUsedOnlyForItsHoldings: a snapshot judged with an
-// order made beforehand gets the plan it gets without one, and an order
-// made of other holdings (the pass added one since) is not used.
-func TestOrderMadeApartIsUsedOnlyForItsHoldings(t *testing.T) {
-	t.Parallel()
-	snap := jbFleet(2_000)
-	p := DefaultPolicy()
-	want := Findings(snap, p)
-
-	snap.Order = OrderOf(snap.Holdings)
-	require.Equal(t, want, Findings(snap, p))
-
-	stale := OrderOf(snap.Holdings[:len(snap.Holdings)-1])
-	require.Equal(t, stale.ix, stale.indexFor(snap.Holdings[:len(snap.Holdings)-1]))
-	require.NotEqual(t, len(stale.ix.tasks.placed)+len(stale.ix.resources.placed), len(snap.Holdings))
-	snap.Order = stale
-	require.Equal(t, want, Findings(snap, p))
-}

@@ -158,7 +158,4 @@ type Snapshot struct {
 	// Pods is this pass's list of pods, read after the database; nil when
 	// Kubernetes evidence is off or the list failed.
 	Pods *heartbeat.PodView
-	// Order, when made of Holdings (OrderOf), spares the judge making it;
-	// nil, or made of other holdings, it is made again.
-	Order *Order
 }

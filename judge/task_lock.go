@@ -77,5 +77,10 @@ func (j *judge) taskLockFactsOf(h *Holding, owner heartbeat.Liveness, t Task, fo
 func (j *judge) decidedTaskLock(p placed, t Task, found bool) Judgement {
 	h, owner := &j.snap.Holdings[p.at], j.owners.numbered[p.owner]
 	v := decideTaskLock(j.taskLockFactsOf(h, owner.OwnerLiveness, t, found), j.p)
-	return j.judgement(Judgement{Holding: *h, Verdict: v, Action: v.action()}, j.taskLockEvidence(owner, t, found))
+	jd := Judgement{Holding: *h, Verdict: v, Action: v.action()}
+	if !j.lists(v) {
+		// Only counted: its evidence is never assembled.
+		return jd
+	}
+	return j.judgement(jd, j.taskLockEvidence(owner, t, found))
 }

@@ -15,8 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // Modes of a pass, as reports name them.
@@ -202,12 +200,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 		return Snapshot{}, err
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
-	// The judge's order of the holdings needs nothing from the database: it
-	// is made while the database is read.
-	ordered := make(chan *judge.Order, 1)
-	go func() { ordered <- judge.OrderOf(rs.holdings) }()
 	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskRefsOf(rs.holdings))
-	order := <-ordered
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, err)
 	}
@@ -215,7 +208,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 		return Snapshot{}, err
 	}
 	snap := Snapshot{
-		Order: order, Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
+		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
 		Tasks: ds.tasks, Suspects: suspects, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
 		// Pods are listed after the database, so that their evidence is at
 		// least as new as the heartbeats it is weighed against.
