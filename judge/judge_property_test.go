@@ -329,7 +329,7 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 					require.Equal(t, StateCanceled, tj.StateAfter, what)
 				}
 				if taskLocked[tj.ID] {
-					require.Equal(t, []string{TaskKeyPrefix + tj.ID}, tj.AfterRelease, what)
+					require.Equal(t, []string{TaskKeyPrefix + tj.ID}, tj.Details().AfterRelease, what)
 				}
 			case VerdictStuckClaim:
 				require.Equal(t, StateWaiting, task.State, what)

@@ -177,7 +177,7 @@ func (j *tasksPart) taskJudgement(id string, t Task, v Verdict, locks taskLocksH
 		tj.Reason = j.lostReason(owner, tj.StateAfter)
 	case VerdictOrphanedClaim:
 		if locks.count > 0 {
-			tj.AfterRelease = []string{locks.key}
+			tj.details().AfterRelease = []string{locks.key}
 		}
 		if j.p.OrphanedWaiting == WaitingCancel {
 			tj.StateAfter, tj.Reason = StateCanceled, j.lostReason(owner, StateCanceled)
@@ -187,13 +187,13 @@ func (j *tasksPart) taskJudgement(id string, t Task, v Verdict, locks taskLocksH
 	case VerdictStuckClaim:
 		tj.StateAfter, tj.ClearClaim = StateWaiting, true
 		s := remember(j.suspects, j.snap, stuckClaimKey(id, t.AppLockID), v)
-		tj.FirstSeen = &s.FirstSeen
+		tj.details().FirstSeen = &s.FirstSeen
 		if !confirmed(s.FirstSeen, j.snap.Now, j.p) {
 			tj.Action = ActionSuspect
 		}
 	case VerdictUnprotected:
 		tj.StateAfter = t.State
-		tj.Resources = j.unguarded(t, owner)
+		tj.details().Resources = j.unguarded(t, owner)
 		tj.Reason = fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", owner, TaskKeyPrefix, id)
 	}
 	return tj

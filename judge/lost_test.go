@@ -283,13 +283,13 @@ func TestJudgeLostTasks(t *testing.T) {
 			require.Equal(t, tc.want.owner, tj.Owner)
 			require.Empty(t, tj.Deferred)
 			if tc.want.after {
-				require.Equal(t, []string{TaskKeyPrefix + id}, tj.AfterRelease)
+				require.Equal(t, []string{TaskKeyPrefix + id}, tj.Details().AfterRelease)
 			} else {
-				require.Empty(t, tj.AfterRelease)
+				require.Empty(t, tj.Details().AfterRelease)
 			}
 			if tc.want.verdict == VerdictStuckClaim {
-				require.NotNil(t, tj.FirstSeen)
-				require.Equal(t, jtNow, *tj.FirstSeen)
+				require.NotNil(t, tj.Details().FirstSeen)
+				require.Equal(t, jtNow, *tj.Details().FirstSeen)
 				require.Equal(t, Suspect{Verdict: VerdictStuckClaim, FirstSeen: jtNow}, plan.Suspects[stuckClaimKey(id, task.AppLockID)])
 			}
 		})
@@ -351,7 +351,7 @@ func TestJudgeStuckClaimConfirmation(t *testing.T) {
 			}
 			require.Equal(t, VerdictStuckClaim, tj.Verdict)
 			require.Equal(t, tc.wantAction, tj.Action)
-			require.Equal(t, tc.wantFirst, *tj.FirstSeen)
+			require.Equal(t, tc.wantFirst, *tj.Details().FirstSeen)
 			require.True(t, tj.ClearClaim)
 			require.Equal(t, StateWaiting, tj.StateAfter)
 			require.Equal(t, Suspect{Verdict: VerdictStuckClaim, FirstSeen: tc.wantFirst}, plan.Suspects[key])

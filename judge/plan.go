@@ -96,8 +96,17 @@ type TaskJudgement struct {
 	ClearClaim bool   `json:"requeue,omitempty"`
 	Reason     string `json:"reason,omitempty"`
 	// Result is what acting on the judgement did, set as a holding's is.
-	Result    Result     `json:"result"`
-	Deferred  string     `json:"deferred,omitempty"`
+	Result   Result `json:"result"`
+	Deferred string `json:"deferred,omitempty"`
+	// TaskDetails is what few task judgements carry, nil for the others:
+	// the hundred thousand lost tasks of one dead worker carry none of it,
+	// and a pointer is a sixth of the room its fields would take in each.
+	*TaskDetails
+}
+
+// TaskDetails is what a stuck claim, an unprotected task or a requeue that
+// waits for a lock adds to its task judgement.
+type TaskDetails struct {
 	FirstSeen *time.Time `json:"first_seen,omitempty"`
 	// Resources lists, for an unprotected task, what it reserves and who
 	// else holds each.
@@ -105,6 +114,22 @@ type TaskJudgement struct {
 	// AfterRelease lists task lock keys that must be gone before the update:
 	// a requeued task whose lock remains would block its next worker.
 	AfterRelease []string `json:"-"`
+}
+
+// Details is the task judgement's details, the zero value when it has none.
+func (tj TaskJudgement) Details() TaskDetails {
+	if tj.TaskDetails == nil {
+		return TaskDetails{}
+	}
+	return *tj.TaskDetails
+}
+
+// details is the task judgement's details, made when it has none yet.
+func (tj *TaskJudgement) details() *TaskDetails {
+	if tj.TaskDetails == nil {
+		tj.TaskDetails = &TaskDetails{}
+	}
+	return tj.TaskDetails
 }
 
 // Guard says why a pass held back work.

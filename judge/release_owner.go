@@ -107,7 +107,7 @@ func claimedTasks(full Plan, rows map[string]bool, owner string) []TaskJudgement
 		tj.Deferred = ""
 		// A requeue waits until the task's lock is gone; a lock held by
 		// another owner is not this release's to remove.
-		for _, k := range tj.AfterRelease {
+		for _, k := range tj.Details().AfterRelease {
 			for _, o := range taskKeyOwners[k] {
 				if o != owner {
 					tj.Deferred = DeferredOtherTaskKey

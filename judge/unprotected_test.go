@@ -91,7 +91,7 @@ func TestJudgeUnprotected(t *testing.T) {
 			require.Equal(t, StateRunning, tj.StateAfter)
 			require.Equal(t, worker, tj.Owner)
 			require.Empty(t, tj.Deferred)
-			require.Equal(t, tc.want, tj.Resources)
+			require.Equal(t, tc.want, tj.Details().Resources)
 			require.Empty(t, plan.Guards, "an unprotected task is no work for a guard")
 		})
 	}

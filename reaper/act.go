@@ -213,7 +213,7 @@ func (a *actor) updateTasks(ctx context.Context) error {
 			continue
 		}
 		blocked := false
-		for _, k := range tj.AfterRelease {
+		for _, k := range tj.Details().AfterRelease {
 			if held[k] && !gone[k] {
 				blocked = true
 			}

@@ -340,8 +340,8 @@ func (x *explainer) taskVerdictConclusion(tj TaskJudgement) (Status, string, boo
 		when := "the next pass requeues it"
 		if tj.Action == ActionSuspect {
 			when = "requeued once confirmed"
-			if tj.FirstSeen != nil {
-				when += " (suspect since " + tj.FirstSeen.UTC().Format(time.RFC3339) + ")"
+			if first := tj.Details().FirstSeen; first != nil {
+				when += " (suspect since " + first.UTC().Format(time.RFC3339) + ")"
 			}
 		}
 		return StatusStuck, fmt.Sprintf("stuck: claimed by %s, which holds no lock for it; %s%s", worker, when, held), true

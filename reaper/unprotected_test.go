@@ -30,7 +30,7 @@ func TestUnprotectedTaskReportedNothingWritten(t *testing.T) {
 		require.Equal(t, VerdictUnprotected, tf.Verdict)
 		require.Equal(t, ActionReport, tf.Action)
 		require.Equal(t, ResultReported, tf.Result)
-		require.Equal(t, []UnguardedResource{{Resource: r, Need: KindExclusive, OtherHolders: []ResourceHolder{{Owner: "2@other", Kind: KindExclusive}}}}, tf.Resources)
+		require.Equal(t, []UnguardedResource{{Resource: r, Need: KindExclusive, OtherHolders: []ResourceHolder{{Owner: "2@other", Kind: KindExclusive}}}}, tf.Details().Resources)
 		require.Zero(t, rep.Summary.TasksUpdated)
 	}
 	require.Equal(t, dbBefore, sfDBState(f), "nothing written to the database")
