@@ -77,7 +77,7 @@ func (j *judge) run() Plan {
 	for n, p := range j.ix.tasks.placed {
 		t, found := j.snap.Tasks[j.snap.Holdings[p.at].TaskID()]
 		jd := j.confirm(j.decidedTaskLock(p, t, found))
-		taskLocks[n] = judgedTaskLock{at: p.at, released: jd.Action == ActionRelease, missing: !found, reserved: t.Reserved}
+		taskLocks[n] = judgedTaskLock{at: p.at, released: jd.Action == ActionRelease, missing: !found}
 		j.add(&plan, jd, p)
 	}
 	j.opaque = opaqueOwners(j.snap.Holdings, taskLocks)
@@ -146,8 +146,6 @@ type judgedTaskLock struct {
 	at       int32
 	released bool
 	missing  bool
-	// reserved is the task's reserved_resources_record.
-	reserved []string
 }
 
 // opaqueOwners names the owners of a kept task lock whose task the snapshot

@@ -22,7 +22,7 @@ func TestPartsFindWhatOneWalkFinds(t *testing.T) {
 	for n, pl := range j.ix.tasks.placed {
 		task, found := snap.Tasks[snap.Holdings[pl.at].TaskID()]
 		jd := j.decidedTaskLock(pl, task, found)
-		taskLocks[n] = judgedTaskLock{at: pl.at, released: jd.Action == ActionRelease, missing: !found, reserved: task.Reserved}
+		taskLocks[n] = judgedTaskLock{at: pl.at, released: jd.Action == ActionRelease, missing: !found}
 	}
 	require.Equal(t, j.offers(taskLocks, 0, len(taskLocks)), j.reservedBy(taskLocks))
 

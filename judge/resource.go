@@ -56,7 +56,9 @@ func (j *judge) offers(taskLocks []judgedTaskLock, from, to int) []reservedBy {
 	}
 	for n := from; n < to; n++ {
 		tl, owner := &taskLocks[n], j.ix.tasks.placed[n].owner
-		for _, entry := range tl.reserved {
+		// The task's reservations are looked up again rather than kept
+		// with every judged task lock: 24 bytes each, at the peak.
+		for _, entry := range j.snap.Tasks[hs[tl.at].TaskID()].Reserved {
 			r := ParseReservation(entry)
 			for i := resources.search(hs, ResourceKeyPrefix, r.Resource, owner); i < len(resources.placed); i++ {
 				h := &hs[resources.placed[i].at]
