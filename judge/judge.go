@@ -46,6 +46,8 @@ type judge struct {
 	// listAll keeps a judgement of every holding in the plan, not only of
 	// the findings.
 	listAll bool
+	// onePart judges the task locks in one walk, as a test compares.
+	onePart bool
 	// suspects is what to remember after this pass.
 	suspects map[SuspectKey]Suspect
 	// opaque names the owners holding a kept task lock whose task row the
@@ -73,23 +75,17 @@ func (j *judge) run() Plan {
 		plan.Holdings = make([]Judgement, 0, n)
 	}
 
-	taskLocks := make([]judgedTaskLock, len(j.ix.tasks.placed))
-	for n, p := range j.ix.tasks.placed {
-		t, found := j.snap.Tasks[j.snap.Holdings[p.at].TaskID()]
-		jd := j.confirm(j.decidedTaskLock(p, t, found))
-		taskLocks[n] = judgedTaskLock{at: p.at, released: jd.Action == ActionRelease, missing: !found}
-		j.add(&plan, jd, p)
-	}
-	j.opaque = opaqueOwners(j.snap.Holdings, taskLocks)
-	// The tasks need only the task locks' verdicts: they are judged beside
-	// the resource holdings, by a part with state of its own.
+	// The tasks need only the snapshot and its order: they are judged beside
+	// the holdings, by a part with state of its own.
 	tasks := j.tasksPart()
 	inParallel(func() {
-		plan.Tasks = tasks.taskJudgements(taskLocks)
+		plan.Tasks = tasks.taskJudgements()
 	}, func() {
-		reserved := j.reservedBy(taskLocks)
+		taskLocks := make([]judgedTaskLock, len(j.ix.tasks.placed))
+		reserved := j.judgeTaskLocks(&plan.Holdings, taskLocks)
+		j.opaque = opaqueOwners(j.snap.Holdings, taskLocks)
 		for n, p := range j.ix.resources.placed {
-			j.add(&plan, j.resourceJudgement(p, reserved[n], taskLocks), p)
+			j.add(&plan.Holdings, j.resourceJudgement(p, reserved[n], taskLocks), p)
 		}
 		sortJudgements(plan.Holdings)
 	})
@@ -129,13 +125,13 @@ func (j *judge) expectedListed() int {
 // findings.
 func (j *judge) lists(v Verdict) bool { return j.listAll || v.Finding() }
 
-// add counts a judgement of the holding at p and lists it when the plan
-// lists it.
-func (j *judge) add(plan *Plan, jd Judgement, p placed) {
+// add counts a judgement of the holding at p and adds it to listed when
+// the plan lists it.
+func (j *judge) add(listed *[]Judgement, jd Judgement, p placed) {
 	j.byVerdict[jd.Verdict]++
 	j.byOwner[p.owner]++
 	if j.lists(jd.Verdict) {
-		plan.Holdings = append(plan.Holdings, jd)
+		*listed = append(*listed, jd)
 	}
 }
 

@@ -114,7 +114,7 @@ func (j *tasksPart) taskFactsOf(t Task) taskFacts {
 // and claim (most run under a live claim and are never looked at again),
 // then the candidates' task locks are looked up and the table decides, and
 // a verdict that needs it is confirmed.
-func (j *tasksPart) taskJudgements(taskLocks []judgedTaskLock) []TaskJudgement {
+func (j *tasksPart) taskJudgements() []TaskJudgement {
 	// The tasks of owners not alive are most of the verdicts, and when one
 	// worker dies holding everything there is one per task: the list is
 	// made once at about its size instead of grown by copies.
@@ -133,7 +133,7 @@ func (j *tasksPart) taskJudgements(taskLocks []judgedTaskLock) []TaskJudgement {
 		if !mayBeLost(f) {
 			continue
 		}
-		held := j.taskLocksHeld(id, taskLocks)
+		held := j.taskLocksHeld(id)
 		f.locks, f.immediate = held.count, isImmediateOwnerOf(held.owner, id)
 		if v := decideTask(f); v != "" {
 			out = append(out, j.taskJudgement(id, t, v, held))
@@ -151,10 +151,10 @@ type taskLocksHeld struct {
 }
 
 // taskLocksHeld finds the holdings of task:<id> among the task locks.
-func (j *tasksPart) taskLocksHeld(id string, taskLocks []judgedTaskLock) taskLocksHeld {
+func (j *tasksPart) taskLocksHeld(id string) taskLocksHeld {
 	var held taskLocksHeld
 	j.ix.tasks.holdersOf(j.snap.Holdings, TaskKeyPrefix, id, func(n int) {
-		h := &j.snap.Holdings[taskLocks[n].at]
+		h := &j.snap.Holdings[j.ix.tasks.placed[n].at]
 		held = taskLocksHeld{count: held.count + 1, key: h.Key, owner: h.Owner}
 	})
 	return held

@@ -9,67 +9,34 @@ import (
 // the task locks, -1 for none.
 type reservedBy struct{ kept, released int32 }
 
-// reservedBy finds, for each resource holding (by its position in the
-// walk), the task locks of its owner whose task reserves it: each
-// reservation finds the owner's holdings of its resource in the index.
-// Of several, the first in the walk's order is named: an order of the keys
+// offerReservations offers task lock n, held by owner and released or not,
+// to each resource holding its task reserves: the owner's holdings of each
+// reserved resource, found in the index. Of several task locks reserving a
+// holding, the first in the walk's order is named: an order of the keys
 // themselves (their hash, owner and key), so the same whatever the
 // snapshot's order. A holding repeated in a snapshot built by hand gets what
 // the first did.
-func (j *judge) reservedBy(taskLocks []judgedTaskLock) []reservedBy {
-	// Each part offers the reservations of a run of task locks to a list of
-	// its own; the first part's come first in the walk, so a holding takes
-	// the first part's offer where both made one.
-	parts := [2][]reservedBy{}
-	half := len(taskLocks) / 2
-	if len(taskLocks) < minPartTaskLocks {
-		half = len(taskLocks)
-	}
-	inParallel(func() {
-		parts[0] = j.offers(taskLocks, 0, half)
-	}, func() {
-		parts[1] = j.offers(taskLocks, half, len(taskLocks))
-	})
-	by, later := parts[0], parts[1]
-	for i := range by {
-		if by[i].kept < 0 {
-			by[i].kept = later[i].kept
-		}
-		if by[i].released < 0 {
-			by[i].released = later[i].released
-		}
-	}
-	return by
-}
-
-// minPartTaskLocks is the fewest task locks worth judging in two parts:
-// below it a second goroutine costs more than it saves.
-const minPartTaskLocks = 4096
-
-// offers finds the reservations of task locks [from, to) among the resource
-// holdings.
-func (j *judge) offers(taskLocks []judgedTaskLock, from, to int) []reservedBy {
+func (j *judge) offerReservations(by []reservedBy, n int32, owner int32, released bool, reserved []string) {
 	hs, resources := j.snap.Holdings, j.ix.resources
-	by := make([]reservedBy, len(resources.placed))
-	for i := range by {
-		by[i] = reservedBy{-1, -1}
-	}
-	for n := from; n < to; n++ {
-		tl, owner := &taskLocks[n], j.ix.tasks.placed[n].owner
-		// The task's reservations are looked up again rather than kept
-		// with every judged task lock: 24 bytes each, at the peak.
-		for _, entry := range j.snap.Tasks[hs[tl.at].TaskID()].Reserved {
-			r := ParseReservation(entry)
-			for i := resources.search(hs, ResourceKeyPrefix, r.Resource, owner); i < len(resources.placed); i++ {
-				h := &hs[resources.placed[i].at]
-				if resources.placed[i].owner != owner || !isKey(h.Key, ResourceKeyPrefix, r.Resource) {
-					break
-				}
-				if h.Kind == r.Kind {
-					by[i].offer(int32(n), tl.released)
-				}
+	for _, entry := range reserved {
+		r := ParseReservation(entry)
+		for i := resources.search(hs, ResourceKeyPrefix, r.Resource, owner); i < len(resources.placed); i++ {
+			h := &hs[resources.placed[i].at]
+			if resources.placed[i].owner != owner || !isKey(h.Key, ResourceKeyPrefix, r.Resource) {
+				break
+			}
+			if h.Kind == r.Kind {
+				by[i].offer(n, released)
 			}
 		}
+	}
+}
+
+// noReservations is a list of reservedBy naming no task lock.
+func noReservations(n int) []reservedBy {
+	by := make([]reservedBy, n)
+	for i := range by {
+		by[i] = reservedBy{-1, -1}
 	}
 	return by
 }
