@@ -106,19 +106,22 @@ func (j *judge) run() Plan {
 // everything, a list grown by appending would hold its last two copies at
 // once: tens of megabytes at the peak of a pass.
 func (j *judge) expectedListed() int {
+	return j.expectedListedOf(j.ix.tasks.placed) + j.expectedListedOf(j.ix.resources.placed)
+}
+
+// expectedListedOf is expectedListed of some of the holdings.
+func (j *judge) expectedListedOf(ps []placed) int {
 	if j.listAll {
-		return len(j.snap.Holdings)
+		return len(ps)
 	}
 	n := 0
-	for _, g := range []group{j.ix.tasks, j.ix.resources} {
-		for _, p := range g.placed {
-			if j.owners.numbered[p.owner].OwnerLiveness != heartbeat.Alive {
-				n++
-			}
+	for _, p := range ps {
+		if j.owners.numbered[p.owner].OwnerLiveness != heartbeat.Alive {
+			n++
 		}
 	}
 	// A few findings of live owners (finished tasks, unclaimed locks).
-	return n + (len(j.snap.Holdings)-n)/32
+	return n + (len(ps)-n)/32
 }
 
 // lists says the plan lists judgements with verdict v: every one, or the

@@ -9,7 +9,7 @@ import "maps"
 // win where both halves made one.
 func (j *judge) judgeTaskLocks(listed *[]Judgement, taskLocks []judgedTaskLock) []reservedBy {
 	var offers [2][]reservedBy
-	j.inHalves(len(taskLocks), listed, func(part *judge, half int, listed *[]Judgement, from, to int) {
+	j.inHalves(j.ix.tasks.placed, listed, func(part *judge, half int, listed *[]Judgement, from, to int) {
 		offers[half] = part.judgeTaskLockRun(listed, taskLocks, from, to)
 	})
 	by, later := offers[0], offers[1]
@@ -24,17 +24,21 @@ func (j *judge) judgeTaskLocks(listed *[]Judgement, taskLocks []judgedTaskLock) 
 	return by
 }
 
-// inHalves walks positions [0, n) of a walk: a large walk in two halves at
-// once, the second by a part of the judge with state of its own (suspects,
-// counts, shared evidence, its list), absorbed when both are done. What
-// the second lists is added to listed after the first's.
-func (j *judge) inHalves(n int, listed *[]Judgement, walk func(part *judge, half int, listed *[]Judgement, from, to int)) {
+// inHalves walks the positions of ps: a long walk in two halves at once,
+// the second by a part of the judge with state of its own (suspects,
+// counts, shared evidence, its list), absorbed when both are done. What the
+// second lists is added to listed after the first's; its list is made at
+// its likely size, since when one worker dies holding everything it is half
+// the task locks' judgements, and a list grown by appending would leave a
+// trail of copies.
+func (j *judge) inHalves(ps []placed, listed *[]Judgement, walk func(part *judge, half int, listed *[]Judgement, from, to int)) {
+	n := len(ps)
 	if n < minPartWalk || j.onePart {
 		walk(j, 0, listed, 0, n)
 		return
 	}
 	other := j.part()
-	var otherListed []Judgement
+	otherListed := make([]Judgement, 0, j.expectedListedOf(ps[n/2:]))
 	inParallel(func() {
 		walk(j, 0, listed, 0, n/2)
 	}, func() {
