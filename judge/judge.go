@@ -63,8 +63,8 @@ type judge struct {
 }
 
 // run judges the task locks, then the resource holdings (which inherit from
-// or are justified by the task locks), then the tasks, then the guards,
-// which cut what the plan lists in the order of CompareHoldings.
+// or are justified by the task locks), and beside them the tasks; then the
+// guards, which cut what the plan lists in the order of CompareHoldings.
 func (j *judge) run() Plan {
 	j.suspects = map[SuspectKey]Suspect{}
 	j.ix = indexOf(j.snap.Holdings)
