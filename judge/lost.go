@@ -82,9 +82,9 @@ func decideTask(f taskFacts) Verdict {
 }
 
 // tasksPart judges the incomplete tasks. It runs beside the judging of the
-// resource holdings, once the task locks are judged, so it has state of its
-// own: it reads the snapshot, the fleet and the task locks, and writes only
-// its suspects (stuck claims) and its reasons.
+// holdings, so it has state of its own: it reads the snapshot, the fleet and
+// the order of the holdings, and writes only its suspects (stuck claims) and
+// its reasons.
 type tasksPart struct {
 	snap     *Snapshot
 	p        Policy
