@@ -56,6 +56,9 @@ type judge struct {
 	// its own.
 	opaque map[string]bool
 	owners ownerCache
+	// rowReserved is what running tasks of live claims reserve, gathered
+	// when a holding first asks (see reservingRow).
+	rowReserved map[rowReservation]string
 	// counts of every holding judged, listed or not.
 	byVerdict map[Verdict]int
 	// byOwner counts holdings by owner number (index.owners).

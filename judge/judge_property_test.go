@@ -53,6 +53,54 @@ func TestJudgePropertyHealthyNeverReleased(t *testing.T) {
 	})
 }
 
+// A resource holding of a live or late owner whose running or canceling task
+// row reserves it is never released, whether or not its task lock is there:
+// the task runs, and another worker would take the resource beside it.
+func TestJudgePropertyRunningTaskRowKeepsItsResources(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c := ptGen(t)
+		for _, plan := range []Plan{All(c.snap, c.p), Findings(c.snap, c.p)} {
+			for _, h := range c.snap.Holdings {
+				id := ptRunningReserver(c, h)
+				if id == "" {
+					continue
+				}
+				for _, jd := range plan.Holdings {
+					if jd.Key == h.Key && jd.Owner == h.Owner {
+						require.NotEqual(t, ActionRelease, jd.Action, "%s of %s, reserved by running task %s, released as %s", h.Key, h.Owner, id, jd.Verdict)
+						require.Equal(t, VerdictJustified, jd.Verdict, "%s of %s", h.Key, h.Owner)
+					}
+				}
+			}
+		}
+	})
+}
+
+// ptRunningReserver names a running or canceling task reserving resource
+// holding h whose claim is a live or late row named after h's owner (or,
+// for immediate-<T>, T itself), as verdicts.md states it; "" for none.
+func ptRunningReserver(c ptCase, h Holding) string {
+	if h.Kind == KindTask {
+		return ""
+	}
+	if live := ptLiveness(c, h.Owner); live != heartbeat.Alive && live != heartbeat.Late {
+		return ""
+	}
+	for id, task := range c.snap.Tasks {
+		if task.State != StateRunning && task.State != StateCanceling || !ptReserves(task, h) {
+			continue
+		}
+		if h.Owner == "immediate-"+id {
+			return id
+		}
+		if row, ok := ptRow(c, task.AppLockID); ok && row.Name == h.Owner && !ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace) {
+			return id
+		}
+	}
+	return ""
+}
+
 // Same input, same plan, whatever the order Redis returned the holdings in;
 // and the snapshot is left as it was.
 func TestJudgePropertyDeterministic(t *testing.T) {

@@ -302,6 +302,13 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 		drop := rapid.IntRange(0, len(holdings)-1).Draw(t, "drop")
 		holdings = slices.Delete(slices.Clone(holdings), drop, drop+1)
 	}
+	// Task locks lost alone (an eviction under allkeys-lru, a failover
+	// that lost a write, an operator's DEL): their resources stay.
+	if rapid.IntRange(0, 2).Draw(t, "evict task locks") == 0 {
+		holdings = slices.DeleteFunc(slices.Clone(holdings), func(h Holding) bool {
+			return h.Kind == KindTask && rapid.Bool().Draw(t, "evicted")
+		})
+	}
 	snap.Holdings = rapid.Permutation(holdings).Draw(t, "holding order")
 
 	// Suspects remembered from earlier passes, some about these holdings.

@@ -62,6 +62,10 @@ type resourceFacts struct {
 	// released says a task lock released this pass has one; inherits says
 	// the holding goes with it (see resourceFactsOf).
 	released, inherits bool
+	// rowReserves says a running or canceling task row claimed by the
+	// owner's live or late row reserves the holding, whatever Redis holds of
+	// its task lock.
+	rowReserves bool
 }
 
 // decideResource applies the resource holding table of verdicts.md.
@@ -69,6 +73,12 @@ type resourceFacts struct {
 func decideResource(f resourceFacts) (v Verdict, inherited bool) {
 	switch {
 	case f.kept:
+		return VerdictJustified, false
+	case f.rowReserves && (f.owner == heartbeat.Alive || f.owner == heartbeat.Late):
+		// The task runs: its task lock vanished (an eviction, a failover
+		// that lost a write, an operator's DEL), not its need. Before the
+		// inherited row: a finished task's stale lock reserving a shared
+		// resource must not take the running task's membership with it.
 		return VerdictJustified, false
 	case f.released && f.inherits:
 		return "", true
@@ -93,8 +103,19 @@ func (j *judge) resourceJudgement(p placed, rb reservedBy, taskLocks []judgedTas
 	// unknown task's own resources are. An exclusive lock was taken together
 	// with the released task lock that reserves it, and is that task's alone.
 	opaque := h.Kind == KindShared && j.opaque[h.Owner]
-	v, inherited := decideResource(resourceFacts{owner: e.OwnerLiveness, kept: rb.kept >= 0, released: rb.released >= 0, inherits: !opaque})
+	f := resourceFacts{owner: e.OwnerLiveness, kept: rb.kept >= 0, released: rb.released >= 0, inherits: !opaque}
+	var byRow string
+	if !f.kept && (f.owner == heartbeat.Alive || f.owner == heartbeat.Late) {
+		byRow = j.reservingRow(&h)
+		f.rowReserves = byRow != ""
+	}
+	v, inherited := decideResource(f)
 	switch {
+	case v == VerdictJustified && !f.kept:
+		// Named by its task key, as a kept task lock would be, though
+		// that lock may be gone.
+		e.Via, e.TaskState = TaskKeyPrefix+byRow, j.snap.Tasks[byRow].State
+		return j.judgement(Judgement{Holding: h, Verdict: v, Action: ActionKeep}, e)
 	case v == VerdictJustified:
 		tl := j.snap.Holdings[taskLocks[rb.kept].at]
 		e.Via = tl.Key
@@ -121,4 +142,67 @@ func (j *judge) resourceJudgement(p placed, rb reservedBy, taskLocks []judgedTas
 		jd.Action = ActionSuspect
 	}
 	return jd
+}
+
+// rowReservation is one resource a running task reserves, with its kind and
+// the name of the owner running it.
+type rowReservation struct {
+	owner, resource string
+	kind            Kind
+}
+
+// reservingRow names the running or canceling task whose row, claimed by a
+// live or late row named after h's owner, reserves h's resource with h's
+// kind; or, for an immediate-<T> owner, T when its row is running or
+// canceling and reserves it. "" for none. The reservations are gathered
+// once, the first time a holding asks: a fleet runs one task per worker, so
+// they are few, and a healthy pass asks nothing.
+func (j *judge) reservingRow(h *Holding) string {
+	if id, ok := ImmediateTaskID(h.Owner); ok {
+		if t, found := j.snap.Tasks[id]; found && runs(t.State) && reservesHolding(t, h) {
+			return id
+		}
+		return ""
+	}
+	if j.rowReserved == nil {
+		j.rowReserved = runningReservations(j.snap.Tasks, j.fleet)
+	}
+	return j.rowReserved[rowReservation{h.Owner, h.Resource(), h.Kind}]
+}
+
+// runningReservations is what the running and canceling tasks of live or
+// late claims reserve, each named by the smallest such task id, so that the
+// same snapshot names the same task whatever the map's order.
+func runningReservations(tasks map[string]Task, fleet *heartbeat.Fleet) map[rowReservation]string {
+	out := map[rowReservation]string{}
+	for id, t := range tasks {
+		if !runs(t.State) {
+			continue
+		}
+		row, live, ok := fleet.Row(t.AppLockID)
+		if !ok || (live != heartbeat.Alive && live != heartbeat.Late) {
+			continue
+		}
+		for _, r := range Reservations(t.Reserved) {
+			k := rowReservation{row.Name, r.Resource, r.Kind}
+			if cur, seen := out[k]; !seen || id < cur {
+				out[k] = id
+			}
+		}
+	}
+	return out
+}
+
+// runs says a task in this state is being executed by its worker.
+func runs(state string) bool { return state == StateRunning || state == StateCanceling }
+
+// reservesHolding says t's record reserves h's resource with h's kind.
+func reservesHolding(t Task, h *Holding) bool {
+	want := Reservation{h.Resource(), h.Kind}
+	for _, entry := range t.Reserved {
+		if ParseReservation(entry) == want {
+			return true
+		}
+	}
+	return false
 }

@@ -149,6 +149,80 @@ func TestJudgeResourceHolding(t *testing.T) {
 			want: want{VerdictJustified, ActionKeep, true},
 		},
 		{
+			name: "justified by a running task row, its task lock gone (exclusive)",
+			build: func(w *jtWorld) Holding {
+				row := w.worker(owner, time.Second)
+				w.task(StateRunning, row, repo, "shared:"+domain)
+				return w.resource(repo, KindExclusive, owner)
+			},
+			want: want{VerdictJustified, ActionKeep, true},
+		},
+		{
+			name: "justified by a running task row, its task lock gone (shared)",
+			build: func(w *jtWorld) Holding {
+				row := w.worker(owner, time.Second)
+				w.task(StateRunning, row, repo, "shared:"+domain)
+				return w.resource(domain, KindShared, owner)
+			},
+			want: want{VerdictJustified, ActionKeep, true},
+		},
+		{
+			name: "justified by a canceling task row of a late owner, its task lock gone",
+			build: func(w *jtWorld) Holding {
+				row := w.worker(owner, 50*time.Second)
+				w.task(StateCanceling, row, repo)
+				return w.resource(repo, KindExclusive, owner)
+			},
+			want: want{VerdictJustified, ActionKeep, true},
+		},
+		{
+			name: "justified by a running task row of an immediate-<T> owner, its task lock gone",
+			build: func(w *jtWorld) Holding {
+				id := w.task(StateRunning, "", "shared:"+domain)
+				return w.resource(domain, KindShared, "immediate-"+id)
+			},
+			want: want{VerdictJustified, ActionKeep, true},
+		},
+		{
+			name: "a running task row beats a released task lock reserving the shared resource too",
+			build: func(w *jtWorld) Holding {
+				row := w.worker(owner, time.Second)
+				w.acquire(w.finished(StateCompleted, jtDur(time.Hour), "shared:"+domain), owner)
+				w.task(StateRunning, row, "shared:"+domain)
+				return Holding{Key: ResourceKeyPrefix + domain, Owner: owner}
+			},
+			want: want{VerdictJustified, ActionKeep, true},
+		},
+		{
+			name: "a running task row of another owner's claim does not justify",
+			build: func(w *jtWorld) Holding {
+				w.worker(owner, time.Second)
+				b := w.worker("2@worker-b", time.Second)
+				w.task(StateRunning, b, repo)
+				return w.resource(repo, KindExclusive, owner)
+			},
+			want: want{VerdictNoTask, ActionSuspect, false},
+		},
+		{
+			name: "a waiting task row claimed by the owner does not justify",
+			build: func(w *jtWorld) Holding {
+				row := w.worker(owner, time.Second)
+				w.task(StateWaiting, row, repo)
+				return w.resource(repo, KindExclusive, owner)
+			},
+			want: want{VerdictNoTask, ActionSuspect, false},
+		},
+		{
+			name: "a running task row claimed by a dead row of the owner's name does not justify",
+			build: func(w *jtWorld) Holding {
+				dead := w.worker(owner, time.Hour)
+				w.worker(owner, time.Second)
+				w.task(StateRunning, dead, repo)
+				return w.resource(repo, KindExclusive, owner)
+			},
+			want: want{VerdictNoTask, ActionSuspect, false},
+		},
+		{
 			name: "inherited task-finished",
 			build: func(w *jtWorld) Holding {
 				w.worker(owner, time.Second)
@@ -267,6 +341,36 @@ func TestJudgeResourceHolding(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The case: a live worker runs T holding task:<T>, the exclusive
+// repository and the shared domain, and only task:<T> vanishes. Both
+// resource holdings stay, named after T, and are never remembered as
+// suspects, however long the lock stays gone.
+func TestJudgeResourceKeptByRunningTaskRow(t *testing.T) {
+	t.Parallel()
+	w := jtNewWorld()
+	row := w.worker("1@w", time.Second)
+	other := w.worker("2@w", time.Second)
+	w.acquire(w.task(StateRunning, other, "R2"), "2@w")
+	id := w.task(StateRunning, row, "R", "shared:D")
+	w.resource("R", KindExclusive, "1@w")
+	w.resource("D", KindShared, "1@w")
+	w.remember(ResourceKeyPrefix+"R", "1@w", VerdictNoTask, time.Hour)
+	plan := w.judge(DefaultPolicy())
+	for _, key := range []string{ResourceKeyPrefix + "R", ResourceKeyPrefix + "D"} {
+		jd := jtHolding(t, plan, key, "1@w")
+		require.Equal(t, VerdictJustified, jd.Verdict, key)
+		require.Equal(t, ActionKeep, jd.Action, key)
+		require.Equal(t, TaskKeyPrefix+id, jd.Evidence().Via, key)
+		require.Equal(t, StateRunning, jd.Evidence().TaskState, key)
+		require.Equal(t, id, jd.HoldingTask(), key)
+		require.NotContains(t, plan.Suspects, SuspectKey{Key: key, Owner: "1@w"})
+	}
+	// The task itself is still reported: nothing guards it against others.
+	tj, ok := jtTask(plan, id)
+	require.True(t, ok)
+	require.Equal(t, VerdictUnprotected, tj.Verdict)
 }
 
 // A resource of a confirmed (released) suspect task lock inherits its

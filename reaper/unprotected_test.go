@@ -117,3 +117,58 @@ func joinSorted(s []string) string {
 	}
 	return out
 }
+
+// TestTaskLockGoneKeepsRunningTasksResources is issue 21's first case: a
+// live worker runs T holding task:<T>, the exclusive repository and the
+// shared domain; only task:<T> vanishes (an eviction, a failover that lost
+// one write, an operator's DEL). T's row still says the worker runs it and
+// reserves both, so both holdings stay, justified by T, across passes long
+// past confirm_after; T is reported unprotected and nothing is written.
+func TestTaskLockGoneKeepsRunningTasksResources(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	w := f.worker("1@live", time.Second)
+	repo, domain := "prn:rpm.rpmrepository:"+newUUID(), "prn:core.domain:"+newUUID()
+	task := f.task(StateRunning, w, []string{repo, "shared:" + domain}, -1)
+	f.acquire("1@live", task, []string{repo, "shared:" + domain}, false)
+	require.NoError(t, f.redis.Client.Del(f.ctx, TaskKeyPrefix+task).Err())
+
+	before := f.keyspace()
+	for pass := range 3 {
+		rep := f.pass(f.reaper(nil), ModeOnce)
+		require.Zero(t, rep.Summary.Released, "pass %d", pass)
+		require.Zero(t, rep.Summary.TasksUpdated, "pass %d", pass)
+		require.Zero(t, rep.Summary.Suspects, "pass %d: nothing to confirm", pass)
+		require.Nil(t, findingFor(rep, ResourceKeyPrefix+repo, "1@live"), "pass %d: a justified holding is no finding", pass)
+		tf := taskFindingFor(rep, task)
+		require.NotNil(t, tf, "pass %d", pass)
+		require.Equal(t, VerdictUnprotected, tf.Verdict)
+		// Had a suspect been remembered, this would confirm it.
+		f.ageSuspects(DefaultPolicy().ConfirmAfter + time.Minute)
+	}
+	require.Equal(t, before, f.keyspace(), "both holdings kept, nothing written to Redis")
+	require.Equal(t, "1@live", f.get(ResourceKeyPrefix+repo))
+	require.Equal(t, []string{"1@live"}, f.members(ResourceKeyPrefix+domain))
+	state, _, _, _ := f.taskRow(task)
+	require.Equal(t, StateRunning, state)
+
+	// The full listing names T as what keeps them.
+	r := f.reaper(nil)
+	in, err := r.Inspect(f.ctx, InspectOptions{TaskID: task})
+	require.NoError(t, err)
+	ex := Explain(in, task)
+	require.Equal(t, StatusUnprotected, ex.Status, ex.Conclusion)
+	for _, key := range []string{ResourceKeyPrefix + repo, ResourceKeyPrefix + domain} {
+		var jd *Judgement
+		for i := range in.Plan.Holdings {
+			if h := &in.Plan.Holdings[i]; h.Key == key && h.Owner == "1@live" {
+				jd = h
+			}
+		}
+		require.NotNil(t, jd, key)
+		require.Equal(t, VerdictJustified, jd.Verdict, key)
+		require.Equal(t, ActionKeep, jd.Action, key)
+		require.Equal(t, TaskKeyPrefix+task, jd.Evidence().Via, key)
+		require.Equal(t, StateRunning, jd.Evidence().TaskState, key)
+	}
+}
