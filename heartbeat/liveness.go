@@ -105,6 +105,10 @@ type Fleet struct {
 	// heartbeatNames is each name's liveness by heartbeats alone, kept when
 	// the Kubernetes rules changed names: the mass-death guard weighs both.
 	heartbeatNames map[string]Liveness
+	// podProven names the rows whose death the Kubernetes rules prove (the
+	// pod is gone, or its container restarted since the last heartbeat),
+	// dead by their heartbeat already or made dead by the rules.
+	podProven map[string]bool
 }
 
 // NewFleet computes the liveness of every row and every owner name.
@@ -177,10 +181,52 @@ func (f *Fleet) nameOutlives(name string) bool {
 	return f.names[name].Liveness > Dead
 }
 
-// WorkerCounts counts the worker rows and how many of them are dead, for the
-// mass-death guard, which exists for a fleet dying at once. A row is dead
-// when its heartbeat or the Kubernetes rules say so: a worker held as alive
-// by Kubernetes still counts, so pod evidence never lifts the guard. So:
+// WorkerRow is what the mass-death guard weighs of one worker row.
+type WorkerRow struct {
+	ID, Name string
+	// Live says the row is alive or late, by its heartbeat and by the
+	// Kubernetes rules alike.
+	Live bool
+	// Superseded says the row is dead by its heartbeat and a live or late
+	// row carries its name again: that worker restarted under the same
+	// pid@hostname.
+	Superseded bool
+	// DeadFor is how long a row not live has been dead: since its last
+	// heartbeat plus its ttl plus the grace (negative for a row the
+	// Kubernetes rules made dead within its grace).
+	DeadFor time.Duration
+	// PodProven says the Kubernetes rules prove the death: the pod is gone,
+	// or its container restarted since the row's last heartbeat.
+	PodProven bool
+}
+
+// WorkerRows lists the worker rows as the mass-death guard weighs them, in
+// pulp_id order. A row is dead when its heartbeat or the Kubernetes rules
+// say so: a worker held as alive by Kubernetes is still dead here, so pod
+// evidence never lifts the guard; and a row is superseded only when it is
+// dead by its heartbeat.
+func (f *Fleet) WorkerRows() []WorkerRow {
+	var out []WorkerRow
+	for _, r := range f.rows {
+		if r.AppType != "worker" {
+			continue
+		}
+		heartbeatDead := r.Liveness(f.Now, f.Grace) == Dead
+		w := WorkerRow{ID: r.ID, Name: r.Name, Live: !heartbeatDead && f.rowLiveness(r) != Dead}
+		if !w.Live {
+			w.Superseded = heartbeatDead && f.nameOutlives(r.Name)
+			w.DeadFor = f.deadFor(r)
+			w.PodProven = f.podProven[r.ID]
+		}
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// WorkerCounts counts the worker rows and how many of them are dead, by
+// the window rule alone (the mass-death guard adds its memory of rows seen
+// alive: judge.MassDeathCount). So:
 //   - a dead row whose name a live or late row carries again is left out:
 //     that worker restarted under the same pid@hostname, and such rows would
 //     otherwise pile up with every restart until the guard tripped for good;
@@ -193,16 +239,12 @@ func (f *Fleet) nameOutlives(name string) bool {
 //     heartbeats.
 func (f *Fleet) WorkerCounts(window time.Duration) (workers, dead int) {
 	var live, recent, old int
-	for _, r := range f.rows {
-		if r.AppType != "worker" {
-			continue
-		}
-		heartbeatDead := r.Liveness(f.Now, f.Grace) == Dead
+	for _, r := range f.WorkerRows() {
 		switch {
-		case !heartbeatDead && f.rowLiveness(r) != Dead:
+		case r.Live:
 			live++
-		case heartbeatDead && f.nameOutlives(r.Name):
-		case f.deadFor(r) <= window:
+		case r.Superseded:
+		case r.DeadFor <= window:
 			recent++
 		default:
 			old++

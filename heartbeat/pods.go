@@ -234,6 +234,12 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 		if live != base {
 			f.podLiveness[r.ID] = live
 		}
+		if live == Dead && (rule == PodGone || rule == PodRestarted) {
+			if f.podProven == nil {
+				f.podProven = map[string]bool{}
+			}
+			f.podProven[r.ID] = true
+		}
 		d, seen := byName[r.Name]
 		// The row that gives the name its liveness explains it; among equals,
 		// the newest heartbeat, as the name's heartbeat age does.

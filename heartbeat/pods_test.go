@@ -226,3 +226,27 @@ func TestCreatedFromID(t *testing.T) {
 	f := NewFleet([]AppStatus{r, ptLiveRow}, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptRunning("w", 2*time.Hour, 0), ptLivePod}), ptRules)
 	require.Equal(t, Dead, f.Owner("1@w").Liveness)
 }
+
+// TestWorkerRowsPodProven: a death the pods prove (the pod gone, the
+// container restarted since the last heartbeat) is marked on the row, for a
+// row dead by its heartbeat long ago as for one the rules make dead; a row
+// whose pod runs on is not.
+func TestWorkerRowsPodProven(t *testing.T) {
+	t.Parallel()
+	rows := []AppStatus{
+		ptLiveRow,
+		ptWorker("gone", "1@gone", time.Hour, 2*time.Hour),
+		ptWorker("late-gone", "1@late-gone", 40*time.Second, 2*time.Hour),
+		ptWorker("restarted", "1@restarted", time.Hour, 2*time.Hour),
+		ptWorker("hung", "1@hung", time.Hour, 2*time.Hour),
+	}
+	pods := NewPodView([]Pod{ptLivePod, ptRunning("restarted", 10*time.Minute, 1), ptRunning("hung", 3*time.Hour, 0)})
+	proven := map[string]bool{}
+	for _, r := range NewFleet(rows, ltNow, ltGrace).WithPods(pods, ptRules).WorkerRows() {
+		proven[r.ID] = r.PodProven
+	}
+	require.Equal(t, map[string]bool{ptLiveRow.ID: false, "gone": true, "late-gone": true, "restarted": true, "hung": false}, proven)
+	for _, r := range NewFleet(rows, ltNow, ltGrace).WorkerRows() {
+		require.False(t, r.PodProven, "no pods, no proof: %s", r.ID)
+	}
+}

@@ -9,28 +9,152 @@ import (
 )
 
 // MassDeathWindow is how long a worker row counts as a death for the
-// mass-death guard, from the moment it became dead (last heartbeat + ttl +
-// grace), while some worker row is alive: six heartbeat ttls of pulpcore's
-// default WORKER_TTL (30 s). A row dead for longer speaks of a death long
-// past, such as a rolling restart's old rows, which pulpcore deletes only
-// every ~17 minutes. A pass must run at least this often to see every
-// partial mass death; a fleet with no worker row alive trips the guard
-// however long ago its rows died.
+// mass-death guard by its age alone, from the moment it became dead (last
+// heartbeat + ttl + grace), while some worker row is alive: six heartbeat
+// ttls of pulpcore's default WORKER_TTL (30 s). A row dead for longer counts
+// only when a pass saw it alive (the guard's memory, see countsAs): a death
+// no pass saw happen, such as a rolling restart's old rows, which pulpcore
+// deletes only every ~17 minutes, speaks of a death long past. A fleet with
+// no worker row alive trips the guard however long ago its rows died.
 const MassDeathWindow = 3 * time.Minute
 
+// rowCount is how the mass-death guard counts one worker row.
+type rowCount uint8
+
+const (
+	// notCounted: a restart under the same name, or a death long past that
+	// no pass saw happen, or one the pod evidence proves.
+	notCounted rowCount = iota
+	countedLive
+	// countedRecent: dead within MassDeathWindow, or no worker row lives.
+	countedRecent
+	// countedRemembered: a pass saw the row alive (or dying), and nothing
+	// has explained its death since.
+	countedRemembered
+)
+
+// countsAs is the mass-death guard's rule for one worker row: seen says an
+// earlier pass saw it alive or late, anyLive that some worker row is live
+// now. A remembered row counts however long it has been dead, until pulpcore
+// deletes it (it is then no row at all: pulpcore's cleanup judged the worker
+// missing, and a live worker stops when its heartbeat finds no row), until
+// the pod evidence proves its death, or until --force (the pass forgets it:
+// RememberAlive).
+func countsAs(r heartbeat.WorkerRow, seen, anyLive bool, window time.Duration) rowCount {
+	switch {
+	case r.Live:
+		return countedLive
+	case r.Superseded:
+		return notCounted
+	case !anyLive || r.DeadFor <= window:
+		return countedRecent
+	case seen && !r.PodProven:
+		return countedRemembered
+	}
+	return notCounted
+}
+
+// MassDeathCount is what the mass-death guard counted.
+type MassDeathCount struct {
+	Workers, Dead int
+	// Remembered is how many of Dead count only because a pass saw them
+	// alive.
+	Remembered int
+	// Newest and Oldest are the shortest and longest time a counted dead
+	// row has been dead.
+	Newest, Oldest time.Duration
+	// NoneLive says no worker row is alive or late.
+	NoneLive bool
+}
+
+// CountMassDeath counts the worker rows by countsAs, given the rows an
+// earlier pass saw alive.
+func CountMassDeath(rows []heartbeat.WorkerRow, seen map[string]SeenAlive, window time.Duration) MassDeathCount {
+	c := MassDeathCount{NoneLive: true}
+	for _, r := range rows {
+		if r.Live {
+			c.NoneLive = false
+		}
+	}
+	for _, r := range rows {
+		_, remembered := seen[r.ID]
+		switch countsAs(r, remembered, !c.NoneLive, window) {
+		case countedLive:
+			c.Workers++
+			continue
+		case notCounted:
+			continue
+		case countedRemembered:
+			c.Remembered++
+		}
+		age := max(r.DeadFor, 0)
+		if c.Dead == 0 || age < c.Newest {
+			c.Newest = age
+		}
+		c.Oldest = max(c.Oldest, age)
+		c.Workers++
+		c.Dead++
+	}
+	return c
+}
+
+// RememberAlive is the guard's memory after this pass: every worker row live
+// now, and every row this pass saw dying (dead within window: its heartbeat
+// was recorded minutes ago, so it died while the database recorded others'),
+// both seen at now; and every remembered row still present whose death
+// nothing has explained (not superseded by a restart, not proven by the
+// pods). A forced pass forgets the dead: --force says they really died. A
+// row pulpcore deleted is no row, and is forgotten. A row dead longer than
+// window when first seen is never remembered: no pass saw it die.
+func RememberAlive(rows []heartbeat.WorkerRow, seen map[string]SeenAlive, now time.Time, window time.Duration, forced bool) map[string]SeenAlive {
+	out := make(map[string]SeenAlive, len(rows))
+	for _, r := range rows {
+		s, remembered := seen[r.ID]
+		switch {
+		case r.Live:
+			out[r.ID] = SeenAlive{Name: r.Name, At: now}
+		case forced || r.Superseded || r.PodProven:
+		case remembered:
+			out[r.ID] = s
+		case r.DeadFor <= window:
+			out[r.ID] = SeenAlive{Name: r.Name, At: now}
+		}
+	}
+	return out
+}
+
 // massDeath says the guard trips: more than MaxDeadFraction of at least
-// MinWorkers counted worker rows died recently (see heartbeat.WorkerCounts).
-func massDeath(workers, dead int, p Policy) bool {
-	return !p.Force && workers > 0 && workers >= p.MinWorkers && float64(dead)/float64(workers) > p.MaxDeadFraction
+// MinWorkers counted worker rows are counted dead.
+func massDeath(c MassDeathCount, p Policy) bool {
+	return !p.Force && c.Workers > 0 && c.Workers >= p.MinWorkers && float64(c.Dead)/float64(c.Workers) > p.MaxDeadFraction
+}
+
+// massDeathReason says what the guard counted, with the deaths' real ages.
+func massDeathReason(c MassDeathCount, p Policy) string {
+	ages := "dead for " + Duration(c.Newest).String()
+	if c.Oldest != c.Newest {
+		ages = fmt.Sprintf("dead for %s to %s", Duration(c.Newest), Duration(c.Oldest))
+	}
+	var why string
+	switch {
+	case c.NoneLive:
+		why = "no worker row is alive"
+	case c.Remembered == c.Dead:
+		why = "each was seen alive by an earlier pass"
+	case c.Remembered > 0:
+		why = fmt.Sprintf("%d of them seen alive by an earlier pass, the others died within the last %s", c.Remembered, MassDeathWindow)
+	default:
+		why = fmt.Sprintf("each died within the last %s", MassDeathWindow)
+	}
+	return fmt.Sprintf("%d of %d worker rows are dead, %s (%s), more than max_dead_fraction %s: a database too slow to record heartbeats looks like a dead fleet; nothing is released on dead grounds and no task is updated until pulpcore deletes those rows, the pods prove the deaths, or a pass runs with --force; rerun with --force if the workers really died",
+		c.Dead, c.Workers, ages, why, strconv.FormatFloat(p.MaxDeadFraction, 'f', -1, 64))
 }
 
 // applyGuards holds back what the mass-death guard and the per-pass limits
 // forbid. Held-back work is reported as deferred and waits for the next pass.
-func applyGuards(plan *Plan, fleet *heartbeat.Fleet, p Policy) {
-	if workers, dead := fleet.WorkerCounts(MassDeathWindow); massDeath(workers, dead, p) {
-		reason := fmt.Sprintf("%d of %d worker rows are dead, each died within the last %s (more than max_dead_fraction %s): a database too slow to record heartbeats looks like a dead fleet; nothing is released on dead grounds and no task is updated; rerun with --force if the workers really died",
-			dead, workers, MassDeathWindow, strconv.FormatFloat(p.MaxDeadFraction, 'f', -1, 64))
-		plan.Guards = append(plan.Guards, Guard{Name: "mass-death", Reason: reason})
+func applyGuards(plan *Plan, fleet *heartbeat.Fleet, seen map[string]SeenAlive, p Policy) {
+	if c := CountMassDeath(fleet.WorkerRows(), seen, MassDeathWindow); massDeath(c, p) {
+		plan.Guards = append(plan.Guards, Guard{Name: "mass-death", Reason: massDeathReason(c, p)})
 		for i := range plan.Holdings {
 			if jd := &plan.Holdings[i]; jd.Action == ActionRelease && jd.Verdict.onDeadGrounds() {
 				jd.Deferred = "mass-death guard"

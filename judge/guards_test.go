@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // TestJudgeMaxReleasesKeepsTaskHoldingsTogether: max_releases cuts between
@@ -120,4 +122,136 @@ func TestJudgeMassDeathGuardCountsRecentDeaths(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMassDeathCountsAs: the guard's rule for one worker row, with and
+// without its memory of rows seen alive.
+func TestMassDeathCountsAs(t *testing.T) {
+	t.Parallel()
+	w := MassDeathWindow
+	cases := []struct {
+		name          string
+		row           heartbeat.WorkerRow
+		seen, anyLive bool
+		want          rowCount
+	}{
+		{"live", heartbeat.WorkerRow{Live: true}, false, true, countedLive},
+		{"live, remembered", heartbeat.WorkerRow{Live: true}, true, true, countedLive},
+		{"restarted under its name", heartbeat.WorkerRow{Superseded: true, DeadFor: time.Second}, true, true, notCounted},
+		{"died within the window", heartbeat.WorkerRow{DeadFor: w}, false, true, countedRecent},
+		{"died within the window, remembered", heartbeat.WorkerRow{DeadFor: time.Minute}, true, true, countedRecent},
+		{"dead past the window, no pass saw it alive (a rolling restart's)", heartbeat.WorkerRow{DeadFor: w + time.Second}, false, true, notCounted},
+		{"dead past the window, seen alive", heartbeat.WorkerRow{DeadFor: w + time.Second}, true, true, countedRemembered},
+		{"dead 23 hours, seen alive", heartbeat.WorkerRow{DeadFor: 23 * time.Hour}, true, true, countedRemembered},
+		{"dead past the window, seen alive, death proven by its pod", heartbeat.WorkerRow{DeadFor: w + time.Second, PodProven: true}, true, true, notCounted},
+		{"proven by its pod, within the window: pods never lift the guard", heartbeat.WorkerRow{DeadFor: time.Second, PodProven: true}, true, true, countedRecent},
+		{"no worker lives: every dead row counts", heartbeat.WorkerRow{DeadFor: time.Hour}, false, false, countedRecent},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, countsAs(tc.row, tc.seen, tc.anyLive, w))
+		})
+	}
+}
+
+// TestMassDeathRememberAlive: what the guard remembers after a pass.
+func TestMassDeathRememberAlive(t *testing.T) {
+	t.Parallel()
+	before := jtNow.Add(-20 * time.Minute)
+	seen := map[string]SeenAlive{
+		"dead-seen": {Name: "1@a", At: before}, "proven": {Name: "1@b", At: before},
+		"restarted": {Name: "1@c", At: before}, "deleted": {Name: "1@d", At: before},
+		"live": {Name: "1@e", At: before},
+	}
+	rows := []heartbeat.WorkerRow{
+		{ID: "live", Name: "1@e", Live: true},
+		{ID: "new", Name: "1@f", Live: true},
+		{ID: "dead-seen", Name: "1@a", DeadFor: time.Hour},
+		{ID: "proven", Name: "1@b", DeadFor: time.Hour, PodProven: true},
+		{ID: "restarted", Name: "1@c", DeadFor: time.Hour, Superseded: true},
+		{ID: "dying", Name: "1@g", DeadFor: time.Minute},
+		{ID: "long-dead", Name: "1@h", DeadFor: time.Hour},
+	}
+	require.Equal(t, map[string]SeenAlive{
+		"live": {Name: "1@e", At: jtNow}, "new": {Name: "1@f", At: jtNow},
+		"dead-seen": {Name: "1@a", At: before}, "dying": {Name: "1@g", At: jtNow},
+	}, RememberAlive(rows, seen, jtNow, MassDeathWindow, false))
+	require.Equal(t, map[string]SeenAlive{
+		"live": {Name: "1@e", At: jtNow}, "new": {Name: "1@f", At: jtNow},
+	}, RememberAlive(rows, seen, jtNow, MassDeathWindow, true), "--force forgets the dead")
+}
+
+// TestJudgeMassDeathGuardRemembers: 4 of 5 workers stopped heartbeating
+// while one goes on; a pass saw them alive. However far apart the passes,
+// the guard holds, and says how long each has been dead; pulpcore deleting
+// the rows, or --force, ends it.
+func TestJudgeMassDeathGuardRemembers(t *testing.T) {
+	t.Parallel()
+	death := jtWorkerTTL + DefaultHeartbeatGrace
+	build := func(stoppedFor time.Duration, remembered bool) *jtWorld {
+		w := jtNewWorld()
+		w.worker("1@live", time.Second)
+		for i := range 4 {
+			owner := fmt.Sprintf("1@stopped-%d", i)
+			row := w.worker(owner, stoppedFor)
+			w.acquire(w.task(StateRunning, row, fmt.Sprintf("R-%d", i)), owner)
+			if remembered {
+				if w.snap.SeenAlive == nil {
+					w.snap.SeenAlive = map[string]SeenAlive{}
+				}
+				w.snap.SeenAlive[row] = SeenAlive{Name: owner, At: jtNow.Add(-stoppedFor)}
+			}
+		}
+		return w
+	}
+	for _, after := range []time.Duration{120 * time.Second, 230 * time.Second, 250 * time.Second, 300 * time.Second, 20 * time.Minute, 23 * time.Hour} {
+		plan := build(after, true).judge(DefaultPolicy())
+		require.True(t, jtHasGuard(plan, "mass-death"), "after %s", after)
+		reason := plan.Guards[0].Reason
+		require.Contains(t, reason, "4 of 5 worker rows are dead, dead for "+Duration(after-death).String()+" (")
+		if after-death > MassDeathWindow {
+			require.Contains(t, reason, "(each was seen alive by an earlier pass)", "after %s", after)
+		} else {
+			require.Contains(t, reason, "(each died within the last 3m0s)", "after %s", after)
+		}
+		for _, tj := range plan.Tasks {
+			require.Equal(t, "mass-death guard", tj.Deferred)
+		}
+		require.Len(t, plan.SeenAlive, 5, "the memory is kept")
+		forced := DefaultPolicy()
+		forced.Force = true
+		plan = build(after, true).judge(forced)
+		require.False(t, jtHasGuard(plan, "mass-death"))
+		require.Len(t, plan.SeenAlive, 1, "a forced pass forgets the dead")
+	}
+	// Without the memory, the window rule alone: a death seen happen is
+	// within it, one past it is not counted.
+	plan := build(120*time.Second, false).judge(DefaultPolicy())
+	require.True(t, jtHasGuard(plan, "mass-death"))
+	require.Contains(t, plan.Guards[0].Reason, "each died within the last 3m0s")
+	require.Len(t, plan.SeenAlive, 5, "deaths seen happen are remembered")
+	require.False(t, jtHasGuard(build(20*time.Minute, false).judge(DefaultPolicy()), "mass-death"), "a death no pass saw happen")
+
+	// pulpcore deleted the rows: its cleanup judged them missing.
+	w := build(20*time.Minute, true)
+	seen := w.snap.SeenAlive
+	w.snap.AppStatuses = w.snap.AppStatuses[:1]
+	plan = w.judge(DefaultPolicy())
+	require.False(t, jtHasGuard(plan, "mass-death"))
+	require.Len(t, plan.SeenAlive, 1)
+	require.Len(t, seen, 4)
+}
+
+// TestMassDeathReasonSaysTheAges: the guard's reason gives the real ages of
+// the deaths it counted, not the window.
+func TestMassDeathReasonSaysTheAges(t *testing.T) {
+	t.Parallel()
+	p := DefaultPolicy()
+	c := CountMassDeath([]heartbeat.WorkerRow{
+		{ID: "a", Live: true}, {ID: "b", DeadFor: 30 * time.Second}, {ID: "c", DeadFor: 23 * time.Hour},
+	}, map[string]SeenAlive{"c": {Name: "1@c", At: jtNow}}, MassDeathWindow)
+	require.Equal(t, MassDeathCount{Workers: 3, Dead: 2, Remembered: 1, Newest: 30 * time.Second, Oldest: 23 * time.Hour}, c)
+	require.Contains(t, massDeathReason(c, p), "2 of 3 worker rows are dead, dead for 30s to 23h0m0s (1 of them seen alive by an earlier pass, the others died within the last 3m0s)")
+	c = CountMassDeath([]heartbeat.WorkerRow{{ID: "b", DeadFor: 2 * time.Hour}, {ID: "c", DeadFor: time.Hour}}, nil, MassDeathWindow)
+	require.Contains(t, massDeathReason(c, p), "2 of 2 worker rows are dead, dead for 1h0m0s to 2h0m0s (no worker row is alive)")
 }

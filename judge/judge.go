@@ -98,7 +98,8 @@ func (j *judge) run() Plan {
 	plan.LockOwners = j.lockOwners()
 	plan.Suspects = j.suspects
 	j.carryUnobservedSuspects(&plan)
-	applyGuards(&plan, j.fleet, j.p)
+	applyGuards(&plan, j.fleet, j.snap.SeenAlive, j.p)
+	plan.SeenAlive = RememberAlive(j.fleet.WorkerRows(), j.snap.SeenAlive, j.snap.Now, MassDeathWindow, j.p.Force)
 	plan.TaskLocksSeen = j.taskLocksSeen(plan.Holdings)
 	return plan
 }

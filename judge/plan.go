@@ -162,7 +162,10 @@ type Plan struct {
 	// Suspects is the set to remember after this pass, before removing those
 	// the pass released.
 	Suspects map[SuspectKey]Suspect
-	Guards   []Guard
+	// SeenAlive is the mass-death guard's memory to keep after this pass
+	// (see RememberAlive).
+	SeenAlive map[string]SeenAlive
+	Guards    []Guard
 }
 
 // countListed fills ByVerdict and Holders from the listed holdings, for a

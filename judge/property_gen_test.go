@@ -206,6 +206,17 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 		rowIDs = append(rowIDs, dead.ID, dead.ID, dead.ID, dead.ID, live.ID, live.ID)
 	}
 
+	// The mass-death guard's memory: rows earlier passes saw alive, and one
+	// pulpcore has deleted since.
+	if rapid.Bool().Draw(t, "seen alive") {
+		snap.SeenAlive = map[string]SeenAlive{jtID(9998): {Name: "1@deleted", At: now.Add(-time.Hour)}}
+		for _, r := range snap.AppStatuses {
+			if rapid.Bool().Draw(t, "row seen alive") {
+				snap.SeenAlive[r.ID] = SeenAlive{Name: r.Name, At: now.Add(-ptSeconds(t, 0, 3600, "seen ago"))}
+			}
+		}
+	}
+
 	// core_task rows.
 	var taskIDs []string
 	for range rapid.IntRange(0, 14).Draw(t, "tasks") {

@@ -134,7 +134,8 @@ func ptHealthy(c ptCase, h Holding) bool {
 // ptMassDeath is the mass-death guard of verdicts.md, less the dead rows
 // whose name a row that is not dead carries again (a restart, not a death),
 // and, while any worker row is not dead, less the rows dead for longer than
-// MassDeathWindow (deaths long past, such as a rolling restart's).
+// MassDeathWindow that no earlier pass saw alive (deaths long past, such as
+// a rolling restart's).
 func ptMassDeath(c ptCase) bool {
 	restarted := map[string]bool{}
 	anyLive := false
@@ -148,7 +149,8 @@ func ptMassDeath(c ptCase) bool {
 	for _, r := range c.snap.AppStatuses {
 		rowDead := ptRowDead(r, c.snap.Now, c.p.HeartbeatGrace)
 		longDead := c.snap.Now.Sub(r.LastHeartbeat) > r.TTL+c.p.HeartbeatGrace+MassDeathWindow
-		if r.AppType != "worker" || (rowDead && restarted[r.Name]) || (rowDead && anyLive && longDead) {
+		_, seen := c.snap.SeenAlive[r.ID]
+		if r.AppType != "worker" || (rowDead && restarted[r.Name]) || (rowDead && anyLive && longDead && !seen) {
 			continue
 		}
 		workers++

@@ -57,7 +57,10 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 
 	plan.Holdings = ownerHoldings(full, owner, actual.Owner(owner))
 	plan.Tasks = claimedTasks(full, rows, owner)
-	applyGuards(&plan, heartbeat.NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), forced)
+	applyGuards(&plan, heartbeat.NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), nil, forced)
+	// The break-glass release judges one owner: the guard's memory stays
+	// as it was.
+	plan.SeenAlive = maps.Clone(snap.SeenAlive)
 	plan.countListed()
 	plan.TaskLocksSeen = taskLocksSeen(declared.Holdings, plan.Holdings)
 	return plan

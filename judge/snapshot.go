@@ -136,6 +136,13 @@ type Suspect struct {
 	FirstSeen time.Time `json:"first_seen"`
 }
 
+// SeenAlive is a worker row a pass saw alive or late.
+type SeenAlive struct {
+	Name string `json:"name"`
+	// At is when a pass last saw it so (database clock).
+	At time.Time `json:"at"`
+}
+
 // Snapshot is everything one pass judges: what Redis held, then what the
 // database said, read in that order.
 type Snapshot struct {
@@ -150,6 +157,10 @@ type Snapshot struct {
 	Tasks map[string]Task
 	// Suspects remembered from earlier passes.
 	Suspects map[SuspectKey]Suspect
+	// SeenAlive is the mass-death guard's memory: the worker rows earlier
+	// passes saw alive or late, by pulp_id, and not yet explained since
+	// (see MassDeathCount). nil when no pass remembered any.
+	SeenAlive map[string]SeenAlive
 	// FullScan says the keyspace was scanned, not only the owner registry; only
 	// then can the absence of a lock be trusted.
 	FullScan bool

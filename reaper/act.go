@@ -42,7 +42,11 @@ func (a *actor) run(ctx context.Context) error {
 		a.failPendingTasks()
 	}
 	suspectErr := writeSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep())
-	return errors.Join(releaseErr, updateErr, retireErr, suspectErr)
+	var seenErr error
+	if a.plan.SeenAlive != nil {
+		seenErr = writeSeenAlive(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.plan.SeenAlive)
+	}
+	return errors.Join(releaseErr, updateErr, retireErr, suspectErr, seenErr)
 }
 
 // initResults gives every holding and task the result it has unless the

@@ -16,6 +16,9 @@ const (
 	ActiveOwnersKey   = "pulp:active_owners"
 	// SuspectsKey is lock-reaper's own hash of remembered suspects.
 	SuspectsKey = "pulp:lock_reaper:suspects"
+	// SeenAliveKey is lock-reaper's own hash of the worker rows passes saw
+	// alive: the mass-death guard's memory.
+	SeenAliveKey = "pulp:lock_reaper:seen_alive"
 )
 
 // MaxOwnerLen bounds an owner name; pulpcore's are pid@hostname or

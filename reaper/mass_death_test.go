@@ -2,6 +2,8 @@ package reaper
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -65,4 +67,142 @@ func TestMassDeathGuardTripsOnSuddenDeath(t *testing.T) {
 		require.True(t, sfHolds(f, h), "held back: %v", h)
 	}
 	require.Zero(t, rep.Summary.TasksUpdated)
+}
+
+// mdStopped is a fleet of one live worker and four that stopped
+// heartbeating, each of the four running a task and holding its locks.
+type mdStopped struct {
+	live    string
+	stopped []string // row ids
+	tasks   []string
+	held    []sfHeld
+}
+
+func mdStopFour(f *fixture) *mdStopped {
+	m := &mdStopped{live: f.worker("1@pulp-worker-live", time.Second)}
+	for i := range 4 {
+		owner := fmt.Sprintf("1@pulp-worker-stopped-%d", i)
+		row := f.worker(owner, time.Second)
+		r, d := repo(), "prn:core.domain:"+newUUID()
+		task := f.task(StateRunning, row, []string{r, "shared:" + d}, -1)
+		f.acquire(owner, task, []string{r, "shared:" + d}, false)
+		m.stopped, m.tasks = append(m.stopped, row), append(m.tasks, task)
+		m.held = append(m.held, sfHeld{TaskKeyPrefix + task, owner}, sfHeld{ResourceKeyPrefix + r, owner}, sfHeld{ResourceKeyPrefix + d, owner})
+	}
+	return m
+}
+
+// at moves the database clock to `after` past the four's last heartbeat:
+// their heartbeats go back that far, the live worker's stays fresh.
+func (m *mdStopped) at(f *fixture, after time.Duration) {
+	f.t.Helper()
+	_, err := f.db.Pool.Exec(f.ctx, `UPDATE core_appstatus SET last_heartbeat = now() - make_interval(secs => $2) WHERE pulp_id = ANY($1)`, m.stopped, after.Seconds())
+	require.NoError(f.t, err)
+	_, err = f.db.Pool.Exec(f.ctx, `UPDATE core_appstatus SET last_heartbeat = now() WHERE pulp_id = $1`, m.live)
+	require.NoError(f.t, err)
+}
+
+// held checks a pass held everything back on the guard.
+func (m *mdStopped) requireHeld(f *fixture, rep *Report, after time.Duration) {
+	f.t.Helper()
+	require.Equal(f.t, ExitGuarded, rep.ExitCode(), "after %s", after)
+	require.Len(f.t, rep.Guards, 1, "after %s", after)
+	require.Equal(f.t, "mass-death", rep.Guards[0].Name)
+	require.Contains(f.t, rep.Guards[0].Reason, "4 of 5 worker rows are dead, dead for ")
+	require.Zero(f.t, rep.Summary.Released, "after %s", after)
+	require.Zero(f.t, rep.Summary.TasksUpdated, "after %s", after)
+	for _, h := range m.held {
+		require.True(f.t, sfHolds(f, h), "after %s: held back: %v", after, h)
+	}
+	for _, id := range m.tasks {
+		state, _, _, _ := f.taskRow(id)
+		require.Equal(f.t, StateRunning, state, "after %s", after)
+	}
+}
+
+// TestMassDeathGuardRemembersAcrossPasses is issue 21's second case: 4 of 5
+// workers stop heartbeating while one goes on. Passes at 120 s, 230 s,
+// 250 s, 300 s and 20 minutes (a CronJob every 5 minutes sees at most one
+// of them within the 3-minute window) all hold, exit 4, saying how long
+// the rows have been dead; a pass with --force releases and cancels.
+func TestMassDeathGuardRemembersAcrossPasses(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := mdStopFour(f)
+	for _, after := range []time.Duration{120 * time.Second, 230 * time.Second, 250 * time.Second, 300 * time.Second, 20 * time.Minute} {
+		m.at(f, after)
+		rep := f.pass(f.reaper(nil), ModeOnce)
+		m.requireHeld(f, rep, after)
+		if after > 270*time.Second {
+			require.Contains(t, rep.Guards[0].Reason, "(each was seen alive by an earlier pass)", "after %s", after)
+		}
+		// An audit reads the memory and writes nothing.
+		audit := f.pass(f.reaper(nil), ModeAudit)
+		require.Equal(t, ExitGuarded, audit.ExitCode(), "audit after %s", after)
+	}
+	require.Contains(t, f.pass(f.reaper(nil), ModeAudit).Guards[0].Reason, "dead for 19m")
+
+	forced := f.pass(f.reaper(func(c *Config) { c.Force = true }), ModeOnce)
+	require.Equal(t, ExitOK, forced.ExitCode())
+	require.Empty(t, forced.Guards)
+	require.Equal(t, 4, forced.Summary.TasksUpdated, "the four running tasks are canceled")
+	for _, h := range m.held {
+		require.False(t, sfHolds(f, h), "released: %v", h)
+	}
+	seen, err := readSeenAlive(f.ctx, f.redis.Client, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, []string{m.live}, slices.Collect(maps.Keys(seen)), "--force forgets the dead")
+}
+
+// TestMassDeathGuardEndsWhenPulpcoreDeletesTheRows: pulpcore's own cleanup
+// (app_worker_cleanup in redis_worker.py) deletes the rows of missing
+// workers, and a live worker whose heartbeat finds no row stops: the rows
+// gone, the guard has nothing left to count, and the pass releases their
+// locks (owner-gone) and finishes their tasks.
+func TestMassDeathGuardEndsWhenPulpcoreDeletesTheRows(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := mdStopFour(f)
+	for _, after := range []time.Duration{120 * time.Second, 20 * time.Minute} {
+		m.at(f, after)
+		m.requireHeld(f, f.pass(f.reaper(nil), ModeOnce), after)
+	}
+	// What pulpcore's ORM does on deleting an AppStatus: app_lock set NULL.
+	_, err := f.db.Pool.Exec(f.ctx, `UPDATE core_task SET app_lock_id = NULL WHERE app_lock_id = ANY($1)`, m.stopped)
+	require.NoError(t, err)
+	_, err = f.db.Pool.Exec(f.ctx, `DELETE FROM core_appstatus WHERE pulp_id = ANY($1)`, m.stopped)
+	require.NoError(t, err)
+	rep := f.pass(f.reaper(nil), ModeOnce)
+	require.Equal(t, ExitOK, rep.ExitCode())
+	require.Empty(t, rep.Guards)
+	require.Equal(t, 4, rep.Summary.TasksUpdated)
+	for _, h := range m.held {
+		require.Equal(t, VerdictOwnerGone, findingFor(rep, h.key, h.owner).Verdict, h.key)
+		require.False(t, sfHolds(f, h), "released: %v", h)
+	}
+	seen, err := readSeenAlive(f.ctx, f.redis.Client, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, []string{m.live}, slices.Collect(maps.Keys(seen)), "deleted rows are forgotten")
+}
+
+// TestMassDeathGuardRollingRestartAfterPasses: passes saw the new fleet
+// alive; the old rows were dead for minutes when a pass first saw them.
+// They are no sudden death however many passes follow.
+func TestMassDeathGuardRollingRestartAfterPasses(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for range 2 {
+		rep := f.pass(f.reaper(nil), ModeOnce)
+		require.Empty(t, rep.Guards)
+	}
+	held := mdFleet(f, 4, 5, 5*time.Minute)
+	rep := f.pass(f.reaper(nil), ModeOnce)
+	require.Empty(t, rep.Guards)
+	for _, h := range held {
+		require.False(t, sfHolds(f, h), "released: %v", h)
+	}
+	require.Equal(t, 5, rep.Summary.TasksUpdated)
+	seen, err := readSeenAlive(f.ctx, f.redis.Client, time.Second)
+	require.NoError(t, err)
+	require.Len(t, seen, 4, "only the live rows are remembered")
 }

@@ -194,6 +194,10 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	if err != nil {
 		return Snapshot{}, err
 	}
+	seenAlive, err := readSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
+	if err != nil {
+		return Snapshot{}, err
+	}
 	rr := &redisReader{rdb: r.rdb, scanCount: r.cfg.ScanCount, batchSize: r.cfg.BatchSize, timeout: r.cfg.RedisTimeout, progress: opts.Progress, log: r.log}
 	rs, err := rr.read(ctx, !opts.RegistryOnly)
 	if err != nil {
@@ -209,7 +213,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	}
 	snap := Snapshot{
 		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
-		Tasks: ds.tasks, Suspects: suspects, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
+		Tasks: ds.tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
 		// Pods are listed after the database, so that their evidence is at
 		// least as new as the heartbeats it is weighed against.
 		Pods: r.readPods(ctx, rep),
