@@ -228,7 +228,7 @@ func (a *actor) updateTasks(ctx context.Context) error {
 		}
 		todo = append(todo, i)
 	}
-	up := &taskUpdater{pool: a.r.pool, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.DatabaseTimeout}
+	up := &taskUpdater{pool: a.r.pool, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.DatabaseTimeout, log: a.r.log}
 	return inBatches(ctx, todo, up.batchSize, a.failTasks, func(done int, idx []int) error {
 		batch := make([]TaskJudgement, len(idx))
 		for n, i := range idx {

@@ -408,3 +408,47 @@ func TestFaultTaskChangesState(t *testing.T) {
 	require.Equal(t, map[Result]int{ResultUpdated: len(fl.lost) - 2, ResultSkipped: 2}, tasks)
 	sfRequireHealthy(f, fl)
 }
+
+// TestFaultPostgresCommitReplyLost: the connection breaks after PostgreSQL
+// received a batch's COMMIT and before its reply. The commit's outcome is
+// unknown, so the batch's rows are read back: the report and the cancel
+// signals match what the database holds (the tasks updated, the one that
+// lost a race skipped), and the pass goes on with the next batches.
+func TestFaultPostgresCommitReplyLost(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fl := sfBuild(f, 10)
+	proxy := ftPostgresProxy(f)
+	r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, proxy.Addr(), nil), nil)
+	fired := proxy.DropReplyAfter([]byte("WITH input AS"), []byte("commit"))
+
+	var raced string
+	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(p *Plan) {
+		// The first task of the first batch finishes after the snapshot.
+		raced = p.Tasks[0].ID
+		_, err := f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed' WHERE pulp_id = $1", raced)
+		require.NoError(t, err)
+	}})
+	select {
+	case <-fired:
+	default:
+		t.Fatal("no commit reply was dropped")
+	}
+	require.NoError(t, err)
+	require.Equal(t, ExitOK, rep.ExitCode())
+	_, tasks := sfResults(rep)
+	require.Equal(t, map[Result]int{ResultUpdated: len(fl.lost) - 1, ResultSkipped: 1}, tasks)
+	require.Equal(t, len(fl.lost)-1, rep.Summary.TasksUpdated)
+	for _, tf := range rep.Tasks {
+		state, _, _, _ := f.taskRow(tf.ID)
+		if tf.ID == raced {
+			require.Equal(t, ResultSkipped, tf.Result)
+			require.Equal(t, StateCompleted, state)
+			continue
+		}
+		require.Equal(t, ResultUpdated, tf.Result, tf.ID)
+		require.Equal(t, tf.StateAfter, state, "the report says what the database holds: %s", tf.ID)
+		signalled := f.redis.Client.Exists(f.ctx, CancelSignalPrefix+tf.ID).Val() == 1
+		require.Equal(t, tf.StateBefore == StateRunning, signalled, "the cancel signal of %s (%s)", tf.ID, tf.StateBefore)
+	}
+}

@@ -2,10 +2,13 @@ package reaper
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -43,6 +46,7 @@ type taskUpdater struct {
 	pool      *pgxpool.Pool
 	batchSize int
 	timeout   time.Duration
+	log       *slog.Logger
 }
 
 // updateBatch applies the updates and returns, per task, updated or skipped.
@@ -76,7 +80,15 @@ func (u *taskUpdater) updateBatch(ctx context.Context, batch []TaskJudgement) ([
 		return nil, fmt.Errorf("update %d tasks: %w", n, err)
 	}
 	if err := tx.Commit(cctx); err != nil {
-		return nil, fmt.Errorf("update %d tasks: commit: %w", n, err)
+		err = fmt.Errorf("update %d tasks: commit: %w", n, err)
+		if !commitOutcomeUnknown(err) {
+			return nil, err
+		}
+		// The commit may have been applied, its reply lost: what the
+		// database holds decides the results, and so the cancel signals.
+		if done, err = u.readBack(ctx, ids, newStates, clear, reasons, err); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]Result, n)
 	for i, tj := range batch {
@@ -105,4 +117,53 @@ func runTaskUpdates(ctx context.Context, tx pgx.Tx, args ...any) (map[string]boo
 		done[id] = true
 	}
 	return done, rows.Err()
+}
+
+// commitOutcomeUnknown says a failed COMMIT may still have been applied: the
+// server answered nothing (the connection broke, the deadline passed) rather
+// than an error of its own, after which the transaction is rolled back.
+func commitOutcomeUnknown(err error) bool {
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &pgErr)
+}
+
+// readBackTasksSQL finds, of a batch, the tasks that hold what its update
+// wrote: the state it set and, for a finished task, its reason, for a
+// requeue no claim. Only this pass's update writes a reaper's reason.
+const readBackTasksSQL = `
+SELECT t.pulp_id::text
+FROM unnest($1::uuid[], $2::text[], $3::bool[], $4::text[]) AS i(id, new_state, clear_claim, reason)
+JOIN core_task t ON t.pulp_id = i.id
+WHERE t.state = i.new_state
+  AND CASE WHEN i.clear_claim THEN t.app_lock_id IS NULL ELSE t.error->>'reason' = i.reason END`
+
+// readBack reads the batch's rows after a commit whose outcome is unknown,
+// on a new connection, and returns the tasks the commit applied to. When
+// none holds what the update wrote, the commit is taken as not applied and
+// commitErr returned: the tasks are reported failed, and the next pass
+// finds them as they are. When the read fails too, so does the batch.
+func (u *taskUpdater) readBack(ctx context.Context, ids, newStates []string, clear []bool, reasons []string, commitErr error) (map[string]bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	rows, err := u.pool.Query(cctx, readBackTasksSQL, ids, newStates, clear, reasons)
+	if err != nil {
+		return nil, fmt.Errorf("%w; reading the tasks back from PostgreSQL failed too, so whether they were updated is unknown: %w", commitErr, err)
+	}
+	done, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (string, error) {
+		var id string
+		return id, row.Scan(&id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w; reading the tasks back from PostgreSQL failed too, so whether they were updated is unknown: %w", commitErr, err)
+	}
+	if len(done) == 0 {
+		return nil, commitErr
+	}
+	out := make(map[string]bool, len(done))
+	for _, id := range done {
+		out[id] = true
+	}
+	u.log.Warn("the reply to a task update's commit was lost; the tasks read back show it applied",
+		slog.Int("tasks", len(ids)), slog.Int("updated", len(done)), slog.String("error", commitErr.Error()))
+	return out, nil
 }

@@ -14,6 +14,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,8 @@ type Proxy struct {
 	held     chan struct{}
 	heldOnce *sync.Once
 	delay    time.Duration
+	// drop is the armed DropReplyAfter fault, nil when none is.
+	drop *dropFault
 
 	accepted atomic.Int64
 	closed   atomic.Bool
@@ -232,8 +235,8 @@ func (p *Proxy) serve(client net.Conn) {
 
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.pipe(l, client, server) }()
-	go func() { defer wg.Done(); p.pipe(l, server, client) }()
+	go func() { defer wg.Done(); p.pipe(l, client, server, true) }()
+	go func() { defer wg.Done(); p.pipe(l, server, client, false) }()
 	wg.Wait()
 	p.mu.Lock()
 	delete(p.links, l)
@@ -244,7 +247,7 @@ func (p *Proxy) serve(client net.Conn) {
 // writer waits out a stall, so that the link notices when an end closes
 // during the stall and drops what it held. Outside a stall, what a closing
 // end sent last (a server's goodbye) is still delivered before the link ends.
-func (p *Proxy) pipe(l *link, from, to net.Conn) {
+func (p *Proxy) pipe(l *link, from, to net.Conn, toServer bool) {
 	chunks := make(chan []byte, 64)
 	go func() {
 		defer close(chunks)
@@ -270,11 +273,64 @@ func (p *Proxy) pipe(l *link, from, to net.Conn) {
 		if !p.waitForward(l) {
 			return
 		}
+		if !toServer && l.swallow.Load() {
+			// The server answered the request DropReplyAfter waited for:
+			// the answer is lost with the connection.
+			l.close(true)
+			close(l.dropped)
+			return
+		}
+		if toServer {
+			p.watchDrop(l, chunk)
+		}
 		if _, err := to.Write(chunk); err != nil {
 			break
 		}
 	}
 	l.close(false)
+}
+
+// dropFault is an armed DropReplyAfter: the byte strings a client must
+// send in order, and the channel closed once the reply was dropped.
+type dropFault struct {
+	seq   [][]byte
+	fired chan struct{}
+}
+
+// DropReplyAfter arms a one-shot fault. On the first connection whose client
+// sends chunks containing each of seq in order, the chunk with the last one
+// still reaches the server; the server's reply to it is thrown away and the
+// connection is then reset at both ends, as if it broke the moment the
+// request was sent: the request took effect, its answer never came. The
+// channel is closed once the reply was dropped.
+func (p *Proxy) DropReplyAfter(seq ...[]byte) <-chan struct{} {
+	d := &dropFault{seq: seq, fired: make(chan struct{})}
+	p.mu.Lock()
+	p.drop = d
+	p.mu.Unlock()
+	return d.fired
+}
+
+// watchDrop follows a chunk the client sends against the armed fault, and
+// arms the link to drop the reply once the whole sequence was sent.
+func (p *Proxy) watchDrop(l *link, chunk []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.drop
+	if d == nil {
+		return
+	}
+	if l.dropOf != d {
+		l.dropOf, l.dropAt = d, 0
+	}
+	for l.dropAt < len(d.seq) && bytes.Contains(chunk, d.seq[l.dropAt]) {
+		l.dropAt++
+	}
+	if l.dropAt == len(d.seq) {
+		p.drop = nil
+		l.dropped = d.fired
+		l.swallow.Store(true)
+	}
 }
 
 func (p *Proxy) stalled() bool {
@@ -325,6 +381,13 @@ type link struct {
 	client, server net.Conn
 	once           sync.Once
 	done           chan struct{}
+	// dropOf and dropAt are how far this link's client has come in the
+	// sequence of the armed DropReplyAfter; swallow says the server's next
+	// reply is to be dropped, and dropped is closed when it was.
+	dropOf  *dropFault
+	dropAt  int
+	swallow atomic.Bool
+	dropped chan struct{}
 }
 
 // close ends the link; hard resets the client instead of a clean close.

@@ -222,3 +222,35 @@ func TestCloseIsIdempotentAndEndsLinks(t *testing.T) {
 	_, err = net.Dial("tcp", p.Addr())
 	require.Error(t, err)
 }
+
+// TestDropReplyAfter: the request that completes the sequence reaches the
+// server, its reply never reaches the client, and the connection ends; the
+// fault fires once, on that connection only.
+func TestDropReplyAfter(t *testing.T) {
+	t.Parallel()
+	s := newEchoServer(t)
+	p := startProxy(t, s.ln.Addr().String())
+	other, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer other.Close()
+	otherR := bufio.NewReader(other)
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	r := bufio.NewReader(c)
+
+	fired := p.DropReplyAfter([]byte("update"), []byte("commit"))
+	roundTrip(t, c, r, "commit before\n")
+	roundTrip(t, c, r, "update\n")
+	roundTrip(t, other, otherR, "commit elsewhere\n")
+	_, err = c.Write([]byte("commit\n"))
+	require.NoError(t, err)
+	_, err = r.ReadString('\n')
+	require.Error(t, err, "the reply is lost with the connection")
+	<-fired
+	s.mu.Lock()
+	require.Contains(t, s.received, "commit\n", "the request reached the server")
+	s.mu.Unlock()
+	roundTrip(t, other, otherR, "update\n")
+	roundTrip(t, other, otherR, "commit\n")
+}
