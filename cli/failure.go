@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,8 +31,21 @@ const noSnapshotPrefix = "no database snapshot, no writes: "
 func explainFailure(err error, t targets) failure {
 	raw := strings.TrimPrefix(err.Error(), noSnapshotPrefix)
 	raw = dropRefusedTLS(raw)
-	if isDatabaseError(err) {
-		f := failure{message: fmt.Sprintf("%s at %s: %s", databaseActivity(raw), t.database, raw)}
+	// The step the reaper names decides; the words of the error are only
+	// guessed from when it names none.
+	database := isDatabaseError(err)
+	dbStep, redisStep := databaseActivity(raw), redisActivity(raw)
+	var se *reaper.StepError
+	if errors.As(err, &se) {
+		database = se.System == reaper.SystemDatabase
+		dbStep, redisStep = se.Activity(), se.Activity()
+	}
+	if errors.Is(err, context.Canceled) {
+		// A stop (SIGTERM, SIGINT) ended the pass in this step.
+		dbStep, redisStep = "stopped while "+dbStep, "stopped while "+redisStep
+	}
+	if database {
+		f := failure{message: fmt.Sprintf("%s at %s: %s", dbStep, t.database, raw)}
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) {
 			switch {
@@ -50,7 +64,7 @@ func explainFailure(err error, t targets) failure {
 		}
 		return f
 	}
-	f := failure{message: fmt.Sprintf("%s at %s: %s", redisActivity(raw), t.redis, raw)}
+	f := failure{message: fmt.Sprintf("%s at %s: %s", redisStep, t.redis, raw)}
 	switch {
 	case strings.Contains(raw, "DB index is out of range"):
 		f.configuration = true

@@ -39,7 +39,7 @@ func TestFailuresNameTheTargetAndTheActivity(t *testing.T) {
 
 	code, out, _ := run(t, map[string]string{"REAPER_REDIS_URL": fmt.Sprintf("redis://127.0.0.1:%d/0", port), "REAPER_DATABASE_URL": db.URL, "REAPER_REDIS_TIMEOUT": "1s"}, "audit")
 	require.Equal(t, reaper.ExitFailed, code, out)
-	require.Contains(t, out, fmt.Sprintf("reading Pulp's locks from Redis at 127.0.0.1:%d (database 0): ", port))
+	require.Contains(t, out, fmt.Sprintf("reading the remembered suspects from Redis at 127.0.0.1:%d (database 0): ", port))
 	require.Contains(t, out, "is the address right and reachable from here?")
 
 	// Configuration-shaped failures exit 2, and say what to check.
@@ -90,4 +90,21 @@ func TestConfigShowsWhatTheDatabaseResolvesTo(t *testing.T) {
 	}
 	require.NotContains(t, out, "s3cretpw")
 	require.False(t, strings.Contains(stderr, "s3cretpw"))
+}
+
+// TestFailureNamesTheStepThatFailed: a database that takes no writes is
+// reported as that, at the database, not as a failure to read Redis.
+func TestFailureNamesTheStepThatFailed(t *testing.T) {
+	t.Parallel()
+	r, db := testenv.NewRedis(t), testenv.NewDatabase(t)
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("default_transaction_read_only", "on")
+	u.RawQuery = q.Encode()
+	code, out, stderr := run(t, map[string]string{"REAPER_REDIS_URL": r.URL, "REAPER_DATABASE_URL": u.String()}, "once")
+	require.Equal(t, reaper.ExitFailed, code, out+stderr)
+	require.Contains(t, out+stderr, "checking that the database takes writes in PostgreSQL at ")
+	require.Contains(t, out+stderr, "gives read-only transactions")
+	require.NotContains(t, out+stderr, "from Redis")
 }

@@ -236,6 +236,8 @@ func TestSignalStopsBetweenBatches(t *testing.T) {
 			var rep reaper.Report
 			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
 			require.Contains(t, rep.Error, "context canceled")
+			require.Contains(t, rep.Error, "stopped while releasing locks in Redis at ", "the error names the step and the system")
+			require.NotContains(t, rep.Error, "reading Pulp's locks")
 			held := fl.held(t)
 			released, failed := 0, 0
 			for _, f := range rep.Findings {

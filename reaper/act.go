@@ -29,22 +29,25 @@ func (a *actor) run(ctx context.Context) error {
 	if a.dryRun {
 		return nil
 	}
-	releaseErr := a.release(ctx)
+	releaseErr := inStep("releasing locks in", SystemRedis, a.release(ctx))
 	var updateErr, retireErr error
 	if releaseErr == nil {
-		updateErr = a.updateTasks(ctx)
+		updateErr = inStep("updating Pulp's tasks in", SystemDatabase, a.updateTasks(ctx))
 		// Owners with nothing left and no live row leave the registry, as
 		// pulpcore's cleanup would have them.
 		if ctx.Err() == nil {
-			retireErr = retireOwners(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, a.plan.FleetOwners)
+			retireErr = inStep("retiring owners from "+ActiveOwnersKey+" in", SystemRedis,
+				retireOwners(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, a.plan.FleetOwners))
 		}
 	} else {
 		a.failPendingTasks()
 	}
-	suspectErr := writeSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep())
+	suspectErr := inStep("remembering suspects in", SystemRedis,
+		writeSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep()))
 	var seenErr error
 	if a.plan.SeenAlive != nil {
-		seenErr = writeSeenAlive(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.plan.SeenAlive)
+		seenErr = inStep("remembering the mass-death guard's memory in", SystemRedis,
+			writeSeenAlive(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.plan.SeenAlive))
 	}
 	return errors.Join(releaseErr, updateErr, retireErr, suspectErr, seenErr)
 }
@@ -236,7 +239,7 @@ func (a *actor) updateTasks(ctx context.Context) error {
 		}
 		results, err := up.updateBatch(context.WithoutCancel(ctx), batch)
 		if err != nil {
-			return err
+			return inStep("updating Pulp's tasks in", SystemDatabase, err)
 		}
 		var signal []string
 		for n, i := range idx {
@@ -248,7 +251,7 @@ func (a *actor) updateTasks(ctx context.Context) error {
 		}
 		// The batch's updates stand: a failed signal fails the tasks after it.
 		if err := publishCancelSignals(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, signal); err != nil {
-			return err
+			return inStep("publishing cancel signals in", SystemRedis, err)
 		}
 		a.progress(PhaseUpdatingTasks, done+len(idx), len(todo))
 		return nil

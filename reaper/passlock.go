@@ -53,7 +53,7 @@ func acquirePassLock(ctx context.Context, pool *pgxpool.Pool, timeout time.Durat
 	}
 	if err := checkWritable(cctx, l.tx, pool.Config().ConnConfig); err != nil {
 		l.release()
-		return nil, false, err
+		return nil, false, inStep("checking that the database takes writes in", SystemDatabase, err)
 	}
 	var got bool
 	if err := l.tx.QueryRow(cctx, "SELECT pg_try_advisory_xact_lock($1::int8)", PassLockKey).Scan(&got); err != nil {

@@ -157,7 +157,7 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	if !dryRun {
 		lock, got, err := acquirePassLock(ctx, r.pool, r.cfg.DatabaseTimeout, r.cfg.CoordinateWithPulpcore)
 		if err != nil {
-			return err
+			return inStep("taking the pass lock in", SystemDatabase, err)
 		}
 		if !got {
 			rep.Skipped = "another lock-reaper or pulpcore's worker cleanup holds the advisory lock"
@@ -192,24 +192,24 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (Snapshot, error) {
 	suspects, err := readSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
-		return Snapshot{}, err
+		return Snapshot{}, inStep("reading the remembered suspects from", SystemRedis, err)
 	}
 	seenAlive, err := readSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
-		return Snapshot{}, err
+		return Snapshot{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
 	}
 	rr := &redisReader{rdb: r.rdb, scanCount: r.cfg.ScanCount, batchSize: r.cfg.BatchSize, timeout: r.cfg.RedisTimeout, progress: opts.Progress, log: r.log}
 	rs, err := rr.read(ctx, !opts.RegistryOnly)
 	if err != nil {
-		return Snapshot{}, err
+		return Snapshot{}, inStep("reading Pulp's locks from", SystemRedis, err)
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
 	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskRefsOf(rs.holdings))
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, err)
+		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
 	}
 	if rs.holdings, err = recheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.holdings, ds.tasks); err != nil {
-		return Snapshot{}, err
+		return Snapshot{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
 	}
 	snap := Snapshot{
 		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
