@@ -23,14 +23,14 @@ func runConfig(_ context.Context, env Env, args []string) int {
 		return code
 	}
 	if err := reaperConfig(cfg, false).Validate(); err != nil {
-		env.Stderr.Write([]byte("lock-reaper: configuration: " + err.Error() + "\n"))
+		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", err)
 		return reaper.ExitUsage
 	}
 	if err := cfg.Redacted().WriteYAML(env.Stdout); err != nil {
 		return reaper.ExitFailed
 	}
 	if err := writeResolved(env.Stdout, cfg); err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", err)
 		return reaper.ExitUsage
 	}
 	return reaper.ExitOK

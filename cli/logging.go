@@ -79,3 +79,15 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(interface{ Fd() uintptr })
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
+
+// configFailure reports a configuration error of command: under log format
+// json one JSON record, as every other line a CronJob's log collector reads
+// from the reaper, else one plain line.
+func configFailure(w io.Writer, format, command string, err error) {
+	if format != "json" {
+		fmt.Fprintf(w, "%s: configuration: %v\n", command, err)
+		return
+	}
+	slog.New(slog.NewJSONHandler(w, nil)).LogAttrs(context.Background(), slog.LevelError, "configuration error",
+		slog.String("command", command), slog.String("error", err.Error()))
+}

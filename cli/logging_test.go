@@ -80,3 +80,35 @@ func TestJSONLogsWithRedisDown(t *testing.T) {
 	require.Positive(t, msgs["pass failed"], stderr)
 	require.Positive(t, msgs["redis client"], "go-redis's own messages go through slog: %s", stderr)
 }
+
+// TestConfigurationErrorIsAJSONRecord: under --log-format json (flag,
+// environment or config file) a configuration error is one JSON record on
+// stderr, not a plain line; otherwise it stays a plain line.
+func TestConfigurationErrorIsAJSONRecord(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("log:\n  format: json\nredis:\n  timeout: soon\n"), 0o600))
+	for name, c := range map[string]struct {
+		env  map[string]string
+		args []string
+	}{
+		"flag":        {map[string]string{"REAPER_REDIS_TIMEOUT": "soon"}, []string{"once", "--log-format", "json"}},
+		"environment": {map[string]string{"REAPER_REDIS_TIMEOUT": "soon", "REAPER_LOG_FORMAT": "json"}, []string{"once"}},
+		"config file": {map[string]string{"REAPER_CONFIG": file}, []string{"audit"}},
+		"bad url":     {map[string]string{"REAPER_LOG_FORMAT": "json", "REAPER_REDIS_URL": "http://nowhere"}, []string{"once"}},
+	} {
+		code, _, stderr := run(t, c.env, c.args...)
+		require.Equal(t, reaper.ExitUsage, code, name)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		require.Len(t, lines, 1, "%s: one record: %s", name, stderr)
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[0]), &rec), "%s: %s", name, stderr)
+		require.Equal(t, "ERROR", rec["level"], name)
+		require.Equal(t, "configuration error", rec["msg"], name)
+		require.Equal(t, "lock-reaper", rec["command"], name)
+		require.NotEmpty(t, rec["error"], name)
+	}
+	code, _, stderr := run(t, map[string]string{"REAPER_REDIS_TIMEOUT": "soon"}, "once", "--log-format", "text")
+	require.Equal(t, reaper.ExitUsage, code)
+	require.True(t, strings.HasPrefix(stderr, "lock-reaper: configuration: "), stderr)
+}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
 
 	"github.com/lock-reaper/lock-reaper/config"
@@ -41,7 +40,7 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	}
 	d, err := daemon.New(r, withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper run: configuration: %v\n", err)
+		configFailure(env.Stderr, s.cfg.Log.Format, "lock-reaper run", err)
 		return reaper.ExitUsage
 	}
 	if err := d.Start(ctx); err != nil {

@@ -37,18 +37,18 @@ func (s *setup) close() {
 func loadConfig(loader *config.Loader, env Env) (config.Config, *slog.Logger, int, bool) {
 	if env.Environ != nil {
 		if err := config.CheckEnviron(env.Environ()); err != nil {
-			fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+			configFailure(env.Stderr, loader.LogFormat(env.LookupEnv), "lock-reaper", err)
 			return config.Config{}, nil, reaper.ExitUsage, false
 		}
 	}
 	cfg, err := loader.Load(env.LookupEnv)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+		configFailure(env.Stderr, loader.LogFormat(env.LookupEnv), "lock-reaper", err)
 		return cfg, nil, reaper.ExitUsage, false
 	}
 	logger, err := newLogger(env.Stderr, cfg.Log.Format, cfg.Log.Level)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: %v\n", err)
+		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", err)
 		return cfg, nil, reaper.ExitUsage, false
 	}
 	return cfg, logger, 0, true
@@ -60,19 +60,19 @@ func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool
 	s := &setup{cfg: cfg, log: logger}
 	var err error
 	if s.rdb, err = config.NewRedisClient(cfg); err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: redis.url: %v\n", err)
+		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", fmt.Errorf("redis.url: %w", err))
 		return nil, reaper.ExitUsage, false
 	}
 	pc, err := config.PoolConfig(cfg)
 	if err != nil {
 		s.close()
-		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: database.url: %v\n", err)
+		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", fmt.Errorf("database.url: %w", err))
 		return nil, reaper.ExitUsage, false
 	}
 	s.where = targets{redis: redisTarget(cfg.Redis.URL, s.rdb), database: databaseTarget(pc)}
 	if s.pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
 		s.close()
-		fmt.Fprintf(env.Stderr, "lock-reaper: configuration: database.url: %v\n", err)
+		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", fmt.Errorf("database.url: %w", err))
 		return nil, reaper.ExitUsage, false
 	}
 	return s, 0, true
@@ -104,14 +104,14 @@ func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*r
 	pods, err := openPods(context.Background(), cfg, logger)
 	if err != nil {
 		s.close()
-		fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)
+		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper "+fs.Name(), err)
 		return nil, nil, reaper.ExitUsage, false
 	}
 	rc.PodSource = pods
 	r, err := reaper.New(rc, s.rdb, s.pool, logger)
 	if err != nil {
 		s.close()
-		fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)
+		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper "+fs.Name(), err)
 		return nil, nil, reaper.ExitUsage, false
 	}
 	return r, s, 0, true

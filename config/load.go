@@ -94,6 +94,34 @@ func (l *Loader) Load(getenv func(string) (string, bool)) (Config, error) {
 	return c, nil
 }
 
+// LogFormat is log.format as Load would resolve it, read on its own so that
+// a configuration that fails to load can still be reported in the format
+// asked for: the flag, else the environment, else the config file, else the
+// default. It never fails; a value it cannot read is the default's.
+func (l *Loader) LogFormat(getenv func(string) (string, bool)) string {
+	if getenv == nil {
+		getenv = func(string) (string, bool) { return "", false }
+	}
+	for i := range settings {
+		s := &settings[i]
+		if s.key != "log.format" {
+			continue
+		}
+		if f := l.flags[i]; f.set {
+			return f.val
+		}
+		if v, _, ok, err := lookupEnv(getenv, s.env()); ok && err == nil {
+			return v
+		}
+		c := Default()
+		if path, err := l.configPath(getenv); err == nil && path != "" {
+			_ = loadFile(&c, path)
+		}
+		return c.Log.Format
+	}
+	return Default().Log.Format
+}
+
 // configPath picks the config file: --config, else REAPER_CONFIG. An empty
 // value means no file, so --config= can switch off a file the environment
 // names.
