@@ -70,7 +70,7 @@ func (r *Reaper) readPods(ctx context.Context, rep *Report) *heartbeat.PodView {
 		return nil
 	}
 	rep.Kubernetes.Pods = len(pods)
-	return heartbeat.NewPodView(pods)
+	return heartbeat.NewPodView(pods, nil)
 }
 
 // noteKubernetes counts the owners by evidence and warns of the workers that
