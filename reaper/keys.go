@@ -16,6 +16,9 @@ const (
 	ActiveOwnersKey   = "pulp:active_owners"
 	// SuspectsKey is lock-reaper's own hash of remembered suspects.
 	SuspectsKey = "pulp:lock_reaper:suspects"
+	// PodsSeenKey is lock-reaper's own hash of the pods earlier complete
+	// lists showed (pod_memory.go).
+	PodsSeenKey = "pulp:lock_reaper:pods_seen"
 )
 
 // MaxOwnerLen bounds an owner name; pulpcore's are pid@hostname or
