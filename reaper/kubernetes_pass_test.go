@@ -110,7 +110,9 @@ func kpCondition(p *corev1.Pod, t corev1.PodConditionType, s corev1.ConditionSta
 // kpNodeLost is p ~40 s after its node stopped reporting: the node
 // lifecycle controller's MarkPodsNotReady turned Ready False; phase and
 // container status are the kubelet's last.
-func kpNodeLost(p *corev1.Pod) *corev1.Pod { return kpCondition(p, corev1.PodReady, corev1.ConditionFalse, "") }
+func kpNodeLost(p *corev1.Pod) *corev1.Pod {
+	return kpCondition(p, corev1.PodReady, corev1.ConditionFalse, "")
+}
 
 // kpTaintEvicted is p ~300 s after: the taint manager added DisruptionTarget
 // and deleted it; it stays Terminating while the node is away.
