@@ -79,9 +79,11 @@ func endedSince(before, now *Container) bool {
 //   - the kubelet reports an end at end (EndedBefore);
 //   - the row was created (its uuid7 pulp_id, the worker's clock) before
 //     end - margin: a successor starts after end, so it did not create it;
-//   - the row was created after the pod's start + margin (status.startTime,
-//     the node's clock): it belongs to this pod, not to an earlier pod of
-//     the same name whose end the kubelet never reported;
+//   - the row was created no earlier than the pod's start - margin
+//     (status.startTime, the node's clock): it belongs to this pod, not to
+//     an earlier pod of the same name whose end the kubelet never reported
+//     (an earlier pod's rows were created before it was replaced, and a
+//     worker's row is written seconds after its pod starts);
 //   - the row's last heartbeat is not after end + margin: nobody wrote it
 //     after the end.
 //
@@ -94,7 +96,7 @@ func endedRule(r AppStatus, p Pod, margin time.Duration) (PodRule, bool) {
 		return "", false
 	case !r.PulpCreated.Before(end.Add(-margin)):
 		return "", false
-	case r.PulpCreated.Before(p.StartTime.Add(margin)):
+	case r.PulpCreated.Before(p.StartTime.Add(-margin)):
 		return "", false
 	case r.LastHeartbeat.After(end.Add(margin)):
 		return "", false
