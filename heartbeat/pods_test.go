@@ -296,3 +296,45 @@ func TestIncarnationEndedSince(t *testing.T) {
 		})
 	}
 }
+
+// The decision functions, called directly.
+func TestPodDecisionFunctions(t *testing.T) {
+	t.Parallel()
+	ready := ptRunning("w", 2*time.Hour, 0)
+	for name, tc := range map[string]struct {
+		pod  Pod
+		want bool
+	}{
+		"running and ready":          {ready, true},
+		"Ready False":                {ptNodeLost(ready), false},
+		"taint-evicted":              {ptTaintEvicted(ready), false},
+		"ContainersReady False":      {ptWith(ready, func(p *Pod) { p.ContainersReady = false }), false},
+		"phase Pending":              {ptWith(ready, func(p *Pod) { p.Phase = "Pending" }), false},
+		"phase Failed (PodGC)":       {ptWith(ready, func(p *Pod) { p.Phase, p.Disruption = "Failed", "DeletionByPodGC" }), false},
+		"DisruptionTarget, eviction": {ptWith(ready, func(p *Pod) { p.Disruption = "EvictionByEvictionAPI" }), false},
+	} {
+		require.Equal(t, tc.want, tc.pod.CouldRun(), name)
+	}
+
+	row := ptWorker("r", "1@w", 8*time.Second, time.Hour)
+	rule, ok := endedRule(row, ptEnded(ready, 3*time.Second, "OOMKilled", 137), DefaultClockSkew)
+	require.True(t, ok)
+	require.Equal(t, PodContainerEnded, rule)
+	rule, ok = endedRule(row, ptRunning("w", 2*time.Second, 1), DefaultClockSkew)
+	require.True(t, ok)
+	require.Equal(t, PodRestarted, rule)
+	_, ok = endedRule(row, ready, DefaultClockSkew)
+	require.False(t, ok, "running, never restarted: no end reported")
+	_, ok = endedRule(ptAPI(row), ptRunning("w", 2*time.Second, 1), DefaultClockSkew)
+	require.False(t, ok, "an api row is judged by the API container")
+
+	dead := ptWorker("r", "1@w", ptDead, time.Hour)
+	require.True(t, holdsLife(dead, ready, DefaultClockSkew))
+	require.False(t, holdsLife(dead, ptNodeLost(ready), DefaultClockSkew))
+	require.False(t, holdsLife(dead, ptRunning("w", 50*time.Minute, 1), DefaultClockSkew), "started after the row")
+	require.False(t, holdsLife(ptAPI(dead), ready, DefaultClockSkew), "no API container")
+
+	end, _, ok := ready.Container.EndedBefore()
+	require.False(t, ok)
+	require.Zero(t, end)
+}

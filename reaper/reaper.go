@@ -1,9 +1,9 @@
 // Package reaper finds and releases stale Pulp locks and lost tasks.
 //
-// One pass reads a snapshot (Redis first, then the database), judges it with
-// the pure function Judge, acts on the plan with writes that are each
-// conditional on what was observed, and returns a Report of what it found and
-// did.
+// One pass reads a snapshot (the pods when Kubernetes evidence is on, then
+// Redis, then the database), judges it with the pure function Judge, acts on
+// the plan with writes that are each conditional on what was observed, and
+// returns a Report of what it found and did.
 package reaper
 
 import (
