@@ -20,7 +20,7 @@ import (
 func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (reaper.PodSource, error) {
 	d, err := kube.Open(ctx, kube.Config{
 		Enabled: c.Kubernetes.Enabled, Namespace: c.Kubernetes.Namespace, Selector: c.Kubernetes.Selector,
-		Container: c.Kubernetes.Container, Timeout: c.Kubernetes.Timeout, Kubeconfig: c.Kubernetes.Kubeconfig,
+		Container: c.Kubernetes.Container, APIContainer: c.Kubernetes.APIContainer, Timeout: c.Kubernetes.Timeout, Kubeconfig: c.Kubernetes.Kubeconfig,
 	})
 	if err != nil {
 		return nil, err

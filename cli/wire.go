@@ -86,6 +86,7 @@ func reaperConfig(c config.Config, force bool) reaper.Config {
 	// The Kubernetes settings are kept together in the kubernetes group of
 	// the settings table; the pod source itself is opened by newReaper.
 	rc.Kubernetes.HungWorkerGrace = c.Kubernetes.HungWorkerGrace
+	rc.Kubernetes.ClockSkew = c.Kubernetes.ClockMargin
 	rc.KubernetesTimeout = c.Kubernetes.Timeout
 	return rc
 }

@@ -71,6 +71,8 @@ type Config struct {
 		Namespace       string        // kubernetes.namespace
 		Selector        string        // kubernetes.selector
 		Container       string        // kubernetes.container
+		APIContainer    string        // kubernetes.api_container
+		ClockMargin     time.Duration // kubernetes.clock_margin
 		HungWorkerGrace time.Duration // kubernetes.hung_worker_grace
 		Timeout         time.Duration // kubernetes.timeout
 		// Kubeconfig is --kubeconfig or KUBECONFIG, not a key: a laptop's.

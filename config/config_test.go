@@ -78,6 +78,8 @@ func TestDefault(t *testing.T) {
 	want.Kubernetes.Enabled = "auto"
 	want.Kubernetes.Selector = "app.kubernetes.io/managed-by=pulp-operator,app.kubernetes.io/component in (worker,api)"
 	want.Kubernetes.Container = "worker"
+	want.Kubernetes.APIContainer = "api"
+	want.Kubernetes.ClockMargin = 2 * time.Second
 	want.Kubernetes.HungWorkerGrace = 10 * time.Minute
 	want.Kubernetes.Timeout = 5 * time.Second
 	want.Schedule = "@every 1m"
@@ -478,6 +480,7 @@ func TestKubernetesSettings(t *testing.T) {
 	c, err := load(t, "", map[string]string{
 		"REAPER_KUBERNETES_ENABLED": "true", "REAPER_KUBERNETES_NAMESPACE": "pulp",
 		"REAPER_KUBERNETES_SELECTOR": "app=pulp-worker", "REAPER_KUBERNETES_HUNG_WORKER_GRACE": "3m",
+		"REAPER_KUBERNETES_API_CONTAINER": "pulp-api", "REAPER_KUBERNETES_CLOCK_MARGIN": "500ms",
 		"KUBECONFIG": "/home/me/.kube/config",
 	})
 	require.NoError(t, err)
@@ -485,6 +488,8 @@ func TestKubernetesSettings(t *testing.T) {
 	require.Equal(t, "pulp", c.Kubernetes.Namespace)
 	require.Equal(t, "app=pulp-worker", c.Kubernetes.Selector)
 	require.Equal(t, 3*time.Minute, c.Kubernetes.HungWorkerGrace)
+	require.Equal(t, "pulp-api", c.Kubernetes.APIContainer)
+	require.Equal(t, 500*time.Millisecond, c.Kubernetes.ClockMargin)
 	require.Equal(t, "/home/me/.kube/config", c.Kubernetes.Kubeconfig)
 
 	for env, want := range map[string]string{
@@ -493,10 +498,13 @@ func TestKubernetesSettings(t *testing.T) {
 		"REAPER_KUBERNETES_CONTAINER":         "must not be empty",
 		"REAPER_KUBERNETES_HUNG_WORKER_GRACE": "must not be negative",
 		"REAPER_KUBERNETES_TIMEOUT":           "must be greater than 0",
+		"REAPER_KUBERNETES_API_CONTAINER":     "must not be empty",
+		"REAPER_KUBERNETES_CLOCK_MARGIN":      "must be between 0s and 30s",
 	} {
 		bad := map[string]string{
 			"REAPER_KUBERNETES_ENABLED": "maybe", "REAPER_KUBERNETES_SELECTOR": "app in (",
 			"REAPER_KUBERNETES_CONTAINER": "", "REAPER_KUBERNETES_HUNG_WORKER_GRACE": "-1s", "REAPER_KUBERNETES_TIMEOUT": "0s",
+			"REAPER_KUBERNETES_API_CONTAINER": "", "REAPER_KUBERNETES_CLOCK_MARGIN": "31s",
 		}[env]
 		_, err := load(t, "", map[string]string{env: bad})
 		require.ErrorContains(t, err, want, env)

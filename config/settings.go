@@ -272,7 +272,19 @@ var settings = withReaperDefaults([]setting{
 	{
 		key: "kubernetes.container", group: groupKube, def: kube.DefaultContainer,
 		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Kubernetes.Container }, nonEmpty),
-		doc:     "Name of the worker container; a pod without one but with a single container uses that one.",
+		doc:     "Name of the worker container (pulp-operator's is worker); a pod with neither it nor the API container but a single container uses that one.",
+	},
+	{
+		key: "kubernetes.api_container", group: groupKube, def: kube.DefaultAPIContainer,
+		binding: bind(stringCodec("name"), func(c *Config) *string { return &c.Kubernetes.APIContainer }, nonEmpty),
+		doc: "Name of the API container (pulp-operator's is api; its API pods may also run the otel-collector-sidecar " +
+			"container): api rows are judged by this container, worker rows by kubernetes.container.",
+	},
+	{
+		key: "kubernetes.clock_margin", group: groupKube, def: "2s",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Kubernetes.ClockMargin }, checkClockMargin),
+		doc: "Margin between the nodes' clock (container and pod times) and the workers' (heartbeats, row creation), " +
+			"0s to 30s: an incarnation's end or a container's start within it of a row's times proves nothing.",
 	},
 	{
 		key: "kubernetes.hung_worker_grace", group: groupKube, def: "10m",

@@ -213,9 +213,9 @@ func TestKubernetesRBAC(t *testing.T) {
 				t.Fatalf("rendered %q, want a Role and a RoleBinding", m.kinds())
 			}
 			role, binding := m.roles[0], m.roleBindings[0]
-			want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}
+			want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}}}
 			if !reflect.DeepEqual(role.Rules, want) {
-				t.Errorf("Role rules %s, want get and list on pods only", toJSON(role.Rules))
+				t.Errorf("Role rules %s, want list and watch on pods only", toJSON(role.Rules))
 			}
 			if role.Namespace != tc.wantNamespace || binding.Namespace != tc.wantNamespace {
 				t.Errorf("Role in %q, RoleBinding in %q, want %q", role.Namespace, binding.Namespace, tc.wantNamespace)

@@ -8,10 +8,11 @@ import (
 // Kubernetes evidence of liveness: what one complete, successful list of
 // pods says about the owners of core_appstatus rows. Pulp's owner names are
 // {pid}@{hostname}; in Kubernetes the hostname is the pod's name, and
-// pulpcore-worker runs as PID 1 of its container. The rules here are pure:
-// the adapter that lists the pods builds a PodView, and WithPods applies it
-// to a Fleet judged from the heartbeats. docs/verdicts.md has the rules and
-// their reasons.
+// pulpcore-worker runs as PID 1 of its container. The rules here are pure
+// (pod_rules.go): the adapter that lists the pods builds a PodView, and
+// WithPods applies it to a Fleet judged from the heartbeats.
+// docs/verdicts.md has the rules, the Kubernetes facts they rest on, and
+// their sources.
 
 // PodRule names the rule that decided an owner's Kubernetes evidence.
 type PodRule string
@@ -19,42 +20,63 @@ type PodRule string
 const (
 	// PodSeen: the pod exists and changes nothing.
 	PodSeen PodRule = "pod-seen"
-	// PodGone: no pod of that name in a complete list, heartbeat past ttl:
-	// dead now, without the heartbeat grace.
+	// PodGone: no pod of that name in a trusted list although an earlier
+	// complete list showed one, heartbeat past ttl: dead now, without the
+	// heartbeat grace.
 	PodGone PodRule = "pod-gone"
-	// PodRestarted: the worker container started (or ended) after the row's
-	// last heartbeat plus the clock-skew margin, heartbeat past ttl: the
-	// process that wrote the row is dead now.
+	// PodRestarted: the kubelet restarted the row's container after the row
+	// was created: the incarnation that wrote the row is dead now, whatever
+	// its heartbeat age.
 	PodRestarted PodRule = "container-restarted"
-	// PodAliveNotHeartbeating: the worker container has run since before the
-	// row was created, yet the heartbeat is past ttl + grace: held as late
-	// until hung_worker_grace has passed too.
+	// PodContainerEnded: the kubelet reports the row's container terminated
+	// (its current state, or its last one while it waits to restart) after
+	// the row was created: dead now, whatever its heartbeat age.
+	PodContainerEnded PodRule = "container-ended"
+	// PodAliveNotHeartbeating: the pod can still run (PodCouldRun) and its
+	// worker container has run since before the row was created, yet the
+	// heartbeat is past ttl + grace: held as late until hung_worker_grace has
+	// passed too.
 	PodAliveNotHeartbeating PodRule = "alive-not-heartbeating"
 	// PodHungTooLong: alive by Kubernetes, but not heartbeating for longer
 	// than ttl + grace + hung_worker_grace: the ordinary dead-owner rule applies.
 	PodHungTooLong PodRule = "hung-too-long"
 	// PodOutsideView: a fresh heartbeat and no pod: the owner lives outside
 	// this view (another namespace or cluster). Reported only; while any such
-	// owner exists the view is not trusted to be complete, so no owner is
-	// judged PodGone in that pass.
+	// owner exists the view is not trusted to be complete.
 	PodOutsideView PodRule = "outside-view"
-	// PodNotInView: no pod, heartbeat past ttl, but the view is not trusted to
-	// be complete (see PodOutsideView) or the name is ambiguous: no effect.
+	// PodNotInView: no pod, heartbeat past ttl, and the absence proves
+	// nothing: the view is not trusted, the name may be truncated, or no
+	// earlier list showed a pod of that name.
 	PodNotInView PodRule = "not-in-view"
 )
 
 // Pod is what one pod of the list says, reduced to what the rules need.
 type Pod struct {
-	Name  string `json:"pod"`
+	Name string `json:"pod"`
+	UID  string `json:"uid,omitempty"`
+	// Phase is status.phase.
 	Phase string `json:"phase"`
+	// Reason is status.reason (Evicted, NodeLost, ...), for reports.
+	Reason string `json:"reason,omitempty"`
 	// Terminating: the pod has a deletion timestamp.
 	Terminating bool `json:"terminating,omitempty"`
-	// Container is the worker container's status; nil when the pod has no
-	// such container or no status for it yet.
+	// Ready and ContainersReady: those conditions are True.
+	Ready           bool `json:"ready"`
+	ContainersReady bool `json:"containers_ready"`
+	// Disruption is the reason of a DisruptionTarget condition that is True
+	// (DeletionByTaintManager, EvictionByEvictionAPI, ...), "" without one.
+	Disruption string `json:"disruption,omitempty"`
+	// StartTime is status.startTime: when the kubelet accepted the pod (node
+	// clock); nil when not yet.
+	StartTime *time.Time `json:"start_time,omitempty"`
+	// Container is the worker container's status (kubernetes.container),
+	// API the API container's (kubernetes.api_container); nil when the pod
+	// has no such container or no status for it yet.
 	Container *Container `json:"container,omitempty"`
+	API       *Container `json:"api_container,omitempty"`
 }
 
-// Container is the status of a pod's worker container.
+// Container is the status of one container of a pod, as the kubelet reports it.
 type Container struct {
 	Name    string `json:"name"`
 	Running bool   `json:"running"`
@@ -64,18 +86,41 @@ type Container struct {
 	// FinishedAt is when the latest incarnation that ended did end (node
 	// clock): the current state's if terminated, else the last state's.
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
-	Restarts   int32      `json:"restarts"`
+	// Terminated is the current state's termination, LastTerminated the last
+	// state's (lastState.terminated); nil when the kubelet reports none.
+	Terminated     *Termination `json:"terminated,omitempty"`
+	LastTerminated *Termination `json:"last_terminated,omitempty"`
+	Restarts       int32        `json:"restarts"`
 }
 
-// PodView is one complete, successful list of pods, by name. It belongs to
-// one pass: a later pass lists again.
+// Termination is a container incarnation's end as the kubelet reports it.
+type Termination struct {
+	Reason   string `json:"reason,omitempty"`
+	ExitCode int32  `json:"exit_code"`
+	// FinishedAt is the node's clock; nil when the kubelet could not tell
+	// (ContainerStatusUnknown).
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// SeenPod is a pod an earlier complete list showed, remembered by name.
+type SeenPod struct {
+	UID string `json:"uid"`
+	// Seen is when a list last showed it (the reaper's clock, for expiry only).
+	Seen time.Time `json:"seen"`
+}
+
+// PodView is one complete, successful list of pods, by name, with the pods
+// earlier complete lists of the same namespace and selector showed. It
+// belongs to one pass: a later pass lists again.
 type PodView struct {
 	pods map[string]Pod
+	seen map[string]SeenPod
 }
 
-// NewPodView indexes the pods of one complete list.
-func NewPodView(pods []Pod) *PodView {
-	v := &PodView{pods: make(map[string]Pod, len(pods))}
+// NewPodView indexes the pods of one complete list. seen holds the pods
+// earlier complete lists showed, by name: only their absence proves anything.
+func NewPodView(pods []Pod, seen map[string]SeenPod) *PodView {
+	v := &PodView{pods: make(map[string]Pod, len(pods)), seen: seen}
 	for _, p := range pods {
 		v.pods[p.Name] = p
 	}
@@ -84,6 +129,12 @@ func NewPodView(pods []Pod) *PodView {
 
 // Len is the number of pods in the view.
 func (v *PodView) Len() int { return len(v.pods) }
+
+// SeenBefore says an earlier complete list showed a pod of that name.
+func (v *PodView) SeenBefore(name string) bool {
+	_, ok := v.seen[name]
+	return ok
+}
 
 // lookup finds the pod an owner name's hostname names. ambiguous says the
 // hostname may be a truncated pod name (Kubernetes cuts hostnames at 63
@@ -105,9 +156,10 @@ type PodRules struct {
 	// HungWorkerGrace is how long past ttl + grace a worker alive by
 	// Kubernetes is kept before the ordinary dead-owner rule applies.
 	HungWorkerGrace time.Duration
-	// ClockSkew is the margin between the node's clock (container times) and
-	// the worker's (heartbeats, pulp_created), so that clock differences
-	// cannot fake a restart.
+	// ClockSkew is the margin (kubernetes.clock_margin) between the node's
+	// clock (container and pod times) and the worker's (heartbeats, row
+	// creation), so that clock differences cannot fake an ended incarnation
+	// or a life.
 	ClockSkew time.Duration
 }
 
@@ -115,7 +167,7 @@ type PodRules struct {
 const (
 	DefaultHungWorkerGrace = 10 * time.Minute
 	// DefaultClockSkew covers NTP-synchronised nodes with room to spare; a
-	// worker's heartbeat and its container's start come from the same node's
+	// worker's rows and its container's times come from the same node's
 	// clock unless the pod was recreated on another node.
 	DefaultClockSkew = 2 * time.Second
 )
@@ -137,79 +189,12 @@ func splitOwner(name string) (pid, host string, ok bool) {
 // covers (pulp-operator's worker and API pods).
 func podAppType(appType string) bool { return appType == "worker" || appType == "api" }
 
-// rowRule applies the rules to one row: the rule that decided and the row's
-// liveness after it. trusted says the view may prove a pod's absence.
-func rowRule(r AppStatus, live Liveness, now time.Time, grace time.Duration, v *PodView, rules PodRules, trusted bool) (PodRule, Pod, Liveness) {
-	pid, host, ok := splitOwner(r.Name)
-	if !ok || !podAppType(r.AppType) {
-		return "", Pod{}, live
+// containerOf is the container whose processes write rows of the app type.
+func containerOf(p Pod, appType string) *Container {
+	if appType == "api" {
+		return p.API
 	}
-	pod, found, ambiguous := v.lookup(host)
-	switch {
-	case !found && live == Alive:
-		return PodOutsideView, Pod{Name: host}, live
-	case !found && (ambiguous || !trusted):
-		return PodNotInView, Pod{Name: host}, live
-	case !found:
-		return PodGone, Pod{Name: host}, Dead
-	}
-	if live == Alive {
-		return PodSeen, pod, live
-	}
-	if endedAfter(pod.Container, r.LastHeartbeat.Add(rules.ClockSkew)) {
-		return PodRestarted, pod, Dead
-	}
-	if live == Dead && pid == "1" && !r.PulpCreated.IsZero() && runningSince(pod, r.PulpCreated.Add(rules.ClockSkew)) {
-		if now.Sub(r.LastHeartbeat) <= r.TTL+grace+rules.HungWorkerGrace {
-			return PodAliveNotHeartbeating, pod, Late
-		}
-		return PodHungTooLong, pod, live
-	}
-	return PodSeen, pod, live
-}
-
-// endedAfter says the incarnation of the container that could have written a
-// heartbeat at t has ended: the running one started after t, or none runs and
-// the latest one ended after t.
-func endedAfter(c *Container, t time.Time) bool {
-	switch {
-	case c == nil:
-		return false
-	case c.Running:
-		return c.StartedAt != nil && c.StartedAt.After(t)
-	default:
-		return c.FinishedAt != nil && c.FinishedAt.After(t)
-	}
-}
-
-// runningSince says the pod runs and its container has run without restart
-// since at or before t.
-func runningSince(p Pod, t time.Time) bool {
-	c := p.Container
-	return p.Phase == "Running" && c != nil && c.Running && c.StartedAt != nil && !c.StartedAt.After(t)
-}
-
-// viewTrusted says the view may prove that a pod is gone: at least one worker
-// or API row is alive, and every such row's pod is in the view. A fresh
-// heartbeat without a pod shows that the selector or namespace misses part of
-// the fleet; a fleet with no fresh heartbeat at all is the signature of a
-// database too slow to record them, not of pods gone.
-func viewTrusted(rows map[string]AppStatus, now time.Time, grace time.Duration, v *PodView) bool {
-	alive := 0
-	for _, r := range rows {
-		if !podAppType(r.AppType) || r.Liveness(now, grace) != Alive {
-			continue
-		}
-		_, host, ok := splitOwner(r.Name)
-		if !ok {
-			continue
-		}
-		if _, found := v.pods[host]; !found {
-			return false
-		}
-		alive++
-	}
-	return alive > 0
+	return p.Container
 }
 
 // WithPods applies the Kubernetes rules of one pass's pod list to the fleet

@@ -1,12 +1,10 @@
 package heartbeat
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 )
 
 var ptRules = PodRules{HungWorkerGrace: DefaultHungWorkerGrace, ClockSkew: DefaultClockSkew}
@@ -24,9 +22,49 @@ func ptAt(ago time.Duration) *time.Time {
 	return &t
 }
 
-// ptRunning is a running pod whose worker container started started ago.
+// ptPodStart is when the kubelet accepted every test pod: before its rows.
+const ptPodStart = 3 * time.Hour
+
+// ptRunning is a running, ready pod, as the kubelet reports it, whose worker
+// container started started ago after restarts restarts.
 func ptRunning(name string, started time.Duration, restarts int32) Pod {
-	return Pod{Name: name, Phase: "Running", Container: &Container{Name: "worker", Running: true, StartedAt: ptAt(started), Restarts: restarts}}
+	c := &Container{Name: "worker", Running: true, StartedAt: ptAt(started), Restarts: restarts}
+	if restarts > 0 {
+		c.LastTerminated = &Termination{Reason: "Error", ExitCode: 1, FinishedAt: ptAt(started + time.Second)}
+		c.FinishedAt = c.LastTerminated.FinishedAt
+	}
+	return Pod{Name: name, UID: "uid-" + name, Phase: "Running", Ready: true, ContainersReady: true, StartTime: ptAt(ptPodStart), Container: c}
+}
+
+// ptWith is p changed by f.
+func ptWith(p Pod, f func(*Pod)) Pod {
+	f(&p)
+	return p
+}
+
+// ptNodeLost is p as the node lifecycle controller leaves it ~40 s after its
+// node stopped reporting: Ready False (MarkPodsNotReady), phase and container
+// status as the kubelet last reported them.
+func ptNodeLost(p Pod) Pod {
+	return ptWith(p, func(p *Pod) { p.Ready = false })
+}
+
+// ptTaintEvicted is p as the taint manager leaves it ~300 s after: also
+// DisruptionTarget DeletionByTaintManager and a deletion timestamp.
+func ptTaintEvicted(p Pod) Pod {
+	return ptWith(ptNodeLost(p), func(p *Pod) { p.Disruption, p.Terminating = "DeletionByTaintManager", true })
+}
+
+// ptEnded is p whose worker container's incarnation ended ago ago with
+// reason and exit code, not restarted (yet).
+func ptEnded(p Pod, ago time.Duration, reason string, code int32) Pod {
+	return ptWith(p, func(p *Pod) {
+		c := *p.Container
+		c.Running, c.StartedAt = false, nil
+		c.Terminated = &Termination{Reason: reason, ExitCode: code, FinishedAt: ptAt(ago)}
+		c.FinishedAt = c.Terminated.FinishedAt
+		p.Container, p.Ready, p.ContainersReady = &c, false, false
+	})
 }
 
 // ptLive is the live worker every trusted view needs.
@@ -35,72 +73,158 @@ var (
 	ptLivePod = ptRunning("live", 2*time.Hour, 0)
 )
 
-func TestPodRules(t *testing.T) {
-	t.Parallel()
-	late := ltWorkerTTL + 10*time.Second          // past ttl, within grace
-	dead := ltWorkerTTL + ltGrace + 2*time.Minute // past ttl + grace, within hung_worker_grace
-	cases := []struct {
-		name     string
-		row      AppStatus
-		pods     []Pod
-		noLive   bool // leave out the live worker (and its pod)
-		livePod  bool // keep the live worker's row but not its pod
-		want     Liveness
-		wantRule PodRule
-	}{
-		{name: "pod gone, late: dead now", row: ptWorker("r", "1@w", late, time.Hour), want: Dead, wantRule: PodGone},
-		{name: "pod gone, already dead", row: ptWorker("r", "1@w", dead, time.Hour), want: Dead, wantRule: PodGone},
-		{name: "pod gone, fresh heartbeat: outside the view, report only", row: ptWorker("r", "1@w", time.Second, time.Hour), want: Alive, wantRule: PodOutsideView},
-		{name: "pod gone but a live worker has no pod: view not trusted", row: ptWorker("r", "1@w", late, time.Hour), livePod: true, want: Late, wantRule: PodNotInView},
-		{name: "pod gone but no worker is alive: a slow database, not pods gone", row: ptWorker("r", "1@w", late, time.Hour), noLive: true, want: Late, wantRule: PodNotInView},
-		{name: "hostname may be a truncated pod name", row: ptWorker("r", "1@w-truncat", late, time.Hour), pods: []Pod{ptRunning("w-truncated-name", time.Hour, 0)}, want: Late, wantRule: PodNotInView},
-		{name: "api row, pod gone", row: func() AppStatus { r := ptWorker("r", "7@api", late, time.Hour); r.AppType = "api"; return r }(), want: Dead, wantRule: PodGone},
-		{name: "content row: not covered by the selector", row: func() AppStatus { r := ptWorker("r", "7@content", late, time.Hour); r.AppType = "content"; return r }(), want: Late},
-		{name: "not a pid@host name", row: ptWorker("r", "immediate-x", late, time.Hour), want: Late},
-
-		{name: "restarted after the heartbeat, late: dead now", row: ptWorker("r", "1@w", late, time.Hour), pods: []Pod{ptRunning("w", late-5*time.Second, 1)}, want: Dead, wantRule: PodRestarted},
-		{name: "restarted within the clock-skew margin: no proof", row: ptWorker("r", "1@w", late, time.Hour), pods: []Pod{ptRunning("w", late-time.Second, 1)}, want: Late, wantRule: PodSeen},
-		{name: "restarted after a fresh heartbeat: the row is alive", row: ptWorker("r", "1@w", time.Second, time.Hour), pods: []Pod{ptRunning("w", 0, 1)}, want: Alive, wantRule: PodSeen},
-		{name: "not running, ended after the heartbeat: dead now", row: ptWorker("r", "1@w", late, time.Hour), pods: []Pod{{Name: "w", Phase: "Running", Container: &Container{Name: "worker", FinishedAt: ptAt(late - 10*time.Second), Restarts: 3}}}, want: Dead, wantRule: PodRestarted},
-		{name: "not running, ended before the heartbeat", row: ptWorker("r", "1@w", late, time.Hour), pods: []Pod{{Name: "w", Phase: "Pending", Container: &Container{Name: "worker", FinishedAt: ptAt(late + time.Minute)}}}, want: Late, wantRule: PodSeen},
-		{name: "no container status", row: ptWorker("r", "1@w", late, time.Hour), pods: []Pod{{Name: "w", Phase: "Pending"}}, want: Late, wantRule: PodSeen},
-		{name: "running since before its row, late: nothing to add", row: ptWorker("r", "1@w", late, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 0)}, want: Late, wantRule: PodSeen},
-
-		{name: "alive by Kubernetes, not heartbeating: held", row: ptWorker("r", "1@w", dead, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 0)}, want: Late, wantRule: PodAliveNotHeartbeating},
-		{name: "alive by Kubernetes, restarts before the row count for nothing", row: ptWorker("r", "1@w", dead, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 4)}, want: Late, wantRule: PodAliveNotHeartbeating},
-		{name: "alive by Kubernetes, started within the margin after the row", row: ptWorker("r", "1@w", dead, time.Hour), pods: []Pod{ptRunning("w", time.Hour-time.Second, 0)}, want: Late, wantRule: PodAliveNotHeartbeating},
-		{name: "alive by Kubernetes at exactly hung_worker_grace", row: ptWorker("r", "1@w", ltWorkerTTL+ltGrace+DefaultHungWorkerGrace, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 0)}, want: Late, wantRule: PodAliveNotHeartbeating},
-		{name: "alive by Kubernetes past hung_worker_grace: dead", row: ptWorker("r", "1@w", ltWorkerTTL+ltGrace+DefaultHungWorkerGrace+1, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 0)}, want: Dead, wantRule: PodHungTooLong},
-		{name: "container started after the row: not the row's process", row: ptWorker("r", "1@w", dead, time.Hour), pods: []Pod{ptRunning("w", 50*time.Minute, 1)}, want: Dead, wantRule: PodSeen},
-		{name: "not PID 1: the container proves nothing of that process", row: ptWorker("r", "7@w", dead, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 0)}, want: Dead, wantRule: PodSeen},
-		{name: "pod not running", row: ptWorker("r", "1@w", dead, time.Hour), pods: []Pod{{Name: "w", Phase: "Failed", Container: &Container{Name: "worker", Running: true, StartedAt: ptAt(2 * time.Hour)}}}, want: Dead, wantRule: PodSeen},
-		{name: "container of the row's process ended after its heartbeat", row: ptWorker("r", "1@w", dead, time.Hour), pods: []Pod{{Name: "w", Phase: "Running", Container: &Container{Name: "worker", FinishedAt: ptAt(time.Minute)}}}, want: Dead, wantRule: PodRestarted},
+// ptSeen remembers every name as seen by an earlier list.
+func ptSeen(names ...string) map[string]SeenPod {
+	out := map[string]SeenPod{}
+	for _, n := range names {
+		out[n] = SeenPod{UID: "uid-" + n, Seen: ltNow.Add(-time.Minute)}
 	}
+	return out
+}
+
+type ptCase struct {
+	name     string
+	row      AppStatus
+	pods     []Pod
+	seen     []string // names an earlier list showed
+	noLive   bool     // leave out the live worker (and its pod)
+	livePod  bool     // keep the live worker's row but not its pod
+	extra    []AppStatus
+	want     Liveness
+	wantRule PodRule
+}
+
+func (tc ptCase) run(t *testing.T) {
+	t.Helper()
+	rows := append([]AppStatus{tc.row}, tc.extra...)
+	pods := tc.pods
+	if !tc.noLive {
+		rows = append(rows, ptLiveRow)
+		if !tc.livePod {
+			pods = append(pods, ptLivePod)
+		}
+	}
+	f := NewFleet(rows, ltNow, ltGrace).WithPods(NewPodView(pods, ptSeen(append(tc.seen, "live")...)), ptRules)
+	_, live, ok := f.Row(tc.row.ID)
+	require.True(t, ok)
+	require.Equal(t, tc.want, live, "row liveness")
+	o := f.Owner(tc.row.Name)
+	require.Equal(t, tc.want, o.Liveness, "owner liveness")
+	if tc.wantRule == "" {
+		require.Nil(t, o.Kubernetes)
+		return
+	}
+	require.NotNil(t, o.Kubernetes)
+	require.Equal(t, tc.wantRule, o.Kubernetes.Rule)
+}
+
+func ptRun(t *testing.T, cases []ptCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rows := []AppStatus{tc.row}
-			pods := tc.pods
-			if !tc.noLive {
-				rows = append(rows, ptLiveRow)
-				if !tc.livePod {
-					pods = append(pods, ptLivePod)
-				}
-			}
-			f := NewFleet(rows, ltNow, ltGrace).WithPods(NewPodView(pods), ptRules)
-			_, live, ok := f.Row(tc.row.ID)
-			require.True(t, ok)
-			require.Equal(t, tc.want, live, "row liveness")
-			o := f.Owner(tc.row.Name)
-			require.Equal(t, tc.want, o.Liveness, "owner liveness")
-			if tc.wantRule == "" {
-				require.Nil(t, o.Kubernetes)
-				return
-			}
-			require.NotNil(t, o.Kubernetes)
-			require.Equal(t, tc.wantRule, o.Kubernetes.Rule)
+			tc.run(t)
 		})
 	}
+}
+
+const (
+	ptLate = ltWorkerTTL + 10*time.Second          // past ttl, within grace
+	ptDead = ltWorkerTTL + ltGrace + 2*time.Minute // past ttl + grace, within hung_worker_grace
+)
+
+func ptAPI(r AppStatus) AppStatus {
+	r.AppType = "api"
+	return r
+}
+
+// Rule 2: absence proves death only for a pod an earlier list showed, in a
+// trusted view.
+func TestPodRulesAbsence(t *testing.T) {
+	t.Parallel()
+	ptRun(t, []ptCase{
+		{name: "seen pod gone, late: dead now", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"}, want: Dead, wantRule: PodGone},
+		{name: "seen pod gone, already dead", row: ptWorker("r", "1@w", ptDead, time.Hour), seen: []string{"w"}, want: Dead, wantRule: PodGone},
+		{name: "never seen (VM worker, relabelled pod): left alone", row: ptWorker("r", "1@vm", ptLate, time.Hour), want: Late, wantRule: PodNotInView},
+		{name: "fresh heartbeat, no pod: outside the view, report only", row: ptWorker("r", "1@w", time.Second, time.Hour), seen: []string{"w"}, want: Alive, wantRule: PodOutsideView},
+		{name: "a live worker has no pod: view not trusted", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"}, livePod: true, want: Late, wantRule: PodNotInView},
+		{name: "no worker alive: a slow database, not pods gone", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"}, noLive: true, want: Late, wantRule: PodNotInView},
+		{name: "a late worker never seen makes the view untrusted", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"},
+			extra: []AppStatus{ptWorker("vm", "1@vm", ptLate, time.Hour)}, want: Late, wantRule: PodNotInView},
+		{name: "a dead worker never seen does not (old rows of a rolling restart)", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"},
+			extra: []AppStatus{ptWorker("old", "1@old", ptDead, time.Hour)}, want: Dead, wantRule: PodGone},
+		{name: "hostname may be a truncated pod name", row: ptWorker("r", "1@w-truncat", ptLate, time.Hour), seen: []string{"w-truncat"}, pods: []Pod{ptRunning("w-truncated-name", time.Hour, 0)}, want: Late, wantRule: PodNotInView},
+		{name: "api row, seen pod gone", row: ptAPI(ptWorker("r", "7@api", ptLate, time.Hour)), seen: []string{"api"}, want: Dead, wantRule: PodGone},
+		{name: "content row: not covered by the selector", row: func() AppStatus { r := ptWorker("r", "7@content", ptLate, time.Hour); r.AppType = "content"; return r }(), seen: []string{"content"}, want: Late},
+		{name: "not a pid@host name", row: ptWorker("r", "immediate-x", ptLate, time.Hour), want: Late},
+	})
+}
+
+// Rule 5: an incarnation the kubelet reports ended makes its rows dead at
+// once, whatever their heartbeat age.
+func TestPodRulesEndedIncarnation(t *testing.T) {
+	t.Parallel()
+	oom := func(p Pod) Pod { return ptEnded(p, 3*time.Second, "OOMKilled", 137) }
+	restartedOOM := func(started time.Duration) Pod {
+		return ptWith(ptRunning("w", started, 1), func(p *Pod) {
+			p.Container.LastTerminated = &Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: ptAt(started + time.Second)}
+		})
+	}
+	ptRun(t, []ptCase{
+		{name: "OOM-killed 3 s ago, heartbeat 8 s ago (alive): dead at once", row: ptWorker("r", "1@w", 8*time.Second, time.Hour), pods: []Pod{oom(ptRunning("w", 2*time.Hour, 0))}, want: Dead, wantRule: PodContainerEnded},
+		{name: "OOM-killed and restarted 2 s ago, heartbeat 8 s ago: dead at once", row: ptWorker("r", "1@w", 8*time.Second, time.Hour), pods: []Pod{restartedOOM(2 * time.Second)}, want: Dead, wantRule: PodRestarted},
+		{name: "restarted, late: dead now", row: ptWorker("r", "1@w", ptLate, time.Hour), pods: []Pod{ptRunning("w", ptLate-5*time.Second, 1)}, want: Dead, wantRule: PodRestarted},
+		{name: "waiting after an end (CrashLoopBackOff): dead at once", row: ptWorker("r", "1@w", 8*time.Second, time.Hour),
+			pods: []Pod{ptWith(ptRunning("w", 2*time.Hour, 1), func(p *Pod) {
+				p.Container.Running, p.Container.StartedAt = false, nil
+				p.Container.LastTerminated.FinishedAt = ptAt(3 * time.Second)
+			})}, want: Dead, wantRule: PodContainerEnded},
+		{name: "evicted: phase Failed reason Evicted, containers terminated", row: ptWorker("r", "1@w", 8*time.Second, time.Hour),
+			pods: []Pod{ptWith(ptEnded(ptRunning("w", 2*time.Hour, 0), 3*time.Second, "Error", 137), func(p *Pod) { p.Phase, p.Reason = "Failed", "Evicted" })}, want: Dead, wantRule: PodContainerEnded},
+		{name: "pod Succeeded", row: ptWorker("r", "1@w", 8*time.Second, time.Hour),
+			pods: []Pod{ptWith(ptEnded(ptRunning("w", 2*time.Hour, 0), 3*time.Second, "Completed", 0), func(p *Pod) { p.Phase = "Succeeded" })}, want: Dead, wantRule: PodContainerEnded},
+		{name: "the successor's row is not the ended incarnation's", row: ptWorker("r", "1@w", time.Second, 20*time.Second), pods: []Pod{restartedOOM(25 * time.Second)}, want: Alive, wantRule: PodSeen},
+		{name: "row created within the margin before the end: no proof", row: ptWorker("r", "1@w", 8*time.Second, 4*time.Second), pods: []Pod{oom(ptRunning("w", 2*time.Hour, 0))}, want: Alive, wantRule: PodSeen},
+		{name: "heartbeat after the end: not the ended incarnation's", row: ptWorker("r", "1@w", 0, time.Hour), pods: []Pod{oom(ptRunning("w", 2*time.Hour, 0))}, want: Alive, wantRule: PodSeen},
+		{name: "never restarted, started after the row: an earlier pod of the name, no proof", row: ptWorker("r", "1@w", ptLate, time.Hour),
+			pods: []Pod{ptWith(ptRunning("w", 30*time.Second, 0), func(p *Pod) { p.StartTime = ptAt(40 * time.Second) })}, want: Late, wantRule: PodSeen},
+		{name: "row created before the pod started: an earlier pod of the name, no proof", row: ptWorker("r", "1@w", ptLate, 4*time.Hour), pods: []Pod{ptRunning("w", time.Minute, 1)}, want: Late, wantRule: PodSeen},
+		{name: "no pod start time: no proof", row: ptWorker("r", "1@w", ptLate, time.Hour), pods: []Pod{ptWith(ptRunning("w", 20*time.Second, 1), func(p *Pod) { p.StartTime = nil })}, want: Late, wantRule: PodSeen},
+		{name: "version 4 row id, no creation time: no proof", row: func() AppStatus { r := ptWorker("r", "1@w", ptLate, time.Hour); r.PulpCreated = time.Time{}; return r }(), pods: []Pod{ptRunning("w", 20*time.Second, 1)}, want: Late, wantRule: PodSeen},
+		{name: "end without a time (ContainerStatusUnknown): no proof", row: ptWorker("r", "1@w", ptLate, time.Hour),
+			pods: []Pod{ptWith(ptRunning("w", 2*time.Hour, 1), func(p *Pod) {
+				p.Container.Running, p.Container.StartedAt = false, nil
+				p.Container.LastTerminated = &Termination{Reason: "ContainerStatusUnknown", ExitCode: 137}
+			})}, want: Late, wantRule: PodSeen},
+		{name: "untrusted view (wrong context): restart not applied", row: ptWorker("r", "1@w", ptLate, time.Hour), pods: []Pod{ptRunning("w", 10*time.Second, 1)}, livePod: true, want: Late, wantRule: PodSeen},
+		{name: "api row: the API container's restart", row: ptAPI(ptWorker("r", "7@api", 5*time.Second, time.Hour)),
+			pods: []Pod{ptWith(ptRunning("api", 2*time.Hour, 0), func(p *Pod) { p.API, p.Container = ptRunning("api", 2*time.Second, 1).Container, nil })}, want: Dead, wantRule: PodRestarted},
+		{name: "api row: a sidecar-free worker container's restart says nothing", row: ptAPI(ptWorker("r", "7@api", 5*time.Second, time.Hour)),
+			pods: []Pod{ptRunning("api", 2*time.Second, 1)}, want: Alive, wantRule: PodSeen},
+	})
+}
+
+// Rule 1: only a pod that could be running holds a worker alive.
+func TestPodRulesHold(t *testing.T) {
+	t.Parallel()
+	running := ptRunning("w", 2*time.Hour, 0)
+	ptRun(t, []ptCase{
+		{name: "could run, running since before its row: held", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{running}, want: Late, wantRule: PodAliveNotHeartbeating},
+		{name: "restarts before the row count for nothing", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 4)}, want: Late, wantRule: PodAliveNotHeartbeating},
+		{name: "started within the margin after the row", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptRunning("w", time.Hour-time.Second, 0)}, want: Late, wantRule: PodAliveNotHeartbeating},
+		{name: "at exactly hung_worker_grace", row: ptWorker("r", "1@w", ltWorkerTTL+ltGrace+DefaultHungWorkerGrace, time.Hour), pods: []Pod{running}, want: Late, wantRule: PodAliveNotHeartbeating},
+		{name: "past hung_worker_grace: dead", row: ptWorker("r", "1@w", ltWorkerTTL+ltGrace+DefaultHungWorkerGrace+1, time.Hour), pods: []Pod{running}, want: Dead, wantRule: PodHungTooLong},
+		{name: "node crash at 40 s: Ready False, phase Running: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptNodeLost(running)}, want: Dead, wantRule: PodSeen},
+		{name: "node crash at 300 s: deletionTimestamp and DisruptionTarget: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptTaintEvicted(running)}, want: Dead, wantRule: PodSeen},
+		{name: "DisruptionTarget alone: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptWith(running, func(p *Pod) { p.Disruption = "EvictionByEvictionAPI" })}, want: Dead, wantRule: PodSeen},
+		{name: "deletion timestamp alone: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptWith(running, func(p *Pod) { p.Terminating = true })}, want: Dead, wantRule: PodSeen},
+		{name: "ContainersReady False: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptWith(running, func(p *Pod) { p.ContainersReady = false })}, want: Dead, wantRule: PodSeen},
+		{name: "phase Failed by PodGC, stale running status: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptWith(running, func(p *Pod) { p.Phase, p.Disruption = "Failed", "DeletionByPodGC" })}, want: Dead, wantRule: PodSeen},
+		{name: "phase Pending: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptWith(running, func(p *Pod) { p.Phase = "Pending" })}, want: Dead, wantRule: PodSeen},
+		{name: "node crash, row only late: stays late, as without Kubernetes", row: ptWorker("r", "1@w", ptLate, time.Hour), pods: []Pod{ptNodeLost(running)}, want: Late, wantRule: PodSeen},
+		{name: "not PID 1: the container proves nothing of that process", row: ptWorker("r", "7@w", ptDead, time.Hour), pods: []Pod{running}, want: Dead, wantRule: PodSeen},
+		{name: "no container status", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptWith(running, func(p *Pod) { p.Container = nil })}, want: Dead, wantRule: PodSeen},
+		{name: "version 4 row id: never held", row: func() AppStatus { r := ptWorker("r", "1@w", ptDead, time.Hour); r.PulpCreated = time.Time{}; return r }(), pods: []Pod{running}, want: Dead, wantRule: PodSeen},
+	})
 }
 
 func TestPodRulesSameNameRestart(t *testing.T) {
@@ -109,7 +233,7 @@ func TestPodRulesSameNameRestart(t *testing.T) {
 	// same name and the new process already heartbeats in a row of its own.
 	old := ptWorker("old", "1@w", 40*time.Second, time.Hour)
 	successor := ptWorker("new", "1@w", time.Second, 30*time.Second)
-	f := NewFleet([]AppStatus{old, successor}, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptRunning("w", 35*time.Second, 1)}), ptRules)
+	f := NewFleet([]AppStatus{old, successor}, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptRunning("w", 35*time.Second, 1)}, nil), ptRules)
 	_, live, _ := f.Row("old")
 	require.Equal(t, Dead, live, "the old incarnation's row is dead at once")
 	_, live, _ = f.Row("new")
@@ -131,100 +255,88 @@ func TestPodRulesNilViewChangesNothing(t *testing.T) {
 	rows := []AppStatus{ptWorker("r", "1@w", 40*time.Second, time.Hour), ptLiveRow}
 	require.Equal(t, NewFleet(rows, ltNow, ltGrace), NewFleet(rows, ltNow, ltGrace).WithPods(nil, ptRules))
 	var none *Fleet
-	require.Nil(t, none.WithPods(NewPodView(nil), ptRules))
+	require.Nil(t, none.WithPods(NewPodView(nil, nil), ptRules))
 }
 
 func TestPodRulesMassDeathCountsCertainDeaths(t *testing.T) {
 	t.Parallel()
 	rows := []AppStatus{ptLiveRow, ptWorker("a", "1@a", 40*time.Second, time.Hour), ptWorker("b", "1@b", 40*time.Second, time.Hour)}
-	workers, dead := NewFleet(rows, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptLivePod}), ptRules).WorkerCounts(3 * time.Minute)
+	workers, dead := NewFleet(rows, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptLivePod}, ptSeen("a", "b")), ptRules).WorkerCounts(3 * time.Minute)
 	require.Equal(t, 3, workers)
 	require.Equal(t, 2, dead, "pods gone are deaths the mass-death guard sees")
 }
 
-// TestPodRulesOnlyCertainDeathHastens checks, for any fleet and any pods, that
-// the Kubernetes rules make a row or an owner more dead only by the two
-// certain-death rules, and less dead only by holding a dead row as late.
-func TestPodRulesOnlyCertainDeathHastens(t *testing.T) {
+func TestIncarnationEndedSince(t *testing.T) {
 	t.Parallel()
-	rapid.Check(t, func(t *rapid.T) {
-		hosts := []string{"a", "b", "c", "d"}
-		var rows []AppStatus
-		for i := range rapid.IntRange(0, 6).Draw(t, "rows") {
-			pid := rapid.SampledFrom([]string{"1", "7"}).Draw(t, "pid")
-			host := rapid.SampledFrom(hosts).Draw(t, "host")
-			age := time.Duration(rapid.Int64Range(-5, int64(20*time.Minute/time.Second)).Draw(t, "age")) * time.Second
-			created := age + time.Duration(rapid.Int64Range(0, 3600).Draw(t, "created"))*time.Second
-			r := ptWorker(fmt.Sprintf("id-%d", i), pid+"@"+host, age, created)
-			r.AppType = rapid.SampledFrom([]string{"worker", "api", "content"}).Draw(t, "app_type")
-			rows = append(rows, r)
-		}
-		var pods []Pod
-		for _, host := range hosts {
-			if !rapid.Bool().Draw(t, "has pod "+host) {
-				continue
-			}
-			p := Pod{Name: host, Phase: rapid.SampledFrom([]string{"Running", "Pending", "Failed"}).Draw(t, "phase")}
-			if rapid.Bool().Draw(t, "has container") {
-				c := &Container{Name: "worker", Running: rapid.Bool().Draw(t, "running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, "restarts"))}
-				at := ptAt(time.Duration(rapid.Int64Range(0, 7200).Draw(t, "container time")) * time.Second)
-				if c.Running {
-					c.StartedAt = at
-				} else if rapid.Bool().Draw(t, "finished") {
-					c.FinishedAt = at
-				}
-				p.Container = c
-			}
-			pods = append(pods, p)
-		}
-		plain := NewFleet(rows, ltNow, ltGrace)
-		withPods := NewFleet(rows, ltNow, ltGrace).WithPods(NewPodView(pods), ptRules)
-		certain := func(e *PodEvidence) bool { return e != nil && (e.Rule == PodGone || e.Rule == PodRestarted) }
-		for _, r := range rows {
-			_, before, _ := plain.Row(r.ID)
-			_, after, _ := withPods.Row(r.ID)
-			rule, _, _ := rowRule(r, before, ltNow, ltGrace, NewPodView(pods), ptRules, viewTrusted(plain.rows, ltNow, ltGrace, NewPodView(pods)))
-			switch {
-			case after < before:
-				if rule != PodGone && rule != PodRestarted {
-					t.Fatalf("row %s %s → %s by %q", r.Name, before, after, rule)
-				}
-				if before != Late {
-					t.Fatalf("row %s was %s: only a late row can be hastened", r.Name, before)
-				}
-			case after > before:
-				if rule != PodAliveNotHeartbeating || before != Dead || after != Late {
-					t.Fatalf("row %s %s → %s by %q", r.Name, before, after, rule)
-				}
-			}
-		}
-		for _, o := range plain.Owners() {
-			after := withPods.Owner(o.Name)
-			if after.Liveness < o.Liveness && !certain(after.Kubernetes) {
-				t.Fatalf("owner %s %s → %s by %+v", o.Name, o.Liveness, after.Liveness, after.Kubernetes)
-			}
-			if after.Liveness == Alive && o.Liveness != Alive {
-				t.Fatalf("owner %s made alive by Kubernetes", o.Name)
-			}
-		}
-	})
+	running := ptRunning("w", time.Hour, 0)
+	restarted := ptWith(ptRunning("w", 2*time.Second, 1), func(p *Pod) { p.Container.LastTerminated.Reason = "OOMKilled" })
+	restartedAgain := ptWith(ptRunning("w", time.Second, 2), func(p *Pod) {})
+	cases := []struct {
+		name   string
+		before *Pod
+		now    Pod
+		want   bool
+	}{
+		{"first sight, running, never restarted", nil, running, false},
+		{"first sight, restarted once", nil, restarted, true},
+		{"running, unchanged", &running, running, false},
+		{"restart count grown", &running, restarted, true},
+		{"restart count grown again", &restarted, restartedAgain, true},
+		{"restarted, unchanged", &restarted, restarted, false},
+		{"terminated now", &running, ptEnded(running, time.Second, "OOMKilled", 137), true},
+		{"Ready False only (node lost): no report", &running, ptNodeLost(running), false},
+		{"deletion timestamp only: no report", &running, ptWith(running, func(p *Pod) { p.Terminating = true }), false},
+		{"another pod of the name", &restarted, ptWith(restarted, func(p *Pod) { p.UID = "other" }), true},
+		{"API container terminated", &running, ptWith(running, func(p *Pod) { p.API = ptEnded(running, time.Second, "Error", 1).Container }), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, IncarnationEndedSince(tc.before, tc.now))
+		})
+	}
 }
 
-func TestCreatedFromID(t *testing.T) {
+// The decision functions, called directly.
+func TestPodDecisionFunctions(t *testing.T) {
 	t.Parallel()
-	// 0x0192_7b2a_3c4d ms = 2024-10-13T...; a version 7 UUID.
-	at, ok := createdFromID("01927b2a-3c4d-7abc-8def-0123456789ab")
-	require.True(t, ok)
-	require.Equal(t, time.UnixMilli(0x01927b2a3c4d).UTC(), at)
-	for _, id := range []string{"", "r", "01927b2a-3c4d-4abc-8def-0123456789ab", "01927b2a-3c4d-7abc-8def-0123456789a", "0192zb2a-3c4d-7abc-8def-0123456789ab"} {
-		_, ok := createdFromID(id)
-		require.False(t, ok, id)
+	ready := ptRunning("w", 2*time.Hour, 0)
+	for name, tc := range map[string]struct {
+		pod  Pod
+		want bool
+	}{
+		"running and ready":          {ready, true},
+		"Ready False":                {ptNodeLost(ready), false},
+		"taint-evicted":              {ptTaintEvicted(ready), false},
+		"ContainersReady False":      {ptWith(ready, func(p *Pod) { p.ContainersReady = false }), false},
+		"phase Pending":              {ptWith(ready, func(p *Pod) { p.Phase = "Pending" }), false},
+		"phase Failed (PodGC)":       {ptWith(ready, func(p *Pod) { p.Phase, p.Disruption = "Failed", "DeletionByPodGC" }), false},
+		"DisruptionTarget, eviction": {ptWith(ready, func(p *Pod) { p.Disruption = "EvictionByEvictionAPI" }), false},
+	} {
+		require.Equal(t, tc.want, tc.pod.CouldRun(), name)
 	}
-	// A row without a creation time is never held alive by Kubernetes.
-	r := ptWorker("r", "1@w", ltWorkerTTL+ltGrace+time.Minute, time.Hour)
-	r.PulpCreated = time.Time{}
-	f := NewFleet([]AppStatus{r, ptLiveRow}, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptRunning("w", 2*time.Hour, 0), ptLivePod}), ptRules)
-	require.Equal(t, Dead, f.Owner("1@w").Liveness)
+
+	row := ptWorker("r", "1@w", 8*time.Second, time.Hour)
+	rule, ok := endedRule(row, ptEnded(ready, 3*time.Second, "OOMKilled", 137), DefaultClockSkew)
+	require.True(t, ok)
+	require.Equal(t, PodContainerEnded, rule)
+	rule, ok = endedRule(row, ptRunning("w", 2*time.Second, 1), DefaultClockSkew)
+	require.True(t, ok)
+	require.Equal(t, PodRestarted, rule)
+	_, ok = endedRule(row, ready, DefaultClockSkew)
+	require.False(t, ok, "running, never restarted: no end reported")
+	_, ok = endedRule(ptAPI(row), ptRunning("w", 2*time.Second, 1), DefaultClockSkew)
+	require.False(t, ok, "an api row is judged by the API container")
+
+	dead := ptWorker("r", "1@w", ptDead, time.Hour)
+	require.True(t, holdsLife(dead, ready, DefaultClockSkew))
+	require.False(t, holdsLife(dead, ptNodeLost(ready), DefaultClockSkew))
+	require.False(t, holdsLife(dead, ptRunning("w", 50*time.Minute, 1), DefaultClockSkew), "started after the row")
+	require.False(t, holdsLife(ptAPI(dead), ready, DefaultClockSkew), "no API container")
+
+	end, _, ok := ready.Container.EndedBefore()
+	require.False(t, ok)
+	require.Zero(t, end)
 }
 
 // TestWorkerRowsPodProven: a death the pods prove (the pod gone, the

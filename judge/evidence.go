@@ -123,10 +123,16 @@ func (j *judge) numberOwners() {
 func (j *judge) lockOwners() []OwnerReport {
 	out := make([]OwnerReport, len(j.ix.owners))
 	for n, name := range j.ix.owners {
-		e := j.owners.numbered[n]
-		out[n] = OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: j.byOwner[n]}
+		out[n] = ownerReport(name, j.owners.numbered[n], j.byOwner[n])
 	}
 	return out
+}
+
+// ownerReport is the one report of an owner of holdings, built from its
+// evidence, for every plan (audit, once, release): liveness, heartbeat age
+// and the pod evidence.
+func ownerReport(name string, e Evidence, holdings int) OwnerReport {
+	return OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: holdings, Kubernetes: e.Kubernetes}
 }
 
 // taskLocksSeen lists the task lock keys the snapshot saw each owner hold,

@@ -10,9 +10,11 @@ import (
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
-// kpPods draws pods for some of the hosts ptGen's owner names use, with
-// running, restarted and ended worker containers, and gives each AppStatus
-// row a creation time.
+// kpPods draws pods for some of the hosts ptGen's owner names use, in any
+// state Kubernetes' controllers and the kubelet leave one in (conditions,
+// deletion, DisruptionTarget, phases, running, restarted and ended
+// containers), a memory of earlier lists, and gives each AppStatus row a
+// creation time.
 func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 	for i := range c.snap.AppStatuses {
 		r := &c.snap.AppStatuses[i]
@@ -24,25 +26,57 @@ func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 		hosts[host] = true
 	}
 	var pods []heartbeat.Pod
+	seen := map[string]heartbeat.SeenPod{}
 	for _, host := range []string{"worker-0", "worker-1", "worker-2", "worker-3", "api-0", "api-1"} {
-		if !hosts[host] || !rapid.Bool().Draw(t, "pod of "+host) {
+		if !hosts[host] {
 			continue
 		}
-		p := heartbeat.Pod{Name: host, Phase: rapid.SampledFrom([]string{"Running", "Running", "Pending", "Succeeded"}).Draw(t, "phase")}
-		if rapid.IntRange(0, 4).Draw(t, "container status") > 0 {
-			at := c.snap.Now.Add(-ptSeconds(t, 0, 7200, "container time"))
-			ct := &heartbeat.Container{Name: "worker", Running: rapid.Bool().Draw(t, "running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, "restarts"))}
-			if ct.Running {
-				ct.StartedAt = &at
-			} else {
-				ct.FinishedAt = &at
-			}
-			p.Container = ct
+		if rapid.Bool().Draw(t, "seen "+host) {
+			seen[host] = heartbeat.SeenPod{UID: "uid-" + host}
 		}
+		if !rapid.Bool().Draw(t, "pod of "+host) {
+			continue
+		}
+		p := heartbeat.Pod{
+			Name: host, UID: "uid-" + host,
+			Phase:           rapid.SampledFrom([]string{"Running", "Running", "Pending", "Succeeded", "Failed"}).Draw(t, "phase"),
+			Terminating:     rapid.IntRange(0, 3).Draw(t, "terminating") == 0,
+			Ready:           rapid.IntRange(0, 3).Draw(t, "ready") > 0,
+			ContainersReady: rapid.IntRange(0, 3).Draw(t, "containers ready") > 0,
+			Disruption:      rapid.SampledFrom([]string{"", "", "", "DeletionByTaintManager", "EvictionByEvictionAPI"}).Draw(t, "disruption"),
+		}
+		if rapid.IntRange(0, 4).Draw(t, "start time") > 0 {
+			at := c.snap.Now.Add(-ptSeconds(t, 0, 3*3600, "pod start"))
+			p.StartTime = &at
+		}
+		p.Container, p.API = kpContainer(t, c, "worker"), kpContainer(t, c, "api")
 		pods = append(pods, p)
 	}
 	c.p.Kubernetes = heartbeat.PodRules{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
-	return heartbeat.NewPodView(pods)
+	return heartbeat.NewPodView(pods, seen)
+}
+
+// kpContainer draws a container status as the kubelet reports one, or nil.
+func kpContainer(t *rapid.T, c *ptCase, name string) *heartbeat.Container {
+	if rapid.IntRange(0, 4).Draw(t, name+" status") == 0 {
+		return nil
+	}
+	at := func(label string) *time.Time {
+		v := c.snap.Now.Add(-ptSeconds(t, 0, 7200, name+" "+label))
+		return &v
+	}
+	ct := &heartbeat.Container{Name: name, Running: rapid.Bool().Draw(t, name+" running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, name+" restarts"))}
+	switch {
+	case ct.Running:
+		ct.StartedAt = at("started")
+	case rapid.Bool().Draw(t, name+" terminated"):
+		ct.Terminated = &heartbeat.Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
+		ct.FinishedAt = ct.Terminated.FinishedAt
+	}
+	if ct.Restarts > 0 {
+		ct.LastTerminated = &heartbeat.Termination{Reason: "Error", ExitCode: 1, FinishedAt: at("last finished")}
+	}
+	return ct
 }
 
 // kpHastened names the owners and rows Kubernetes made more dead than their
@@ -98,6 +132,39 @@ func TestKubernetesPropertyOnlyCertainDeathReleases(t *testing.T) {
 		for _, tj := range with.Tasks {
 			if tj.Action == ActionUpdate && !updated[tj.ID] && !rows[tj.AppLockID] {
 				t.Fatalf("task %s updated as %s only with pods, its app_lock row %q not dead by Kubernetes", tj.ID, tj.Verdict, tj.AppLockID)
+			}
+		}
+	})
+}
+
+// No pod state yields a later release than without Kubernetes, but for an
+// owner held alive by a pod that could run; and no owner is judged pod-gone
+// that no earlier list showed.
+func TestKubernetesPropertyNeverLaterButForALivePod(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		c := ptGen(t)
+		view := kpPods(t, &c)
+		without := All(c.snap, c.p)
+		snapWith := c.snap
+		snapWith.Pods = view
+		with := All(snapWith, c.p)
+		for _, h := range c.snap.Holdings {
+			before, after := ptJudgement(t, without, h), ptJudgement(t, with, h)
+			if before.Action != ActionRelease || after.Action == ActionRelease {
+				continue
+			}
+			e := after.Evidence().Kubernetes
+			if e == nil || e.Rule != heartbeat.PodAliveNotHeartbeating || !e.CouldRun() {
+				t.Fatalf("%s of %s released without pods (%s), kept with them (%s) by %+v", h.Key, h.Owner, before.Verdict, after.Verdict, e)
+			}
+		}
+		for _, o := range with.FleetOwners {
+			if o.Kubernetes == nil || o.Kubernetes.Rule != heartbeat.PodGone {
+				continue
+			}
+			if !view.SeenBefore(o.Kubernetes.Name) {
+				t.Fatalf("owner %s judged pod-gone, no earlier list showed pod %s", o.Name, o.Kubernetes.Name)
 			}
 		}
 	})

@@ -183,8 +183,7 @@ func (p *Plan) countListed() {
 	}
 	p.LockOwners = make([]OwnerReport, 0, len(byOwner))
 	for _, name := range slices.Sorted(maps.Keys(byOwner)) {
-		e := evidence[name]
-		p.LockOwners = append(p.LockOwners, OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: byOwner[name], Kubernetes: e.Kubernetes})
+		p.LockOwners = append(p.LockOwners, ownerReport(name, evidence[name], byOwner[name]))
 	}
 }
 

@@ -31,7 +31,11 @@ const (
 	// DefaultContainer is pulp-operator's worker container name
 	// (controllers/deployment.go, setContainers).
 	DefaultContainer = "worker"
-	DefaultTimeout   = 5 * time.Second
+	// DefaultAPIContainer is pulp-operator's API container name (the same
+	// setContainers); with telemetry on, its API pods also run the
+	// otel-collector-sidecar container (controllers/telemetry.go).
+	DefaultAPIContainer = "api"
+	DefaultTimeout      = 5 * time.Second
 	// serviceAccountNamespace holds the namespace of the pod's service account.
 	serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 )
@@ -47,6 +51,8 @@ type Config struct {
 	Selector string
 	// Container is the worker container's name; DefaultContainer when empty.
 	Container string
+	// APIContainer is the API container's name; DefaultAPIContainer when empty.
+	APIContainer string
 	// Timeout bounds each list. DefaultTimeout when zero.
 	Timeout time.Duration
 	// Kubeconfig, when set (--kubeconfig or KUBECONFIG), is used instead of
@@ -88,6 +94,7 @@ func Open(ctx context.Context, cfg Config) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	src.WithAPIContainer(cfg.APIContainer)
 	if cfg.Enabled == EnabledTrue {
 		return Decision{Source: src, Reason: "kubernetes.enabled is true"}, nil
 	}

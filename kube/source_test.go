@@ -127,7 +127,7 @@ func TestListPodsSelectsWorkerAndAPIPods(t *testing.T) {
 	started := stStart
 	require.Equal(t, []heartbeat.Pod{
 		{Name: "example-worker-6d9f-abcde", Phase: "Running", Container: &heartbeat.Container{Name: "worker", Running: true, StartedAt: &started, Restarts: 2}},
-		{Name: "example-api-6d9f-fghij", Phase: "Running", Container: &heartbeat.Container{Name: "api", Running: true, StartedAt: &started}},
+		{Name: "example-api-6d9f-fghij", Phase: "Running", API: &heartbeat.Container{Name: "api", Running: true, StartedAt: &started}},
 	}, pods)
 	require.Equal(t, "namespace pulp, selector "+DefaultSelector, src.Where())
 }
@@ -227,7 +227,7 @@ func TestPodEvidenceOfContainerStates(t *testing.T) {
 		byName[p.Name] = p
 	}
 	require.Len(t, byName, 5)
-	require.Equal(t, &heartbeat.Container{Name: "worker", FinishedAt: &ended, Restarts: 3}, byName["example-worker-crashed"].Container)
+	require.Equal(t, &heartbeat.Container{Name: "worker", FinishedAt: &ended, Restarts: 3, LastTerminated: &heartbeat.Termination{FinishedAt: &ended}}, byName["example-worker-crashed"].Container)
 	require.Equal(t, "Failed", byName["example-worker-done"].Phase)
 	require.Equal(t, &ended, byName["example-worker-done"].Container.FinishedAt)
 	require.Nil(t, byName["example-worker-sidecar"].Container, "no worker container among two")

@@ -19,6 +19,9 @@ const (
 	// SeenAliveKey is lock-reaper's own hash of the worker rows passes saw
 	// alive: the mass-death guard's memory.
 	SeenAliveKey = "pulp:lock_reaper:seen_alive"
+	// PodsSeenKey is lock-reaper's own hash of the pods earlier complete
+	// lists showed (pod_memory.go).
+	PodsSeenKey = "pulp:lock_reaper:pods_seen"
 )
 
 // MaxOwnerLen bounds an owner name; pulpcore's are pid@hostname or

@@ -48,10 +48,11 @@ type KubernetesReport struct {
 // PodRuleNone counts, in OwnersByEvidence, the owners Kubernetes says nothing of.
 const PodRuleNone heartbeat.PodRule = "none"
 
-// readPods lists the pods once for this pass, within timeout. A failure is
-// never the pass's: it is reported, and the snapshot has no pods, so the
-// judge decides as it would without Kubernetes.
-func (r *Reaper) readPods(ctx context.Context, rep *Report) *heartbeat.PodView {
+// readPods lists the pods once for this pass, within timeout, and gives the
+// view the pods earlier lists showed; the list is then remembered (in Redis
+// too unless dryRun). A failure is never the pass's: it is reported, and the
+// snapshot has no pods, so the judge decides as it would without Kubernetes.
+func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) *heartbeat.PodView {
 	src := r.cfg.PodSource
 	if src == nil {
 		return nil
@@ -70,7 +71,10 @@ func (r *Reaper) readPods(ctx context.Context, rep *Report) *heartbeat.PodView {
 		return nil
 	}
 	rep.Kubernetes.Pods = len(pods)
-	return heartbeat.NewPodView(pods)
+	now := time.Now()
+	seen := r.rememberedPods(ctx, src.Where(), now)
+	r.rememberPods(ctx, src.Where(), pods, now, dryRun)
+	return heartbeat.NewPodView(pods, seen)
 }
 
 // noteKubernetes counts the owners by evidence and warns of the workers that
@@ -97,7 +101,7 @@ func (r *Reaper) noteKubernetes(plan *Plan, rep *Report) {
 // PodRules are the Kubernetes rules in the order reports list them.
 func PodRules() []heartbeat.PodRule {
 	return slices.Sorted(maps.Keys(map[heartbeat.PodRule]bool{
-		heartbeat.PodSeen: true, heartbeat.PodGone: true, heartbeat.PodRestarted: true, heartbeat.PodAliveNotHeartbeating: true,
+		heartbeat.PodSeen: true, heartbeat.PodGone: true, heartbeat.PodRestarted: true, heartbeat.PodContainerEnded: true, heartbeat.PodAliveNotHeartbeating: true,
 		heartbeat.PodHungTooLong: true, heartbeat.PodOutsideView: true, heartbeat.PodNotInView: true, PodRuleNone: true,
 	}))
 }

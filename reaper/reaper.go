@@ -1,9 +1,9 @@
 // Package reaper finds and releases stale Pulp locks and lost tasks.
 //
-// One pass reads a snapshot (Redis first, then the database), judges it with
-// the pure function Judge, acts on the plan with writes that are each
-// conditional on what was observed, and returns a Report of what it found and
-// did.
+// One pass reads a snapshot (the pods when Kubernetes evidence is on, then
+// Redis, then the database), judges it with the pure function Judge, acts on
+// the plan with writes that are each conditional on what was observed, and
+// returns a Report of what it found and did.
 package reaper
 
 import (
@@ -98,6 +98,8 @@ type Reaper struct {
 	rdb  redis.UniversalClient
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	// pods remembers the pods earlier passes' lists showed.
+	pods podMemory
 }
 
 // New validates the configuration and returns a Reaper.
@@ -189,7 +191,13 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 // snapshot reads Redis, then the database. A lock seen in Redis was taken
 // after its owner's AppStatus row and its task row were written, so reading
 // the database second keeps every lock's evidence at least as new as the lock.
+//
+// The pods are listed first, before Redis and the database: a same-name
+// successor that starts during the pass then writes its row before the
+// database is read, so the name guard sees it alive, and no pod fact is
+// weighed against heartbeats older than itself.
 func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (Snapshot, error) {
+	pods := r.readPods(ctx, rep, opts.Mode == ModeAudit)
 	suspects, err := readSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
 		return Snapshot{}, inStep("reading the remembered suspects from", SystemRedis, err)
@@ -214,9 +222,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	snap := Snapshot{
 		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
 		Tasks: ds.tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
-		// Pods are listed after the database, so that their evidence is at
-		// least as new as the heartbeats it is weighed against.
-		Pods: r.readPods(ctx, rep),
+		Pods: pods,
 	}
 	rep.DBNow = ds.now
 	if ds.notWritable != nil {

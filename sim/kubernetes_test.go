@@ -150,6 +150,8 @@ func TestKubernetesDeletedPodCleanedWithoutTheGrace(t *testing.T) {
 	cfg := testConfig()
 	cfg.HeartbeatGrace = 8 * time.Second
 	f, b, running, owner, blocked := kbFleet(t, cfg)
+	// A pass sees the pods: only a pod an earlier list showed is gone.
+	kbPass(t, f, b, cfg, reaper.ModeOnce, true, nil)
 
 	replacement, err := f.DeletePod(b.ctx, owner)
 	require.NoError(t, err)

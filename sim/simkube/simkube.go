@@ -12,11 +12,13 @@ package simkube
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lock-reaper/lock-reaper/kube"
 	"github.com/lock-reaper/lock-reaper/sim"
@@ -86,6 +88,7 @@ func (l *Lister) List(ctx context.Context, opts metav1.ListOptions) (*corev1.Pod
 // the API's resolution.
 func Object(p sim.Pod) corev1.Pod {
 	c := p.Container
+	created := metav1.NewTime(p.Created)
 	status := corev1.ContainerStatus{Name: c.Name, RestartCount: c.Restarts, Ready: c.Running, Started: &c.Running}
 	ended := &corev1.ContainerStateTerminated{ExitCode: c.ExitCode, Reason: "Error", FinishedAt: metav1.NewTime(c.FinishedAt)}
 	switch {
@@ -100,7 +103,7 @@ func Object(p sim.Pod) corev1.Pod {
 	}
 	return corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: p.Name, Namespace: Namespace, CreationTimestamp: metav1.NewTime(p.Created),
+			Name: p.Name, Namespace: Namespace, CreationTimestamp: created, UID: types.UID("uid-" + p.Name + "-" + strconv.FormatInt(p.Created.UnixNano(), 36)),
 			Labels: map[string]string{
 				"app.kubernetes.io/managed-by": "pulp-operator",
 				"app.kubernetes.io/component":  p.Component,
@@ -109,6 +112,16 @@ func Object(p sim.Pod) corev1.Pod {
 			},
 		},
 		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: c.Name}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPhase(p.Phase), ContainerStatuses: []corev1.ContainerStatus{status}},
+		Status: corev1.PodStatus{Phase: corev1.PodPhase(p.Phase), StartTime: &created, Conditions: conditions(p), ContainerStatuses: []corev1.ContainerStatus{status}},
 	}
+}
+
+// conditions are the pod's Ready and ContainersReady as the kubelet reports
+// them: True while the pod runs its running container.
+func conditions(p sim.Pod) []corev1.PodCondition {
+	ready := corev1.ConditionFalse
+	if p.Phase == string(corev1.PodRunning) && p.Container.Running {
+		ready = corev1.ConditionTrue
+	}
+	return []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}, {Type: corev1.ContainersReady, Status: ready}}
 }

@@ -72,7 +72,11 @@ func TestSourceReadsThePodsAsTheRulesNeed(t *testing.T) {
 
 	api := byName["api"]
 	require.Equal(t, sim.PodPhaseRunning, api.Phase)
-	require.Equal(t, sim.AppTypeAPI, api.Container.Name, "a single-container pod's container stands for the worker's")
+	require.Equal(t, sim.AppTypeAPI, api.API.Name, "the API pod's container is the API container")
+	require.Nil(t, api.Container)
+	require.True(t, api.CouldRun(), "Ready and ContainersReady while it runs")
+	require.NotNil(t, api.StartTime)
+	require.NotEmpty(t, api.UID)
 }
 
 // TestListerAppliesTheSelectorAndFails: a selector matching no component

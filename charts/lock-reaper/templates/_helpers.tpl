@@ -130,7 +130,7 @@ it, so that `helm template` and `helm install` stop with the same message.
 {{- if eq .Values.mode "sidecar" }}
 {{- include "lock-reaper.requireNativeSidecars" . }}
 {{- if .Values.kubernetes.enabled }}
-{{- fail "kubernetes.enabled with mode: sidecar: the sidecar runs under the Pulp worker pod's service account, which this chart does not manage; grant it get and list on pods yourself and set REAPER_KUBERNETES_ENABLED in extraEnv" }}
+{{- fail "kubernetes.enabled with mode: sidecar: the sidecar runs under the Pulp worker pod's service account, which this chart does not manage; grant it list and watch on pods yourself and set REAPER_KUBERNETES_ENABLED in extraEnv" }}
 {{- end }}
 {{- end }}
 {{- if and .Values.podMonitor.enabled (ne .Values.mode "sidecar") }}
