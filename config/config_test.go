@@ -478,14 +478,15 @@ func TestKubernetesSettings(t *testing.T) {
 	c, err := load(t, "", map[string]string{
 		"REAPER_KUBERNETES_ENABLED": "true", "REAPER_KUBERNETES_NAMESPACE": "pulp",
 		"REAPER_KUBERNETES_SELECTOR": "app=pulp-worker", "REAPER_KUBERNETES_HUNG_WORKER_GRACE": "3m",
-		"KUBECONFIG": "/home/me/.kube/config",
+		"KUBECONFIG": "/home/me/.kube/config:/home/me/.kube/other",
 	})
 	require.NoError(t, err)
 	require.Equal(t, "true", c.Kubernetes.Enabled)
 	require.Equal(t, "pulp", c.Kubernetes.Namespace)
 	require.Equal(t, "app=pulp-worker", c.Kubernetes.Selector)
 	require.Equal(t, 3*time.Minute, c.Kubernetes.HungWorkerGrace)
-	require.Equal(t, "/home/me/.kube/config", c.Kubernetes.Kubeconfig)
+	require.Empty(t, c.Kubernetes.Kubeconfig)
+	require.Equal(t, "/home/me/.kube/config:/home/me/.kube/other", c.Kubernetes.KubeconfigEnv, "a list, as kubectl reads it")
 
 	for env, want := range map[string]string{
 		"REAPER_KUBERNETES_ENABLED":           "want one of auto, true, false",
