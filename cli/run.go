@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 
+	"k8s.io/klog/v2"
+
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/daemon"
+	"github.com/lock-reaper/lock-reaper/kube"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -31,15 +34,22 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	}
 	// No --force here: a daemon that ignores the mass-death guard on every
 	// pass would release a whole fleet's locks during a database outage.
-	r, s, code, ok := newReaper(fs, loader, env, false)
+	r, s, code, ok := newReaperWith(fs, loader, env, false, true)
 	if !ok {
 		return code
 	}
 	defer s.close()
+	dc := withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s)
+	if s.pods != nil {
+		// The watch ends before the deferred close, with the daemon.
+		stopWatch := watchPods(ctx, s.pods, s.log)
+		defer stopWatch()
+		dc.Wake = s.pods.Ended()
+	}
 	if s.cfg.PushgatewayURL != "" {
 		s.log.Info("pushgateway_url is ignored by run: scrape its /metrics instead")
 	}
-	d, err := daemon.New(r, withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s))
+	d, err := daemon.New(r, dc)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper run: configuration: %v\n", err)
 		return reaper.ExitUsage
@@ -55,6 +65,22 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	}
 	s.log.Info("daemon stopped")
 	return reaper.ExitOK
+}
+
+// watchPods runs the pods watch until the returned stop is called, with
+// client-go's own logs (the reflector's) sent to the reaper's logger.
+func watchPods(ctx context.Context, w *kube.Watcher, logger *slog.Logger) (stop func()) {
+	klog.SetSlogLogger(logger)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // daemonConfig maps the loaded configuration onto the daemon's.

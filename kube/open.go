@@ -87,14 +87,14 @@ func Open(ctx context.Context, cfg Config) (Decision, error) {
 			}
 			// A laptop's stale or broken kubeconfig must not stop a
 			// command, least of all the break-glass release.
-			return Decision{Reason: err.Error() + "; kubernetes evidence off (kubernetes.enabled is auto)", Warn: true}, nil
+			return Decision{Reason: err.Error() + "; judging by heartbeats alone (kubernetes.enabled is auto)", Warn: true}, nil
 		}
 		return Decision{}, err
 	}
 	lister, err := newRESTPods(restCfg, namespace)
 	if err != nil {
 		if cfg.Enabled == EnabledAuto {
-			return Decision{Reason: err.Error() + "; kubernetes evidence off (kubernetes.enabled is auto)", Warn: true}, nil
+			return Decision{Reason: err.Error() + "; judging by heartbeats alone (kubernetes.enabled is auto)", Warn: true}, nil
 		}
 		return Decision{}, err
 	}

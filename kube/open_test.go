@@ -84,7 +84,7 @@ func TestOpenStaleKubeconfig(t *testing.T) {
 			require.Nil(t, d.Source)
 			require.True(t, d.Warn)
 			require.Contains(t, d.Reason, tc.want)
-			require.Contains(t, d.Reason, "kubernetes evidence off")
+			require.Contains(t, d.Reason, "judging by heartbeats alone")
 
 			_, err = Open(context.Background(), tru)
 			require.ErrorContains(t, err, tc.want)
