@@ -139,6 +139,38 @@ func (s *Server) update(namespace, name string, f func(*corev1.Pod) error) error
 	return ferr
 }
 
+// ContainerStarted is the kubelet's status update once a pod's container
+// first runs: running since at, ready, and the pod Running and Ready.
+func (s *Server) ContainerStarted(namespace, name, container string, at time.Time) error {
+	return s.update(namespace, name, func(p *corev1.Pod) error {
+		cs, err := containerStatus(p, container)
+		if err != nil {
+			return err
+		}
+		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at.Truncate(time.Second))}}
+		cs.Ready, cs.Started = true, ptr(true)
+		p.Status.Phase = corev1.PodRunning
+		setCondition(p, corev1.ContainersReady, corev1.ConditionTrue, "", "", at)
+		setCondition(p, corev1.PodReady, corev1.ConditionTrue, "", "", at)
+		return nil
+	})
+}
+
+// Waiting makes a new pod's container waiting to start (ContainerCreating),
+// the pod Pending and not ready, as a pod is before its first start.
+func Waiting(p *corev1.Pod) *corev1.Pod {
+	p.Status.Phase = corev1.PodPending
+	for i := range p.Status.ContainerStatuses {
+		cs := &p.Status.ContainerStatuses[i]
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		cs.Ready, cs.Started = false, ptr(false)
+	}
+	at := p.CreationTimestamp.Time
+	setCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", "", at)
+	setCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", "", at)
+	return p
+}
+
 // ContainerTerminated is the kubelet's status update after a container's
 // process exited (a crash, an OOM kill: exit code 137, reason OOMKilled): its
 // state terminated with the incarnation's start and end, not ready, and the
