@@ -94,12 +94,16 @@ func TestWakeRunsOnePassPerBurst(t *testing.T) {
 
 // TestContainerEndStartsAPass: against the stand-in API server, the
 // kubelet's report that a worker container ended starts a pass within a
-// second or two, and the pass reads the pods from the watch's cache.
+// second or two, the pass reads the pods from the watch's cache, and a burst
+// of reports runs one pass.
 func TestContainerEndStartsAPass(t *testing.T) {
 	t.Parallel()
 	api := kubeapi.New(t)
 	name := "example-worker-6d9f-aaaaa"
-	require.NoError(t, api.Create(kubeapi.NewPod(kubeapi.PodSpec{Namespace: "pulp", Name: name, Component: "worker", Node: "node-a", Started: time.Now().Add(-time.Hour)})))
+	others := []string{"example-worker-6d9f-bbbbb", "example-worker-6d9f-ccccc", "example-worker-6d9f-ddddd"}
+	for _, n := range append([]string{name}, others...) {
+		require.NoError(t, api.Create(kubeapi.NewPod(kubeapi.PodSpec{Namespace: "pulp", Name: n, Component: "worker", Node: "node-a", Started: time.Now().Add(-time.Hour)})))
+	}
 	src, err := kube.NewRESTSource(api.Config(), "pulp", kube.DefaultSelector, kube.DefaultContainer)
 	require.NoError(t, err)
 	w, err := kube.NewWatcher(src, kube.WatchConfig{Logger: testLogger(t)})
@@ -130,4 +134,16 @@ func TestContainerEndStartsAPass(t *testing.T) {
 	require.Less(t, latency, 2500*time.Millisecond)
 	require.True(t, fromCache.Load(), "the pass read the watch's cache")
 	require.Equal(t, lists, api.Lists(), "no list per pass")
+
+	// A node's workers OOM-killed together: one pass.
+	for _, n := range others {
+		require.NoError(t, api.ContainerTerminated("pulp", n, "worker", 137, "OOMKilled", time.Now()))
+	}
+	require.True(t, b.waitPass(t).Woken)
+	select {
+	case extra := <-b.passes:
+		t.Fatalf("a burst of reports ran a second pass: %+v", extra)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	require.EqualValues(t, 4, w.Endings())
 }
