@@ -42,7 +42,9 @@ func TestMirrorWritesAsTheKubelet(t *testing.T) {
 
 	killed := skT0.Add(time.Minute)
 	for i := range pods {
-		set(i, func(p *sim.Pod) { p.Container.Running, p.Container.FinishedAt, p.Container.ExitCode = false, killed, sim.ExitCodeKilled })
+		set(i, func(p *sim.Pod) {
+			p.Container.Running, p.Container.FinishedAt, p.Container.ExitCode = false, killed, sim.ExitCodeKilled
+		})
 	}
 	require.NoError(t, m.Sync())
 	cs := api.Pod(simkube.Namespace, "w-up").Status.ContainerStatuses[0]
@@ -51,7 +53,9 @@ func TestMirrorWritesAsTheKubelet(t *testing.T) {
 	require.NotNil(t, api.Pod(simkube.Namespace, "w-frozen").Status.ContainerStatuses[0].State.Running, "no kubelet, no report")
 	require.Empty(t, m.Ends("w-frozen"))
 
-	set(0, func(p *sim.Pod) { p.Container.Running, p.Container.StartedAt, p.Container.Restarts = true, killed.Add(time.Second), 1 })
+	set(0, func(p *sim.Pod) {
+		p.Container.Running, p.Container.StartedAt, p.Container.Restarts = true, killed.Add(time.Second), 1
+	})
 	require.NoError(t, m.Sync())
 	cs = api.Pod(simkube.Namespace, "w-up").Status.ContainerStatuses[0]
 	require.EqualValues(t, 1, cs.RestartCount)
