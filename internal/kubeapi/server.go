@@ -370,9 +370,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, namespace str
 	list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
 	list.ResourceVersion = strconv.FormatInt(at, 10)
 	if limit > 0 && len(keys) > limit {
+		remaining := int64(len(keys) - limit)
 		keys = keys[:limit]
 		list.Continue = encodeContinue(continueToken{RV: at, After: state[keys[limit-1]].Name})
-		remaining := int64(0)
 		list.RemainingItemCount = &remaining
 	}
 	list.Items = make([]corev1.Pod, 0, len(keys))
