@@ -69,3 +69,37 @@ current-context: test
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Equal(t, 6, rep.Summary.Released, "the break-glass release works whatever the API does")
 }
+
+// TestRunWatchesPods runs `lock-reaper run` against the stand-in API server:
+// it watches the pods, and the kubelet's report that a worker container
+// ended starts a pass long before the next tick, logged as such.
+func TestRunWatchesPods(t *testing.T) {
+	t.Parallel()
+	f := newRunFleet(t)
+	api := kubeapi.New(t)
+	pod := "example-worker-6d9f-aaaaa"
+	require.NoError(t, api.Create(kubeapi.NewPod(kubeapi.PodSpec{Namespace: "pulp", Name: pod, Component: "worker", Node: "node-a", Started: time.Now().Add(-time.Hour)})))
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q}}]
+users: [{name: test, user: {token: not-a-secret}}]
+contexts: [{name: test, context: {cluster: test, user: test, namespace: pulp}}]
+current-context: test
+`, api.URL())), 0o600))
+	env := servicesEnv(f.redis, f.db)
+	env["REAPER_KUBERNETES_ENABLED"] = "true"
+	env["KUBECONFIG"] = kubeconfig
+	env["REAPER_LOG_LEVEL"] = "debug"
+	r := startRun(t, env, "--schedule", "@every 1h", "--jitter", "0s", "--listen", "127.0.0.1:0")
+	r.waitFor(t, msgIs("watching kubernetes pods"))
+	r.waitFor(t, msgIs("pass completed"))
+
+	require.Eventually(t, func() bool { return api.Watches() > 0 }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(time.Second) // the watch settles
+	require.NoError(t, api.ContainerTerminated("pulp", pod, "worker", 137, "OOMKilled", time.Now()))
+	r.waitFor(t, msgIs("worker container ended: pass now"))
+	woken := r.waitFor(t, msgIs("pass completed"))
+	require.Equal(t, "kubernetes: a worker container ended", woken["started_by"])
+	require.Equal(t, reaper.ExitOK, r.stop(t))
+}
