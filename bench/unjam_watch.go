@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/klog/v2"
-
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
 	"github.com/lock-reaper/lock-reaper/kube"
@@ -36,7 +34,6 @@ func (w *watchedPods) Cleanup(f func()) { w.cleanup = append(w.cleanup, f) }
 // watchPods starts the server, the mirror and the watch, and waits for the
 // watch's first list.
 func watchPods(ctx context.Context, fleet *sim.Fleet) (*watchedPods, error) {
-	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
 	w := &watchedPods{}
 	w.api = kubeapi.New(w)
 	w.mirror = simkube.NewMirror(w.api, fleet.Pods)
@@ -49,7 +46,7 @@ func watchPods(ctx context.Context, fleet *sim.Fleet) (*watchedPods, error) {
 		w.stop()
 		return nil, err
 	}
-	if w.watcher, err = kube.NewWatcher(src, kube.WatchConfig{}); err != nil {
+	if w.watcher, err = kube.NewWatcher(src, kube.WatchConfig{Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		w.stop()
 		return nil, err
 	}

@@ -92,7 +92,6 @@ current-context: test
 	env["KUBECONFIG"] = kubeconfig
 	env["REAPER_LOG_LEVEL"] = "debug"
 	r := startRun(t, env, "--schedule", "@every 1h", "--jitter", "0s", "--listen", "127.0.0.1:0")
-	r.waitFor(t, msgIs("watching kubernetes pods"))
 	r.waitFor(t, msgIs("pass completed"))
 
 	require.Eventually(t, func() bool { return api.Watches() > 0 }, 10*time.Second, 10*time.Millisecond)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"k8s.io/klog/v2"
-
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/daemon"
 	"github.com/lock-reaper/lock-reaper/kube"
@@ -42,7 +40,7 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	dc := withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s)
 	if s.pods != nil {
 		// The watch ends before the deferred close, with the daemon.
-		stopWatch := watchPods(ctx, s.pods, s.log)
+		stopWatch := watchPods(ctx, s.pods)
 		defer stopWatch()
 		dc.Wake = s.pods.Ended()
 	}
@@ -67,10 +65,8 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	return reaper.ExitOK
 }
 
-// watchPods runs the pods watch until the returned stop is called, with
-// client-go's own logs (the reflector's) sent to the reaper's logger.
-func watchPods(ctx context.Context, w *kube.Watcher, logger *slog.Logger) (stop func()) {
-	klog.SetSlogLogger(logger)
+// watchPods runs the pods watch until the returned stop is called.
+func watchPods(ctx context.Context, w *kube.Watcher) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -10,12 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
@@ -134,10 +136,12 @@ func (w *Watcher) listWatch(client rest.Interface) cache.ListerWatcher {
 }
 
 // Run keeps the watch until ctx is cancelled, and returns once the
-// informer's goroutines are gone.
+// informer's goroutines are gone. client-go's own logs (the reflector's)
+// go to the configured logger through the context, not klog's global one,
+// so watchers of different loggers never race over it.
 func (w *Watcher) Run(ctx context.Context) {
 	w.cfg.Logger.Info("watching kubernetes pods", slog.String("where", w.src.Where()))
-	w.informer.RunWithContext(ctx)
+	w.informer.RunWithContext(klog.NewContext(ctx, logr.FromSlogHandler(w.cfg.Logger.Handler())))
 }
 
 // Ended receives when a worker container's incarnation ended; bursts
