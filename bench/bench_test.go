@@ -100,7 +100,7 @@ func TestUnjamScenarioSmall(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "unjam.json")
 	o, err := parseOptions([]string{"-scenario", "unjam", "-time-scale", "60", "-trials", "1", "-alive-trials", "1",
-		"-hung-worker-grace", "1m", "-json", out}, io.Discard)
+		"-hung-worker-grace", "1m", "-watch-time-scale", "60", "-watch-trials", "1", "-json", out}, io.Discard)
 	require.NoError(t, err)
 	require.NoError(t, run(context.Background(), o, io.Discard, io.Discard))
 	raw, err := os.ReadFile(out)
@@ -124,12 +124,16 @@ func TestUnjamScenarioSmall(t *testing.T) {
 		if !c.Kubernetes {
 			require.Equal(t, "heartbeats", tr.Rule)
 		}
+		if c.Watch && (c.Death == deathPodDeleted || c.Death == deathRestarted) {
+			require.True(t, tr.Reported, "%s: the kubelet's report of the container's end reached the watch", c.Death)
+		}
 	}
 }
 
 func TestUnjamOptions(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"-time-scale", "7"}, {"-time-scale", "120"}, {"-trials", "0"}, {"-restart-delay", "-1s"}} {
+	for _, args := range [][]string{{"-time-scale", "7"}, {"-time-scale", "120"}, {"-trials", "0"}, {"-restart-delay", "-1s"},
+		{"-unjam-cases", "some"}, {"-watch-time-scale", "7"}, {"-watch-trials", "0"}} {
 		_, err := parseOptions(append([]string{"-scenario", "unjam"}, args...), io.Discard)
 		require.Error(t, err, args)
 	}

@@ -32,6 +32,9 @@ type options struct {
 	aliveTrials     int
 	hungWorkerGrace time.Duration
 	restartDelay    time.Duration
+	unjamCases      string
+	watchTimeScale  int
+	watchTrials     int
 
 	unrelated        int
 	taskLocks        int
@@ -69,6 +72,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.aliveTrials, "alive-trials", 2, "unjam: trials of the live worker whose heartbeats stopped (each lasts hung_worker_grace)")
 	fs.DurationVar(&o.hungWorkerGrace, "hung-worker-grace", 10*time.Minute, "unjam: kubernetes.hung_worker_grace, before scaling")
 	fs.DurationVar(&o.restartDelay, "restart-delay", time.Second, "unjam: from a kill to the kubelet's restart of the container, before scaling")
+	fs.StringVar(&o.unjamCases, "unjam-cases", unjamCasesAll, "unjam: all, list (pods listed each pass, and no Kubernetes) or watch (pods watched through a stand-in API server, passes woken by the kubelet's reports)")
+	fs.IntVar(&o.watchTimeScale, "watch-time-scale", 1, "unjam: the time scale of the watch cases; the API's timestamps have whole seconds, so a scaled run would blur the container times it compares")
+	fs.IntVar(&o.watchTrials, "watch-trials", 3, "unjam: deaths measured per watch case (node crash and alive-but-hung: one)")
 	fs.IntVar(&o.unrelated, "unrelated", 1_000_000, "unrelated keys in Redis (a shared cache's)")
 	fs.IntVar(&o.taskLocks, "task-locks", 100_000, "task locks, one task row each")
 	fs.IntVar(&o.exclusivePerTask, "exclusive-per-task", 1, "exclusive resource locks per task")

@@ -46,12 +46,33 @@ const (
 	deathPodDeleted = "kill -9, pod deleted (new pod name)"
 	deathRestarted  = "container restarted under the same name"
 	deathAlive      = "alive, heartbeats stopped (DB slow)"
+	deathNodeCrash  = "node crash (pod left Running; Ready False at 40 s, taint eviction at 300 s)"
+)
+
+// Values of -unjam-cases.
+const (
+	unjamCasesAll   = "all"
+	unjamCasesList  = "list"
+	unjamCasesWatch = "watch"
+)
+
+// The node lifecycle's defaults a node crash goes through: node-monitor-
+// grace-period (the pods' Ready turns False) and the not-ready and
+// unreachable taints' default toleration (the taint manager deletes them).
+const (
+	nodeMonitorGrace  = 40 * time.Second
+	taintToleration   = 300 * time.Second
+	watchMirrorPeriod = 10 * time.Millisecond
 )
 
 // unjamCase is one death measured with or without Kubernetes evidence.
 type unjamCase struct {
 	Death      string `json:"death"`
 	Kubernetes bool   `json:"kubernetes"`
+	// Watch: the pods come from a watch of a stand-in API server that the
+	// fleet's pods are mirrored into, and its reports of a container's end
+	// wake the daemon.
+	Watch bool `json:"watch,omitempty"`
 }
 
 // UnjamResults is what the unjam scenario measured.
@@ -75,6 +96,8 @@ type UnjamMethod struct {
 	// PollMS is the workers' fetch period in real milliseconds (not scaled).
 	PollMS  float64 `json:"worker_poll_ms_unscaled"`
 	Workers int     `json:"workers"`
+	// WatchTimeScale is the watch cases' time scale.
+	WatchTimeScale int `json:"watch_time_scale"`
 }
 
 // UnjamFigure is one case's trials and their summary, in production seconds.
@@ -85,6 +108,11 @@ type UnjamFigure struct {
 	Trials   []UnjamTrial `json:"trials"`
 	Released Spread       `json:"released_s"`
 	Started  Spread       `json:"started_s"`
+	// Woken and ReleasedAfterReport, for the watch cases whose death the
+	// kubelet reports: from that report to the start of a pass, and to the
+	// release.
+	Woken               Spread `json:"pass_after_report_s"`
+	ReleasedAfterReport Spread `json:"released_after_report_s"`
 	// Rules counts the trials by the Kubernetes rule of the releasing pass's
 	// finding ("heartbeats" when the ordinary rules alone decided).
 	Rules map[string]int `json:"rules"`
@@ -102,6 +130,12 @@ type UnjamTrial struct {
 	// StoppedOnSignal: a worker that was alive aborted its task on the cancel
 	// signal of the releasing pass.
 	StoppedOnSignal bool `json:"stopped_on_signal,omitempty"`
+	// Reported says the kubelet reported the container's end (the watch
+	// cases); WokenS is from that report to the start of the next pass,
+	// ReleasedAfterReportS to the release.
+	Reported             bool    `json:"reported,omitempty"`
+	WokenS               float64 `json:"pass_after_report_s,omitempty"`
+	ReleasedAfterReportS float64 `json:"released_after_report_s,omitempty"`
 }
 
 // Spread is the minimum, median and maximum of a figure.
@@ -128,9 +162,38 @@ func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 // unjamCases are measured in this order, each case's trials one after the
 // other, the cases side by side.
 var unjamCases = []unjamCase{
-	{deathPodDeleted, false}, {deathPodDeleted, true},
-	{deathRestarted, false}, {deathRestarted, true},
-	{deathAlive, false}, {deathAlive, true},
+	{deathPodDeleted, false, false}, {deathPodDeleted, true, false},
+	{deathRestarted, false, false}, {deathRestarted, true, false},
+	{deathAlive, false, false}, {deathAlive, true, false},
+	{deathPodDeleted, true, true}, {deathRestarted, true, true},
+	{deathNodeCrash, true, true}, {deathAlive, true, true},
+}
+
+// selected are the cases -unjam-cases asks for.
+func (o options) selected() []unjamCase {
+	var out []unjamCase
+	for _, c := range unjamCases {
+		if o.unjamCases == unjamCasesAll || (o.unjamCases == unjamCasesWatch) == c.Watch {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// forCase is the options a case runs with. The watch cases whose rules
+// compare container times with the rows' (a deleted pod, a restart) run at
+// their own time scale: the API's timestamps have whole seconds. A node
+// crash and a live worker compare none that the seconds could blur (the
+// pod's start is long before the row), so they keep the run's scale.
+func (o options) forCase(c unjamCase) options {
+	if !c.Watch {
+		return o
+	}
+	o.trials, o.aliveTrials = o.watchTrials, 1
+	if c.Death == deathPodDeleted || c.Death == deathRestarted {
+		o.timeScale = o.watchTimeScale
+	}
+	return o
 }
 
 // scaled divides a production duration by the time scale.
@@ -147,6 +210,12 @@ func (o options) validateUnjam() error {
 		return errors.New("-trials and -alive-trials must be at least 1")
 	case o.hungWorkerGrace < 0 || o.restartDelay < 0:
 		return errors.New("-hung-worker-grace and -restart-delay must not be negative")
+	case o.unjamCases != unjamCasesAll && o.unjamCases != unjamCasesList && o.unjamCases != unjamCasesWatch:
+		return errors.New("-unjam-cases must be all, list or watch")
+	case o.watchTimeScale < 1 || unjamSchedule%time.Duration(o.watchTimeScale) != 0 || (unjamSchedule/time.Duration(o.watchTimeScale))%time.Second != 0:
+		return errors.New("-watch-time-scale must divide the 1m schedule into whole seconds")
+	case o.watchTrials < 1:
+		return errors.New("-watch-trials must be at least 1")
 	}
 	return nil
 }
@@ -158,34 +227,41 @@ func runUnjam(ctx context.Context, o options, stdout io.Writer, logf func(string
 		JitterS: unjamJitter.Seconds(), WorkerTTLS: unjamWorkerTTL.Seconds(), HeartbeatGraceS: unjamGrace.Seconds(),
 		HungWorkerGrace: o.hungWorkerGrace.Seconds(), ClockSkewS: unjamClockSkew.Seconds(), PodResolutionS: unjamPodResolution.Seconds(),
 		RestartDelayS: o.restartDelay.Seconds(), PollMS: float64(unjamPoll.Milliseconds()), Workers: unjamWorkers,
+		WatchTimeScale: o.watchTimeScale,
 	}}
-	res.Cases = make([]UnjamFigure, len(unjamCases))
-	errs := make([]error, len(unjamCases))
+	cases := o.selected()
+	res.Cases = make([]UnjamFigure, len(cases))
+	errs := make([]error, len(cases))
 	var machineOnce sync.Once
 	var wg sync.WaitGroup
-	for i, c := range unjamCases {
+	for i, c := range cases {
 		wg.Go(func() {
+			o := o.forCase(c)
 			fig := UnjamFigure{unjamCase: c, Expected: o.expected(c), Rules: map[string]int{}}
 			trials := o.trials
-			if c.Death == deathAlive {
+			if c.Death == deathAlive || c.Death == deathNodeCrash {
 				trials = o.aliveTrials
 			}
 			for n := range trials {
 				tr, err := o.unjamTrial(ctx, c, &machineOnce, &res.Machine)
 				if err != nil {
-					errs[i] = fmt.Errorf("%s, kubernetes %v, trial %d: %w", c.Death, c.Kubernetes, n+1, err)
+					errs[i] = fmt.Errorf("%s, kubernetes %v, watch %v, trial %d: %w", c.Death, c.Kubernetes, c.Watch, n+1, err)
 					return
 				}
-				logf("%s, kubernetes %v, trial %d: released after %.1f s (%s), blocked task started after %.1f s",
-					c.Death, c.Kubernetes, n+1, tr.ReleasedS, tr.Rule, tr.StartedS)
+				logf("%s, kubernetes %v, watch %v, trial %d: released after %.1f s (%s), blocked task started after %.1f s; pass %.1f s after the kubelet's report (reported: %v)",
+					c.Death, c.Kubernetes, c.Watch, n+1, tr.ReleasedS, tr.Rule, tr.StartedS, tr.WokenS, tr.Reported)
 				fig.Trials = append(fig.Trials, tr)
 				fig.Rules[tr.Rule]++
 			}
-			var rel, start []float64
+			var rel, start, woken, after []float64
 			for _, tr := range fig.Trials {
 				rel, start = append(rel, tr.ReleasedS), append(start, tr.StartedS)
+				if tr.Reported {
+					woken, after = append(woken, tr.WokenS), append(after, tr.ReleasedAfterReportS)
+				}
 			}
 			fig.Released, fig.Started = spreadOf(rel), spreadOf(start)
+			fig.Woken, fig.ReleasedAfterReport = spreadOf(woken), spreadOf(after)
 			res.Cases[i] = fig
 		})
 	}
@@ -215,6 +291,11 @@ func (o options) expected(c unjamCase) string {
 	}
 	lo, hi := age-period, age+next
 	switch {
+	case c.Death == deathNodeCrash:
+		// The pod's last status shows the container running since before
+		// the row: the hold rule keeps the worker for hung_worker_grace
+		// unless the pod's Ready False ends the hold.
+		lo, hi = unjamWorkerTTL+unjamGrace-period, unjamWorkerTTL+unjamGrace+o.hungWorkerGrace+next
 	case c.Death == deathAlive && c.Kubernetes:
 		lo, hi = unjamWorkerTTL+unjamGrace+o.hungWorkerGrace, unjamWorkerTTL+unjamGrace+o.hungWorkerGrace+next
 	case c.Death == deathAlive:

@@ -61,14 +61,25 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 		return tr, err
 	}
 
-	rec, err := o.newPassRecorder(rdb, pool, fleet, c.Kubernetes)
+	var watched *watchedPods
+	if c.Watch {
+		if watched, err = watchPods(ctx, fleet); err != nil {
+			return tr, err
+		}
+		defer watched.stop()
+	}
+	rec, err := o.newPassRecorder(rdb, pool, fleet, c.Kubernetes, watched)
 	if err != nil {
 		return tr, err
 	}
-	d, err := daemon.New(rec, daemon.Config{
+	dc := daemon.Config{
 		Schedule: fmt.Sprintf("@every %v", o.scaled(unjamSchedule)), Jitter: o.scaled(unjamJitter),
 		FullScanInterval: o.scaled(unjamFullScan), Listen: "127.0.0.1:0",
-	})
+	}
+	if watched != nil {
+		dc.Wake, dc.WakeDebounce = watched.watcher.Ended(), o.scaled(daemon.WakeDebounceDefault)
+	}
+	d, err := daemon.New(rec, dc)
 	if err != nil {
 		return tr, err
 	}
@@ -84,7 +95,7 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 	}
 
 	deadRow := rowOf(fleet, owner)
-	t0, err := o.die(ctx, c, fleet, owner)
+	t0, err := o.die(ctx, c, fleet, owner, watched)
 	if err != nil {
 		return tr, err
 	}
@@ -107,6 +118,13 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 		return tr, err
 	}
 	tr = UnjamTrial{ReleasedS: round1(o.back(released.Sub(t0))), StartedS: round1(o.back(started.Sub(t0))), Passes: n}
+	if watched != nil {
+		if report, ok := watched.reportAfter(podOf(owner), t0); ok {
+			tr.Reported = true
+			tr.WokenS = round1(o.back(rec.startAfter(report).Sub(report)))
+			tr.ReleasedAfterReportS = round1(o.back(released.Sub(report)))
+		}
+	}
 	tr.Verdict, tr.Rule = o.releasedBy(pass, sim.TaskKey(running), owner, lastBeat)
 	if c.Death == deathAlive {
 		tr.StoppedOnSignal = waitFor(ctx, time.Now().Add(5*time.Second), func() bool { return fleet.Stats().StoppedOnSignal > 0 })
@@ -146,9 +164,18 @@ func rowOf(fleet *sim.Fleet, name string) string {
 }
 
 // die kills the owner as the case says and returns the moment of death.
-func (o options) die(ctx context.Context, c unjamCase, fleet *sim.Fleet, owner string) (time.Time, error) {
+func (o options) die(ctx context.Context, c unjamCase, fleet *sim.Fleet, owner string, w *watchedPods) (time.Time, error) {
 	t0 := time.Now()
 	switch c.Death {
+	case deathNodeCrash:
+		// The kubelet goes with its node: no status update tells of the
+		// process's end.
+		w.mirror.Freeze(podOf(owner))
+		if err := fleet.Kill(owner); err != nil {
+			return t0, err
+		}
+		w.nodeLifecycle(podOf(owner), t0, o.scaled(nodeMonitorGrace), o.scaled(taintToleration))
+		return t0, nil
 	case deathPodDeleted:
 		_, err := fleet.DeletePod(ctx, owner)
 		return t0, err
@@ -225,8 +252,21 @@ type passRecorder struct {
 }
 
 type passRecord struct {
-	end time.Time
-	rep *reaper.Report
+	start, end time.Time
+	rep        *reaper.Report
+}
+
+// startAfter is the start of the first pass at or after t; t itself when
+// none started yet.
+func (p *passRecorder) startAfter(t time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range p.passes {
+		if !pr.start.Before(t) {
+			return pr.start
+		}
+	}
+	return t
 }
 
 func (p passRecord) finding(key, owner string) *reaper.Finding {
@@ -243,12 +283,15 @@ func (p passRecord) finding(key, owner string) *reaper.Finding {
 
 // newPassRecorder makes the reaper with the defaults, scaled, and with the
 // fleet's pods as its pod source when kubernetes is on.
-func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *sim.Fleet, kubernetes bool) (*passRecorder, error) {
+func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *sim.Fleet, kubernetes bool, watched *watchedPods) (*passRecorder, error) {
 	cfg := reaper.DefaultConfig()
 	cfg.HeartbeatGrace = o.scaled(unjamGrace)
 	cfg.FinishedGrace, cfg.ConfirmAfter = o.scaled(cfg.FinishedGrace), o.scaled(cfg.ConfirmAfter)
 	cfg.Kubernetes = heartbeat.PodRules{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
-	if kubernetes {
+	switch {
+	case watched != nil:
+		cfg.PodSource = watched.watcher
+	case kubernetes:
 		src, err := simkube.NewSource(fleet)
 		if err != nil {
 			return nil, err
@@ -263,9 +306,10 @@ func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *s
 }
 
 func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+	start := time.Now()
 	rep, err := p.r.RunOnce(ctx, opts)
 	p.mu.Lock()
-	p.passes = append(p.passes, passRecord{end: time.Now(), rep: rep})
+	p.passes = append(p.passes, passRecord{start: start, end: time.Now(), rep: rep})
 	p.mu.Unlock()
 	return rep, err
 }

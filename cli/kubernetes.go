@@ -21,12 +21,17 @@ func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (reaper
 	d, err := kube.Open(ctx, kube.Config{
 		Enabled: c.Kubernetes.Enabled, Namespace: c.Kubernetes.Namespace, Selector: c.Kubernetes.Selector,
 		Container: c.Kubernetes.Container, APIContainer: c.Kubernetes.APIContainer, Timeout: c.Kubernetes.Timeout, Kubeconfig: c.Kubernetes.Kubeconfig,
+		KubeconfigEnv: c.Kubernetes.KubeconfigEnv,
 	})
 	if err != nil {
 		return nil, err
 	}
 	if d.Source == nil {
-		logger.Debug("kubernetes evidence off", slog.String("reason", d.Reason))
+		level := slog.LevelDebug
+		if d.Warn {
+			level = slog.LevelWarn
+		}
+		logger.Log(ctx, level, "kubernetes evidence off", slog.String("reason", d.Reason))
 		return nil, nil
 	}
 	logger.Info("kubernetes evidence on", slog.String("where", d.Source.Where()), slog.String("reason", d.Reason))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/daemon"
+	"github.com/lock-reaper/lock-reaper/kube"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -30,15 +31,22 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	}
 	// No --force here: a daemon that ignores the mass-death guard on every
 	// pass would release a whole fleet's locks during a database outage.
-	r, s, code, ok := newReaper(fs, loader, env, false)
+	r, s, code, ok := newReaperWith(fs, loader, env, false, true)
 	if !ok {
 		return code
 	}
 	defer s.close()
+	dc := withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s)
+	if s.pods != nil {
+		// The watch ends before the deferred close, with the daemon.
+		stopWatch := watchPods(ctx, s.pods)
+		defer stopWatch()
+		dc.Wake = s.pods.Ended()
+	}
 	if s.cfg.PushgatewayURL != "" {
 		s.log.Info("pushgateway_url is ignored by run: scrape its /metrics instead")
 	}
-	d, err := daemon.New(r, withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s))
+	d, err := daemon.New(r, dc)
 	if err != nil {
 		configFailure(env.Stderr, s.cfg.Log.Format, "lock-reaper run", err)
 		return reaper.ExitUsage
@@ -54,6 +62,20 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	}
 	s.log.Info("daemon stopped")
 	return reaper.ExitOK
+}
+
+// watchPods runs the pods watch until the returned stop is called.
+func watchPods(ctx context.Context, w *kube.Watcher) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // daemonConfig maps the loaded configuration onto the daemon's.

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/kube"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -21,6 +22,9 @@ type setup struct {
 	pool *pgxpool.Pool
 	// where names the servers, for error messages.
 	where targets
+	// pods is the watch that keeps the pods for run's passes, nil
+	// elsewhere or when Kubernetes evidence is off.
+	pods *kube.Watcher
 }
 
 func (s *setup) close() {
@@ -93,6 +97,12 @@ func reaperConfig(c config.Config, force bool) reaper.Config {
 
 // newReaper wires a reaper for a command: config, logger, clients.
 func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*reaper.Reaper, *setup, int, bool) {
+	return newReaperWith(fs, loader, env, force, false)
+}
+
+// newReaperWith is newReaper; with watchPods the passes read the pods from a
+// watch (setup.pods, which the caller runs) instead of a list per pass.
+func newReaperWith(fs *flag.FlagSet, loader *config.Loader, env Env, force, watchPods bool) (*reaper.Reaper, *setup, int, bool) {
 	cfg, logger, code, ok := loadConfig(loader, env)
 	if !ok {
 		return nil, nil, code, false
@@ -109,6 +119,14 @@ func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*r
 		return nil, nil, reaper.ExitUsage, false
 	}
 	rc.PodSource = pods
+	if src, ok := pods.(*kube.Source); ok && watchPods {
+		if s.pods, err = kube.NewWatcher(src, kube.WatchConfig{Logger: logger}); err != nil {
+			s.close()
+			fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)
+			return nil, nil, reaper.ExitUsage, false
+		}
+		rc.PodSource = s.pods
+	}
 	r, err := reaper.New(rc, s.rdb, s.pool, logger)
 	if err != nil {
 		s.close()

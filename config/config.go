@@ -75,8 +75,11 @@ type Config struct {
 		ClockMargin     time.Duration // kubernetes.clock_margin
 		HungWorkerGrace time.Duration // kubernetes.hung_worker_grace
 		Timeout         time.Duration // kubernetes.timeout
-		// Kubeconfig is --kubeconfig or KUBECONFIG, not a key: a laptop's.
-		Kubeconfig string
+		// Kubeconfig is --kubeconfig (one file) and KubeconfigEnv is
+		// KUBECONFIG (a list of files, as kubectl reads it); not keys: a
+		// laptop's.
+		Kubeconfig    string
+		KubeconfigEnv string
 	}
 
 	Schedule         string        // schedule

@@ -481,7 +481,7 @@ func TestKubernetesSettings(t *testing.T) {
 		"REAPER_KUBERNETES_ENABLED": "true", "REAPER_KUBERNETES_NAMESPACE": "pulp",
 		"REAPER_KUBERNETES_SELECTOR": "app=pulp-worker", "REAPER_KUBERNETES_HUNG_WORKER_GRACE": "3m",
 		"REAPER_KUBERNETES_API_CONTAINER": "pulp-api", "REAPER_KUBERNETES_CLOCK_MARGIN": "500ms",
-		"KUBECONFIG": "/home/me/.kube/config",
+		"KUBECONFIG": "/home/me/.kube/config:/home/me/.kube/other",
 	})
 	require.NoError(t, err)
 	require.Equal(t, "true", c.Kubernetes.Enabled)
@@ -490,7 +490,8 @@ func TestKubernetesSettings(t *testing.T) {
 	require.Equal(t, 3*time.Minute, c.Kubernetes.HungWorkerGrace)
 	require.Equal(t, "pulp-api", c.Kubernetes.APIContainer)
 	require.Equal(t, 500*time.Millisecond, c.Kubernetes.ClockMargin)
-	require.Equal(t, "/home/me/.kube/config", c.Kubernetes.Kubeconfig)
+	require.Empty(t, c.Kubernetes.Kubeconfig)
+	require.Equal(t, "/home/me/.kube/config:/home/me/.kube/other", c.Kubernetes.KubeconfigEnv, "a list, as kubectl reads it")
 
 	for env, want := range map[string]string{
 		"REAPER_KUBERNETES_ENABLED":           "want one of auto, true, false",

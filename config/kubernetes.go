@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// kubeconfigEnv names a laptop's kubeconfig when --kubeconfig is not given,
-// as kubectl reads it. Only a single path is supported, not a list.
+// kubeconfigEnv names a laptop's kubeconfig when --kubeconfig is not given:
+// a list of files, as kubectl reads it (package kube loads it).
 const kubeconfigEnv = "KUBECONFIG"
 
 // checkSelector accepts what the Kubernetes API accepts as a label selector.
@@ -48,11 +48,11 @@ func registerKubeconfig(fs *flag.FlagSet) *flagValue {
 	return v
 }
 
-// kubeconfigPath is --kubeconfig, else KUBECONFIG.
-func (l *Loader) kubeconfigPath(getenv func(string) (string, bool)) string {
+// kubeconfigPaths is --kubeconfig, else KUBECONFIG's list.
+func (l *Loader) kubeconfigPaths(getenv func(string) (string, bool)) (file, list string) {
 	if l.kubeconfig != nil && l.kubeconfig.set {
-		return l.kubeconfig.val
+		return l.kubeconfig.val, ""
 	}
 	v, _ := getenv(kubeconfigEnv)
-	return v
+	return "", v
 }

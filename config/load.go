@@ -83,7 +83,7 @@ func (l *Loader) Load(getenv func(string) (string, bool)) (Config, error) {
 		}
 	}
 
-	c.Kubernetes.Kubeconfig = l.kubeconfigPath(getenv)
+	c.Kubernetes.Kubeconfig, c.Kubernetes.KubeconfigEnv = l.kubeconfigPaths(getenv)
 
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)

@@ -39,6 +39,7 @@ const (
 	UnreadyAfterFailuresDefault = 3
 	PassTimeoutDefault          = 10 * time.Minute
 	ShutdownGraceDefault        = 20 * time.Second
+	WakeDebounceDefault         = time.Second
 )
 
 // Runner runs one pass; *reaper.Reaper is one. The report must describe the
@@ -87,6 +88,14 @@ type Config struct {
 	// Doctor, when set, checks the deployment once at start, beside the
 	// first pass (see startDoctor).
 	Doctor func(ctx context.Context) doctor.Report
+	// Wake, when set, starts a pass before its tick each time it receives
+	// (the kubelet reported a worker container's end: kube.Watcher.Ended).
+	// Passes still never overlap: a wake during a pass runs one more pass
+	// after it.
+	Wake <-chan struct{}
+	// WakeDebounce is how long a wake waits for the wakes that follow it,
+	// so that a burst (a node's pods, a rollout) runs one pass. Default 1s.
+	WakeDebounce time.Duration
 }
 
 // withDefaults fills the zero fields.
@@ -98,6 +107,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.PassTimeout, PassTimeoutDefault)
 	setDefault(&c.ShutdownGrace, ShutdownGraceDefault)
 	setDefault(&c.Listen, ListenDefault)
+	setDefault(&c.WakeDebounce, WakeDebounceDefault)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -126,8 +136,8 @@ func (c Config) parse(now time.Time) (cron.Schedule, error) {
 		return nil, fmt.Errorf("jitter must not be negative, got %v", c.Jitter)
 	case c.FullScanInterval < 0:
 		return nil, fmt.Errorf("full_scan_interval must not be negative, got %v", c.FullScanInterval)
-	case c.MaxRetryDelay < 0, c.UnreadyAfterFailures < 0, c.PassTimeout < 0, c.ShutdownGrace < 0:
-		return nil, errors.New("daemon: negative MaxRetryDelay, UnreadyAfterFailures, PassTimeout or ShutdownGrace")
+	case c.MaxRetryDelay < 0, c.UnreadyAfterFailures < 0, c.PassTimeout < 0, c.ShutdownGrace < 0, c.WakeDebounce < 0:
+		return nil, errors.New("daemon: negative MaxRetryDelay, UnreadyAfterFailures, PassTimeout, ShutdownGrace or WakeDebounce")
 	}
 	return sched, nil
 }

@@ -26,6 +26,8 @@ type PassResult struct {
 	Failures int
 	// Next is when the next pass is due (before its jitter).
 	Next NextPass
+	// Woken says a wake (Config.Wake) started the pass, not its tick.
+	Woken bool
 }
 
 // loopState is what the loop remembers from pass to pass.
@@ -35,16 +37,19 @@ type loopState struct {
 }
 
 // loop runs passes until ctx is cancelled: the first at once, the others on
-// the schedule, each after its jitter.
+// the schedule, each after its jitter, and one after each burst of wakes,
+// without jitter: a wake means a worker just died.
 func (d *Daemon) loop(ctx context.Context) {
 	defer d.health.loopStopped()
 	var st loopState
 	tick := time.Now()
+	woken := false
 	for {
-		if !ctxwait.Sleep(ctx, d.jitter()) {
+		if !woken && !ctxwait.Sleep(ctx, d.jitter()) {
 			return
 		}
 		res := d.runOnce(ctx, &st)
+		res.Woken = woken
 		res.Next = planNext(d.schedule, tick, time.Now(), st.failures, d.cfg.MaxRetryDelay)
 		d.metrics.TicksSkipped(metrics.TickOverlap, res.Next.Overlapped)
 		d.metrics.TicksSkipped(metrics.TickBackoff, res.Next.BackedOff)
@@ -52,10 +57,43 @@ func (d *Daemon) loop(ctx context.Context) {
 		if d.passDone != nil {
 			d.passDone(res)
 		}
-		if !sleepUntil(ctx, res.Next.At) {
+		var ok bool
+		if woken, ok = d.waitNext(ctx, res.Next.At); !ok {
 			return
 		}
-		tick = res.Next.At
+		if !woken {
+			tick = res.Next.At
+		}
+	}
+}
+
+// waitNext sleeps until the tick at, or until a wake and its debounce,
+// whichever comes first; ok is false once ctx is cancelled. A woken pass
+// leaves the schedule as it was: the tick after it stays due.
+func (d *Daemon) waitNext(ctx context.Context, at time.Time) (woken, ok bool) {
+	var timer <-chan time.Time
+	if !at.IsZero() {
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false, false
+	case <-timer:
+		return false, true
+	case <-d.cfg.Wake:
+	}
+	if !ctxwait.Sleep(ctx, d.cfg.WakeDebounce) {
+		return false, false
+	}
+	// The wakes of the burst are this pass's.
+	for {
+		select {
+		case <-d.cfg.Wake:
+		default:
+			return true, true
+		}
 	}
 }
 
@@ -137,6 +175,9 @@ func (d *Daemon) logPass(res PassResult) {
 	attrs := []slog.Attr{
 		slog.String("result", string(res.Outcome)), slog.Bool("full_scan", res.FullScan),
 		slog.Int64("duration_ms", rep.DurationMS), slog.Time("next_pass", res.Next.At),
+	}
+	if res.Woken {
+		attrs = append(attrs, slog.String("started_by", "kubernetes: a worker container ended"))
 	}
 	if n := res.Next.Overlapped; n > 0 {
 		d.log.Warn("scheduled passes skipped: the previous pass was still running", slog.Int("ticks", n))

@@ -35,6 +35,15 @@ type restPods struct {
 
 // newRESTPods returns a PodLister over cfg for one namespace.
 func newRESTPods(cfg *rest.Config, namespace string) (PodLister, error) {
+	client, err := restClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return restPods{client: client, namespace: namespace}, nil
+}
+
+// restClient is a REST client for the core/v1 group over cfg.
+func restClient(cfg *rest.Config) (rest.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &corev1.SchemeGroupVersion
 	c.APIPath = "/api"
@@ -46,7 +55,17 @@ func newRESTPods(cfg *rest.Config, namespace string) (PodLister, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
-	return restPods{client: client, namespace: namespace}, nil
+	return client, nil
+}
+
+// NewRESTSource is a Source that lists the pods through the API server cfg
+// names, as Open's does; tests point it at a stand-in server.
+func NewRESTSource(cfg *rest.Config, namespace, selector, container string) (*Source, error) {
+	lister, err := newRESTPods(cfg, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return NewSource(lister, namespace, selector, container)
 }
 
 func (p restPods) List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error) {

@@ -55,15 +55,21 @@ type Config struct {
 	APIContainer string
 	// Timeout bounds each list. DefaultTimeout when zero.
 	Timeout time.Duration
-	// Kubeconfig, when set (--kubeconfig or KUBECONFIG), is used instead of
-	// the in-cluster configuration.
+	// Kubeconfig, when set (--kubeconfig), is the one kubeconfig file to
+	// read, instead of the in-cluster configuration.
 	Kubeconfig string
+	// KubeconfigEnv is KUBECONFIG's value, read when Kubeconfig is empty: a
+	// list of files as kubectl reads it (see kubeconfigRules).
+	KubeconfigEnv string
 }
 
 // Decision says whether Kubernetes evidence is on and why, for the log.
 type Decision struct {
 	Source *Source
 	Reason string
+	// Warn says the reason is worth a warning: auto turned the feature off
+	// because the kubeconfig the user named cannot be used.
+	Warn bool
 }
 
 // Open decides, by cfg.Enabled, whether the reaper reads pods, and returns
@@ -81,13 +87,21 @@ func Open(ctx context.Context, cfg Config) (Decision, error) {
 	}
 	restCfg, namespace, err := clientConfig(cfg)
 	if err != nil {
-		if cfg.Enabled == EnabledAuto && errors.Is(err, rest.ErrNotInCluster) {
-			return Decision{Reason: "not running in a Kubernetes cluster"}, nil
+		if cfg.Enabled == EnabledAuto {
+			if errors.Is(err, rest.ErrNotInCluster) {
+				return Decision{Reason: "not running in a Kubernetes cluster"}, nil
+			}
+			// A laptop's stale or broken kubeconfig must not stop a
+			// command, least of all the break-glass release.
+			return Decision{Reason: err.Error() + "; judging by heartbeats alone (kubernetes.enabled is auto)", Warn: true}, nil
 		}
 		return Decision{}, err
 	}
 	lister, err := newRESTPods(restCfg, namespace)
 	if err != nil {
+		if cfg.Enabled == EnabledAuto {
+			return Decision{Reason: err.Error() + "; judging by heartbeats alone (kubernetes.enabled is auto)", Warn: true}, nil
+		}
 		return Decision{}, err
 	}
 	src, err := NewSource(lister, namespace, orDefault(cfg.Selector, DefaultSelector), orDefault(cfg.Container, DefaultContainer))
@@ -121,27 +135,28 @@ func decideAuto(ctx context.Context, src *Source, timeout time.Duration) (Decisi
 	}
 }
 
-// clientConfig is the kubeconfig's configuration when one is named, else the
-// in-cluster one, with the namespace to list.
+// clientConfig is the kubeconfig's configuration when one is named
+// (--kubeconfig or KUBECONFIG), else the in-cluster one, with the namespace
+// to list.
 func clientConfig(cfg Config) (*rest.Config, string, error) {
-	if cfg.Kubeconfig != "" {
-		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig}, &clientcmd.ConfigOverrides{})
+	if rules, where, ok := kubeconfigRules(cfg); ok {
+		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 		rc, err := loader.ClientConfig()
 		if err != nil {
-			return nil, "", fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
+			return nil, "", kubeconfigError(where, rules, err)
 		}
 		ns := cfg.Namespace
 		if ns == "" {
 			if ns, _, err = loader.Namespace(); err != nil {
-				return nil, "", fmt.Errorf("kubeconfig %s: namespace: %w", cfg.Kubeconfig, err)
+				return nil, "", kubeconfigError(where, rules, fmt.Errorf("namespace: %w", err))
 			}
 		}
 		return rc, ns, nil
 	}
 	rc, err := rest.InClusterConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("kubernetes in-cluster configuration: %w", err)
+		return nil, "", fmt.Errorf("kubernetes in-cluster configuration: %w; run in a pod with a service account, "+
+			"name a kubeconfig with --kubeconfig or KUBECONFIG, or set kubernetes.enabled to auto or false", err)
 	}
 	ns := cfg.Namespace
 	if ns == "" {

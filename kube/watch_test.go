@@ -1,0 +1,159 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
+)
+
+var wt0 = time.Date(2026, 7, 24, 11, 0, 0, 0, time.UTC)
+
+// watchSetup is a stand-in API server with a worker pod and an API pod, and
+// a Watcher over it, running until the test ends.
+func watchSetup(t *testing.T, cfg WatchConfig, bookmarks time.Duration) (*kubeapi.Server, *Watcher) {
+	t.Helper()
+	api := kubeapi.New(t)
+	if bookmarks > 0 {
+		api.SetBookmarkInterval(bookmarks)
+	}
+	for _, p := range []*kubeapiPod{
+		{"example-worker-6d9f-aaaaa", "worker"}, {"example-worker-6d9f-bbbbb", "worker"}, {"example-api-7c4b-ccccc", "api"},
+	} {
+		require.NoError(t, api.Create(kubeapi.NewPod(kubeapi.PodSpec{Namespace: "pulp", Name: p.name, Component: p.component, Node: "node-a", Started: wt0})))
+	}
+	src, err := NewRESTSource(api.Config(), "pulp", DefaultSelector, DefaultContainer)
+	require.NoError(t, err)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	}
+	w, err := NewWatcher(src, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	require.Eventually(t, w.FromCache, 10*time.Second, 10*time.Millisecond, "the watch syncs")
+	return api, w
+}
+
+type kubeapiPod struct{ name, component string }
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+// ended waits up to d for the watcher to signal an end.
+func ended(w *Watcher, d time.Duration) bool {
+	select {
+	case <-w.Ended():
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// TestWatcherSignalsContainerEnds: the kubelet's report that a worker
+// container ended signals within a second or two, whether it shows the
+// state terminated or, after a restart it missed, lastState with a grown
+// restartCount; an eviction too. A node's loss of Ready, the taint
+// manager's DisruptionTarget and graceful delete, and a force delete do
+// not: none of them says the container stopped.
+func TestWatcherSignalsContainerEnds(t *testing.T) {
+	t.Parallel()
+	api, w := watchSetup(t, WatchConfig{}, 0)
+	a, b := "example-worker-6d9f-aaaaa", "example-worker-6d9f-bbbbb"
+
+	require.NoError(t, api.NodeNotReady("pulp", b, wt0.Add(40*time.Second)))
+	require.NoError(t, api.TaintEvict("pulp", b, wt0.Add(300*time.Second)))
+	require.NoError(t, api.Delete("pulp", b))
+	require.False(t, ended(w, 500*time.Millisecond), "node loss, taint eviction and force delete prove no container's end")
+
+	start := time.Now()
+	require.NoError(t, api.ContainerTerminated("pulp", a, "worker", 137, "OOMKilled", wt0.Add(time.Minute)))
+	require.True(t, ended(w, 2*time.Second))
+	t.Logf("signalled %v after the kubelet's report", time.Since(start))
+	pods, err := w.ListPods(context.Background())
+	require.NoError(t, err)
+	require.Len(t, pods, 2, "b is gone from the cache")
+	require.NotNil(t, pods[1].Container.FinishedAt, "the cache has the terminated state")
+
+	require.NoError(t, api.ContainerRestarted("pulp", a, "worker", wt0.Add(70*time.Second)))
+	require.False(t, ended(w, 300*time.Millisecond), "a restart after a reported end is no new end")
+	// Killed and restarted between two status updates: only lastState and
+	// restartCount tell.
+	require.NoError(t, api.ContainerRestarted("pulp", a, "worker", wt0.Add(90*time.Second)))
+	require.True(t, ended(w, 2*time.Second))
+
+	require.NoError(t, api.Evict("pulp", a, wt0.Add(2*time.Minute)))
+	require.True(t, ended(w, 2*time.Second), "an evicted pod's containers ended")
+	require.EqualValues(t, 3, w.Endings())
+}
+
+// TestWatcherGracefulDelete: a graceful delete signals when the kubelet
+// reports the containers stopped, not when deletionTimestamp is set, and
+// the kubelet's final delete adds nothing.
+func TestWatcherGracefulDelete(t *testing.T) {
+	t.Parallel()
+	api, w := watchSetup(t, WatchConfig{}, 0)
+	a := "example-worker-6d9f-aaaaa"
+	require.NoError(t, api.GracefulDelete("pulp", a, wt0.Add(time.Minute)))
+	require.False(t, ended(w, 300*time.Millisecond))
+	require.NoError(t, api.KubeletFinishDelete("pulp", a, wt0.Add(time.Minute+2*time.Second)))
+	require.True(t, ended(w, 2*time.Second))
+	require.False(t, ended(w, 300*time.Millisecond))
+	require.EqualValues(t, 1, w.Endings())
+}
+
+// TestWatcherRelistsAfterGone: a watch the server can no longer resume
+// (its resourceVersion compacted away) is answered 410 Gone; the informer
+// lists again, and a container end it missed meanwhile still signals.
+func TestWatcherRelistsAfterGone(t *testing.T) {
+	t.Parallel()
+	api, w := watchSetup(t, WatchConfig{}, 0)
+	// A watch that ends after a second resumes from its resourceVersion;
+	// client-go's reflector lists again after a shorter one.
+	time.Sleep(1200 * time.Millisecond)
+	api.Mute(true)
+	require.NoError(t, api.ContainerTerminated("pulp", "example-worker-6d9f-aaaaa", "worker", 1, "Error", wt0.Add(time.Minute)))
+	api.Compact()
+	api.CloseWatches()
+	api.Mute(false)
+	require.True(t, ended(w, 5*time.Second), "the end missed by the watch is seen after the list")
+	require.Positive(t, api.Expired(), "the watch was answered 410 Gone")
+	require.Eventually(t, w.FromCache, 10*time.Second, 10*time.Millisecond)
+	pods, err := w.ListPods(context.Background())
+	require.NoError(t, err)
+	require.NotNil(t, pods[1].Container.FinishedAt)
+}
+
+// TestWatcherFallsBackToList: while the watch is silent for longer than the
+// bookmarks allow, or failing, passes list instead of trusting the cache.
+func TestWatcherFallsBackToList(t *testing.T) {
+	t.Parallel()
+	api, w := watchSetup(t, WatchConfig{MaxSilence: 700 * time.Millisecond}, 100*time.Millisecond)
+	time.Sleep(time.Second)
+	require.True(t, w.FromCache(), "bookmarks keep a quiet watch trusted")
+
+	api.Mute(true)
+	require.Eventually(t, func() bool { return !w.FromCache() }, 5*time.Second, 10*time.Millisecond, "a silent watch is not trusted")
+	lists := api.Lists()
+	pods, err := w.ListPods(context.Background())
+	require.NoError(t, err)
+	require.Len(t, pods, 3)
+	require.Equal(t, lists+1, api.Lists(), "listed through the API")
+
+	api.Mute(false)
+	api.Fail(500)
+	api.CloseWatches()
+	require.Eventually(t, func() bool { return !w.FromCache() }, 5*time.Second, 10*time.Millisecond)
+	_, err = w.ListPods(context.Background())
+	require.ErrorContains(t, err, "list pods in namespace pulp", "a failing API is each pass's error, never a stale cache")
+	api.Fail(0)
+	require.Eventually(t, w.FromCache, 30*time.Second, 20*time.Millisecond, "the watch comes back")
+}
