@@ -196,7 +196,8 @@ type WorkerRow struct {
 	// Kubernetes rules made dead within its grace).
 	DeadFor time.Duration
 	// PodProven says the Kubernetes rules prove the death: the pod is gone,
-	// or its container restarted since the row's last heartbeat.
+	// or the kubelet reports its container ended (ended or restarted) since
+	// the row's last heartbeat.
 	PodProven bool
 }
 

@@ -66,8 +66,14 @@ func endedSince(before, now *Container) bool {
 	if !endReported(now) {
 		return false
 	}
-	if before == nil || !endReported(before) || now.Restarts > before.Restarts {
+	if before == nil || !endReported(before) {
 		return true
+	}
+	if now.Restarts > before.Restarts {
+		// One restart after an end already reported (before's terminated
+		// state is now's lastState) shows no new end; more restarts, or one
+		// whose end was never reported, do.
+		return now.Restarts > before.Restarts+1 || !sameEnd(before.Terminated, now.LastTerminated)
 	}
 	b, _, bok := before.EndedBefore()
 	n, _, nok := now.EndedBefore()
@@ -180,4 +186,9 @@ func viewTrusted(rows map[string]AppStatus, now time.Time, grace time.Duration, 
 		}
 	}
 	return alive > 0
+}
+
+// sameEnd says two reported terminations are one incarnation's end.
+func sameEnd(a, b *Termination) bool {
+	return a != nil && b != nil && a.FinishedAt != nil && b.FinishedAt != nil && a.FinishedAt.Equal(*b.FinishedAt)
 }

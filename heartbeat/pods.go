@@ -219,7 +219,7 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 		if live != base {
 			f.podLiveness[r.ID] = live
 		}
-		if live == Dead && (rule == PodGone || rule == PodRestarted) {
+		if live == Dead && (rule == PodGone || rule == PodRestarted || rule == PodContainerEnded) {
 			if f.podProven == nil {
 				f.podProven = map[string]bool{}
 			}

@@ -352,7 +352,7 @@ func TestWorkerRowsPodProven(t *testing.T) {
 		ptWorker("restarted", "1@restarted", time.Hour, 2*time.Hour),
 		ptWorker("hung", "1@hung", time.Hour, 2*time.Hour),
 	}
-	pods := NewPodView([]Pod{ptLivePod, ptRunning("restarted", 10*time.Minute, 1), ptRunning("hung", 3*time.Hour, 0)})
+	pods := NewPodView([]Pod{ptLivePod, ptRunning("restarted", 10*time.Minute, 1), ptRunning("hung", 3*time.Hour, 0)}, ptSeen("gone", "late-gone"))
 	proven := map[string]bool{}
 	for _, r := range NewFleet(rows, ltNow, ltGrace).WithPods(pods, ptRules).WorkerRows() {
 		proven[r.ID] = r.PodProven

@@ -219,8 +219,25 @@ func (w *Watcher) watchFailed(_ context.Context, _ *cache.Reflector, err error) 
 }
 
 // observe notes a change of a pod and signals a worker container's end.
+//
+// What counts as an end is heartbeat.IncarnationEndedSince, the rule that
+// makes the ended incarnation's rows dead at once. The deletion of a pod
+// object is no end: the kubelet deletes a gracefully deleted pod with grace
+// period 0 once its containers stopped (pkg/kubelet/status/status_manager.go,
+// syncPod: canBeDeleted, then Delete with GracePeriodSeconds 0 and the pod's
+// UID as precondition), after the status update that reported them
+// terminated, which is the trigger. A delete without that report (a force
+// delete, a pod of a partitioned node) says nothing of the containers.
 func (w *Watcher) observe(old, new *corev1.Pod) {
-	if !incarnationEnded(old, new, w.src.container) {
+	if new == nil {
+		return
+	}
+	var before *heartbeat.Pod
+	if old != nil {
+		b := w.src.evidence(old)
+		before = &b
+	}
+	if !heartbeat.IncarnationEndedSince(before, w.src.evidence(new)) {
 		return
 	}
 	w.endings.Add(1)
