@@ -237,3 +237,115 @@ func TestReadmePulpOperator(t *testing.T) {
 		checkPulpExample(t, pod, vals["pulp"].(map[string]any))
 	}
 }
+
+// TestPulpOperatorUserSettingsWin: a connection setting the user wrote,
+// config.database.sslmode or an extraEnv variable, wins over the one the
+// operator's Secret or Service gives. The chart then mounts no file for it
+// and sets no value: REAPER_DATABASE_SSLMODE_FILE would beat the
+// configuration file, and beside REAPER_DATABASE_SSLMODE in extraEnv the
+// reaper stops on "both set".
+func TestPulpOperatorUserSettingsWin(t *testing.T) {
+	t.Parallel()
+	withoutKeys := func(secret string, keys map[string]string, drop ...string) map[string]fileSource {
+		files := secretKeys(secret, keys)
+		for _, d := range drop {
+			delete(files, d)
+		}
+		return files
+	}
+	for _, tc := range []struct {
+		name     string
+		vals     map[string]any
+		files    map[string]fileSource
+		values   map[string]string
+		inConfig bool
+	}{
+		{"config.database.sslmode, managed database",
+			map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "config": map[string]any{"database": map[string]any{"sslmode": "verify-full"}}},
+			withoutKeys("galaxy-postgres-configuration", managedDatabaseKeys, "REAPER_DATABASE_SSLMODE"),
+			map[string]string{"REAPER_REDIS_HOST": "galaxy-redis-svc." + namespace}, true},
+		{"config.database.sslmode, external database",
+			map[string]any{"pulp": map[string]any{"cr": "galaxy", "database": map[string]any{"externalSecret": "galaxy-external-db"}},
+				"config": map[string]any{"database": map[string]any{"sslmode": "verify-full"}}},
+			withoutKeys("galaxy-external-db", externalDatabaseKeys, "REAPER_DATABASE_SSLMODE"), nil, true},
+		{"extraEnv REAPER_DATABASE_SSLMODE",
+			map[string]any{"pulp": map[string]any{"cr": "galaxy"},
+				"extraEnv": []any{map[string]any{"name": "REAPER_DATABASE_SSLMODE", "value": "verify-full"}}},
+			withoutKeys("galaxy-postgres-configuration", managedDatabaseKeys, "REAPER_DATABASE_SSLMODE"),
+			map[string]string{"REAPER_DATABASE_SSLMODE": "verify-full"}, false},
+		{"extraEnv REAPER_DATABASE_HOST_FILE and REAPER_REDIS_HOST",
+			map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "extraEnv": []any{
+				map[string]any{"name": "REAPER_DATABASE_HOST_FILE", "value": "/etc/pulp-db/host"},
+				map[string]any{"name": "REAPER_REDIS_HOST", "value": "redis.pulp-cache"},
+			}},
+			withoutKeys("galaxy-postgres-configuration", managedDatabaseKeys, "REAPER_DATABASE_HOST"),
+			map[string]string{"REAPER_REDIS_HOST": "redis.pulp-cache", "REAPER_REDIS_PORT": "6379"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := render(t, tc.vals)
+			pod := podOf(t, m).Spec
+			c := reaperContainer(t, pod)
+			checkNoEnvConflict(t, c)
+			for env := range managedDatabaseKeys {
+				if _, kept := tc.files[env]; !kept && envValue(c, env+"_FILE") != "" && !strings.HasPrefix(envValue(c, env+"_FILE"), "/etc/pulp-db/") {
+					t.Errorf("env %s_FILE from the Secret although the user set %s", env, env)
+				}
+			}
+			for env, src := range tc.files {
+				if got := resolveFile(t, pod, c, envValue(c, env+"_FILE")); got != src {
+					t.Errorf("env %s_FILE comes from %+v, want %+v", env, got, src)
+				}
+			}
+			for name, value := range tc.values {
+				if got := envValue(c, name); got != value {
+					t.Errorf("env %s=%q, want %q", name, got, value)
+				}
+			}
+			for _, v := range pod.Volumes {
+				if v.Projected == nil {
+					continue
+				}
+				for _, s := range v.Projected.Sources {
+					for _, item := range itemsOf(s) {
+						if item.Path == "database/sslmode" && tc.files["REAPER_DATABASE_SSLMODE"] == (fileSource{}) {
+							t.Errorf("the Secret's %s is still mounted at database/sslmode", item.Key)
+						}
+					}
+				}
+			}
+			if tc.inConfig {
+				db, _ := configOf(t, m)["database"].(map[string]any)
+				if db["sslmode"] != "verify-full" {
+					t.Errorf("config.yaml database %v lacks sslmode: verify-full", db)
+				}
+			}
+		})
+	}
+}
+
+func itemsOf(s corev1.VolumeProjection) []corev1.KeyToPath {
+	if s.Secret != nil {
+		return s.Secret.Items
+	}
+	return nil
+}
+
+// checkNoEnvConflict fails on what the reaper refuses to start with (NAME
+// and NAME_FILE both set) and on a name set twice, of which Kubernetes
+// silently keeps one.
+func checkNoEnvConflict(t *testing.T, c corev1.Container) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, e := range c.Env {
+		if seen[e.Name] {
+			t.Errorf("env %s is set twice", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	for name := range seen {
+		if base, ok := strings.CutSuffix(name, "_FILE"); ok && seen[base] {
+			t.Errorf("env %s and %s are both set: the reaper exits 2", base, name)
+		}
+	}
+}

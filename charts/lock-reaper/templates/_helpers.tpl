@@ -206,6 +206,7 @@ the REAPER_* variable whose _FILE form names it.
 {{- define "lock-reaper.secretFiles" -}}
 {{- $files := list }}
 {{- $pulp := .Values.pulp }}
+{{- $userSet := include "lock-reaper.userSettings" . | fromJson }}
 {{- if $pulp.cr }}
 {{- if $pulp.database.externalSecret }}
 {{- range $setting, $key := dict "HOST" "POSTGRES_HOST" "PORT" "POSTGRES_PORT" "NAME" "POSTGRES_DB_NAME" "USER" "POSTGRES_USERNAME" "PASSWORD" "POSTGRES_PASSWORD" "SSLMODE" "POSTGRES_SSLMODE" }}
@@ -228,7 +229,37 @@ the REAPER_* variable whose _FILE form names it.
 {{- $files = append $files (dict "secret" $secret "key" .Values.secretKeys.redisUrl "path" "redis-url" "env" "REAPER_REDIS_URL") }}
 {{- $files = append $files (dict "secret" $secret "key" .Values.secretKeys.databaseUrl "path" "database-url" "env" "REAPER_DATABASE_URL") }}
 {{- end }}
-{{- toJson $files }}
+{{- $kept := list }}
+{{- range $files }}
+{{- if not (hasKey $userSet .env) }}
+{{- $kept = append $kept . }}
+{{- end }}
+{{- end }}
+{{- toJson $kept }}
+{{- end }}
+
+{{/*
+lock-reaper.userSettings: the REAPER_* settings the user wrote, as a JSON
+object whose keys are the settings' names (without _FILE): every name of
+extraEnv (NAME or NAME_FILE) and database.sslmode of config, the one
+connection setting the configuration file may hold. A setting the user
+wrote wins over the one a Secret or the chart would give: the chart then
+mounts no file for it and sets no value. Otherwise the Secret's file
+(REAPER_DATABASE_SSLMODE_FILE from pulp-operator's Secret) would beat the
+configuration file, and beside an extraEnv of the same setting the
+reaper would stop on "both set".
+*/}}
+{{- define "lock-reaper.userSettings" -}}
+{{- $set := dict }}
+{{- range .Values.extraEnv }}
+{{- if .name }}
+{{- $_ := set $set (trimSuffix "_FILE" .name) true }}
+{{- end }}
+{{- end }}
+{{- if dig "database" "sslmode" "" (default dict .Values.config) }}
+{{- $_ := set $set "REAPER_DATABASE_SSLMODE" true }}
+{{- end }}
+{{- toJson $set }}
 {{- end }}
 
 {{/*
@@ -242,10 +273,15 @@ a secret, so they are plain values.
 */}}
 {{- define "lock-reaper.redisServiceEnv" -}}
 {{- if and .Values.pulp.cr (not .Values.pulp.cache.externalSecret) }}
+{{- $userSet := include "lock-reaper.userSettings" . | fromJson }}
+{{- if not (hasKey $userSet "REAPER_REDIS_HOST") }}
 - name: REAPER_REDIS_HOST
   value: {{ printf "%s-redis-svc.%s" .Values.pulp.cr .Release.Namespace | quote }}
+{{- end }}
+{{- if not (hasKey $userSet "REAPER_REDIS_PORT") }}
 - name: REAPER_REDIS_PORT
   value: {{ .Values.pulp.cache.redisPort | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 
