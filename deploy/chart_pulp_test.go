@@ -12,6 +12,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 )
 
 // The Secrets, keys and Service of pulp-operator (github.com/pulp/pulp-operator)
@@ -347,5 +348,74 @@ func checkNoEnvConflict(t *testing.T, c corev1.Container) {
 		if base, ok := strings.CutSuffix(name, "_FILE"); ok && seen[base] {
 			t.Errorf("env %s and %s are both set: the reaper exits 2", base, name)
 		}
+	}
+}
+
+// pulpOperatorPodLabels are the labels pulp-operator puts on the pods of a
+// Pulp CR's component (controllers/settings/labels.go PulpcoreLabels and
+// CommonLabels).
+func pulpOperatorPodLabels(cr, component string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name": "pulp-" + component, "app.kubernetes.io/instance": "pulp-" + component + "-" + cr,
+		"app.kubernetes.io/component": component, "app": "pulp-" + component,
+		"app.kubernetes.io/part-of": "pulp", "app.kubernetes.io/managed-by": "pulp-operator", "pulp_cr": cr,
+	}
+}
+
+// TestPulpOperatorKubernetesEvidence: pulp.cr turns Kubernetes evidence on
+// (unless kubernetes.enabled says false) with the program's default
+// selector narrowed to the CR's own pods, so that the pods of a second CR
+// in the namespace are never taken for this one's workers.
+func TestPulpOperatorKubernetesEvidence(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join(repoRoot, "kube", "open.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := regexp.MustCompile(`DefaultSelector = "([^"]+)"`).FindSubmatch(src)
+	if def == nil {
+		t.Fatal("kube/open.go has no DefaultSelector")
+	}
+	for _, mode := range []string{"cronjob", "deployment"} {
+		m := render(t, map[string]any{"mode": mode, "pulp": map[string]any{"cr": "galaxy"}})
+		if len(m.roles) != 1 || len(m.roleBindings) != 1 {
+			t.Fatalf("%s: pulp.cr rendered %q, want a Role and a RoleBinding", mode, m.kinds())
+		}
+		pod := podOf(t, m).Spec
+		if !isTrue(pod.AutomountServiceAccountToken) {
+			t.Errorf("%s: pulp.cr does not mount the service account token", mode)
+		}
+		c := reaperContainer(t, pod)
+		if got := envValue(c, "REAPER_KUBERNETES_ENABLED"); got != "true" {
+			t.Errorf("%s: REAPER_KUBERNETES_ENABLED=%q with pulp.cr, want true", mode, got)
+		}
+		if got := envValue(c, "REAPER_KUBERNETES_NAMESPACE"); got != namespace {
+			t.Errorf("%s: REAPER_KUBERNETES_NAMESPACE=%q, want the CR's (the release's) %q", mode, got, namespace)
+		}
+		raw := envValue(c, "REAPER_KUBERNETES_SELECTOR")
+		if want := string(def[1]) + ",pulp_cr=galaxy"; raw != want {
+			t.Errorf("%s: REAPER_KUBERNETES_SELECTOR=%q, want the program's default narrowed to the CR: %q", mode, raw, want)
+		}
+		sel, err := k8slabels.Parse(raw)
+		if err != nil {
+			t.Fatalf("%s: selector %q: %v", mode, raw, err)
+		}
+		for _, tc := range []struct {
+			cr, component string
+			want          bool
+		}{{"galaxy", "worker", true}, {"galaxy", "api", true}, {"galaxy", "database", false}, {"hub", "worker", false}, {"hub", "api", false}} {
+			if got := sel.Matches(k8slabels.Set(pulpOperatorPodLabels(tc.cr, tc.component))); got != tc.want {
+				t.Errorf("%s: selector %q matches the %s pods of CR %s: %v, want %v", mode, raw, tc.component, tc.cr, got, tc.want)
+			}
+		}
+	}
+
+	m := render(t, map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "kubernetes": map[string]any{"enabled": false}})
+	if len(m.roles) != 0 || envValue(reaperContainer(t, podOf(t, m).Spec), "REAPER_KUBERNETES_ENABLED") != "false" {
+		t.Errorf("pulp.cr with kubernetes.enabled false rendered %q and left evidence on", m.kinds())
+	}
+	m = render(t, map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "kubernetes": map[string]any{"selector": "app=pulp-worker,pulp_cr=galaxy"}})
+	if got := envValue(reaperContainer(t, podOf(t, m).Spec), "REAPER_KUBERNETES_SELECTOR"); got != "app=pulp-worker,pulp_cr=galaxy" {
+		t.Errorf("kubernetes.selector with pulp.cr: REAPER_KUBERNETES_SELECTOR=%q, want the user's", got)
 	}
 }

@@ -160,6 +160,36 @@ when kubernetes.enabled: kubernetes.namespace, else the release's.
 {{- end }}
 
 {{/*
+lock-reaper.kubernetesEnabled tells whether the reaper reads the Pulp pods
+as evidence of liveness: "true" or "". kubernetes.enabled decides when set;
+left empty (null, the default) it is on with pulp.cr, whose pods carry the
+labels the selector needs, and off otherwise.
+*/}}
+{{- define "lock-reaper.kubernetesEnabled" -}}
+{{- $enabled := .Values.kubernetes.enabled }}
+{{- if kindIs "invalid" $enabled }}
+{{- $enabled = and (ne .Values.mode "sidecar") (not (empty .Values.pulp.cr)) }}
+{{- end }}
+{{- if $enabled }}true{{ end }}
+{{- end }}
+
+{{/*
+lock-reaper.kubernetesSelector is the label selector of the Pulp pods:
+kubernetes.selector when set; with pulp.cr, the program's default
+(kube.DefaultSelector: pulp-operator's worker and API pods) narrowed to
+that CR's pods by the pulp_cr label pulp-operator puts on every pod it
+makes (controllers/settings/labels.go CommonLabels), so that two CRs in
+one namespace are not mixed; else empty, the program's default.
+*/}}
+{{- define "lock-reaper.kubernetesSelector" -}}
+{{- if .Values.kubernetes.selector }}
+{{- .Values.kubernetes.selector }}
+{{- else if .Values.pulp.cr }}
+{{- printf "app.kubernetes.io/managed-by=pulp-operator,app.kubernetes.io/component in (worker,api),pulp_cr=%s" .Values.pulp.cr }}
+{{- end }}
+{{- end }}
+
+{{/*
 The pod-level securityContext: podSecurityContext, by default the
 "restricted" Pod Security Standard as the image's distroless nonroot user
 65532. OpenShift's restricted SCC assigns a UID of its own: set
@@ -326,12 +356,13 @@ lock-reaper.kubernetesEnv: the Kubernetes evidence settings (kubernetes.*).
 Disabled, the reaper is told so, rather than left to `auto`.
 */}}
 {{- define "lock-reaper.kubernetesEnv" -}}
+{{- $enabled := include "lock-reaper.kubernetesEnabled" . }}
 - name: REAPER_KUBERNETES_ENABLED
-  value: {{ ternary "true" "false" (.Values.kubernetes.enabled | default false) | quote }}
-{{- if .Values.kubernetes.enabled }}
+  value: {{ ternary "true" "false" (eq $enabled "true") | quote }}
+{{- if $enabled }}
 - name: REAPER_KUBERNETES_NAMESPACE
   value: {{ include "lock-reaper.kubernetesNamespace" . | quote }}
-{{- with .Values.kubernetes.selector }}
+{{- with include "lock-reaper.kubernetesSelector" . }}
 - name: REAPER_KUBERNETES_SELECTOR
   value: {{ . | quote }}
 {{- end }}
@@ -399,7 +430,7 @@ feature that reads the Kubernetes API.
 */}}
 {{- define "lock-reaper.podSpec" -}}
 serviceAccountName: {{ include "lock-reaper.serviceAccountName" . }}
-automountServiceAccountToken: {{ .Values.kubernetes.enabled | default false }}
+automountServiceAccountToken: {{ eq (include "lock-reaper.kubernetesEnabled" .) "true" }}
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
