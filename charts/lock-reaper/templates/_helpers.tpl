@@ -71,8 +71,44 @@ there. `lock-reaper once` (cronjob mode) serves no HTTP and gets no `listen`.
 {{- $config := deepCopy (default dict .Values.config) }}
 {{- if ne .Values.mode "cronjob" }}
 {{- $_ := set $config "listen" (printf ":%d" (int .Values.metrics.port)) }}
+{{- else if and (dig "pushgateway_url" "" $config) (not (dig "pushgateway_grouping" "" $config)) }}
+{{- $_ := set $config "pushgateway_grouping" (include "lock-reaper.pushGrouping" .) }}
 {{- end }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/*
+lock-reaper.pushGrouping: the grouping labels of the CronJob's pushes, so
+that each release's passes push to a group of their own and every pushed
+series names the release's namespace (a Pushgateway scraped with
+honor_labels keeps it) and instance, which the alert rules and the
+dashboard select.
+*/}}
+{{- define "lock-reaper.pushGrouping" -}}
+{{- printf "namespace=%s,instance=%s" .Release.Namespace (include "lock-reaper.fullname" .) }}
+{{- end }}
+
+{{/*
+lock-reaper.ruleScope: the values the rule files' placeholders take, as
+JSON: the namespace, the Pushgateway group's instance (the CronJob's) and
+the job label of the scraped series (deployment, sidecar).
+*/}}
+{{- define "lock-reaper.ruleScope" -}}
+{{- $fullname := include "lock-reaper.fullname" . }}
+{{- $job := .Values.prometheusRule.job }}
+{{- if not $job }}
+{{- $job = ternary (printf "%s/%s" .Release.Namespace $fullname) $fullname (eq .Values.mode "sidecar") }}
+{{- end }}
+{{- $instance := $fullname }}
+{{- with dig "pushgateway_grouping" "" (default dict .Values.config) }}
+{{- range splitList "," . }}
+{{- $pair := splitList "=" (trim .) }}
+{{- if eq (trim (first $pair)) "instance" }}
+{{- $instance = trim (last $pair) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toJson (dict "namespace" .Release.Namespace "instance" $instance "job" $job) }}
 {{- end }}
 
 {{/*
@@ -132,6 +168,9 @@ it, so that `helm template` and `helm install` stop with the same message.
 {{- if .Values.kubernetes.enabled }}
 {{- fail "kubernetes.enabled with mode: sidecar: the sidecar runs under the Pulp worker pod's service account, which this chart does not manage; grant it get and list on pods yourself and set REAPER_KUBERNETES_ENABLED in extraEnv" }}
 {{- end }}
+{{- end }}
+{{- if and .Values.prometheusRule.enabled (eq .Values.mode "cronjob") (not (dig "pushgateway_url" "" (default dict .Values.config))) }}
+{{- fail "prometheusRule.enabled with mode: cronjob needs config.pushgateway_url: a CronJob's passes serve no /metrics, so without a push its alerts see nothing and LockReaperMetricsAbsent fires forever. Set config.pushgateway_url (a Pushgateway scraped with honor_labels: true), or use mode: deployment with serviceMonitor.enabled" }}
 {{- end }}
 {{- if and .Values.podMonitor.enabled (ne .Values.mode "sidecar") }}
 {{- fail "podMonitor.enabled needs mode: sidecar; with mode: deployment use serviceMonitor.enabled" }}
