@@ -426,3 +426,78 @@ func TestDashboard(t *testing.T) {
 		t.Error("a dashboard ConfigMap by default; grafanaDashboard.enabled is off by default")
 	}
 }
+
+// dashboardTargets returns the dashboard's queries by refId, which is
+// unique across the dashboard and names the query in the promtool tests.
+func dashboardTargets(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(chartDir, "dashboards", "lock-reaper.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				RefID string `json:"refId"`
+				Expr  string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dashboard); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	refID := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	out := map[string]string{}
+	for _, p := range dashboard.Panels {
+		for _, target := range p.Targets {
+			if !refID.MatchString(target.RefID) {
+				t.Errorf("panel %q: refId %q is not a name a recording rule can carry", p.Title, target.RefID)
+			}
+			if _, dup := out[target.RefID]; dup {
+				t.Errorf("panel %q: refId %q is used twice", p.Title, target.RefID)
+			}
+			out[target.RefID] = target.Expr
+		}
+	}
+	return out
+}
+
+// TestDashboardQueriesPromtool evaluates every query of the dashboard with
+// promtool over series shaped as each mode produces them (testdata
+// dashboard-cronjob: one pass's values pushed and held by the Pushgateway;
+// dashboard-daemon: scraped counters that only grow): each query becomes a
+// recording rule dashboard:<refId>, with Grafana's $namespace as pulp and
+// $__rate_interval as 5m, and every query is tested in at least one mode.
+func TestDashboardQueriesPromtool(t *testing.T) {
+	t.Parallel()
+	promtool := findPromtool(t)
+	targets := dashboardTargets(t)
+	var rules []map[string]string
+	for ref, expr := range targets {
+		expr = strings.NewReplacer("$namespace", namespace, "$__rate_interval", "5m").Replace(expr)
+		if strings.Contains(expr, "$") {
+			t.Errorf("query %s: a Grafana variable the test does not replace: %s", ref, expr)
+		}
+		rules = append(rules, map[string]string{"record": "dashboard:" + ref, "expr": expr})
+	}
+	groups := []map[string]any{{"name": "dashboard", "rules": rules}}
+	tests, _ := filepath.Glob("testdata/dashboard-*.test.yaml")
+	if len(tests) != 2 {
+		t.Fatalf("testdata has %q, want dashboard-cronjob and dashboard-daemon", tests)
+	}
+	var bodies string
+	for _, test := range tests {
+		promtoolTest(t, promtool, test, groups)
+		body, err := os.ReadFile(test)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies += string(body)
+	}
+	for ref := range targets {
+		if !strings.Contains(bodies, "expr: dashboard:"+ref+"\n") {
+			t.Errorf("query %s of the dashboard is tested in no mode", ref)
+		}
+	}
+}
