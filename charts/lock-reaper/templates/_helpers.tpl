@@ -503,6 +503,25 @@ volumes:
 {{- end }}
 
 {{/*
+lock-reaper.runOverrides: for `kubectl run NAME --overrides=...` (no jq
+needed), a pod made as the CronJob's (the same image, environment,
+volumes, service account and securityContext, so the release's own
+configuration and secrets) whose one container, named NAME so that
+`kubectl run -i` attaches to it, runs args. Called with a dict: root (the
+chart's context), name and args. The JSON holds no secret: Secrets are
+mounted as files, as in the CronJob.
+*/}}
+{{- define "lock-reaper.runOverrides" -}}
+{{- $pod := include "lock-reaper.podSpec" .root | fromYaml }}
+{{- $c := include "lock-reaper.containerBase" .root | fromYaml }}
+{{- $_ := set $c "name" .name }}
+{{- $_ := set $c "args" .args }}
+{{- $_ := set $pod "containers" (list $c) }}
+{{- $_ := set $pod "restartPolicy" "Never" }}
+{{- toJson (dict "apiVersion" "v1" "spec" $pod) }}
+{{- end }}
+
+{{/*
 lock-reaper.sidecar renders lock-reaper as a native sidecar container (one
 entry of a Pulp worker pod's initContainers, Kubernetes 1.29 or later) that
 runs the `run` daemon for the life of the pod. Add lock-reaper.sidecarVolume
