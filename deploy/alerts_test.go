@@ -249,6 +249,8 @@ func TestPrometheusRuleScope(t *testing.T) {
 	vals = ruleValues("cronjob")
 	vals["config"] = map[string]any{"pushgateway_url": "http://pg:9091", "pushgateway_grouping": "namespace=pulp,instance=galaxy-reaper"}
 	check("pushgateway_grouping", vals, `instance="galaxy-reaper"`)
+	vals["config"] = map[string]any{"pushgateway_url": "http://pg:9091", "pushgateway_grouping": "namespace=pulp-prod"}
+	check("pushgateway_grouping without instance", vals, `namespace="pulp-prod"`, `instance=""`)
 
 	// The CronJob's passes push with the grouping the rules select.
 	cfg := configOf(t, render(t, ruleValues("cronjob")))

@@ -91,7 +91,9 @@ dashboard select.
 {{/*
 lock-reaper.ruleScope: the values the rule files' placeholders take, as
 JSON: the namespace, the Pushgateway group's instance (the CronJob's) and
-the job label of the scraped series (deployment, sidecar).
+the job label of the scraped series (deployment, sidecar). A
+config.pushgateway_grouping of the user's gives the namespace and instance
+its pushes carry.
 */}}
 {{- define "lock-reaper.ruleScope" -}}
 {{- $fullname := include "lock-reaper.fullname" . }}
@@ -100,15 +102,21 @@ the job label of the scraped series (deployment, sidecar).
 {{- $job = ternary (printf "%s/%s" .Release.Namespace $fullname) $fullname (eq .Values.mode "sidecar") }}
 {{- end }}
 {{- $instance := $fullname }}
+{{- $namespace := .Release.Namespace }}
 {{- with dig "pushgateway_grouping" "" (default dict .Values.config) }}
+{{- /* The user's grouping: its namespace and instance, and an instance it
+lacks is matched as absent (instance=""). */}}
+{{- $instance = "" }}
 {{- range splitList "," . }}
 {{- $pair := splitList "=" (trim .) }}
 {{- if eq (trim (first $pair)) "instance" }}
 {{- $instance = trim (last $pair) }}
+{{- else if eq (trim (first $pair)) "namespace" }}
+{{- $namespace = trim (last $pair) }}
 {{- end }}
 {{- end }}
 {{- end }}
-{{- toJson (dict "namespace" .Release.Namespace "instance" $instance "job" $job) }}
+{{- toJson (dict "namespace" $namespace "instance" $instance "job" $job) }}
 {{- end }}
 
 {{/*
