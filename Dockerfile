@@ -24,10 +24,17 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 # Final stage: a static binary on distroless, as the nonroot user. Nothing is
 # written to the filesystem at run time, so a read-only root filesystem works.
 FROM gcr.io/distroless/static-debian12:nonroot@sha256:d093aa3e30dbadd3efe1310db061a14da60299baff8450a17fe0ccc514a16639
+# The OCI labels say where an image came from, so that an image copied into
+# a private registry still names its source, version and commit:
+# scripts/build-push-image.sh passes VERSION and REVISION (git rev-parse HEAD).
 ARG VERSION=dev
+ARG REVISION=unknown
+ARG SOURCE=https://github.com/lock-reaper/lock-reaper
 LABEL org.opencontainers.image.title="lock-reaper" \
       org.opencontainers.image.description="Releases stale Pulp task/resource locks in Redis and cancels lost tasks in PostgreSQL" \
-      org.opencontainers.image.version="${VERSION}"
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/lock-reaper /lock-reaper
 USER 65532:65532
 EXPOSE 9090

@@ -59,9 +59,11 @@ var (
 	// readKeys: everything but the daemon's scheduling and metrics.
 	readKeys = func(k config.Key) bool { return k.Group != config.GroupRun }
 	// passKeys: a one-shot pass also pushes its metrics.
-	passKeys = func(k config.Key) bool { return readKeys(k) || k.Key == "pushgateway_url" }
+	passKeys = func(k config.Key) bool { return readKeys(k) || pushKey(k) }
 	// runKeys: the daemon is scraped, it pushes nothing.
-	runKeys = func(k config.Key) bool { return k.Key != "pushgateway_url" }
+	runKeys = func(k config.Key) bool { return !pushKey(k) }
+	// pushKey: the keys of the Pushgateway push.
+	pushKey = func(k config.Key) bool { return k.Key == "pushgateway_url" || k.Key == "pushgateway_grouping" }
 )
 
 var (

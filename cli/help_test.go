@@ -36,7 +36,7 @@ func TestHelpListsOnlyTheFlagsACommandUses(t *testing.T) {
 	for _, absent := range []string{"--force", "--schedule", "--listen", "--jitter", "--dry-run"} {
 		require.NotContains(t, audit, "\n  "+absent)
 	}
-	for _, present := range []string{"--limit rows", "--redis-url url", "--pushgateway-url url", "--max-releases int"} {
+	for _, present := range []string{"--limit rows", "--redis-url url", "--pushgateway-url url", "--pushgateway-grouping name=value,...", "--max-releases int"} {
 		require.Contains(t, audit, present)
 	}
 	// Durations read as `config` prints them; no help text is cut mid-sentence.
@@ -45,6 +45,7 @@ func TestHelpListsOnlyTheFlagsACommandUses(t *testing.T) {
 	_, runHelp, _ := run(t, nil, "run", "-h")
 	require.Contains(t, runHelp, "--schedule cron")
 	require.NotContains(t, runHelp, "--pushgateway-url")
+	require.NotContains(t, runHelp, "--pushgateway-grouping")
 	_, once, _ := run(t, nil, "once", "-h")
 	require.Contains(t, once, "--force\n")
 

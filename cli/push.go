@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/push"
 
+	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/metrics"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -31,7 +32,7 @@ func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report)
 	if s.cfg.PushgatewayURL == "" || rep.Mode != reaper.ModeOnce {
 		return
 	}
-	if err := pushMetrics(ctx, s.cfg.PushgatewayURL, version, rep); err != nil {
+	if err := pushMetrics(ctx, s.cfg.PushgatewayURL, s.cfg.PushgatewayGrouping, version, rep); err != nil {
 		s.log.Error("metrics push failed", slog.String("error", err.Error()))
 		return
 	}
@@ -40,9 +41,14 @@ func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report)
 
 // pushMetrics sends one pass's metrics to the Pushgateway at rawURL with add
 // semantics (POST), which replaces only the metric families this push
-// carries. The time of the last success is carried only by a pass that
+// carries, in the group of job lock_reaper and the labels of grouping
+// (pushgateway_grouping), which the Pushgateway adds to every series. The time of the last success is carried only by a pass that
 // completed, so a failed pass leaves the one an earlier run pushed in place.
-func pushMetrics(ctx context.Context, rawURL, version string, rep *reaper.Report) error {
+func pushMetrics(ctx context.Context, rawURL, grouping, version string, rep *reaper.Report) error {
+	labels, err := config.ParsePushGrouping(grouping)
+	if err != nil {
+		return fmt.Errorf("pushgateway_grouping: %w", err)
+	}
 	m := metrics.New(version)
 	m.Observe(rep)
 	reg, err := metrics.NewPassRegistry(m)
@@ -64,6 +70,9 @@ func pushMetrics(ctx context.Context, rawURL, version string, rep *reaper.Report
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
 	client := &http.Client{Timeout: pushTimeout, Transport: withQuery{query: query, next: http.DefaultTransport}}
 	pusher := push.New(u.String(), pushJob).Gatherer(reg).Client(client)
+	for name, value := range labels {
+		pusher = pusher.Grouping(name, value)
+	}
 	if user != nil {
 		password, _ := user.Password()
 		pusher = pusher.BasicAuth(user.Username(), password)

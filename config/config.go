@@ -87,6 +87,8 @@ type Config struct {
 	FullScanInterval time.Duration // full_scan_interval
 	Listen           string        // listen
 	PushgatewayURL   string        // pushgateway_url
+	// PushgatewayGrouping is pushgateway_grouping: name=value pairs.
+	PushgatewayGrouping string
 
 	Log struct {
 		Format string // log.format

@@ -14,7 +14,8 @@ type Key struct {
 }
 
 // GroupRun is the group of the daemon's scheduling and metrics keys, which
-// only `run` uses (and pushgateway_url, which only one-shot passes use).
+// only `run` uses (and pushgateway_url and pushgateway_grouping, which only
+// one-shot passes use).
 const GroupRun = groupRun
 
 // Keys lists every configuration key in the table's order.

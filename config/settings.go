@@ -326,6 +326,13 @@ var settings = withReaperDefaults([]setting{
 		doc:     "Prometheus Pushgateway (http:// or https:// URL) that one-shot runs push their metrics to. Empty: no push.",
 	},
 	{
+		key: "pushgateway_grouping", group: groupRun, def: "",
+		binding: bind(stringCodec("name=value,..."), func(c *Config) *string { return &c.PushgatewayGrouping }, checkPushGrouping),
+		doc: "Grouping labels of the push besides job=\"lock_reaper\", as name=value pairs separated by commas " +
+			"(e.g. namespace=pulp,instance=pulp-reaper): each reaper pushing to one Pushgateway needs its own group, " +
+			"or their pushes replace each other's, and the labels reach every pushed series.",
+	},
+	{
 		key: "log.format", group: groupOutput, def: "auto",
 		binding: bind(stringCodec("auto|text|json"), func(c *Config) *string { return &c.Log.Format }, oneOf("auto", "text", "json")),
 		doc:     "Log format: text, json, or auto (text on a terminal, json otherwise).",

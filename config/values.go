@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -206,6 +207,41 @@ func checkListen(s string) error {
 		return fmt.Errorf("invalid listen address %q: %w", s, err)
 	}
 	return nil
+}
+
+// pushLabelName is a Prometheus label name that is not reserved (__*).
+var pushLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// ParsePushGrouping reads pushgateway_grouping: name=value pairs separated
+// by commas, each name a label name other than job (the push's own) and
+// given once, each value non-empty. Empty means no grouping label.
+func ParsePushGrouping(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, pair := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		switch {
+		case !ok || value == "":
+			return nil, fmt.Errorf("invalid grouping %q: want name=value pairs separated by commas", pair)
+		case !pushLabelName.MatchString(name) || strings.HasPrefix(name, "__"):
+			return nil, fmt.Errorf("invalid grouping label name %q", name)
+		case name == "job":
+			return nil, fmt.Errorf("grouping label job: the push's job is always lock_reaper")
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("grouping label %s is given twice", name)
+		}
+		out[name] = value
+	}
+	return out, nil
+}
+
+func checkPushGrouping(s string) error {
+	_, err := ParsePushGrouping(s)
+	return err
 }
 
 // checkHTTPURL accepts an empty value (feature off) or an absolute http(s)

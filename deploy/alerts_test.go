@@ -20,26 +20,117 @@ var ruleFiles = map[string][]string{
 	"files/alerts-pushgateway.yaml": {"cronjob"},
 }
 
-// TestAlertRulesPromtool runs `promtool test rules` on the tests in
-// testdata, which show each alert firing on series that call for it and
-// staying silent on others. CI installs promtool (Debian package prometheus).
-func TestAlertRulesPromtool(t *testing.T) {
-	t.Parallel()
+// findPromtool returns the path of promtool: $PROMTOOL, else promtool on
+// PATH. Missing, the test fails in CI (CI set) and is skipped, saying so,
+// elsewhere.
+func findPromtool(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PROMTOOL"); p != "" {
+		return p
+	}
 	promtool, err := exec.LookPath("promtool")
 	if errors.Is(err, exec.ErrNotFound) {
-		t.Skip("promtool is not installed (Debian package prometheus); the alert rules are untested")
+		msg := "promtool is not on PATH and PROMTOOL is not set (Debian: apt-get download prometheus, then dpkg-deb -x; no server needed)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
+	return promtool
+}
+
+// promtoolTest runs `promtool test rules` on test, a testdata file whose
+// rule_files entry RENDERED_RULES is replaced by the file holding groups.
+func promtoolTest(t *testing.T, promtool, test string, groups any) {
+	t.Helper()
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yaml")
+	raw, err := yaml.Marshal(map[string]any{"groups": groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rules, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "RENDERED_RULES") {
+		t.Fatalf("%s: rule_files does not name RENDERED_RULES", test)
+	}
+	copied := filepath.Join(dir, filepath.Base(test))
+	if err := os.WriteFile(copied, []byte(strings.ReplaceAll(string(body), "RENDERED_RULES", rules)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool, "test", "rules", copied).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules %s: %v\n%s", test, err, out)
+	}
+}
+
+// ruleValues are values that render the PrometheusRule in mode: the
+// CronJob's rules need a Pushgateway.
+func ruleValues(mode string) map[string]any {
+	vals := withDSNs(map[string]any{"mode": mode, "prometheusRule": map[string]any{"enabled": true}})
+	if mode == "cronjob" {
+		vals["config"] = map[string]any{"pushgateway_url": "http://pushgateway.monitoring:9091"}
+	}
+	return vals
+}
+
+// renderedRules renders the PrometheusRule of mode and returns its groups.
+func renderedRules(t *testing.T, vals map[string]any) []ruleGroup {
+	t.Helper()
+	m := render(t, vals)
+	if len(m.prometheusRules) != 1 {
+		t.Fatalf("rendered %q, want one PrometheusRule", m.kinds())
+	}
+	return m.prometheusRules[0].Spec.Groups
+}
+
+// ruleScopes are the placeholders of the rule files and the values the
+// chart gives them for release pulp-reaper in namespace pulp, by mode.
+var ruleScopes = map[string]map[string]string{
+	"cronjob":    {"RELEASE_NAMESPACE": namespace, "RELEASE_INSTANCE": fullname},
+	"deployment": {"RELEASE_NAMESPACE": namespace, "RELEASE_JOB": fullname},
+	"sidecar":    {"RELEASE_NAMESPACE": namespace, "RELEASE_JOB": namespace + "/" + fullname},
+}
+
+// scopedRuleGroups reads a rule file with its placeholders replaced as the
+// chart replaces them in mode.
+func scopedRuleGroups(t *testing.T, file, mode string) []ruleGroup {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(chartDir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	for placeholder, value := range ruleScopes[mode] {
+		s = strings.ReplaceAll(s, `"`+placeholder+`"`, `"`+value+`"`)
+	}
+	if strings.Contains(s, `"RELEASE_`) {
+		t.Fatalf("%s in mode %s keeps a placeholder the chart does not replace", file, mode)
+	}
+	return decodeRuleGroups(t, file, []byte(s))
+}
+
+// TestAlertRulesPromtool runs `promtool test rules` on the tests in
+// testdata over the rules as the chart renders them (deployment mode for
+// the daemon's, cronjob mode for the Pushgateway's), which show each alert
+// firing on series that call for it and staying silent on others,
+// including the series of other reapers.
+func TestAlertRulesPromtool(t *testing.T) {
+	t.Parallel()
+	promtool := findPromtool(t)
 	tests, _ := filepath.Glob("testdata/alerts-*.test.yaml")
 	if len(tests) != len(ruleFiles) {
 		t.Fatalf("testdata has %q, want one promtool test file per rule file %v", tests, ruleFiles)
 	}
-	out, err := exec.Command(promtool, append([]string{"test", "rules"}, tests...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool test rules: %v\n%s", err, out)
-	}
-	// Every alert of a rule file is tested.
-	for file := range ruleFiles {
+	for file, modes := range ruleFiles {
 		test := filepath.Join("testdata", strings.TrimSuffix(filepath.Base(file), ".yaml")+".test.yaml")
+		promtoolTest(t, promtool, test, renderedRules(t, ruleValues(modes[0])))
+		// Every alert of a rule file is tested.
 		body, err := os.ReadFile(test)
 		if err != nil {
 			t.Fatal(err)
@@ -91,14 +182,15 @@ func alertNames(t *testing.T, groups []ruleGroup) []string {
 }
 
 // TestPrometheusRule checks that the PrometheusRule carries the rule file of
-// its mode as it is, plus prometheusRule.additionalAlertLabels (which never
-// override a rule's own severity).
+// its mode scoped to its release, plus prometheusRule.additionalAlertLabels
+// (which never override a rule's own severity).
 func TestPrometheusRule(t *testing.T) {
 	t.Parallel()
 	for file, modes := range ruleFiles {
-		want := readRuleGroups(t, file)
 		for _, mode := range modes {
-			vals := withDSNs(map[string]any{"mode": mode, "prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}})
+			want := scopedRuleGroups(t, file, mode)
+			vals := ruleValues(mode)
+			vals["prometheusRule"] = map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}
 			m := render(t, vals)
 			if len(m.prometheusRules) != 1 {
 				t.Fatalf("%s: rendered %q, want one PrometheusRule", mode, m.kinds())
@@ -123,6 +215,65 @@ func TestPrometheusRule(t *testing.T) {
 	}
 	if m := render(t, withDSNs(nil)); len(m.prometheusRules) != 0 {
 		t.Error("a PrometheusRule by default; prometheusRule.enabled is off by default")
+	}
+}
+
+// TestPrometheusRuleScope: every metric the rules read is selected by this
+// release's namespace and job (and, for the Pushgateway's, instance), so
+// that another reaper's series neither raise nor silence an alert;
+// prometheusRule.job and config.pushgateway_grouping move the scope; and
+// the CronJob's rules without a Pushgateway, which would see nothing and
+// fire forever, fail the render with the way out.
+func TestPrometheusRuleScope(t *testing.T) {
+	t.Parallel()
+	selector := regexp.MustCompile(`\b(lock_reaper_[a-z0-9_]+)(\{[^}]*\})?`)
+	check := func(name string, vals map[string]any, want ...string) {
+		for _, g := range renderedRules(t, vals) {
+			for _, r := range g.Rules {
+				for _, m := range selector.FindAllStringSubmatch(r.Expr, -1) {
+					for _, w := range want {
+						if !strings.Contains(m[2], w) {
+							t.Errorf("%s: %s reads %s%s without %s", name, r.Alert, m[1], m[2], w)
+						}
+					}
+				}
+			}
+		}
+	}
+	check("cronjob", ruleValues("cronjob"), `job="lock_reaper"`, `namespace="pulp"`, `instance="`+fullname+`"`)
+	check("deployment", ruleValues("deployment"), `namespace="pulp"`, `job="`+fullname+`"`)
+	check("sidecar", ruleValues("sidecar"), `namespace="pulp"`, `job="pulp/`+fullname+`"`)
+	vals := ruleValues("deployment")
+	vals["prometheusRule"] = map[string]any{"enabled": true, "job": "kubernetes-pods"}
+	check("prometheusRule.job", vals, `namespace="pulp"`, `job="kubernetes-pods"`)
+	vals = ruleValues("cronjob")
+	vals["config"] = map[string]any{"pushgateway_url": "http://pg:9091", "pushgateway_grouping": "namespace=pulp,instance=galaxy-reaper"}
+	check("pushgateway_grouping", vals, `instance="galaxy-reaper"`)
+	vals["config"] = map[string]any{"pushgateway_url": "http://pg:9091", "pushgateway_grouping": "namespace=pulp-prod"}
+	check("pushgateway_grouping without instance", vals, `namespace="pulp-prod"`, `instance=""`)
+
+	// The CronJob's passes push with the grouping the rules select.
+	cfg := configOf(t, render(t, ruleValues("cronjob")))
+	if got, want := cfg["pushgateway_grouping"], "namespace=pulp,instance="+fullname; got != want {
+		t.Errorf("config pushgateway_grouping %v, want %q", got, want)
+	}
+	if _, ok := configOf(t, render(t, withDSNs(nil)))["pushgateway_grouping"]; ok {
+		t.Error("pushgateway_grouping without pushgateway_url")
+	}
+
+	// Without the chart's ServiceMonitor the derived job is a guess: NOTES say so.
+	if notes := render(t, ruleValues("deployment")).notes; !strings.Contains(notes, `WARNING: the PrometheusRule selects job="`+fullname+`"`) {
+		t.Errorf("NOTES of deployment mode without serviceMonitor do not warn about the rules' job:\n%s", notes)
+	}
+	vals = ruleValues("deployment")
+	vals["serviceMonitor"] = map[string]any{"enabled": true}
+	if notes := render(t, vals).notes; strings.Contains(notes, "WARNING") {
+		t.Errorf("NOTES warn although the chart's ServiceMonitor gives the job:\n%s", notes)
+	}
+
+	_, err := renderChart(loadChart(t), withDSNs(map[string]any{"prometheusRule": map[string]any{"enabled": true}}))
+	if err == nil || !strings.Contains(err.Error(), "needs config.pushgateway_url") {
+		t.Errorf("prometheusRule.enabled in cronjob mode without pushgateway_url: want a render error, got %v", err)
 	}
 }
 
@@ -275,5 +426,80 @@ func TestDashboard(t *testing.T) {
 	}
 	if m := render(t, withDSNs(nil)); len(m.dashboards) != 0 {
 		t.Error("a dashboard ConfigMap by default; grafanaDashboard.enabled is off by default")
+	}
+}
+
+// dashboardTargets returns the dashboard's queries by refId, which is
+// unique across the dashboard and names the query in the promtool tests.
+func dashboardTargets(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(chartDir, "dashboards", "lock-reaper.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				RefID string `json:"refId"`
+				Expr  string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dashboard); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	refID := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	out := map[string]string{}
+	for _, p := range dashboard.Panels {
+		for _, target := range p.Targets {
+			if !refID.MatchString(target.RefID) {
+				t.Errorf("panel %q: refId %q is not a name a recording rule can carry", p.Title, target.RefID)
+			}
+			if _, dup := out[target.RefID]; dup {
+				t.Errorf("panel %q: refId %q is used twice", p.Title, target.RefID)
+			}
+			out[target.RefID] = target.Expr
+		}
+	}
+	return out
+}
+
+// TestDashboardQueriesPromtool evaluates every query of the dashboard with
+// promtool over series shaped as each mode produces them (testdata
+// dashboard-cronjob: one pass's values pushed and held by the Pushgateway;
+// dashboard-daemon: scraped counters that only grow): each query becomes a
+// recording rule dashboard:<refId>, with Grafana's $namespace as pulp and
+// $__rate_interval as 5m, and every query is tested in at least one mode.
+func TestDashboardQueriesPromtool(t *testing.T) {
+	t.Parallel()
+	promtool := findPromtool(t)
+	targets := dashboardTargets(t)
+	var rules []map[string]string
+	for ref, expr := range targets {
+		expr = strings.NewReplacer("$namespace", namespace, "$__rate_interval", "5m").Replace(expr)
+		if strings.Contains(expr, "$") {
+			t.Errorf("query %s: a Grafana variable the test does not replace: %s", ref, expr)
+		}
+		rules = append(rules, map[string]string{"record": "dashboard:" + ref, "expr": expr})
+	}
+	groups := []map[string]any{{"name": "dashboard", "rules": rules}}
+	tests, _ := filepath.Glob("testdata/dashboard-*.test.yaml")
+	if len(tests) != 2 {
+		t.Fatalf("testdata has %q, want dashboard-cronjob and dashboard-daemon", tests)
+	}
+	var bodies string
+	for _, test := range tests {
+		promtoolTest(t, promtool, test, groups)
+		body, err := os.ReadFile(test)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies += string(body)
+	}
+	for ref := range targets {
+		if !strings.Contains(bodies, "expr: dashboard:"+ref+"\n") {
+			t.Errorf("query %s of the dashboard is tested in no mode", ref)
+		}
 	}
 }

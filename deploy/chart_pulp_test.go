@@ -12,6 +12,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 )
 
 // The Secrets, keys and Service of pulp-operator (github.com/pulp/pulp-operator)
@@ -235,5 +236,186 @@ func TestReadmePulpOperator(t *testing.T) {
 		}
 		pod := podOf(t, render(t, vals.AsMap())).Spec
 		checkPulpExample(t, pod, vals["pulp"].(map[string]any))
+	}
+}
+
+// TestPulpOperatorUserSettingsWin: a connection setting the user wrote,
+// config.database.sslmode or an extraEnv variable, wins over the one the
+// operator's Secret or Service gives. The chart then mounts no file for it
+// and sets no value: REAPER_DATABASE_SSLMODE_FILE would beat the
+// configuration file, and beside REAPER_DATABASE_SSLMODE in extraEnv the
+// reaper stops on "both set".
+func TestPulpOperatorUserSettingsWin(t *testing.T) {
+	t.Parallel()
+	withoutKeys := func(secret string, keys map[string]string, drop ...string) map[string]fileSource {
+		files := secretKeys(secret, keys)
+		for _, d := range drop {
+			delete(files, d)
+		}
+		return files
+	}
+	for _, tc := range []struct {
+		name     string
+		vals     map[string]any
+		files    map[string]fileSource
+		values   map[string]string
+		inConfig bool
+	}{
+		{"config.database.sslmode, managed database",
+			map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "config": map[string]any{"database": map[string]any{"sslmode": "verify-full"}}},
+			withoutKeys("galaxy-postgres-configuration", managedDatabaseKeys, "REAPER_DATABASE_SSLMODE"),
+			map[string]string{"REAPER_REDIS_HOST": "galaxy-redis-svc." + namespace}, true},
+		{"config.database.sslmode, external database",
+			map[string]any{"pulp": map[string]any{"cr": "galaxy", "database": map[string]any{"externalSecret": "galaxy-external-db"}},
+				"config": map[string]any{"database": map[string]any{"sslmode": "verify-full"}}},
+			withoutKeys("galaxy-external-db", externalDatabaseKeys, "REAPER_DATABASE_SSLMODE"), nil, true},
+		{"extraEnv REAPER_DATABASE_SSLMODE",
+			map[string]any{"pulp": map[string]any{"cr": "galaxy"},
+				"extraEnv": []any{map[string]any{"name": "REAPER_DATABASE_SSLMODE", "value": "verify-full"}}},
+			withoutKeys("galaxy-postgres-configuration", managedDatabaseKeys, "REAPER_DATABASE_SSLMODE"),
+			map[string]string{"REAPER_DATABASE_SSLMODE": "verify-full"}, false},
+		{"extraEnv REAPER_DATABASE_HOST_FILE and REAPER_REDIS_HOST",
+			map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "extraEnv": []any{
+				map[string]any{"name": "REAPER_DATABASE_HOST_FILE", "value": "/etc/pulp-db/host"},
+				map[string]any{"name": "REAPER_REDIS_HOST", "value": "redis.pulp-cache"},
+			}},
+			withoutKeys("galaxy-postgres-configuration", managedDatabaseKeys, "REAPER_DATABASE_HOST"),
+			map[string]string{"REAPER_REDIS_HOST": "redis.pulp-cache", "REAPER_REDIS_PORT": "6379"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := render(t, tc.vals)
+			pod := podOf(t, m).Spec
+			c := reaperContainer(t, pod)
+			checkNoEnvConflict(t, c)
+			for env := range managedDatabaseKeys {
+				if _, kept := tc.files[env]; !kept && envValue(c, env+"_FILE") != "" && !strings.HasPrefix(envValue(c, env+"_FILE"), "/etc/pulp-db/") {
+					t.Errorf("env %s_FILE from the Secret although the user set %s", env, env)
+				}
+			}
+			for env, src := range tc.files {
+				if got := resolveFile(t, pod, c, envValue(c, env+"_FILE")); got != src {
+					t.Errorf("env %s_FILE comes from %+v, want %+v", env, got, src)
+				}
+			}
+			for name, value := range tc.values {
+				if got := envValue(c, name); got != value {
+					t.Errorf("env %s=%q, want %q", name, got, value)
+				}
+			}
+			for _, v := range pod.Volumes {
+				if v.Projected == nil {
+					continue
+				}
+				for _, s := range v.Projected.Sources {
+					for _, item := range itemsOf(s) {
+						if item.Path == "database/sslmode" && tc.files["REAPER_DATABASE_SSLMODE"] == (fileSource{}) {
+							t.Errorf("the Secret's %s is still mounted at database/sslmode", item.Key)
+						}
+					}
+				}
+			}
+			if tc.inConfig {
+				db, _ := configOf(t, m)["database"].(map[string]any)
+				if db["sslmode"] != "verify-full" {
+					t.Errorf("config.yaml database %v lacks sslmode: verify-full", db)
+				}
+			}
+		})
+	}
+}
+
+func itemsOf(s corev1.VolumeProjection) []corev1.KeyToPath {
+	if s.Secret != nil {
+		return s.Secret.Items
+	}
+	return nil
+}
+
+// checkNoEnvConflict fails on what the reaper refuses to start with (NAME
+// and NAME_FILE both set) and on a name set twice, of which Kubernetes
+// silently keeps one.
+func checkNoEnvConflict(t *testing.T, c corev1.Container) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, e := range c.Env {
+		if seen[e.Name] {
+			t.Errorf("env %s is set twice", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	for name := range seen {
+		if base, ok := strings.CutSuffix(name, "_FILE"); ok && seen[base] {
+			t.Errorf("env %s and %s are both set: the reaper exits 2", base, name)
+		}
+	}
+}
+
+// pulpOperatorPodLabels are the labels pulp-operator puts on the pods of a
+// Pulp CR's component (controllers/settings/labels.go PulpcoreLabels and
+// CommonLabels).
+func pulpOperatorPodLabels(cr, component string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name": "pulp-" + component, "app.kubernetes.io/instance": "pulp-" + component + "-" + cr,
+		"app.kubernetes.io/component": component, "app": "pulp-" + component,
+		"app.kubernetes.io/part-of": "pulp", "app.kubernetes.io/managed-by": "pulp-operator", "pulp_cr": cr,
+	}
+}
+
+// TestPulpOperatorKubernetesEvidence: pulp.cr turns Kubernetes evidence on
+// (unless kubernetes.enabled says false) with the program's default
+// selector narrowed to the CR's own pods, so that the pods of a second CR
+// in the namespace are never taken for this one's workers.
+func TestPulpOperatorKubernetesEvidence(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join(repoRoot, "kube", "open.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := regexp.MustCompile(`DefaultSelector = "([^"]+)"`).FindSubmatch(src)
+	if def == nil {
+		t.Fatal("kube/open.go has no DefaultSelector")
+	}
+	for _, mode := range []string{"cronjob", "deployment"} {
+		m := render(t, map[string]any{"mode": mode, "pulp": map[string]any{"cr": "galaxy"}})
+		if len(m.roles) != 1 || len(m.roleBindings) != 1 {
+			t.Fatalf("%s: pulp.cr rendered %q, want a Role and a RoleBinding", mode, m.kinds())
+		}
+		pod := podOf(t, m).Spec
+		if !isTrue(pod.AutomountServiceAccountToken) {
+			t.Errorf("%s: pulp.cr does not mount the service account token", mode)
+		}
+		c := reaperContainer(t, pod)
+		if got := envValue(c, "REAPER_KUBERNETES_ENABLED"); got != "true" {
+			t.Errorf("%s: REAPER_KUBERNETES_ENABLED=%q with pulp.cr, want true", mode, got)
+		}
+		if got := envValue(c, "REAPER_KUBERNETES_NAMESPACE"); got != namespace {
+			t.Errorf("%s: REAPER_KUBERNETES_NAMESPACE=%q, want the CR's (the release's) %q", mode, got, namespace)
+		}
+		raw := envValue(c, "REAPER_KUBERNETES_SELECTOR")
+		if want := string(def[1]) + ",pulp_cr=galaxy"; raw != want {
+			t.Errorf("%s: REAPER_KUBERNETES_SELECTOR=%q, want the program's default narrowed to the CR: %q", mode, raw, want)
+		}
+		sel, err := k8slabels.Parse(raw)
+		if err != nil {
+			t.Fatalf("%s: selector %q: %v", mode, raw, err)
+		}
+		for _, tc := range []struct {
+			cr, component string
+			want          bool
+		}{{"galaxy", "worker", true}, {"galaxy", "api", true}, {"galaxy", "database", false}, {"hub", "worker", false}, {"hub", "api", false}} {
+			if got := sel.Matches(k8slabels.Set(pulpOperatorPodLabels(tc.cr, tc.component))); got != tc.want {
+				t.Errorf("%s: selector %q matches the %s pods of CR %s: %v, want %v", mode, raw, tc.component, tc.cr, got, tc.want)
+			}
+		}
+	}
+
+	m := render(t, map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "kubernetes": map[string]any{"enabled": false}})
+	if len(m.roles) != 0 || envValue(reaperContainer(t, podOf(t, m).Spec), "REAPER_KUBERNETES_ENABLED") != "false" {
+		t.Errorf("pulp.cr with kubernetes.enabled false rendered %q and left evidence on", m.kinds())
+	}
+	m = render(t, map[string]any{"pulp": map[string]any{"cr": "galaxy"}, "kubernetes": map[string]any{"selector": "app=pulp-worker,pulp_cr=galaxy"}})
+	if got := envValue(reaperContainer(t, podOf(t, m).Spec), "REAPER_KUBERNETES_SELECTOR"); got != "app=pulp-worker,pulp_cr=galaxy" {
+		t.Errorf("kubernetes.selector with pulp.cr: REAPER_KUBERNETES_SELECTOR=%q, want the user's", got)
 	}
 }

@@ -35,10 +35,11 @@ func TestChartRendersEachMode(t *testing.T) {
 		{"sidecar with PodMonitor", map[string]any{"mode": "sidecar", "existingSecret": "pulp-dsn",
 			"podMonitor": map[string]any{"enabled": true, "selector": map[string]any{"app.kubernetes.io/component": "worker"}}},
 			[]string{"ConfigMap", "PodMonitor"}},
-		{"pulp-operator", map[string]any{"pulp": map[string]any{"cr": "galaxy"}}, []string{"ConfigMap", "CronJob", "ServiceAccount"}},
+		{"pulp-operator", map[string]any{"pulp": map[string]any{"cr": "galaxy"}}, []string{"ConfigMap", "CronJob", "Role", "RoleBinding", "ServiceAccount"}},
 		{"kubernetes evidence", withDSNs(map[string]any{"mode": "deployment", "kubernetes": map[string]any{"enabled": true}}),
 			[]string{"ConfigMap", "Deployment", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount"}},
-		{"alerts and dashboard", withDSNs(map[string]any{"prometheusRule": map[string]any{"enabled": true}, "grafanaDashboard": map[string]any{"enabled": true}}),
+		{"alerts and dashboard", withDSNs(map[string]any{"prometheusRule": map[string]any{"enabled": true}, "grafanaDashboard": map[string]any{"enabled": true},
+			"config": map[string]any{"pushgateway_url": "http://pushgateway.monitoring:9091"}}),
 			[]string{"ConfigMap", "ConfigMap(dashboard)", "CronJob", "PrometheusRule", "Secret", "ServiceAccount"}},
 	}
 	for _, tc := range cases {

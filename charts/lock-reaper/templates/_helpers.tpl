@@ -71,8 +71,52 @@ there. `lock-reaper once` (cronjob mode) serves no HTTP and gets no `listen`.
 {{- $config := deepCopy (default dict .Values.config) }}
 {{- if ne .Values.mode "cronjob" }}
 {{- $_ := set $config "listen" (printf ":%d" (int .Values.metrics.port)) }}
+{{- else if and (dig "pushgateway_url" "" $config) (not (dig "pushgateway_grouping" "" $config)) }}
+{{- $_ := set $config "pushgateway_grouping" (include "lock-reaper.pushGrouping" .) }}
 {{- end }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/*
+lock-reaper.pushGrouping: the grouping labels of the CronJob's pushes, so
+that each release's passes push to a group of their own and every pushed
+series names the release's namespace (a Pushgateway scraped with
+honor_labels keeps it) and instance, which the alert rules and the
+dashboard select.
+*/}}
+{{- define "lock-reaper.pushGrouping" -}}
+{{- printf "namespace=%s,instance=%s" .Release.Namespace (include "lock-reaper.fullname" .) }}
+{{- end }}
+
+{{/*
+lock-reaper.ruleScope: the values the rule files' placeholders take, as
+JSON: the namespace, the Pushgateway group's instance (the CronJob's) and
+the job label of the scraped series (deployment, sidecar). A
+config.pushgateway_grouping of the user's gives the namespace and instance
+its pushes carry.
+*/}}
+{{- define "lock-reaper.ruleScope" -}}
+{{- $fullname := include "lock-reaper.fullname" . }}
+{{- $job := .Values.prometheusRule.job }}
+{{- if not $job }}
+{{- $job = ternary (printf "%s/%s" .Release.Namespace $fullname) $fullname (eq .Values.mode "sidecar") }}
+{{- end }}
+{{- $instance := $fullname }}
+{{- $namespace := .Release.Namespace }}
+{{- with dig "pushgateway_grouping" "" (default dict .Values.config) }}
+{{- /* The user's grouping: its namespace and instance, and an instance it
+lacks is matched as absent (instance=""). */}}
+{{- $instance = "" }}
+{{- range splitList "," . }}
+{{- $pair := splitList "=" (trim .) }}
+{{- if eq (trim (first $pair)) "instance" }}
+{{- $instance = trim (last $pair) }}
+{{- else if eq (trim (first $pair)) "namespace" }}
+{{- $namespace = trim (last $pair) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toJson (dict "namespace" $namespace "instance" $instance "job" $job) }}
 {{- end }}
 
 {{/*
@@ -133,6 +177,9 @@ it, so that `helm template` and `helm install` stop with the same message.
 {{- fail "kubernetes.enabled with mode: sidecar: the sidecar runs under the Pulp worker pod's service account, which this chart does not manage; grant it list and watch on pods yourself and set REAPER_KUBERNETES_ENABLED in extraEnv" }}
 {{- end }}
 {{- end }}
+{{- if and .Values.prometheusRule.enabled (eq .Values.mode "cronjob") (not (dig "pushgateway_url" "" (default dict .Values.config))) }}
+{{- fail "prometheusRule.enabled with mode: cronjob needs config.pushgateway_url: a CronJob's passes serve no /metrics, so without a push its alerts see nothing and LockReaperMetricsAbsent fires forever. Set config.pushgateway_url (a Pushgateway scraped with honor_labels: true), or use mode: deployment with serviceMonitor.enabled" }}
+{{- end }}
 {{- if and .Values.podMonitor.enabled (ne .Values.mode "sidecar") }}
 {{- fail "podMonitor.enabled needs mode: sidecar; with mode: deployment use serviceMonitor.enabled" }}
 {{- end }}
@@ -157,6 +204,36 @@ when kubernetes.enabled: kubernetes.namespace, else the release's.
 */}}
 {{- define "lock-reaper.kubernetesNamespace" -}}
 {{- default .Release.Namespace .Values.kubernetes.namespace }}
+{{- end }}
+
+{{/*
+lock-reaper.kubernetesEnabled tells whether the reaper reads the Pulp pods
+as evidence of liveness: "true" or "". kubernetes.enabled decides when set;
+left empty (null, the default) it is on with pulp.cr, whose pods carry the
+labels the selector needs, and off otherwise.
+*/}}
+{{- define "lock-reaper.kubernetesEnabled" -}}
+{{- $enabled := .Values.kubernetes.enabled }}
+{{- if kindIs "invalid" $enabled }}
+{{- $enabled = and (ne .Values.mode "sidecar") (not (empty .Values.pulp.cr)) }}
+{{- end }}
+{{- if $enabled }}true{{ end }}
+{{- end }}
+
+{{/*
+lock-reaper.kubernetesSelector is the label selector of the Pulp pods:
+kubernetes.selector when set; with pulp.cr, the program's default
+(kube.DefaultSelector: pulp-operator's worker and API pods) narrowed to
+that CR's pods by the pulp_cr label pulp-operator puts on every pod it
+makes (controllers/settings/labels.go CommonLabels), so that two CRs in
+one namespace are not mixed; else empty, the program's default.
+*/}}
+{{- define "lock-reaper.kubernetesSelector" -}}
+{{- if .Values.kubernetes.selector }}
+{{- .Values.kubernetes.selector }}
+{{- else if .Values.pulp.cr }}
+{{- printf "app.kubernetes.io/managed-by=pulp-operator,app.kubernetes.io/component in (worker,api),pulp_cr=%s" .Values.pulp.cr }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -206,6 +283,7 @@ the REAPER_* variable whose _FILE form names it.
 {{- define "lock-reaper.secretFiles" -}}
 {{- $files := list }}
 {{- $pulp := .Values.pulp }}
+{{- $userSet := include "lock-reaper.userSettings" . | fromJson }}
 {{- if $pulp.cr }}
 {{- if $pulp.database.externalSecret }}
 {{- range $setting, $key := dict "HOST" "POSTGRES_HOST" "PORT" "POSTGRES_PORT" "NAME" "POSTGRES_DB_NAME" "USER" "POSTGRES_USERNAME" "PASSWORD" "POSTGRES_PASSWORD" "SSLMODE" "POSTGRES_SSLMODE" }}
@@ -228,7 +306,37 @@ the REAPER_* variable whose _FILE form names it.
 {{- $files = append $files (dict "secret" $secret "key" .Values.secretKeys.redisUrl "path" "redis-url" "env" "REAPER_REDIS_URL") }}
 {{- $files = append $files (dict "secret" $secret "key" .Values.secretKeys.databaseUrl "path" "database-url" "env" "REAPER_DATABASE_URL") }}
 {{- end }}
-{{- toJson $files }}
+{{- $kept := list }}
+{{- range $files }}
+{{- if not (hasKey $userSet .env) }}
+{{- $kept = append $kept . }}
+{{- end }}
+{{- end }}
+{{- toJson $kept }}
+{{- end }}
+
+{{/*
+lock-reaper.userSettings: the REAPER_* settings the user wrote, as a JSON
+object whose keys are the settings' names (without _FILE): every name of
+extraEnv (NAME or NAME_FILE) and database.sslmode of config, the one
+connection setting the configuration file may hold. A setting the user
+wrote wins over the one a Secret or the chart would give: the chart then
+mounts no file for it and sets no value. Otherwise the Secret's file
+(REAPER_DATABASE_SSLMODE_FILE from pulp-operator's Secret) would beat the
+configuration file, and beside an extraEnv of the same setting the
+reaper would stop on "both set".
+*/}}
+{{- define "lock-reaper.userSettings" -}}
+{{- $set := dict }}
+{{- range .Values.extraEnv }}
+{{- if .name }}
+{{- $_ := set $set (trimSuffix "_FILE" .name) true }}
+{{- end }}
+{{- end }}
+{{- if dig "database" "sslmode" "" (default dict .Values.config) }}
+{{- $_ := set $set "REAPER_DATABASE_SSLMODE" true }}
+{{- end }}
+{{- toJson $set }}
 {{- end }}
 
 {{/*
@@ -242,10 +350,15 @@ a secret, so they are plain values.
 */}}
 {{- define "lock-reaper.redisServiceEnv" -}}
 {{- if and .Values.pulp.cr (not .Values.pulp.cache.externalSecret) }}
+{{- $userSet := include "lock-reaper.userSettings" . | fromJson }}
+{{- if not (hasKey $userSet "REAPER_REDIS_HOST") }}
 - name: REAPER_REDIS_HOST
   value: {{ printf "%s-redis-svc.%s" .Values.pulp.cr .Release.Namespace | quote }}
+{{- end }}
+{{- if not (hasKey $userSet "REAPER_REDIS_PORT") }}
 - name: REAPER_REDIS_PORT
   value: {{ .Values.pulp.cache.redisPort | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -290,12 +403,13 @@ lock-reaper.kubernetesEnv: the Kubernetes evidence settings (kubernetes.*).
 Disabled, the reaper is told so, rather than left to `auto`.
 */}}
 {{- define "lock-reaper.kubernetesEnv" -}}
+{{- $enabled := include "lock-reaper.kubernetesEnabled" . }}
 - name: REAPER_KUBERNETES_ENABLED
-  value: {{ ternary "true" "false" (.Values.kubernetes.enabled | default false) | quote }}
-{{- if .Values.kubernetes.enabled }}
+  value: {{ ternary "true" "false" (eq $enabled "true") | quote }}
+{{- if $enabled }}
 - name: REAPER_KUBERNETES_NAMESPACE
   value: {{ include "lock-reaper.kubernetesNamespace" . | quote }}
-{{- with .Values.kubernetes.selector }}
+{{- with include "lock-reaper.kubernetesSelector" . }}
 - name: REAPER_KUBERNETES_SELECTOR
   value: {{ . | quote }}
 {{- end }}
@@ -363,7 +477,7 @@ feature that reads the Kubernetes API.
 */}}
 {{- define "lock-reaper.podSpec" -}}
 serviceAccountName: {{ include "lock-reaper.serviceAccountName" . }}
-automountServiceAccountToken: {{ .Values.kubernetes.enabled | default false }}
+automountServiceAccountToken: {{ eq (include "lock-reaper.kubernetesEnabled" .) "true" }}
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
@@ -394,6 +508,25 @@ volumes:
   {{- with .Values.extraVolumes }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
+{{- end }}
+
+{{/*
+lock-reaper.runOverrides: for `kubectl run NAME --overrides=...` (no jq
+needed), a pod made as the CronJob's (the same image, environment,
+volumes, service account and securityContext, so the release's own
+configuration and secrets) whose one container, named NAME so that
+`kubectl run -i` attaches to it, runs args. Called with a dict: root (the
+chart's context), name and args. The JSON holds no secret: Secrets are
+mounted as files, as in the CronJob.
+*/}}
+{{- define "lock-reaper.runOverrides" -}}
+{{- $pod := include "lock-reaper.podSpec" .root | fromYaml }}
+{{- $c := include "lock-reaper.containerBase" .root | fromYaml }}
+{{- $_ := set $c "name" .name }}
+{{- $_ := set $c "args" .args }}
+{{- $_ := set $pod "containers" (list $c) }}
+{{- $_ := set $pod "restartPolicy" "Never" }}
+{{- toJson (dict "apiVersion" "v1" "spec" $pod) }}
 {{- end }}
 
 {{/*
