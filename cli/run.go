@@ -9,11 +9,12 @@ import (
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/daemon"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/status"
 )
 
 func init() {
 	registerCommand("run", command{
-		summary: "the daemon: passes on a schedule, /metrics, /livez and /readyz on --listen",
+		summary: "the daemon: passes on a schedule, /metrics, /livez, /readyz and the status page on --listen",
 		keys:    runKeys, run: runDaemon,
 		exits: []exitCode{{0, "stopped by SIGTERM or SIGINT, after the pass under way"}, {1, "the listener could not be bound or kept"},
 			{2, "configuration error"}},
@@ -39,7 +40,13 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	if s.cfg.PushgatewayURL != "" {
 		s.log.Info("pushgateway_url is ignored by run: scrape its /metrics instead")
 	}
-	d, err := daemon.New(r, withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s))
+	dc := withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s)
+	var pages *status.Server
+	if s.cfg.StatusPage {
+		pages = status.New(r, status.Options{Logger: s.log, Refresh: statusRefresh})
+		dc.Pages = pages
+	}
+	d, err := daemon.New(r, dc)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper run: configuration: %v\n", err)
 		return reaper.ExitUsage
@@ -50,6 +57,9 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	}
 	<-d.Done()
 	d.Stop()
+	if pages != nil {
+		pages.Wait()
+	}
 	if err := d.Err(); err != nil {
 		return reaper.ExitFailed
 	}

@@ -81,6 +81,7 @@ type Config struct {
 	Jitter           time.Duration // jitter
 	FullScanInterval time.Duration // full_scan_interval
 	Listen           string        // listen
+	StatusPage       bool          // status_page
 	PushgatewayURL   string        // pushgateway_url
 
 	Log struct {
