@@ -32,10 +32,23 @@ type Link struct {
 	Freed string
 	// FreedAt is when, if known.
 	FreedAt time.Time
+	// Released says the pass of the view released it already.
+	Released bool
 }
 
-// Blocked says a stale or suspect lock stands in the task's way.
-func (q Queued) Blocked() bool { return q.Explanation.Status == reaper.StatusBlocked }
+// Blocked says a stale or suspect lock stands in the task's way, one the
+// pass of the view has not released already.
+func (q Queued) Blocked() bool {
+	if q.Explanation.Status != reaper.StatusBlocked {
+		return false
+	}
+	for _, l := range q.Chain {
+		if !l.Released && l.Holder.Action != reaper.ActionKeep {
+			return true
+		}
+	}
+	return false
+}
 
 // queue explains each waiting task with reaper.Explain, on an inspection
 // holding only the judgements that matter to it (its task lock and the
@@ -114,6 +127,9 @@ func (v *View) chain(e reaper.Explanation, judged []reaper.Judgement) []Link {
 func (v *View) link(resource string, need reaper.Kind, h reaper.Holder, judged []reaper.Judgement) Link {
 	l := Link{Resource: resource, Need: need, Holder: h}
 	switch {
+	case v.Released(h.Key, h.Owner):
+		l.Released, l.FreedAt = true, v.Report.StartedAt
+		l.Freed = "released by the pass of " + clock(v.Report.StartedAt)
 	case h.Action == reaper.ActionRelease && h.Deferred != "":
 		l.Freed = "not yet: a pass would release it but " + h.Deferred + " holds it back"
 	case h.Action == reaper.ActionRelease && !v.NextPass.IsZero():

@@ -131,12 +131,33 @@ func (s *Server) DoctorDone(rep doctor.Report) {
 func (s *Server) Publish(ctx context.Context, in *reaper.Inspection, took time.Duration, next time.Time) {
 	rep := &reaper.Report{Mode: reaper.ModeAudit, StartedAt: time.Now().Add(-took).UTC(), DurationMS: took.Milliseconds(),
 		DBNow: in.Snapshot.Now, Guards: in.Plan.Guards, Kubernetes: in.Kubernetes}
+	point := pointOf(rep)
+	for _, jd := range in.Plan.Holdings {
+		if jd.Verdict.Finding() {
+			point.Stale++
+		}
+	}
+	s.mu.Lock()
+	s.record(point)
+	s.mu.Unlock()
 	s.publish(ctx, &job{in: in, rep: rep, taken: time.Now(), next: next})
+}
+
+// record adds a pass to the history, built into a view or not; called with
+// mu held.
+func (s *Server) record(p PassPoint) {
+	s.history = append(s.history, p)
+	if n := len(s.history) - s.opts.History; n > 0 {
+		s.history = append(s.history[:0:0], s.history[n:]...)
+	}
 }
 
 func (s *Server) submit(j *job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if j.rep != nil {
+		s.record(pointOf(j.rep))
+	}
 	s.pending = j
 	if s.building {
 		return
@@ -175,12 +196,6 @@ func (s *Server) Wait() {
 // with no snapshot (it failed or was skipped) only adds to the history.
 func (s *Server) publish(ctx context.Context, j *job) {
 	s.mu.Lock()
-	if j.rep != nil {
-		s.history = append(s.history, pointOf(j.rep))
-		if n := len(s.history) - s.opts.History; n > 0 {
-			s.history = append(s.history[:0:0], s.history[n:]...)
-		}
-	}
 	history, doc := s.history, s.doctor
 	s.mu.Unlock()
 	in := j.in
@@ -200,6 +215,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 		return
 	}
 	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, History: history, Doctor: doc}
+	v.markReleased()
 	v.index()
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
 	if err != nil {

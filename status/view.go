@@ -41,6 +41,8 @@ type View struct {
 	// History is the last passes, oldest first, this one last.
 	History []PassPoint
 	Doctor  *doctor.Report
+	// released are the holdings the pass released, by key and owner.
+	released map[reaper.SuspectKey]bool
 	// byKey lists the positions in In.Plan.Holdings of each lock key.
 	byKey map[string][]int
 	// holdingTask is the task each holding is held for, by position.
@@ -166,6 +168,27 @@ func staleness(jd *reaper.Judgement) (Staleness, bool) {
 		return s, false
 	}
 	return s, true
+}
+
+// markReleased notes the holdings the view's pass released: the snapshot
+// was read before the pass acted, so they still appear in it.
+func (v *View) markReleased() {
+	if v.Report == nil || v.Report.Mode == reaper.ModeAudit {
+		return
+	}
+	for _, f := range v.Report.Findings {
+		if f.Result == reaper.ResultReleased || f.Result == reaper.ResultAlreadyGone {
+			if v.released == nil {
+				v.released = map[reaper.SuspectKey]bool{}
+			}
+			v.released[reaper.SuspectKey{Key: f.Key, Owner: f.Owner}] = true
+		}
+	}
+}
+
+// Released says the view's pass released the holding.
+func (v *View) Released(key, owner string) bool {
+	return v.released[reaper.SuspectKey{Key: key, Owner: owner}]
 }
 
 // Owner is the row of a lock owner; ok is false when it holds nothing.
