@@ -20,10 +20,17 @@ import (
 // that runs its small script.
 const statusRefresh = 30 * time.Second
 
+// statusListenDefault is where `lock-reaper status` serves without --listen:
+// loopback only, since the page has no login of its own.
+const statusListenDefault = "127.0.0.1:8080"
+
+// statusKeys: what an inspection reads, and the listener.
+var statusKeys = func(k config.Key) bool { return readKeys(k) || k.Key == "listen" }
+
 func init() {
 	registerCommand("status", command{
-		summary: "serve the read-only status page from read-only inspections (for a laptop or kubectl port-forward)",
-		keys:    readKeys, run: runStatus,
+		summary: "serve the read-only status page on --listen (default " + statusListenDefault + ") from read-only inspections, for a laptop or kubectl port-forward",
+		keys:    statusKeys, run: runStatus,
 		exits: []exitCode{{0, "stopped by SIGTERM or SIGINT"}, {1, "the listener could not be bound or kept"},
 			{2, "usage or configuration error"}},
 	})
@@ -36,7 +43,6 @@ func init() {
 func runStatus(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	loader := config.Register(fs)
-	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the status page on (it has no login: keep it on loopback or behind an authenticating proxy)")
 	every := fs.Duration("every", time.Minute, "how often to inspect Redis and PostgreSQL again")
 	registryOnly := fs.Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
@@ -51,9 +57,18 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	defer s.close()
-	ln, err := net.Listen("tcp", *listen)
+	// --listen is the daemon's setting; here only the flag counts, not
+	// REAPER_LISTEN nor the file, so that status run beside a daemon (in its
+	// pod, through kubectl exec) never takes the daemon's port or address.
+	listen := statusListenDefault
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "listen" {
+			listen = f.Value.String()
+		}
+	})
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "lock-reaper status: listen on %s: %v\n", *listen, err)
+		fmt.Fprintf(env.Stderr, "lock-reaper status: listen on %s: %v\n", listen, err)
 		return reaper.ExitFailed
 	}
 	pages := status.New(r, status.Options{Logger: s.log, Refresh: statusRefresh})
