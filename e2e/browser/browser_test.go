@@ -202,4 +202,3 @@ func envOr(name, def string) string {
 	}
 	return def
 }
-
