@@ -7,6 +7,7 @@
 //	go run ./bench -unrelated 1000 -task-locks 100 -owners 10 -runs 1
 //	go run ./bench -cpuprofile cpu.pprof -profile audit
 //	go run ./bench -scenario unjam       # time to unjam, time scaled 20×, about 3 minutes
+//	go run ./bench -scenario status-page # each status page's server time over 200,000 holdings
 package main
 
 import (
@@ -65,7 +66,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary; unjam: time from a worker's death to its locks' release, with and without Kubernetes evidence")
+	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary; unjam: time from a worker's death to its locks' release, with and without Kubernetes evidence; status-page: server time of each status page over 200,000 stale holdings")
 	fs.StringVar(&o.binary, "binary", "", "dead-owner: the lock-reaper binary to measure (default: built from this module)")
 	fs.IntVar(&o.timeScale, "time-scale", 20, "unjam: divide every duration by this factor (it must divide the 1m schedule into whole seconds)")
 	fs.IntVar(&o.trials, "trials", 16, "unjam: deaths measured per case")
@@ -142,8 +143,10 @@ func (o *options) scenarioDefaults(fs *flag.FlagSet) error {
 	case scenarioDeadOwner:
 	case scenarioUnjam:
 		return o.validateUnjam()
+	case scenarioStatusPage:
+		return nil
 	default:
-		return fmt.Errorf("-scenario must be %s, %s or %s", scenarioFleet, scenarioDeadOwner, scenarioUnjam)
+		return fmt.Errorf("-scenario must be %s, %s, %s or %s", scenarioFleet, scenarioDeadOwner, scenarioUnjam, scenarioStatusPage)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

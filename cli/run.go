@@ -9,11 +9,12 @@ import (
 	"github.com/lock-reaper/lock-reaper/daemon"
 	"github.com/lock-reaper/lock-reaper/kube"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/status"
 )
 
 func init() {
 	registerCommand("run", command{
-		summary: "the daemon: passes on a schedule, /metrics, /livez and /readyz on --listen",
+		summary: "the daemon: passes on a schedule, /metrics, /livez, /readyz and the status page on --listen",
 		keys:    runKeys, run: runDaemon,
 		exits: []exitCode{{0, "stopped by SIGTERM or SIGINT, after the pass under way"}, {1, "the listener could not be bound or kept"},
 			{2, "configuration error"}},
@@ -46,6 +47,11 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	if s.cfg.PushgatewayURL != "" {
 		s.log.Info("pushgateway_url is ignored by run: scrape its /metrics instead")
 	}
+	var pages *status.Server
+	if s.cfg.StatusPage {
+		pages = status.New(r, status.Options{Logger: s.log, Refresh: statusRefresh})
+		dc.Pages = pages
+	}
 	d, err := daemon.New(r, dc)
 	if err != nil {
 		configFailure(env.Stderr, s.cfg.Log.Format, "lock-reaper run", err)
@@ -57,6 +63,9 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	}
 	<-d.Done()
 	d.Stop()
+	if pages != nil {
+		pages.Wait()
+	}
 	if err := d.Err(); err != nil {
 		return reaper.ExitFailed
 	}

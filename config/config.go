@@ -86,6 +86,7 @@ type Config struct {
 	Jitter           time.Duration // jitter
 	FullScanInterval time.Duration // full_scan_interval
 	Listen           string        // listen
+	StatusPage       bool          // status_page
 	PushgatewayURL   string        // pushgateway_url
 	// PushgatewayGrouping is pushgateway_grouping: name=value pairs.
 	PushgatewayGrouping string

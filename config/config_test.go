@@ -86,6 +86,7 @@ func TestDefault(t *testing.T) {
 	want.Jitter = 5 * time.Second
 	want.FullScanInterval = 10 * time.Minute
 	want.Listen = ":9090"
+	want.StatusPage = true
 	want.PushgatewayURL = ""
 	want.Log.Format = "auto"
 	want.Log.Level = "info"

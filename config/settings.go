@@ -319,6 +319,11 @@ var settings = withReaperDefaults([]setting{
 		doc:     "Address of the daemon's HTTP listener for /metrics and health checks.",
 	},
 	{
+		key: "status_page", group: groupRun, def: "true",
+		binding: bind(boolCodec, func(c *Config) *bool { return &c.StatusPage }),
+		doc:     "Serve the read-only status page at / on the daemon's listener (it has no login: expose it only through port-forward or an authenticating proxy).",
+	},
+	{
 		// Marked secret although it usually is not: a Pushgateway behind
 		// basic auth carries its password in this URL.
 		key: "pushgateway_url", group: groupRun, def: "", secret: true,

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -96,6 +97,21 @@ type Config struct {
 	// WakeDebounce is how long a wake waits for the wakes that follow it,
 	// so that a burst (a node's pods, a rollout) runs one pass. Default 1s.
 	WakeDebounce time.Duration
+	// Pages, when set, serves the status page at / beside /metrics and is
+	// handed every pass (see Pages).
+	Pages Pages
+}
+
+// Pages is the status page the daemon serves (status.Server is one). The
+// daemon hands it each pass's snapshot and report once the pass is over;
+// PassDone must return at once, so that a page never delays a pass.
+type Pages interface {
+	http.Handler
+	// PassDone is handed the snapshot the pass judged (nil when it read
+	// none), its report, and when the next pass is due.
+	PassDone(snap *reaper.Snapshot, rep *reaper.Report, next time.Time)
+	// DoctorDone is handed doctor's results at start.
+	DoctorDone(rep doctor.Report)
 }
 
 // withDefaults fills the zero fields.

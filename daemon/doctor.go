@@ -25,6 +25,9 @@ func (d *Daemon) startDoctor(ctx context.Context) <-chan struct{} {
 		if ctx.Err() != nil {
 			return // stopped before it finished: what it saw is cut short
 		}
+		if d.cfg.Pages != nil {
+			d.cfg.Pages.DoctorDone(rep)
+		}
 		for _, c := range rep.Checks {
 			d.metrics.DoctorCheck(c.Check, c.Status.Level())
 			level := slog.LevelWarn

@@ -28,6 +28,8 @@ type PassResult struct {
 	Next NextPass
 	// Woken says a wake (Config.Wake) started the pass, not its tick.
 	Woken bool
+	// snapshot is what the pass judged; nil when it read none.
+	snapshot *reaper.Snapshot
 }
 
 // loopState is what the loop remembers from pass to pass.
@@ -54,6 +56,9 @@ func (d *Daemon) loop(ctx context.Context) {
 		d.metrics.TicksSkipped(metrics.TickOverlap, res.Next.Overlapped)
 		d.metrics.TicksSkipped(metrics.TickBackoff, res.Next.BackedOff)
 		d.logPass(res)
+		if d.cfg.Pages != nil {
+			d.cfg.Pages.PassDone(res.snapshot, res.Report, res.Next.At)
+		}
 		if d.passDone != nil {
 			d.passDone(res)
 		}
@@ -104,7 +109,12 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	full := st.lastFullScan.IsZero() || start.Sub(st.lastFullScan) >= d.cfg.FullScanInterval
 	passCtx, done := d.passContext(ctx)
 	d.health.passStarted(start)
-	rep, err := d.runner.RunOnce(passCtx, reaper.PassOptions{Mode: reaper.ModeOnce, RegistryOnly: !full})
+	opts := reaper.PassOptions{Mode: reaper.ModeOnce, RegistryOnly: !full}
+	var snap *reaper.Snapshot
+	if d.cfg.Pages != nil {
+		opts.Snapshot = func(s reaper.Snapshot) { snap = &s }
+	}
+	rep, err := d.runner.RunOnce(passCtx, opts)
 	done()
 	if rep == nil {
 		rep = &reaper.Report{Mode: reaper.ModeOnce, StartedAt: start.UTC()}
@@ -124,7 +134,7 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	if full && (outcome == metrics.OutcomeSuccess || outcome == metrics.OutcomeGuarded) {
 		st.lastFullScan = start
 	}
-	return PassResult{Report: rep, Err: err, Outcome: outcome, FullScan: full, Failures: st.failures}
+	return PassResult{Report: rep, Err: err, Outcome: outcome, FullScan: full, Failures: st.failures, snapshot: snap}
 }
 
 // passContext is the context of one pass. Cancelling ctx does not stop the

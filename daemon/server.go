@@ -16,7 +16,8 @@ import (
 // flight (a scrape) before it closes their connections.
 const shutdownTimeout = 5 * time.Second
 
-// Handler serves /metrics, /livez and /readyz.
+// Handler serves /metrics, /livez and /readyz, and the status page at /
+// when Config.Pages is set.
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{
@@ -30,6 +31,11 @@ func (d *Daemon) Handler() http.Handler {
 		ok, reason := d.health.ready()
 		writeProbe(w, ok, reason)
 	})
+	if d.cfg.Pages != nil {
+		// Every other path and method is the status page's, which answers
+		// 405 to anything but GET and HEAD.
+		mux.Handle("/", d.cfg.Pages)
+	}
 	return mux
 }
 

@@ -130,6 +130,9 @@ type PassOptions struct {
 	// ReleaseOwner, when set, makes the pass the break-glass release of that
 	// one owner (`lock-reaper release`): see judge.OwnerRelease.
 	ReleaseOwner string
+	// Snapshot, when set, is handed the pass's snapshot once it is read, for
+	// the status page; it must not change it and must return at once.
+	Snapshot func(Snapshot)
 }
 
 // errNoSnapshot fails a pass whose database read did not complete: with no
@@ -172,6 +175,9 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	snap, err := r.snapshot(ctx, opts, rep)
 	if err != nil {
 		return err
+	}
+	if opts.Snapshot != nil {
+		opts.Snapshot(snap)
 	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
 	r.noteKubernetes(&plan, rep)

@@ -1,0 +1,46 @@
+package status
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// slowSource holds the view's waiting-task read until released, as a slow
+// database would.
+type slowSource struct{ release chan struct{} }
+
+func (slowSource) Policy() reaper.Policy { return reaper.DefaultPolicy() }
+func (s slowSource) WaitingTasks(ctx context.Context, _ int) ([]reaper.TaskRow, int, error) {
+	<-s.release
+	return nil, 0, nil
+}
+func (slowSource) ExplainOn(context.Context, *reaper.Inspection, string) (reaper.Explanation, error) {
+	return reaper.Explanation{}, nil
+}
+
+// TestPassDoneNeverWaitsForABuild: while a view is being built (its read
+// held up), PassDone returns at once, and the newest pass is the one built
+// next; a pass in between may never be built, but is in the history.
+func TestPassDoneNeverWaitsForABuild(t *testing.T) {
+	src := slowSource{release: make(chan struct{})}
+	s := New(src, Options{})
+	at := func(n int) (*reaper.Snapshot, *reaper.Report) {
+		now := time.Date(2026, 7, 24, 12, n, 0, 0, time.UTC)
+		return &reaper.Snapshot{Now: now}, &reaper.Report{Mode: reaper.ModeOnce, StartedAt: now}
+	}
+	for n := range 3 {
+		snap, rep := at(n)
+		s.PassDone(snap, rep, time.Time{}) // the first is held in its read; none may block
+	}
+	close(src.release)
+	s.Wait()
+	v := s.View()
+	require.NotNil(t, v)
+	require.Equal(t, 2, v.Now().Minute(), "the newest pass wins")
+	require.Len(t, v.History, 3, "every pass is in the history, built into a view or not")
+}
