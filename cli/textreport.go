@@ -31,6 +31,10 @@ func writeTextReport(w io.Writer, rep *reaper.Report, l layout) error {
 	s := rep.Scanned
 	l.line(w, "", fmt.Sprintf("Read %d lock keys (%s): %d task locks, %d resource holdings, %d owners, %d tasks, %d ignored keys.",
 		s.Keys, scan, s.TaskLocks, s.ResourceHoldings, s.Owners, s.Tasks, s.Ignored))
+	for _, note := range rep.Notes {
+		fmt.Fprintln(w)
+		l.line(w, "", "Note: "+note)
+	}
 
 	if len(rep.LockOwners) > 0 {
 		fmt.Fprintln(w, "\nOwners holding locks")
