@@ -1,10 +1,13 @@
 # lock-reaper: `make demo` shows it working, `make test` runs every test.
 GO          ?= go
 BIN         ?= bin/lock-reaper
-STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# staticcheck is pinned by tools/go.mod (a `tool` directive) and built into
+# .cache/tools/bin from the module cache: no download on every run.
+TOOLS_BIN   := $(CURDIR)/.cache/tools/bin
+STATICCHECK ?= $(TOOLS_BIN)/staticcheck
 TEST_FLAGS  ?= -race -count=1 -timeout 15m
 
-.PHONY: build test lint unit services demo audit bench soak clean
+.PHONY: build test lint unit services tools demo audit bench soak clean
 
 ## build: the binary, built exactly as the Dockerfile builds it
 build:
@@ -21,8 +24,17 @@ services:
 # never includes deploy's requirements.
 MODULES     := . deploy
 
+## tools: the programs the tests and gates run: staticcheck (tools/go.mod),
+## promtool alone and pgbouncer (scripts/tools.sh; no service is started)
+tools:
+	@mkdir -p $(TOOLS_BIN)
+	cd tools && $(GO) build -o $(TOOLS_BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+	@scripts/tools.sh >/dev/null
+# Further install steps the tests need (a browser for the dashboard test,
+# say) go in scripts/tools.sh, so that make and .ci/run share them.
+
 ## lint: gofmt, go vet, staticcheck, in every module
-lint:
+lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@set -e; for m in $(MODULES); do \
@@ -30,7 +42,7 @@ lint:
 
 ## test: every test of every module, against real Redis and PostgreSQL, with the race detector
 test: services lint
-	@set -e; for m in $(MODULES); do \
+	@set -e; export PATH="$(TOOLS_BIN):$$PATH"; for m in $(MODULES); do \
 	  echo "== $$m"; (cd $$m && $(GO) test $(TEST_FLAGS) ./...); done
 
 ## demo: the 2026-07-24 incident reproduced, audited, reaped and audited again

@@ -5,13 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
-	"github.com/lock-reaper/lock-reaper/internal/redisclaim"
+	"github.com/lock-reaper/lock-reaper/internal/throwaway"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
@@ -20,26 +22,32 @@ func init() {
 	registerCommand("demo", command{
 		summary: "reproduce the 2026-07-24 incident in a throwaway database, audit, reap, audit again",
 		keys:    noKeys, run: runDemo,
-		exits: []exitCode{{0, "the demo ran"}, {1, "it could not set up, or a step did not end as it should"}},
+		exits: []exitCode{{0, "the demo ran"}, {1, "it could not set up (a server named by a flag holds data the demo did not make, or one it starts would not start), or a step did not end as it should"}, {2, "bad flags"}},
 	})
 }
-
-const (
-	defaultDemoRedis    = "redis://127.0.0.1:6379/0"
-	defaultDemoDatabase = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-)
 
 // runDemo builds the incident of 2026-07-24 in a throwaway PostgreSQL
 // database and an empty Redis logical database, runs audit, once and audit
 // again through the real command line, and removes what it created.
+//
+// It talks only to servers it starts itself, or to the ones its own flags
+// name, never to those of REAPER_REDIS_URL / REAPER_DATABASE_URL: on a
+// laptop pointed at production those are production. A server named by a
+// flag must hold nothing the demo did not make.
 func runDemo(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	redisURL := fs.String("redis-url", envDefault(env, "REAPER_REDIS_URL", defaultDemoRedis), "Redis server to use; the demo picks an empty logical database 1-15 on it")
-	dbURL := fs.String("database-url", envDefault(env, "REAPER_DATABASE_URL", defaultDemoDatabase), "PostgreSQL server to use; the demo creates and drops its own database on it")
+	redisURL := fs.String("redis-url", "", "an empty Redis logical database to build the incident in (the URL's database, 0 when none); "+
+		"by default the demo starts a redis-server of its own. REAPER_REDIS_URL is never used")
+	dbURL := fs.String("database-url", "", "a PostgreSQL server holding no database but postgres and the templates, on which the demo creates and drops its own database; "+
+		"by default the demo starts a PostgreSQL of its own. REAPER_DATABASE_URL is never used")
 	limit := fs.Int("limit", 8, "rows per table in the reports")
-	keep := fs.Bool("keep", false, "leave the demo's database and Redis database in place and print the commands to explore and to remove them")
+	keep := fs.Bool("keep", false, "leave the demo's database and Redis database in place and print the commands to explore and to remove them (needs --redis-url and --database-url)")
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
+	}
+	if *keep && (*redisURL == "" || *dbURL == "") {
+		fmt.Fprintln(env.Stderr, "lock-reaper demo: --keep needs --redis-url and --database-url: the servers the demo starts itself stop with it")
+		return reaper.ExitUsage
 	}
 	d := &demo{env: env, out: env.Stdout, keep: *keep}
 	defer d.cleanup()
@@ -50,19 +58,12 @@ func runDemo(ctx context.Context, env Env, args []string) int {
 	return d.play(ctx, *limit)
 }
 
-func envDefault(env Env, name, def string) string {
-	if v, ok := env.LookupEnv(name); ok && v != "" {
-		return v
-	}
-	return def
-}
-
 type demo struct {
 	keep     bool
 	env      Env
 	out      io.Writer
+	own      *throwaway.Servers
 	rdb      *redis.Client
-	claim    *redisclaim.Claim
 	redisURL string
 	admin    string
 	dbName   string
@@ -74,7 +75,20 @@ type demo struct {
 }
 
 func (d *demo) setUp(ctx context.Context, redisURL, adminURL string) error {
-	if err := d.pickRedisDB(ctx, redisURL); err != nil {
+	if redisURL == "" || adminURL == "" {
+		own, err := throwaway.Start(ctx)
+		if err != nil {
+			return fmt.Errorf("%w; or name an empty Redis database and PostgreSQL server with --redis-url and --database-url", err)
+		}
+		d.own = own
+		if redisURL == "" {
+			redisURL = own.RedisURL
+		}
+		if adminURL == "" {
+			adminURL = own.DatabaseURL
+		}
+	}
+	if err := d.openRedis(ctx, redisURL); err != nil {
 		return err
 	}
 	if err := d.createDatabase(ctx, adminURL); err != nil {
@@ -93,28 +107,37 @@ func (d *demo) setUp(ctx context.Context, redisURL, adminURL string) error {
 	return nil
 }
 
-// pickRedisDB claims an empty logical database (1-15) the way tests do, so
-// the demo never sees or touches a real Pulp's keys in database 0, nor a
-// database a test is using.
-func (d *demo) pickRedisDB(ctx context.Context, raw string) error {
+// openRedis opens exactly the logical database of raw and refuses it unless
+// it is empty: the demo writes into that one database and flushes it at the
+// end, and writes nothing anywhere else on the server.
+func (d *demo) openRedis(ctx context.Context, raw string) error {
 	opts, err := redis.ParseURL(raw)
 	if err != nil {
 		return fmt.Errorf("--redis-url: %w", err)
 	}
-	claim, err := redisclaim.Acquire(ctx, opts, 30*time.Minute, 30*time.Second, true)
+	rdb := redis.NewClient(opts)
+	where := redisTarget(raw, rdb)
+	n, err := rdb.DBSize(ctx).Result()
 	if err != nil {
-		return err
+		_ = rdb.Close()
+		return fmt.Errorf("redis %s: %w", where, err)
 	}
-	d.claim = claim
-	d.rdb = redis.NewClient(claim.Options())
-	if d.redisURL, err = claim.URL(raw); err != nil {
-		return fmt.Errorf("--redis-url: %w", err)
+	if n > 0 {
+		_ = rdb.Close()
+		return fmt.Errorf("redis %s holds %d keys the demo did not make: it builds its incident only in an empty database "+
+			"(give --redis-url an empty one, e.g. redis://host:6379/15, or leave it out and the demo starts a redis-server of its own)", where, n)
 	}
+	d.rdb, d.redisURL = rdb, raw
 	return nil
 }
 
+// createDatabase makes the demo's database on a server that holds no data
+// but the demo's own.
 func (d *demo) createDatabase(ctx context.Context, adminURL string) error {
-	name, dbURL, err := pulpschema.CreateDatabase(ctx, adminURL, "lock_reaper_demo_")
+	if err := refuseUsedServer(ctx, adminURL); err != nil {
+		return err
+	}
+	name, dbURL, err := pulpschema.CreateDatabase(ctx, adminURL, demoDatabasePrefix)
 	if err != nil {
 		return fmt.Errorf("the demo database: %w", err)
 	}
@@ -123,6 +146,47 @@ func (d *demo) createDatabase(ctx context.Context, adminURL string) error {
 		return fmt.Errorf("open the demo database: %w", err)
 	}
 	return nil
+}
+
+const demoDatabasePrefix = "lock_reaper_demo_"
+
+// refuseUsedServer fails unless the server of adminURL holds no database
+// but postgres, the templates and earlier demos' (--keep), and no table in
+// the database adminURL opens.
+func refuseUsedServer(ctx context.Context, adminURL string) error {
+	cfg, err := pgx.ParseConfig(adminURL)
+	if err != nil {
+		return fmt.Errorf("--database-url: %w", err)
+	}
+	where := fmt.Sprintf("%s, database %s, user %s", hostText(cfg.Host, cfg.Port), databaseName(cfg.Database, cfg.User), cfg.User)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("postgresql %s: %w", where, err)
+	}
+	defer conn.Close(ctx)
+	var others []string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(datname ORDER BY datname), '{}') FROM pg_database
+		WHERE datname NOT IN ('postgres', 'template0', 'template1') AND datname NOT LIKE $1`, demoDatabasePrefix+"%").Scan(&others); err != nil {
+		return fmt.Errorf("postgresql %s: list the databases: %w", where, err)
+	}
+	var tables int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%'`).Scan(&tables); err != nil {
+		return fmt.Errorf("postgresql %s: list the tables: %w", where, err)
+	}
+	if len(others) == 0 && tables == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("%d tables in its database %s", tables, databaseName(cfg.Database, cfg.User))
+	if len(others) > 0 {
+		shown := others
+		if len(shown) > 3 {
+			shown = append(shown[:3:3], "…")
+		}
+		what = fmt.Sprintf("%d databases the demo did not make (%s)", len(others), strings.Join(shown, ", "))
+	}
+	return fmt.Errorf("postgresql %s holds %s: the demo creates its database only on a server with no data of anyone else's "+
+		"(give --database-url an unused server, or leave it out and the demo starts a PostgreSQL of its own)", where, what)
 }
 
 func (d *demo) cleanup() {
@@ -139,12 +203,14 @@ func (d *demo) cleanup() {
 	if d.rdb != nil {
 		_ = d.rdb.FlushDB(context.Background()).Err()
 		_ = d.rdb.Close()
-		d.claim.Release()
 	}
 	if d.dbName != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = pulpschema.DropDatabase(ctx, d.admin, d.dbName)
+	}
+	if d.own != nil {
+		d.own.Stop()
 	}
 	fmt.Fprintln(d.out, "\nRemoved the demo database and flushed the demo's Redis database.")
 }

@@ -267,3 +267,28 @@ func TestExplainUsageAndMissingTask(t *testing.T) {
 	require.Equal(t, reaper.ExitFailed, code)
 	require.Contains(t, stderr, "lock-reaper explain:")
 }
+
+// An audit of a database whose workers heartbeat while Redis holds no
+// Redis-worker key says Pulp most likely runs pulpcore's default worker,
+// and where WORKER_TYPE is set in the Pulp CR.
+func TestAuditNotesRedisWorkerNotInUse(t *testing.T) {
+	t.Parallel()
+	f := newOpsFleet(t)
+	w := f.worker("1@pulp-worker-0", 0)
+	code, out, stderr := run(t, f.env, "audit")
+	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Contains(t, out, "Note: 1 Pulp workers heartbeat in core_appstatus, but Redis holds no Redis-worker lock")
+	require.Contains(t, out, "spec.custom_pulp_settings")
+
+	code, out, stderr = run(t, f.env, "audit", "--output", "json")
+	require.Equal(t, reaper.ExitOK, code, stderr)
+	var rep reaper.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Notes, 1)
+	require.Contains(t, rep.Notes[0], `WORKER_TYPE = "redis"`)
+
+	f.acquire("1@pulp-worker-0", f.task("running", w, nil, time.Minute))
+	code, out, stderr = run(t, f.env, "audit")
+	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.NotContains(t, out, "Note:")
+}

@@ -109,8 +109,11 @@ func writeHelp(w io.Writer, name string, fs *flag.FlagSet) {
 	}
 	if fs != nil {
 		var own []*flag.Flag
+		// A command without --config (demo) has no configuration keys: a
+		// flag named like one (--redis-url) is its own and is listed.
+		configured := fs.Lookup(config.ConfigFlag) != nil
 		fs.VisitAll(func(f *flag.Flag) {
-			if !isKey[f.Name] {
+			if !configured || !isKey[f.Name] {
 				own = append(own, f)
 			}
 		})

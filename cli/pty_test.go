@@ -65,9 +65,7 @@ func TestTerminalColourAndWidth(t *testing.T) {
 	require.Contains(t, []int{reaper.ExitFindings, reaper.ExitGuarded}, code, stderr)
 	require.Contains(t, shown, ansiRed+"owner-dead"+ansiReset)
 	require.Contains(t, shown, "Findings: ")
-	for _, line := range strings.Split(stripANSI(shown), "\n") {
-		require.LessOrEqual(t, runeLen(line), 60, "%q", line)
-	}
+	requireFitsWidth(t, "audit at 60 columns", stripANSI(shown), 60)
 
 	_, shown, _ = onTerminal(t, withEnv(f.env, "NO_COLOR", "1"), 100, "", "audit")
 	require.NotContains(t, shown, "\x1b[")

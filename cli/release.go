@@ -25,13 +25,21 @@ func init() {
 			{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database); or --owner names an owner that holds nothing and has no AppStatus row (the nearest known owners are listed)"},
 			{3, "with --dry-run: the release would do something"},
 			{4, "the owner has an online AppStatus row (without --force), or a guard held work back"},
-			{exitAborted, "answered no at the prompt: nothing was written"}},
+			{exitAborted, "answered no at the prompt: nothing was written"},
+			{exitPassLockHeld, "another lock-reaper pass (or pulpcore's worker cleanup) held the pass lock: nothing was released; run it again"}},
 	})
 }
 
 // exitAborted is the exit code of a release the operator declined at the
 // prompt: nothing was written, and nothing failed either.
 const exitAborted = 5
+
+// exitPassLockHeld is the exit code of a release that did not run because
+// another pass held the pass lock. For once, a skipped pass is fine (the
+// other pass does the work, exit 0); a release asked for one owner's locks,
+// so exit 0 would read as done (a Job shows Completed) while every lock is
+// still held.
+const exitPassLockHeld = 6
 
 // releaseFlags are the flags of `lock-reaper release` besides the
 // configuration.
@@ -70,10 +78,6 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 		return reaper.ExitUsage
 	}
 	interactive := !rf.yes && !rf.dryRun
-	if interactive && !stdinIsTerminal(env.Stdin) {
-		fmt.Fprintf(env.Stderr, "lock-reaper release: releasing the locks of %s needs confirmation and stdin is not a terminal: rerun with --yes (or --dry-run to see what it would do)\n", rf.owner)
-		return reaper.ExitUsage
-	}
 	r, s, code, ok := newReaper(fs, loader, env, rf.force)
 	if !ok {
 		return code
@@ -95,6 +99,15 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 			slog.String("owner", rf.owner), slog.Int("exit_code", exitUnknownOwner))...)
 		return exitUnknownOwner
 	}
+	// Whether the owner is unknown or alive is said before asking for --yes:
+	// a --yes added then would only meet a refusal.
+	if interactive && !stdinIsTerminal(env.Stdin) {
+		if code, refused := refuseAliveOwner(env, in, rf.owner); refused {
+			return code
+		}
+		fmt.Fprintf(env.Stderr, "lock-reaper release: releasing the locks of %s needs confirmation and stdin is not a terminal: rerun with --yes (or --dry-run to see what it would do)\n", rf.owner)
+		return reaper.ExitUsage
+	}
 	if interactive {
 		if code, ok := confirmRelease(env, in, rf.owner); !ok {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release not run", append(operator,
@@ -110,9 +123,15 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
 	progress.done()
 	code = s.passExit(rep, err)
+	if rep.Skipped != "" && code == reaper.ExitOK {
+		code = exitPassLockHeld
+	}
 	logReleaseDone(ctx, s.log, operator, rf.owner, rep)
 	if err := writePassReport(env, s.cfg.Output, rep, rf.limit); err != nil {
 		return reaper.ExitFailed
+	}
+	if code == exitPassLockHeld {
+		fmt.Fprintf(env.Stderr, "lock-reaper release: nothing was released: %s; run the release again once that pass ends (exit %d)\n", rep.Skipped, exitPassLockHeld)
 	}
 	return code
 }
@@ -121,13 +140,10 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 // operator on the terminal. It refuses an owner that is alive (exit 4, as a
 // guard does) without asking.
 func confirmRelease(env Env, in *reaper.Inspection, owner string) (int, bool) {
-	plan := in.OwnerRelease(owner)
-	for _, g := range plan.Guards {
-		if g.Name == "alive-owner" {
-			fmt.Fprintf(env.Stderr, "lock-reaper release: refused: %s\n", g.Reason)
-			return reaper.ExitGuarded, false
-		}
+	if code, refused := refuseAliveOwner(env, in, owner); refused {
+		return code, false
 	}
+	plan := in.OwnerRelease(owner)
 	releases, updates, deferred := plannedWork(plan)
 	if releases+updates == 0 && deferred == 0 {
 		return 0, true
@@ -141,6 +157,18 @@ func confirmRelease(env Env, in *reaper.Inspection, owner string) (int, bool) {
 		return exitAborted, false
 	}
 	return 0, true
+}
+
+// refuseAliveOwner refuses (exit 4, as a guard does) an owner with an
+// online AppStatus row, unless --force made the plan leave it be.
+func refuseAliveOwner(env Env, in *reaper.Inspection, owner string) (int, bool) {
+	for _, g := range in.OwnerRelease(owner).Guards {
+		if g.Name == "alive-owner" {
+			fmt.Fprintf(env.Stderr, "lock-reaper release: refused: %s\n", g.Reason)
+			return reaper.ExitGuarded, true
+		}
+	}
+	return 0, false
 }
 
 // plannedWork counts what a plan would do now and what it holds back.

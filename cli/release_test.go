@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/jackc/pgx/v5"
 	"io"
 	"strings"
 	"testing"
@@ -213,6 +214,18 @@ func TestReleaseNeedsYesWithoutTerminal(t *testing.T) {
 	require.Contains(t, stderr, "stdin is not a terminal: rerun with --yes")
 	f.requireUntouched()
 
+	// An unknown or alive owner is said first: --yes would not help.
+	code, out, stderr = runWithStdin(t, f.env, strings.NewReader("y\n"), "release", "--owner", "1@daed")
+	require.Equal(t, exitUnknownOwner, code, stderr)
+	require.Empty(t, out)
+	require.Contains(t, stderr, "owner 1@daed holds no lock and has no AppStatus row")
+	require.NotContains(t, stderr, "--yes")
+	code, _, stderr = runWithStdin(t, f.env, strings.NewReader("y\n"), "release", "--owner", "1@live")
+	require.Equal(t, reaper.ExitGuarded, code, stderr)
+	require.Contains(t, stderr, "refused: 1@live has an online AppStatus row")
+	require.NotContains(t, stderr, "rerun with --yes")
+	f.requireUntouched()
+
 	code, _, stderr = run(t, f.env, "release")
 	require.Equal(t, reaper.ExitUsage, code)
 	require.Contains(t, stderr, "--owner is required")
@@ -304,4 +317,35 @@ func TestUnknownReaperVariableIsAnError(t *testing.T) {
 	require.Equal(t, reaper.ExitUsage, code)
 	require.Empty(t, out)
 	require.Contains(t, stderr, "unknown environment variable REAPER_REDIS_ULR (did you mean REAPER_REDIS_URL?)")
+}
+
+// A release that finds another pass holding the pass lock releases nothing
+// and says so with exit 6: exit 0 would show a Job as Completed.
+func TestReleaseWhilePassLockHeld(t *testing.T) {
+	t.Parallel()
+	f := newOpsReleaseFleet(t)
+	conn, err := pgx.Connect(f.ctx, f.db.URL)
+	require.NoError(t, err)
+	defer conn.Close(f.ctx)
+	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_lock($1)", reaper.PassLockKey) // another lock-reaper's pass
+	require.NoError(t, err)
+
+	code, out, stderr := run(t, f.env, "release", "--owner", "1@dead", "--yes", "--output", "json")
+	require.Equal(t, exitPassLockHeld, code, stderr)
+	var rep reaper.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.NotEmpty(t, rep.Skipped)
+	require.Zero(t, rep.Summary.Released)
+	require.Contains(t, stderr, "nothing was released")
+	require.True(t, f.holds("1@dead", f.running))
+	f.requireUntouched()
+
+	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_unlock($1)", reaper.PassLockKey)
+	require.NoError(t, err)
+	code, _, stderr = run(t, f.env, "release", "--owner", "1@dead", "--yes")
+	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.False(t, f.holds("1@dead", f.running))
+
+	_, help, _ := run(t, nil, "release", "-h")
+	require.Contains(t, help, "6  another lock-reaper pass")
 }

@@ -63,7 +63,7 @@ func writeExplanationText(w io.Writer, ex reaper.Explanation, l layout) {
 				conflicts[i] = quoteText(c)
 			}
 			t.add(keyCell(a.ID), freeCell(quoteText(a.Name)), textCell(quoteText(a.State)), textCell(a.Created.UTC().Format(time.RFC3339)),
-				freeCell(claimText(a.Claim)), freeCell(strings.Join(conflicts, ", ")))
+				freeCell(claimText(a.Claim)), keyCell(strings.Join(conflicts, ", ")))
 		}
 		t.write(w, l)
 		if rest := ex.AheadTotal - n; rest > 0 {
@@ -78,7 +78,7 @@ func writeHolders(w io.Writer, hs []reaper.Holder, l layout) {
 	if len(hs) == 0 {
 		return
 	}
-	t := &table{indent: "    "}
+	t := &table{indent: "    ", labels: []string{"OWNER", "KIND", "LIVENESS", "TASK", "VERDICT", ""}}
 	for _, h := range hs {
 		task := "-"
 		if h.Task != nil {
@@ -96,7 +96,7 @@ func writeHolders(w io.Writer, hs []reaper.Holder, l layout) {
 		if h.Blocks {
 			mark = "BLOCKS"
 		}
-		t.add(textCell(h.Kind.String()), keyCell(quoteText(h.Owner)), textCell(livenessText(h.Liveness.String(), h.HeartbeatAge)+podText(h.Kubernetes)),
+		t.add(keyCell(quoteText(h.Owner)), textCell(h.Kind.String()), textCell(livenessText(h.Liveness.String(), h.HeartbeatAge)+podText(h.Kubernetes)),
 			keyCell(task), textCell(string(h.Verdict)+" -> "+string(h.Action)+deferredText(h.Deferred)), textCell(mark).in(ansiBold))
 	}
 	t.write(w, l)

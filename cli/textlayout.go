@@ -103,65 +103,114 @@ func (l layout) paint(text, color string) string {
 	return color + text + ansiReset
 }
 
-// cell is one table cell: its text, how it may be cut, and its colour.
+// cell is one table cell: its text and its colour.
+// No cell is ever shortened: an on-call engineer copies keys, owners and
+// task ids from these tables, and a cut one names nothing.
 type cell struct {
 	text  string
-	cut   cutMode
 	color string
 }
 
-type cutMode uint8
-
-const (
-	cutNever  cutMode = iota
-	cutMiddle         // keys: both ends say most (prefix and id)
-	cutEnd            // free text
-)
-
-// table prints rows with columns two spaces apart, as text/tabwriter would,
-// shrunk to width (when not 0) by cutting the cuttable columns: the widest
-// first, never below a few characters. indent starts every line.
+// table prints rows with columns two spaces apart, as text/tabwriter would.
+// When a width is set and the rows are wider, the least needed columns are
+// left out (drop); when that is not enough, every row is stacked instead:
+// its first cell on a line of its own, then one line per other cell under
+// its column's name, so that nothing is cut. indent starts every line.
 type table struct {
 	indent string
 	header []string
+	// labels name the columns of a table without a header when its rows
+	// are stacked.
+	labels []string
 	rows   [][]cell
 	// each, when set, produces the rows instead of rows: once per walk of
 	// the table (two per layout tried), so that the
 	// hundreds of thousands of findings of an incident are never held.
 	each func(emit func(cells ...cell))
-	// drop lists the columns, least needed first, left out when cutting
-	// alone cannot make the table fit.
-	drop      []int
-	dropped   []int
-	noKeyCuts bool
+	// drop lists the columns, least needed first, left out when the table
+	// is too wide.
+	drop    []int
+	dropped []int
 }
 
 func (t *table) add(cells ...cell) { t.rows = append(t.rows, cells) }
 
+// textCell, keyCell (a key, owner or task id) and freeCell (prose) are laid
+// out alike: none is ever cut; the names say what the column holds.
 func textCell(s string) cell        { return cell{text: s} }
-func keyCell(s string) cell         { return cell{text: s, cut: cutMiddle} }
-func freeCell(s string) cell        { return cell{text: s, cut: cutEnd} }
+func keyCell(s string) cell         { return cell{text: s} }
+func freeCell(s string) cell        { return cell{text: s} }
 func (c cell) in(color string) cell { c.color = color; return c }
 
-// minCut is the narrowest a cuttable column is made: keys keep enough to
-// tell them apart, free text enough to start reading.
-func minCut(mode cutMode) int {
-	if mode == cutEnd {
-		return 8
+func (t *table) write(w io.Writer, l layout) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	defer func() { _ = bw.Flush() }()
+	if l.width == 0 {
+		t.render(bw, l, 0)
+		return
 	}
-	return 12
+	// In full; else leaving out the least needed columns; else hanging the
+	// rows whose first cell is too long for its column, with as few
+	// columns left out as that needs; else stacking every row.
+	widths := t.measure()
+	kept := len(t.dropped)
+	dropTo := func(level int) {
+		t.dropped = t.dropped[:kept]
+		for _, col := range t.drop[:level] {
+			t.remove(col)
+		}
+	}
+	for level := 0; level <= len(t.drop); level++ {
+		dropTo(level)
+		if t.lineWidth(widths, t.columns()) <= l.width {
+			t.render(bw, l, 0)
+			return
+		}
+	}
+	for level := 0; level <= len(t.drop); level++ {
+		dropTo(level)
+		if first := t.hangingWidth(widths, l.width); first > 0 {
+			t.render(bw, l, first)
+			return
+		}
+	}
+	dropTo(0)
+	t.stack(bw, l)
 }
 
-func (t *table) write(w io.Writer, l layout) {
-	for _, col := range t.drop {
-		if l.width == 0 || t.fits(l.width) {
-			break
+// measure walks the rows once for the width of every column, header included.
+func (t *table) measure() []int {
+	var widths []int
+	grow := func(i, n int) {
+		for len(widths) <= i {
+			widths = append(widths, 0)
 		}
-		t.remove(col)
+		widths[i] = max(widths[i], n)
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	t.render(bw, l)
-	_ = bw.Flush()
+	for i, h := range t.header {
+		grow(i, runeLen(h))
+	}
+	t.forRows(func(r []cell) {
+		for i, c := range r {
+			grow(i, runeLen(c.text))
+		}
+	})
+	return widths
+}
+
+// lineWidth is the widest line of the columns cols in full: every column
+// but the last is padded to its widest cell.
+func (t *table) lineWidth(widths, cols []int) int {
+	n := runeLen(t.indent)
+	for k, i := range cols {
+		if i < len(widths) {
+			n += widths[i]
+		}
+		if k > 0 {
+			n += tablePadding
+		}
+	}
+	return n
 }
 
 // remove leaves column col out.
@@ -198,42 +247,38 @@ func (t *table) columns() []int {
 	return cols
 }
 
-// fits says whether the table fits width with only its free text cut:
-// a column is dropped before a key is cut. The table is laid out, not kept.
-func (t *table) fits(width int) bool {
-	keep := *t
-	keep.noKeyCuts = true
-	var m lineMeter
-	keep.render(&m, layout{width: width})
-	return m.widest <= width
-}
+// minHanging is the narrowest first column hanging rows leave: narrower,
+// nearly every row would hang, and stacked rows read better.
+const minHanging = 16
 
-// lineMeter is a writer that keeps only the rune length of its widest line.
-type lineMeter struct{ line, widest int }
-
-func (m *lineMeter) Write(p []byte) (int, error) {
-	for _, r := range string(p) {
-		if r == '\n' {
-			m.line = 0
-			continue
-		}
-		m.line++
-		m.widest = max(m.widest, m.line)
+// hangingWidth is the width left to the first column when the other
+// columns take all they need of width: rows whose first cell is wider hang
+// (that cell alone on a line, the rest of the row on the next under its
+// columns). 0 when that leaves less than minHanging, or the table has one
+// column.
+func (t *table) hangingWidth(widths []int, width int) int {
+	cols := t.columns()
+	if len(cols) < 2 {
+		return 0
 	}
-	return len(p), nil
+	first := width - t.lineWidth(widths, cols[1:]) - tablePadding
+	if first < minHanging {
+		return 0
+	}
+	return first
 }
 
 // render lays the table out in two walks of its rows: one measures the
-// columns, the other prints them line by line.
-func (t *table) render(w io.Writer, l layout) {
+// columns, the other prints them line by line. With first > 0, the first
+// column is at most first wide, and a row whose first cell is wider hangs:
+// that cell alone on its line, the row's other cells on the next line
+// under their columns.
+func (t *table) render(w io.Writer, l layout, first int) {
 	if len(t.rows) == 0 && t.each == nil && t.header == nil {
 		return
 	}
 	cols := t.columns()
 	widths := make([]int, len(cols))
-	cuttable := make([]bool, len(cols))
-	// A column is cut as its first cuttable cell says.
-	modes := make([]cutMode, len(cols))
 	for n, i := range cols {
 		if i < len(t.header) {
 			widths[n] = runeLen(t.header[i])
@@ -243,25 +288,13 @@ func (t *table) render(w io.Writer, l layout) {
 	t.forRows(func(r []cell) {
 		rows++
 		for n, i := range cols {
-			c := r[i]
-			widths[n] = max(widths[n], runeLen(c.text))
-			if c.cut != cutNever && !cuttable[n] {
-				cuttable[n], modes[n] = true, c.cut
+			if c := runeLen(r[i].text); n > 0 || first == 0 || c <= first {
+				widths[n] = max(widths[n], c)
 			}
 		}
 	})
 	if rows == 0 && t.header == nil {
 		return
-	}
-	if l.width > 0 {
-		if t.noKeyCuts {
-			for n := range modes {
-				if modes[n] == cutMiddle {
-					cuttable[n] = false
-				}
-			}
-		}
-		fitWidths(widths, cuttable, modes, l.width-runeLen(t.indent))
 	}
 	var row strings.Builder
 	line := func(text func(i int) (string, string)) {
@@ -269,10 +302,13 @@ func (t *table) render(w io.Writer, l layout) {
 		row.WriteString(t.indent)
 		for n, i := range cols {
 			s, color := text(i)
-			s = fitCell(s, widths[n], modes[n])
+			if n == 0 && len(cols) > 1 && runeLen(s) > widths[0] {
+				row.WriteString(l.paint(s, color) + "\n" + t.indent + strings.Repeat(" ", widths[0]+tablePadding))
+				continue
+			}
 			pad := ""
 			if n < len(cols)-1 {
-				pad = strings.Repeat(" ", widths[n]-runeLen(s)+2)
+				pad = strings.Repeat(" ", widths[n]-runeLen(s)+tablePadding)
 			}
 			row.WriteString(l.paint(s, color) + pad)
 		}
@@ -287,45 +323,49 @@ func (t *table) render(w io.Writer, l layout) {
 	})
 }
 
-// fitWidths narrows the cuttable columns until the row fits avail: free
-// text first, then keys, the widest of each first, one rune at a time,
-// never below minCut.
-func fitWidths(widths []int, cuttable []bool, modes []cutMode, avail int) {
-	total := 2 * (len(widths) - 1)
-	for _, w := range widths {
-		total += w
+// stack prints each row as a record: the first cell (the key, the owner,
+// the task) in full on a line of its own, then each other non-empty cell on
+// a line of its own after its column's name in lower case. A value wraps
+// at spaces to the width; an identifier is never broken, even when it alone
+// is wider than the terminal.
+func (t *table) stack(w io.Writer, l layout) {
+	names := t.header
+	if names == nil {
+		names = t.labels
 	}
-	for _, mode := range []cutMode{cutEnd, cutMiddle} {
-		for total > avail {
-			widest := -1
-			for i, w := range widths {
-				if cuttable[i] && modes[i] == mode && w > minCut(mode) && (widest < 0 || w > widths[widest]) {
-					widest = i
-				}
-			}
-			if widest < 0 {
-				break
-			}
-			widths[widest]--
-			total--
+	label := func(i int) string {
+		if i < len(names) {
+			return strings.ToLower(names[i])
 		}
+		return ""
 	}
-}
-
-// fitCell cuts s to width runes: in the middle for keys, at the end for
-// free text, marking the cut with an ellipsis.
-func fitCell(s string, width int, mode cutMode) string {
-	n := runeLen(s)
-	if n <= width || mode == cutNever {
-		return s
+	cols := t.columns()
+	if len(cols) == 0 {
+		return
 	}
-	r := []rune(s)
-	if mode == cutEnd {
-		return string(r[:width-1]) + "…"
+	labelWidth := 0
+	for _, i := range cols[1:] {
+		labelWidth = max(labelWidth, runeLen(label(i)))
 	}
-	head := (width - 1) / 2
-	tail := width - 1 - head
-	return string(r[:head]) + "…" + string(r[n-tail:])
+	inner := t.indent + "    "
+	valueIndent := inner + strings.Repeat(" ", labelWidth+tablePadding)
+	t.forRows(func(r []cell) {
+		first := r[cols[0]]
+		_, _ = io.WriteString(w, t.indent+l.paint(first.text, first.color)+"\n")
+		for _, i := range cols[1:] {
+			c := r[i]
+			if c.text == "" {
+				continue
+			}
+			head := inner + label(i) + strings.Repeat(" ", labelWidth-runeLen(label(i))+tablePadding)
+			if runeLen(valueIndent+c.text) <= l.width {
+				_, _ = io.WriteString(w, head+l.paint(c.text, c.color)+"\n")
+				continue
+			}
+			wrapped := wrapText(c.text, valueIndent, l.width)
+			_, _ = io.WriteString(w, head+strings.TrimPrefix(wrapped, valueIndent))
+		}
+	})
 }
 
 func runeLen(s string) int { return utf8.RuneCountInString(s) }

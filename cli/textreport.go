@@ -31,6 +31,10 @@ func writeTextReport(w io.Writer, rep *reaper.Report, l layout) error {
 	s := rep.Scanned
 	l.line(w, "", fmt.Sprintf("Read %d lock keys (%s): %d task locks, %d resource holdings, %d owners, %d tasks, %d ignored keys.",
 		s.Keys, scan, s.TaskLocks, s.ResourceHoldings, s.Owners, s.Tasks, s.Ignored))
+	for _, note := range rep.Notes {
+		fmt.Fprintln(w)
+		l.line(w, "", "Note: "+note)
+	}
 
 	if len(rep.LockOwners) > 0 {
 		fmt.Fprintln(w, "\nOwners holding locks")
@@ -221,10 +225,7 @@ func writeGroupedFindings(w io.Writer, findings []reaper.Finding, l layout) {
 	for gi, g := range groups {
 		if g.owner != owner || gi == 0 {
 			owner = g.owner
-			name := quoteText(g.owner)
-			if l.width > 0 {
-				name = fitCell(name, max(minCut(cutMiddle), l.width-len(g.liveness)-5), cutMiddle)
-			}
+			name := quoteText(g.owner) // in full: it is copied into release --owner
 			fmt.Fprintf(w, "\n  %s (%s)\n", name, l.paint(g.liveness, livenessColor(g.liveness)))
 		}
 		fmt.Fprintf(w, "    %s: %d %s, %s\n", l.paint(string(g.verdict), verdictColor(g.verdict)), len(g.rows), plural(len(g.rows), "holding", "holdings"), resultsText(g.rows))
@@ -282,18 +283,9 @@ func taskText(f reaper.Finding) string {
 		state += " " + e.FinishedAge.String() + " ago"
 	}
 	if id := findingTask(f); f.Kind != reaper.KindTask && id != "" {
-		// The task lock's row and the tasks table give the whole id.
-		return shortID(id) + " " + state
+		return id + " " + state // whole: it is copied into explain
 	}
 	return state
-}
-
-// shortID is a task id's first block, enough to find it among the rows.
-func shortID(id string) string {
-	if i := strings.IndexByte(id, '-'); i > 0 {
-		return id[:i] + "…"
-	}
-	return id
 }
 
 func hasDetail(rows []reaper.Finding) bool {
@@ -339,7 +331,7 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 		list = append([]reaper.TaskFinding(nil), tasks...)
 		sort.SliceStable(list, func(a, b int) bool { return severityOf(list[a].Verdict) < severityOf(list[b].Verdict) })
 	}
-	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{5, 1, 4, 3}}
+	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{1, 5, 4, 3}}
 	t.each = func(emit func(...cell)) {
 		for _, tf := range list[:shown(len(list), l.limit)] {
 			after := tf.StateAfter

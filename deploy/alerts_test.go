@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,22 +20,13 @@ var ruleFiles = map[string][]string{
 }
 
 // findPromtool returns the path of promtool: $PROMTOOL, else promtool on
-// PATH. Missing, the test fails in CI (CI set) and is skipped, saying so,
-// elsewhere.
+// PATH (requireTool: a failure under CI, a visible skip elsewhere).
 func findPromtool(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("PROMTOOL"); p != "" {
 		return p
 	}
-	promtool, err := exec.LookPath("promtool")
-	if errors.Is(err, exec.ErrNotFound) {
-		msg := "promtool is not on PATH and PROMTOOL is not set (Debian: apt-get download prometheus, then dpkg-deb -x; no server needed)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return promtool
+	return requireTool(t, "promtool", "scripts/tools.sh fetches it alone into .cache/tools/bin")
 }
 
 // promtoolTest runs `promtool test rules` on test, a testdata file whose
@@ -502,4 +492,22 @@ func TestDashboardQueriesPromtool(t *testing.T) {
 			t.Errorf("query %s of the dashboard is tested in no mode", ref)
 		}
 	}
+}
+
+// requireTool returns the path of program, or fails the test under CI
+// (CI=true, as .ci/run sets it: a skip there would read as a pass) and skips
+// it locally, saying how to get it. The program module's
+// internal/testtool.Require decides the same; this module cannot import it.
+func requireTool(t *testing.T, program, howToGet string) string {
+	t.Helper()
+	path, err := exec.LookPath(program)
+	if err == nil {
+		return path
+	}
+	msg := program + " not found (" + howToGet + "); this test needs it"
+	if ci := strings.ToLower(os.Getenv("CI")); ci == "true" || ci == "1" {
+		t.Fatalf("%s: CI must install it", msg)
+	}
+	t.Skipf("SKIP: %s", msg)
+	return ""
 }

@@ -76,7 +76,7 @@ func TestCleanDeploymentEveryCheckOK(t *testing.T) {
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 	})
 	require.Equal(t, doctor.ExitOK, code)
-	require.Contains(t, stdout.String(), "lock-reaper doctor: 12 ok, 0 warnings, 0 failures")
+	require.Contains(t, stdout.String(), "lock-reaper doctor: 13 ok, 0 warnings, 0 failures")
 }
 
 // TestDoctorExitCodes: a failure is exit 1 and names its fix, warnings

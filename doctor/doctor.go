@@ -58,13 +58,14 @@ const (
 	CheckPulpcoreVersion  = "pulpcore-version"
 	CheckHeartbeatClock   = "heartbeat-clock"
 	CheckLegacyOwners     = "legacy-owners"
+	CheckRedisWorker      = "redis-worker"
 )
 
 // CheckNames lists every check in the order Run runs them.
 var CheckNames = []string{
 	CheckRedisReachable, CheckRedisEviction, CheckRedisPersistence, CheckRedisRole, CheckRedisSharedKeys,
 	CheckRedisACL, CheckPostgresPrimary, CheckPostgresPooler, CheckPostgresGrants, CheckPulpcoreVersion,
-	CheckHeartbeatClock, CheckLegacyOwners,
+	CheckHeartbeatClock, CheckLegacyOwners, CheckRedisWorker,
 }
 
 // Result is what one check found.
@@ -149,6 +150,7 @@ var checks = []check{
 	{CheckPulpcoreVersion, checkPulpcoreVersion},
 	{CheckHeartbeatClock, checkHeartbeatClock},
 	{CheckLegacyOwners, checkLegacyOwners},
+	{CheckRedisWorker, checkRedisWorker},
 }
 
 // Run runs every check, one after the other, each within Target.Timeout
@@ -162,6 +164,9 @@ func Run(ctx context.Context, t Target) Report {
 	if t.SampleKeys <= 0 {
 		t.SampleKeys = DefaultSampleKeys
 	}
+	if t.Inspect != nil {
+		t.Inspect = inspectOnce(t.Inspect)
+	}
 	rep := Report{Counts: map[Status]int{OK: 0, Warn: 0, Fail: 0}}
 	redisDown, postgresDown := false, false
 	for _, c := range checks {
@@ -171,7 +176,7 @@ func Run(ctx context.Context, t Target) Report {
 			res = notChecked("Redis is unreachable (see " + CheckRedisReachable + ")")
 		case postgresDown && needsPostgres(c.name):
 			res = notChecked("PostgreSQL is unreachable (see " + CheckPostgresPrimary + ")")
-		case c.name == CheckLegacyOwners:
+		case c.name == CheckLegacyOwners, c.name == CheckRedisWorker:
 			// A full snapshot of a large keyspace takes longer than one
 			// call; the snapshot reader bounds each of its calls itself.
 			res = c.run(ctx, t)
@@ -198,7 +203,7 @@ func Run(ctx context.Context, t Target) Report {
 
 func needsRedis(name string) bool {
 	switch name {
-	case CheckRedisEviction, CheckRedisPersistence, CheckRedisRole, CheckRedisSharedKeys, CheckRedisACL, CheckLegacyOwners:
+	case CheckRedisEviction, CheckRedisPersistence, CheckRedisRole, CheckRedisSharedKeys, CheckRedisACL, CheckLegacyOwners, CheckRedisWorker:
 		return true
 	}
 	return false
@@ -206,7 +211,7 @@ func needsRedis(name string) bool {
 
 func needsPostgres(name string) bool {
 	switch name {
-	case CheckPostgresPooler, CheckPostgresGrants, CheckPulpcoreVersion, CheckHeartbeatClock, CheckLegacyOwners:
+	case CheckPostgresPooler, CheckPostgresGrants, CheckPulpcoreVersion, CheckHeartbeatClock, CheckLegacyOwners, CheckRedisWorker:
 		return true
 	}
 	return false

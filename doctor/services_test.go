@@ -266,3 +266,36 @@ func TestLegacyOwner(t *testing.T) {
 	require.Equal(t, Warn, res.Status, res.Evidence)
 	require.Contains(t, res.Evidence, `1 owners with no AppStatus row and no registry hold 2 holdings ("1@legacy" 2)`)
 }
+
+// TestRedisWorkerNotInUse: workers heartbeat in a database whose Redis holds
+// no Redis-worker lock, registry or active owner, as under pulpcore's
+// default worker: the check says so and where WORKER_TYPE is set; a lock,
+// or an owner left in pulp:active_owners by an idle Redis worker, is ok.
+func TestRedisWorkerNotInUse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, db := testenv.NewRedis(t), testenv.NewDatabase(t)
+	addWorker(t, db, "1@pulp-worker-0", "3.117.0", 0)
+	addWorker(t, db, "1@pulp-worker-1", "3.117.0", 0)
+	addWorker(t, db, "1@pulp-worker-old", "3.117.0", -time.Hour) // dead: not counted
+	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	require.NoError(t, err)
+	target := Target{Inspect: func(ctx context.Context) (*reaper.Inspection, error) { return r.Inspect(ctx, reaper.InspectOptions{}) }}
+
+	res := runCheck(t, checkRedisWorker, target)
+	require.Equal(t, Warn, res.Status, res.Evidence)
+	require.Contains(t, res.Evidence, "2 Pulp workers heartbeat in core_appstatus, but Redis holds no Redis-worker lock and pulp:active_owners lists no owner")
+	require.Contains(t, res.Evidence, `WORKER_TYPE "pulpcore"`)
+	require.Contains(t, res.Fix, `WORKER_TYPE = "redis"`)
+	require.Contains(t, res.Fix, "spec.custom_pulp_settings")
+
+	require.NoError(t, rdb.Client.SAdd(ctx, reaper.ActiveOwnersKey, "1@pulp-worker-0").Err())
+	res = runCheck(t, checkRedisWorker, target)
+	require.Equal(t, OK, res.Status, res.Evidence)
+
+	require.NoError(t, rdb.Client.Del(ctx, reaper.ActiveOwnersKey).Err())
+	registeredLock(t, rdb.Client, "1@pulp-worker-0")
+	res = runCheck(t, checkRedisWorker, target)
+	require.Equal(t, OK, res.Status, res.Evidence)
+	require.Contains(t, res.Evidence, "1 holdings, 1 owners in pulp:active_owners")
+}

@@ -35,6 +35,9 @@ type Inspection struct {
 	Explained *ExplainedTask
 	// Kubernetes is what the inspection read from Kubernetes, when that is on.
 	Kubernetes *KubernetesReport
+	// ActiveOwners counts the owners pulp:active_owners lists: a Redis
+	// worker's name stays there from its first lock until its cleanup.
+	ActiveOwners int
 }
 
 // TaskRow is a core_task row with its creation time, which decides the order
@@ -72,7 +75,8 @@ func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection,
 	if err != nil {
 		return nil, err
 	}
-	in := &Inspection{Snapshot: snap, Plan: judge.All(snap, r.cfg.Policy), Policy: r.cfg.Policy, Kubernetes: rep.Kubernetes}
+	in := &Inspection{Snapshot: snap, Plan: judge.All(snap, r.cfg.Policy), Policy: r.cfg.Policy, Kubernetes: rep.Kubernetes,
+		ActiveOwners: rep.activeOwners}
 	if opts.TaskID != "" {
 		if in.Explained, err = readExplainedTask(ctx, r.pool, r.cfg.DatabaseTimeout, opts.TaskID); err != nil {
 			return nil, err

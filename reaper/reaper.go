@@ -244,6 +244,10 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 			rep.Scanned.ResourceHoldings++
 		}
 	}
+	rep.activeOwners = rs.activeOwners
+	if note := WorkerTypeNote(len(rs.holdings), rs.activeOwners, ds.appStatuses, ds.now); note != "" {
+		rep.Notes = append(rep.Notes, note+". To check: "+WorkerTypeFix)
+	}
 	for _, ig := range rs.ignored {
 		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
 	}

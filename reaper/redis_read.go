@@ -38,6 +38,8 @@ type redisSnapshot struct {
 	holdings []Holding
 	ignored  []Ignored
 	keys     int
+	// activeOwners counts the owners pulp:active_owners lists.
+	activeOwners int
 }
 
 // read collects candidate keys from the owner registry and, on a full scan,
@@ -88,6 +90,7 @@ func (rr *redisReader) read(ctx context.Context, fullScan bool) (redisSnapshot, 
 		fail(err)
 	} else {
 		registry <- reg
+		snap.activeOwners = len(reg.owners)
 		snap.holdings = make([]Holding, 0, reg.size())
 		if err := rr.readKeys(ctx, reg, legacy, &snap); err != nil {
 			fail(err)

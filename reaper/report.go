@@ -26,10 +26,15 @@ type Report struct {
 	// Kubernetes is what the pass read from Kubernetes, when that is on.
 	Kubernetes *KubernetesReport `json:"kubernetes,omitempty"`
 	Summary    Summary           `json:"summary"`
+	// Notes say what the pass saw about the deployment itself, such as
+	// Pulp running a worker whose locks are not in Redis (WorkerTypeNote).
+	Notes []string `json:"notes,omitempty"`
 	// Error says why the pass could not complete; what it did before is above.
 	Error string `json:"error,omitempty"`
 
 	verdictCounts map[Verdict]int
+	// activeOwners counts the owners pulp:active_owners listed, for Inspection.
+	activeOwners int
 }
 
 // Scanned counts what the pass read.

@@ -3,6 +3,7 @@ package pgcluster
 import (
 	"context"
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/testtool"
 	"net"
 	"net/url"
 	"os"
@@ -31,10 +32,7 @@ type PgBouncer struct {
 // test skips when pgbouncer is not installed.
 func StartPgBouncer(t testing.TB, upstream, poolMode string, poolSize int, users ...string) *PgBouncer {
 	t.Helper()
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		t.Skip("pgbouncer not found: install the pgbouncer package to run this test")
-	}
+	bin := testtool.Require(t, "pgbouncer", "Debian: apt-get install pgbouncer")
 	host, port, err := net.SplitHostPort(upstream)
 	if err != nil {
 		t.Fatalf("pgbouncer upstream %q: %v", upstream, err)
