@@ -128,7 +128,13 @@ func TestEvalPooler(t *testing.T) {
 	r = evalPooler(poolerProbe{pidBefore: 7, pidAfter: 8, want: "x", got: ""})
 	require.Equal(t, OK, r.Status, "transaction pooling works without a statement cache")
 	require.Contains(t, r.Evidence, "transaction pooler")
-	require.Equal(t, Warn, evalPooler(poolerProbe{inconclusive: true}).Status)
+	r = evalPooler(poolerProbe{inconclusive: true})
+	require.Equal(t, Fail, r.Status, "a pass would stop at start")
+	require.Contains(t, r.Evidence, "two connections at once")
+	require.Contains(t, r.Fix, "pool_size")
+	r = evalPooler(poolerProbe{maxConns: 1})
+	require.Equal(t, Fail, r.Status)
+	require.Contains(t, r.Fix, "pool_max_conns")
 }
 
 func TestEvalPrimary(t *testing.T) {

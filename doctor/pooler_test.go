@@ -20,6 +20,12 @@ import (
 // It skips the test when pgbouncer is not installed.
 func startPgbouncer(t *testing.T, db *testenv.Database) string {
 	t.Helper()
+	return startPgbouncerSized(t, db, 4)
+}
+
+// startPgbouncerSized is startPgbouncer with poolSize server connections.
+func startPgbouncerSized(t *testing.T, db *testenv.Database, poolSize int) string {
+	t.Helper()
 	server, err := url.Parse(testenv.DatabaseURL())
 	require.NoError(t, err)
 	upstream := server.Host
@@ -30,7 +36,7 @@ func startPgbouncer(t *testing.T, db *testenv.Database) string {
 	if user == "" {
 		user = "postgres"
 	}
-	bouncer := pgcluster.StartPgBouncer(t, upstream, "transaction", 4, user)
+	bouncer := pgcluster.StartPgBouncer(t, upstream, "transaction", poolSize, user)
 	through, err := url.Parse(bouncer.URL(t, db.URL))
 	require.NoError(t, err)
 	q := through.Query()
@@ -68,4 +74,32 @@ func TestTransactionPooler(t *testing.T) {
 	// Everything else still reads through it.
 	r = runCheck(t, checkPostgresPrimary, Target{Postgres: pool})
 	require.Equal(t, OK, r.Status, r.Evidence)
+}
+
+// TestTransactionPoolerOfOneServerConnection: behind PgBouncer with
+// pool_size = 1, a pass that writes would stop at start for want of a second
+// server connection (reaper.SecondConnectionError); the check fails and says
+// so, and so does a client pool of one connection.
+func TestTransactionPoolerOfOneServerConnection(t *testing.T) {
+	t.Parallel()
+	db := testenv.NewDatabase(t)
+	through := startPgbouncerSized(t, db, 1)
+	pool, err := pgxpool.New(context.Background(), through)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	r := runCheck(t, checkPostgresPooler, Target{Postgres: pool})
+	require.Equal(t, Fail, r.Status, r.Evidence)
+	require.Contains(t, r.Evidence, "single server connection")
+	require.Contains(t, r.Evidence, "two connections at once")
+	require.Contains(t, r.Fix, "pool_size")
+
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	one, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(one.Close)
+	r = runCheck(t, checkPostgresPooler, Target{Postgres: one})
+	require.Equal(t, Fail, r.Status, r.Evidence)
+	require.Contains(t, r.Fix, "pool_max_conns")
 }

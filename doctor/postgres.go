@@ -68,6 +68,9 @@ type poolerProbe struct {
 	// statements per connection (cache_statement, cache_describe), which a
 	// transaction pooler hands to other clients.
 	cachesStatements bool
+	// maxConns is set when the client pool allows fewer than two
+	// connections, and the probe was not run.
+	maxConns int32
 }
 
 // checkPostgresPooler looks for a transaction pooler (PgBouncer in
@@ -97,6 +100,10 @@ func probePooler(ctx context.Context, t Target) (poolerProbe, error) {
 	switch t.Postgres.Config().ConnConfig.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe:
 		p.cachesStatements = true
+	}
+	if n := t.Postgres.Config().MaxConns; n < 2 {
+		p.maxConns = n
+		return p, nil
 	}
 	token := make([]byte, 8)
 	_, _ = rand.Read(token)
@@ -130,7 +137,8 @@ func probePooler(ctx context.Context, t Target) (poolerProbe, error) {
 		return p, err
 	}
 	// A pooler with a single server connection makes the first session wait
-	// for the second's transaction: give up the comparison then.
+	// for the second's transaction, as a pass's snapshot would wait for its
+	// lock's transaction: give up the comparison then.
 	wait, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	err = first.QueryRow(wait, "SELECT coalesce(current_setting($1, true), ''), pg_backend_pid()", poolerProbeSetting).Scan(&p.got, &p.pidAfter)
@@ -142,12 +150,20 @@ func probePooler(ctx context.Context, t Target) (poolerProbe, error) {
 	return p, err
 }
 
+// passNeedsTwo says why a pass that writes needs two connections at once
+// (see reaper.SecondConnectionError).
+const passNeedsTwo = "a pass that writes holds its lock in one transaction and reads its snapshot and updates tasks in a second, " +
+	"so it needs two connections at once, and would stop at start"
+
 // evalPooler judges the probe.
 func evalPooler(p poolerProbe) Result {
 	switch {
+	case p.maxConns > 0:
+		return Result{Status: Fail, Evidence: fmt.Sprintf("the client pool allows %d connection (pool_max_conns): %s", p.maxConns, passNeedsTwo),
+			Fix: "set pool_max_conns to at least 2 in database.url, or leave it out."}
 	case p.inconclusive:
-		return Result{Status: Warn, Evidence: "a second session's transaction held up the first: a pooler with a single server connection, or an overloaded server",
-			Fix: "connect the reaper to PostgreSQL directly (or through PgBouncer in session mode)."}
+		return Result{Status: Fail, Evidence: "a second session's open transaction held up the first: a pooler with a single server connection (PgBouncer pool_size = 1), or a server too loaded to answer; " + passNeedsTwo,
+			Fix: "give lock-reaper's database and user at least 2 server connections in the pooler (PgBouncer pool_size, or default_pool_size), plus 2 for each other reaper that may run at once, or connect directly; an audit needs only one."}
 	case (p.got != p.want || p.pidAfter != p.pidBefore) && p.cachesStatements:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("session state did not stay with the session: setting %q read back as %q, backend pid %d then %d; a transaction pooler is in between, and pgx's statement cache (the exec mode in use) gives prepared statements to connections that do not have them",
 			poolerProbeSetting, p.got, p.pidBefore, p.pidAfter),

@@ -112,9 +112,14 @@ func (a *actor) release(ctx context.Context) error {
 		return strings.Compare(gx.Owner, gy.Owner)
 	})
 	rel := &releaser{rdb: a.r.rdb, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.RedisTimeout}
+	end, err := a.releaseBatchEnds(ctx, todo, rel.batchSize)
+	if err != nil {
+		a.failHoldings(todo)
+		return err
+	}
 	logs := a.startReleaseLog()
 	defer logs.wait()
-	return inBatches(ctx, todo, rel.batchSize, a.failHoldings, func(done int, idx []int) error {
+	return inBatchesCut(ctx, todo, end, a.failHoldings, func(done int, idx []int) error {
 		b := releaseBatch{holdings: make([]Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
 		retired := map[string]bool{}
 		for n, i := range idx {
@@ -147,10 +152,17 @@ func (a *actor) release(ctx context.Context) error {
 // between batches. When ctx is done or do fails, what is left of todo, the
 // failed batch included, goes to rest, and the error is returned.
 func inBatches(ctx context.Context, todo []int, size int, rest func([]int), do func(done int, idx []int) error) error {
-	for start := 0; start < len(todo); start += size {
+	return inBatchesCut(ctx, todo, func(start int) int { return min(start+size, len(todo)) }, rest, do)
+}
+
+// inBatchesCut is inBatches with batches that end where end says: the batch
+// starting at start ends before end(start), which is past start.
+func inBatchesCut(ctx context.Context, todo []int, end func(start int) int, rest func([]int), do func(done int, idx []int) error) error {
+	for start, stop := 0, 0; start < len(todo); start = stop {
+		stop = end(start)
 		err := ctx.Err()
 		if err == nil {
-			err = do(start, todo[start:min(start+size, len(todo))])
+			err = do(start, todo[start:stop])
 		}
 		if err != nil {
 			rest(todo[start:])

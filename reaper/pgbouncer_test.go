@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -69,4 +70,63 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 			require.Empty(t, rep.Skipped, "a pass after the others is not skipped")
 		})
 	}
+}
+
+// TestPgBouncerSingleServerConnection: through PgBouncer in transaction
+// pooling with pool_size = 1, a pass that writes cannot get the second
+// server connection it needs while its lock holds the first. It stops at
+// start with SecondConnectionError, naming the fix, having read and written
+// nothing; an audit, which takes no lock, works; and a client pool of one
+// connection fails at once with its own fix.
+func TestPgBouncerSingleServerConnection(t *testing.T) {
+	u, err := url.Parse(testenv.DatabaseURL())
+	require.NoError(t, err)
+	upstream := u.Host
+	if u.Port() == "" {
+		upstream = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	user := u.User.Username()
+	if user == "" {
+		user = "postgres"
+	}
+	bouncer := pgcluster.StartPgBouncer(t, upstream, "transaction", 1, user)
+	f := newFixture(t)
+	fl := sfBuild(f, 6)
+	newPool := func(maxConns int32) *pgxpool.Pool {
+		pc, err := pgxpool.ParseConfig(bouncer.URL(t, f.db.URL))
+		require.NoError(t, err)
+		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+		if maxConns > 0 {
+			pc.MaxConns = maxConns
+		}
+		pool, err := pgxpool.NewWithConfig(f.ctx, pc)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		return pool
+	}
+	short := func(c *Config) { c.DatabaseTimeout = time.Second }
+
+	start := time.Now()
+	rep, err := sfReaper(f, f.redis.Client, newPool(0), short).RunOnce(f.ctx, PassOptions{Mode: ModeOnce})
+	var sce *SecondConnectionError
+	require.ErrorAs(t, err, &sce, "%v\n%s", err, bouncer.Log())
+	require.Less(t, time.Since(start), 5*time.Second, "the pass fails at start, within its database timeout")
+	require.Contains(t, err.Error(), "pool_size")
+	require.Contains(t, rep.Error, "two connections at once")
+	require.Zero(t, rep.Scanned.Keys, "nothing was read")
+	for _, h := range fl.stale {
+		require.True(t, sfHolds(f, h), "nothing was released: %s", h.key)
+	}
+	for _, id := range fl.lost {
+		state, _, _, _ := f.taskRow(id)
+		require.NotEqual(t, StateFailed, state, "no task was updated")
+		require.NotEqual(t, StateCanceled, state, "no task was updated")
+	}
+
+	_, err = sfReaper(f, f.redis.Client, newPool(1), short).RunOnce(f.ctx, PassOptions{Mode: ModeOnce})
+	require.ErrorAs(t, err, &sce)
+	require.Contains(t, err.Error(), "pool_max_conns")
+
+	audit := f.pass(sfReaper(f, f.redis.Client, newPool(0), short), ModeAudit)
+	require.NotZero(t, audit.Scanned.Keys, "an audit needs one connection only")
 }

@@ -170,6 +170,9 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 			return nil
 		}
 		defer lock.release()
+		if err := checkSecondConnection(ctx, r.pool, r.cfg.DatabaseTimeout); err != nil {
+			return fmt.Errorf("%w: %w", errNoSnapshot, err)
+		}
 	}
 
 	snap, err := r.snapshot(ctx, opts, rep)

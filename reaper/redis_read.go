@@ -207,11 +207,13 @@ func (r *ownerRegistry) intern(owner string) string {
 }
 
 // readRegistry reads, for every lock key in the owner registry, the owners
-// that registered it.
+// that registered it. Every set is read with SSCAN, a page per command, so
+// that no command of the read blocks Redis long however large a registry
+// (or pulp:active_owners) is; the first page of each registry of a batch is
+// asked in one pipeline, and only a registry longer than a page costs more
+// round trips.
 func (rr *redisReader) readRegistry(ctx context.Context) (*ownerRegistry, error) {
-	cctx, cancel := context.WithTimeout(ctx, rr.timeout)
-	owners, err := rr.rdb.SMembers(cctx, ActiveOwnersKey).Result()
-	cancel()
+	owners, err := rr.readSet(ctx, ActiveOwnersKey)
 	if err != nil && !isWrongType(err) {
 		return nil, fmt.Errorf("read %s: %w", ActiveOwnersKey, err)
 	}
@@ -221,9 +223,9 @@ func (rr *redisReader) readRegistry(ctx context.Context) (*ownerRegistry, error)
 		batch := owners[start:min(start+rr.batchSize, len(owners))]
 		cctx, cancel := context.WithTimeout(ctx, rr.timeout)
 		pipe := rr.rdb.Pipeline()
-		cmds := make([]*redis.StringSliceCmd, len(batch))
+		cmds := make([]*redis.ScanCmd, len(batch))
 		for i, o := range batch {
-			cmds[i] = pipe.SMembers(cctx, OwnerLocksPrefix+o)
+			cmds[i] = pipe.SScan(cctx, OwnerLocksPrefix+o, 0, "", registryPageSize)
 		}
 		_, err := pipe.Exec(cctx)
 		cancel()
@@ -233,20 +235,35 @@ func (rr *redisReader) readRegistry(ctx context.Context) (*ownerRegistry, error)
 		if reg == nil {
 			total := 0
 			for _, c := range cmds {
-				total += len(c.Val())
+				keys, _ := c.Val()
+				total += len(keys)
 			}
 			reg = newOwnerRegistry(owners, total)
 		}
 		for i, o := range batch {
-			keys, err := cmds[i].Result()
+			keys, cursor, err := cmds[i].Result()
 			if err != nil {
 				// A registry of the wrong type is not ours to judge; the
 				// full scan still finds the locks themselves.
 				continue
 			}
-			for _, k := range keys {
-				if isLockKeyName(k) {
-					reg.add(k, o)
+			for {
+				for _, k := range keys {
+					if isLockKeyName(k) {
+						reg.add(k, o)
+					}
+				}
+				if cursor == 0 {
+					break
+				}
+				cctx, cancel := context.WithTimeout(ctx, rr.timeout)
+				keys, cursor, err = rr.rdb.SScan(cctx, OwnerLocksPrefix+o, cursor, "", registryPageSize).Result()
+				cancel()
+				if isWrongType(err) {
+					break
+				}
+				if err != nil {
+					return nil, fmt.Errorf("read owner registry %s%s: %w", OwnerLocksPrefix, o, err)
 				}
 			}
 		}
@@ -255,6 +272,39 @@ func (rr *redisReader) readRegistry(ctx context.Context) (*ownerRegistry, error)
 		reg = newOwnerRegistry(nil, 0)
 	}
 	return reg, nil
+}
+
+// readSet reads a set's members with SSCAN, a page per command, each
+// member once (SSCAN may return one twice).
+func (rr *redisReader) readSet(ctx context.Context, key string) ([]string, error) {
+	var out []string
+	var seen map[string]bool
+	var cursor uint64
+	for {
+		cctx, cancel := context.WithTimeout(ctx, rr.timeout)
+		page, next, err := rr.rdb.SScan(cctx, key, cursor, "", registryPageSize).Result()
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if cursor == 0 && next == 0 {
+			// One page, as SSCAN answers a small set: no duplicates.
+			return page, nil
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		for _, m := range page {
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+		if next == 0 {
+			return out, nil
+		}
+		cursor = next
+	}
 }
 
 func isLockKeyName(k string) bool {

@@ -39,6 +39,13 @@ import (
 // and then, atomically; only an entry whose key exists means a new task. A
 // stale entry so never blocks the owner's other releases.
 //
+// The new-task check walks at most registryCheckLimit entries of one
+// owner's registry; the reaper prunes a larger one beforehand, a page per
+// call (pruneRegistry), and cuts the batches so that one call walks at most
+// registryCallBudget entries in all. An owner whose registry is still larger
+// keeps its guarded holdings (owner-changed): no call may block Redis for
+// long.
+//
 // The registry keys are only touched while they are sets: a Redis error in a
 // script does not undo the writes before it, so a registry key of another
 // type must neither fail the batch half-done nor block every later pass.
@@ -90,12 +97,16 @@ local function took_new_task(owner)
           present = present + m
         end
       end
-      local listed, cursor = 0, '0'
+      local listed, cursor, pages = 0, '0', 0
       repeat
-        local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', 1000)
-        cursor, listed = page[1], listed + #page[2]
-      until cursor == '0'
-      if listed ~= present then
+        local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
+        cursor, listed, pages = page[1], listed + #page[2], pages + 1
+      until cursor == '0' or pages >= ` + luaInt(registryWalkPages) + ` or listed > ` + luaInt(registryCheckLimit) + `
+      if cursor ~= '0' then
+        -- Too many entries to walk in one call (the reaper prunes a large
+        -- registry page by page before it releases): left alone.
+        busy[owner] = true
+      elseif listed ~= present then
         -- The registry lists a task key the snapshot did not see: a new
         -- task, or a stale entry whose key is gone (deleted by a plain DEL).
         -- A stale entry is pruned, now that the key is gone; any other
@@ -104,7 +115,7 @@ local function took_new_task(owner)
         for i = first, first + k - 1 do seen_key[ARGV[i]] = true end
         local stale = {}
         repeat
-          local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', 1000)
+          local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
           cursor = page[1]
           for _, key in ipairs(page[2]) do
             if not seen_key[key] then
