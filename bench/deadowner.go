@@ -64,12 +64,25 @@ type DeadOwnerResults struct {
 
 // deadOwnerSpec is the fleet: one owner, dead, holding every lock, with its
 // tasks running (lost).
+//
+// With -shape finished the owner is alive and every task finished half an
+// hour ago: the same number of stale holdings, of finished tasks, and no
+// lost task.
 func deadOwnerSpec(o options) sim.FleetSpec {
 	spec := fleetSpec(o)
 	spec.Owners, spec.DeadFraction, spec.FinishedFraction, spec.LegacyFraction = 1, 1, 0, 0
+	if o.shape == shapeFinished {
+		spec.DeadFraction, spec.FinishedFraction = 0, 1
+	}
 	spec.SharedDomains = 1
 	return spec
 }
+
+// The dead-owner scenario's shapes (-shape).
+const (
+	shapeRunning  = "running"
+	shapeFinished = "finished"
+)
 
 // deadOwnerCases are the commands measured, each a real process. The audits
 // share one fleet; each real pass, which releases everything, gets a fresh

@@ -27,6 +27,7 @@ import (
 type options struct {
 	scenario string
 	binary   string
+	shape    string
 
 	timeScale       int
 	trials          int
@@ -67,6 +68,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary; unjam: time from a worker's death to its locks' release, with and without Kubernetes evidence; status-page: server time of each status page over 200,000 stale holdings")
+	fs.StringVar(&o.shape, "shape", shapeRunning, "dead-owner: running (the owner dead, its tasks running) or finished (the owner alive, its tasks finished)")
 	fs.StringVar(&o.binary, "binary", "", "dead-owner: the lock-reaper binary to measure (default: built from this module)")
 	fs.IntVar(&o.timeScale, "time-scale", 20, "unjam: divide every duration by this factor (it must divide the 1m schedule into whole seconds)")
 	fs.IntVar(&o.trials, "trials", 16, "unjam: deaths measured per case")
@@ -141,6 +143,9 @@ func (o *options) scenarioDefaults(fs *flag.FlagSet) error {
 	case scenarioFleet:
 		return nil
 	case scenarioDeadOwner:
+		if o.shape != shapeRunning && o.shape != shapeFinished {
+			return fmt.Errorf("-shape must be %s or %s", shapeRunning, shapeFinished)
+		}
 	case scenarioUnjam:
 		return o.validateUnjam()
 	case scenarioStatusPage:
