@@ -66,6 +66,9 @@ type Watcher struct {
 	healthy     bool
 	watchOpened time.Time
 	lastHeard   time.Time
+	// endedPods are deleted pods whose last status reported their
+	// containers ended (watch_ended.go), by name.
+	endedPods map[string]endedPod
 }
 
 // NewWatcher watches the pods src lists; src must list through a REST client
@@ -101,6 +104,7 @@ func NewWatcher(src *Source, cfg WatchConfig) (*Watcher, error) {
 			n, _ := newObj.(*corev1.Pod)
 			w.observe(o, n)
 		},
+		DeleteFunc: func(obj any) { w.forget(obj, time.Now()) },
 	}); err != nil {
 		return nil, err
 	}
@@ -175,6 +179,8 @@ func (w *Watcher) ListPods(ctx context.Context) ([]heartbeat.Pod, error) {
 	for _, p := range pods {
 		out = append(out, w.src.evidence(p))
 	}
+	out = w.withEndedPods(out, time.Now())
+	slices.SortFunc(out, func(a, b heartbeat.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

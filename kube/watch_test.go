@@ -157,3 +157,35 @@ func TestWatcherFallsBackToList(t *testing.T) {
 	api.Fail(0)
 	require.Eventually(t, w.FromCache, 30*time.Second, 20*time.Millisecond, "the watch comes back")
 }
+
+// TestWatcherRemembersAPodDeletedAfterItsEnd: the kubelet reports a deleted
+// pod's containers terminated and deletes the pod at once; the pass that
+// report wakes still finds the pod, with that status, so the ended
+// incarnation's rows are dead in that pass. A pod force-deleted with no such
+// report is not remembered, and a successor under the name replaces the
+// memory.
+func TestWatcherRemembersAPodDeletedAfterItsEnd(t *testing.T) {
+	t.Parallel()
+	api, w := watchSetup(t, WatchConfig{}, 0)
+	a, b := "example-worker-6d9f-aaaaa", "example-worker-6d9f-bbbbb"
+	require.NoError(t, api.GracefulDelete("pulp", a, wt0.Add(time.Minute)))
+	require.NoError(t, api.KubeletFinishDelete("pulp", a, wt0.Add(time.Minute+2*time.Second)))
+	require.True(t, ended(w, 2*time.Second))
+	require.NoError(t, api.Delete("pulp", b))
+	require.Eventually(t, func() bool {
+		return len(w.informer.GetStore().List()) == 1
+	}, 2*time.Second, 10*time.Millisecond, "both pods gone from the cache")
+
+	pods, err := w.ListPods(context.Background())
+	require.NoError(t, err)
+	require.Len(t, pods, 2, "the API pod, and a's last status; b, force-deleted, is not remembered")
+	require.Equal(t, a, pods[1].Name)
+	require.NotNil(t, pods[1].Container.Terminated, "the kubelet's report of a's end")
+	require.True(t, pods[1].IncarnationEnded())
+
+	require.NoError(t, api.Create(kubeapi.NewPod(kubeapi.PodSpec{Namespace: "pulp", Name: a, Component: "worker", Node: "node-b", Started: wt0.Add(2 * time.Minute)})))
+	require.Eventually(t, func() bool {
+		pods, err := w.ListPods(context.Background())
+		return err == nil && len(pods) == 2 && pods[1].Name == a && pods[1].Container.Running
+	}, 2*time.Second, 10*time.Millisecond, "a successor under the name replaces the memory")
+}
