@@ -20,6 +20,11 @@ func requireFindingsOfJudge(t require.TestingT, snap Snapshot, p Policy) {
 			want = append(want, jd)
 		}
 	}
+	// An empty list is an empty list, however it was made: Findings sizes
+	// its list before judging, All's filter here appends.
+	if len(findings.Holdings) == 0 {
+		findings.Holdings = nil
+	}
 	require.Equal(t, want, findings.Holdings)
 	listed := full
 	listed.Holdings = findings.Holdings
