@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -28,7 +29,7 @@ func baselineWalk(ctx context.Context, rdb *redis.Client, scanCount, batchSize i
 	for iter.Next(ctx) {
 		res.keys++
 		k := iter.Val()
-		if strings.HasPrefix(k, reaper.TaskKeyPrefix) || strings.HasPrefix(k, reaper.ResourceKeyPrefix) {
+		if strings.HasPrefix(k, judge.TaskKeyPrefix) || strings.HasPrefix(k, judge.ResourceKeyPrefix) {
 			lockKeys = append(lockKeys, k)
 		}
 	}

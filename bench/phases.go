@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -126,7 +127,7 @@ func (h *harness) checked(ctx context.Context, opts reaper.PassOptions) (phaseRu
 	if seesAll && got != stale {
 		return r, fmt.Errorf("%s pass: %d holdings to release, the fleet has %d stale ones", opts.Mode, got, stale)
 	}
-	if n := s.TasksByVerdict[reaper.VerdictLost]; n != lost {
+	if n := s.TasksByVerdict[judge.VerdictLost]; n != lost {
 		return r, fmt.Errorf("%s pass: %d lost tasks, the fleet has %d", opts.Mode, n, lost)
 	}
 	if opts.Mode == reaper.ModeOnce && s.TasksUpdated != lost {

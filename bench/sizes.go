@@ -3,7 +3,7 @@ package main
 import (
 	"unsafe"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // TypeSizes are the bytes one holding costs in the reaper's types before any
@@ -18,8 +18,8 @@ type TypeSizes struct {
 
 func typeSizes() TypeSizes {
 	return TypeSizes{
-		Holding:   unsafe.Sizeof(reaper.Holding{}),
-		Judgement: unsafe.Sizeof(reaper.Judgement{}),
-		Task:      unsafe.Sizeof(reaper.Task{}),
+		Holding:   unsafe.Sizeof(judge.Holding{}),
+		Judgement: unsafe.Sizeof(judge.Judgement{}),
+		Task:      unsafe.Sizeof(judge.Task{}),
 	}
 }

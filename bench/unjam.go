@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
@@ -32,7 +31,7 @@ const (
 	unjamSchedule      = time.Minute // daemon.ScheduleDefault, "@every 1m"
 	unjamJitter        = 5 * time.Second
 	unjamFullScan      = 10 * time.Minute
-	unjamClockSkew     = heartbeat.DefaultClockSkew
+	unjamClockSkew     = judge.DefaultClockSkew
 	unjamPodResolution = sim.DefaultPodTimeResolution
 	// unjamPoll is how often an idle simulated worker fetches, not scaled:
 	// pulpcore's Redis worker sleeps number of workers × 10 ms between

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/daemon"
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 	"github.com/lock-reaper/lock-reaper/sim/simkube"
@@ -231,13 +231,13 @@ func (o options) releasedBy(p passRecord, key, owner string, lastBeat time.Time)
 	verdict, rule = string(fd.Verdict), "heartbeats"
 	k := fd.Evidence().Kubernetes
 	switch {
-	case k != nil && k.Rule == heartbeat.PodHungTooLong:
+	case k != nil && k.Rule == judge.PodHungTooLong:
 		rule = string(k.Rule)
 	case p.rep.DBNow.Sub(lastBeat) > o.scaled(unjamWorkerTTL+unjamGrace):
-	case k != nil && k.Rule != heartbeat.PodSeen:
+	case k != nil && k.Rule != judge.PodSeen:
 		rule = string(k.Rule)
 	case k != nil:
-		rule = string(heartbeat.PodRestarted)
+		rule = string(judge.PodRestarted)
 	}
 	return verdict, rule
 }
@@ -287,7 +287,7 @@ func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *s
 	cfg := reaper.DefaultConfig()
 	cfg.HeartbeatGrace = o.scaled(unjamGrace)
 	cfg.FinishedGrace, cfg.ConfirmAfter = o.scaled(cfg.FinishedGrace), o.scaled(cfg.ConfirmAfter)
-	cfg.Kubernetes = heartbeat.PodRules{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
+	cfg.Kubernetes = judge.PodRules{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
 	switch {
 	case watched != nil:
 		cfg.PodSource = watched.watcher

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -96,14 +97,14 @@ func claimText(p *reaper.Process) string {
 	return fmt.Sprintf("%s %s (%s)", quoteText(p.AppType), quoteText(p.Name), livenessText(p.Liveness.String(), p.HeartbeatAge))
 }
 
-func livenessText(liveness string, age *reaper.Duration) string {
+func livenessText(liveness string, age *judge.Duration) string {
 	if age == nil {
 		return liveness
 	}
 	return liveness + ", heartbeat " + age.String() + " ago"
 }
 
-func afterText(tj *reaper.TaskJudgement) string {
+func afterText(tj *judge.TaskJudgement) string {
 	if tj.ClearClaim {
 		return "waiting (requeued)"
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -144,11 +144,11 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 	h := ex.Resources[0].Holders[0]
 	require.Equal(t, repo, ex.Resources[0].Resource)
 	require.Equal(t, "1@pulp-worker-0", h.Owner)
-	require.Equal(t, heartbeat.Dead, h.Liveness)
+	require.Equal(t, judge.Dead, h.Liveness)
 	require.Equal(t, lost, h.Task.ID)
 	require.Equal(t, "running", h.Task.State)
-	require.Equal(t, reaper.VerdictOwnerDead, h.Verdict)
-	require.Equal(t, reaper.ActionRelease, h.Action)
+	require.Equal(t, judge.VerdictOwnerDead, h.Verdict)
+	require.Equal(t, judge.ActionRelease, h.Action)
 	require.True(t, h.Blocks)
 	require.False(t, ex.Resources[1].Holders[0].Blocks, "shared with shared does not block")
 	require.Empty(t, ex.Ahead, "an older running task holds locks, it does not go first")
@@ -167,7 +167,7 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 	require.Equal(t, reaper.StatusLost, ex.Status)
 	require.Equal(t, "lost: claimed by dead worker 1@pulp-worker-0 (heartbeat 1h0m0s ago); the next pass cancels it", ex.Conclusion)
 	require.Equal(t, "1@pulp-worker-0", ex.Claim.Name)
-	require.Equal(t, reaper.VerdictLost, ex.TaskVerdict.Verdict)
+	require.Equal(t, judge.VerdictLost, ex.TaskVerdict.Verdict)
 }
 
 func TestExplainBlockedByLiveOwner(t *testing.T) {
@@ -183,8 +183,8 @@ func TestExplainBlockedByLiveOwner(t *testing.T) {
 	require.Equal(t, reaper.StatusWaiting, ex.Status)
 	require.Regexp(t, `^waiting behind task `+running+` \(pulp_rpm.app.tasks.synchronize\), running on live worker 1@pulp-worker-1 \(heartbeat [0-9.]+m?s ago\)$`, ex.Conclusion)
 	h := ex.Resources[0].Holders[0]
-	require.Equal(t, reaper.VerdictJustified, h.Verdict)
-	require.Equal(t, reaper.ActionKeep, h.Action)
+	require.Equal(t, judge.VerdictJustified, h.Verdict)
+	require.Equal(t, judge.ActionKeep, h.Action)
 	require.True(t, h.Blocks)
 
 	ex = f.explain(running)
@@ -192,7 +192,7 @@ func TestExplainBlockedByLiveOwner(t *testing.T) {
 	require.True(t, strings.HasPrefix(ex.Conclusion, "running on live worker 1@pulp-worker-1 (heartbeat "), ex.Conclusion)
 	require.Len(t, ex.TaskLocks, 1)
 	require.True(t, ex.TaskLocks[0].Own)
-	require.Equal(t, reaper.VerdictHealthy, ex.TaskLocks[0].Verdict)
+	require.Equal(t, judge.VerdictHealthy, ex.TaskLocks[0].Verdict)
 }
 
 func TestExplainBehindOlderTask(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
@@ -70,7 +71,7 @@ func TestIncident(t *testing.T) {
 	require.Equal(t, len(inc.Stale), once.Summary.Released)
 	for _, f := range once.Findings {
 		require.Equal(t, inc.DeadOwner, f.Owner, "only the dead worker's holdings are findings")
-		require.Contains(t, []reaper.Verdict{reaper.VerdictOwnerDead, reaper.VerdictTaskFinished}, f.Verdict)
+		require.Contains(t, []judge.Verdict{judge.VerdictOwnerDead, judge.VerdictTaskFinished}, f.Verdict)
 	}
 
 	holdings, err := sim.ScanHoldings(ctx, r.Client)

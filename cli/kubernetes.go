@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/config"
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/kube"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -40,7 +40,7 @@ func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (reaper
 
 // podText is an owner's pod evidence for text output, "" without one:
 // " [pod NAME PHASE, started T, N restarts: RULE]".
-func podText(e *heartbeat.PodEvidence) string {
+func podText(e *judge.PodEvidence) string {
 	if e == nil {
 		return ""
 	}
@@ -70,7 +70,7 @@ func writeKubernetes(w io.Writer, k *reaper.KubernetesReport) {
 		return
 	}
 	fmt.Fprintf(w, "\nKubernetes: %d pods read (%s)", k.Pods, k.Where)
-	if n := k.OwnersByEvidence[heartbeat.PodAliveNotHeartbeating]; n > 0 {
+	if n := k.OwnersByEvidence[judge.PodAliveNotHeartbeating]; n > 0 {
 		fmt.Fprintf(w, "; %d workers alive by Kubernetes but not heartbeating", n)
 	}
 	fmt.Fprintln(w)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/config"
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -41,21 +41,21 @@ type LocksByOwnerOutput struct {
 // LockLine is one holding: a task key or exclusive key and its owner, or one
 // member of a shared set.
 type LockLine struct {
-	Key   string      `json:"key"`
-	Kind  reaper.Kind `json:"kind"`
-	Owner string      `json:"owner"`
+	Key   string     `json:"key"`
+	Kind  judge.Kind `json:"kind"`
+	Owner string     `json:"owner"`
 	// OwnerLiveness is alive, late, dead or gone; HeartbeatAge is in seconds.
-	OwnerLiveness string           `json:"owner_liveness"`
-	HeartbeatAge  *reaper.Duration `json:"heartbeat_age,omitempty"`
+	OwnerLiveness string          `json:"owner_liveness"`
+	HeartbeatAge  *judge.Duration `json:"heartbeat_age,omitempty"`
 	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
-	Resource   string                 `json:"resource,omitempty"`
+	Kubernetes *judge.PodEvidence `json:"kubernetes,omitempty"`
+	Resource   string             `json:"resource,omitempty"`
 	// Task is the task the holding is held for: the task of a task lock, or
 	// of the owner's task lock that reserves the resource.
-	Task      string         `json:"task,omitempty"`
-	TaskState string         `json:"task_state,omitempty"`
-	Verdict   reaper.Verdict `json:"verdict"`
-	Action    reaper.Action  `json:"action"`
+	Task      string        `json:"task,omitempty"`
+	TaskState string        `json:"task_state,omitempty"`
+	Verdict   judge.Verdict `json:"verdict"`
+	Action    judge.Action  `json:"action"`
 	// Deferred says why a pass would hold the release back.
 	Deferred   string `json:"deferred,omitempty"`
 	Registered bool   `json:"registered"`
@@ -63,19 +63,19 @@ type LockLine struct {
 
 // OwnerCounts sums up one owner's holdings.
 type OwnerCounts struct {
-	Owner         string                 `json:"owner"`
-	OwnerLiveness string                 `json:"owner_liveness"`
-	HeartbeatAge  *reaper.Duration       `json:"heartbeat_age,omitempty"`
-	Holdings      int                    `json:"holdings"`
-	ByKind        map[reaper.Kind]int    `json:"by_kind"`
-	ByVerdict     map[reaper.Verdict]int `json:"by_verdict"`
+	Owner         string                `json:"owner"`
+	OwnerLiveness string                `json:"owner_liveness"`
+	HeartbeatAge  *judge.Duration       `json:"heartbeat_age,omitempty"`
+	Holdings      int                   `json:"holdings"`
+	ByKind        map[judge.Kind]int    `json:"by_kind"`
+	ByVerdict     map[judge.Verdict]int `json:"by_verdict"`
 }
 
 // lockFilter keeps the holdings an operator asked about; empty fields match
 // everything.
 type lockFilter struct {
 	owner, resource, task string
-	verdict               reaper.Verdict
+	verdict               judge.Verdict
 }
 
 func (f lockFilter) match(l LockLine) bool {
@@ -86,11 +86,7 @@ func (f lockFilter) match(l LockLine) bool {
 }
 
 // holdingVerdicts are the verdicts a holding can get, for checking --verdict.
-var holdingVerdicts = []reaper.Verdict{
-	reaper.VerdictHealthy, reaper.VerdictJustified, reaper.VerdictPending, reaper.VerdictTaskFinished,
-	reaper.VerdictOwnerDead, reaper.VerdictOwnerGone, reaper.VerdictTaskLost, reaper.VerdictTaskMissing,
-	reaper.VerdictUnclaimed, reaper.VerdictNoTask,
-}
+var holdingVerdicts = []judge.Verdict{judge.VerdictHealthy, judge.VerdictJustified, judge.VerdictPending, judge.VerdictTaskFinished, judge.VerdictOwnerDead, judge.VerdictOwnerGone, judge.VerdictTaskLost, judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask}
 
 // runLocks lists the holdings of one snapshot. It reads as a pass does and
 // writes nothing, not even suspects. Exit 0, 1 when the read failed, 2 on
@@ -110,7 +106,7 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
 	}
-	f.verdict, f.task = reaper.Verdict(verdict), strings.ToLower(f.task)
+	f.verdict, f.task = judge.Verdict(verdict), strings.ToLower(f.task)
 	if verdict != "" && !knownVerdict(f.verdict) {
 		fmt.Fprintf(env.Stderr, "lock-reaper locks: --verdict must be one of %s, got %q\n", verdictNames(), verdict)
 		return reaper.ExitUsage
@@ -146,7 +142,7 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 }
 
 // lockLines turns a plan's judgements into lines, in the plan's order.
-func lockLines(plan reaper.Plan) []LockLine {
+func lockLines(plan judge.Plan) []LockLine {
 	lines := make([]LockLine, 0, len(plan.Holdings))
 	for _, jd := range plan.Holdings {
 		e := jd.Evidence()
@@ -175,7 +171,7 @@ func countByOwner(lines []LockLine) []OwnerCounts {
 		c := byName[l.Owner]
 		if c == nil {
 			c = &OwnerCounts{Owner: l.Owner, OwnerLiveness: l.OwnerLiveness, HeartbeatAge: l.HeartbeatAge,
-				ByKind: map[reaper.Kind]int{}, ByVerdict: map[reaper.Verdict]int{}}
+				ByKind: map[judge.Kind]int{}, ByVerdict: map[judge.Verdict]int{}}
 			byName[l.Owner] = c
 		}
 		c.Holdings++
@@ -190,14 +186,14 @@ func countByOwner(lines []LockLine) []OwnerCounts {
 	return out
 }
 
-func ageOrDash(d *reaper.Duration) string {
+func ageOrDash(d *judge.Duration) string {
 	if d == nil {
 		return "-"
 	}
 	return d.String()
 }
 
-func knownVerdict(v reaper.Verdict) bool {
+func knownVerdict(v judge.Verdict) bool {
 	for _, k := range holdingVerdicts {
 		if k == v {
 			return true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -64,22 +65,22 @@ func TestLocks(t *testing.T) {
 		byKey[l.Key+" "+l.Owner] = l
 	}
 	lost := byKey["task:"+f.lost+" 1@dead"]
-	require.Equal(t, reaper.KindTask, lost.Kind)
+	require.Equal(t, judge.KindTask, lost.Kind)
 	require.Equal(t, "dead", lost.OwnerLiveness)
 	require.NotNil(t, lost.HeartbeatAge)
 	require.InDelta(t, time.Hour.Seconds(), time.Duration(*lost.HeartbeatAge).Seconds(), 60)
 	require.Equal(t, f.lost, lost.Task)
 	require.Equal(t, "running", lost.TaskState)
-	require.Equal(t, reaper.VerdictOwnerDead, lost.Verdict)
-	require.Equal(t, reaper.ActionRelease, lost.Action)
+	require.Equal(t, judge.VerdictOwnerDead, lost.Verdict)
+	require.Equal(t, judge.ActionRelease, lost.Action)
 	domain := byKey[rk(opsDomain)+" 1@live"]
-	require.Equal(t, reaper.KindShared, domain.Kind)
+	require.Equal(t, judge.KindShared, domain.Kind)
 	require.Equal(t, f.healthy, domain.Task, "a resource holding names the task its task lock reserves it for")
-	require.Equal(t, reaper.VerdictJustified, domain.Verdict)
+	require.Equal(t, judge.VerdictJustified, domain.Verdict)
 	stray := byKey[rk(f.stray)+" 1@live"]
 	require.Empty(t, stray.Task)
-	require.Equal(t, reaper.VerdictNoTask, stray.Verdict)
-	require.Equal(t, reaper.ActionSuspect, stray.Action)
+	require.Equal(t, judge.VerdictNoTask, stray.Verdict)
+	require.Equal(t, judge.ActionSuspect, stray.Action)
 
 	require.ElementsMatch(t, []string{
 		rk(f.repoDead) + " 1@dead", rk(f.repoDone) + " 1@dead", rk(opsDomain) + " 1@dead",
@@ -113,11 +114,11 @@ func TestLocksByOwner(t *testing.T) {
 	require.Equal(t, "1@dead", dead.Owner)
 	require.Equal(t, "dead", dead.OwnerLiveness)
 	require.Equal(t, 5, dead.Holdings)
-	require.Equal(t, map[reaper.Kind]int{reaper.KindTask: 2, reaper.KindExclusive: 2, reaper.KindShared: 1}, dead.ByKind)
-	require.Equal(t, map[reaper.Verdict]int{reaper.VerdictOwnerDead: 3, reaper.VerdictTaskFinished: 2}, dead.ByVerdict)
+	require.Equal(t, map[judge.Kind]int{judge.KindTask: 2, judge.KindExclusive: 2, judge.KindShared: 1}, dead.ByKind)
+	require.Equal(t, map[judge.Verdict]int{judge.VerdictOwnerDead: 3, judge.VerdictTaskFinished: 2}, dead.ByVerdict)
 	require.Equal(t, "1@live", live.Owner)
 	require.Equal(t, "alive", live.OwnerLiveness)
-	require.Equal(t, map[reaper.Verdict]int{reaper.VerdictHealthy: 1, reaper.VerdictJustified: 2, reaper.VerdictNoTask: 1}, live.ByVerdict)
+	require.Equal(t, map[judge.Verdict]int{judge.VerdictHealthy: 1, judge.VerdictJustified: 2, judge.VerdictNoTask: 1}, live.ByVerdict)
 
 	// Filters apply before counting.
 	code, out, _ = run(t, f.env, "locks", "--by-owner", "--verdict", "no-task", "--output", "json")

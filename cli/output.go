@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -47,7 +48,7 @@ func evidenceText(f reaper.Finding) string {
 			t += " " + e.FinishedAge.String() + " ago"
 		}
 		parts = append(parts, t)
-	case f.Kind == reaper.KindTask:
+	case f.Kind == judge.KindTask:
 		parts = append(parts, "no task row")
 	}
 	if e.AppLock != "" && e.AppLockLiveness != nil {
@@ -92,7 +93,7 @@ func summaryText(rep *reaper.Report) string {
 	return b.String()
 }
 
-func countsText(m map[reaper.Verdict]int) string {
+func countsText(m map[judge.Verdict]int) string {
 	if len(m) == 0 {
 		return "no holdings"
 	}
@@ -103,7 +104,7 @@ func countsText(m map[reaper.Verdict]int) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[reaper.Verdict(k)])
+		parts[i] = fmt.Sprintf("%s %d", k, m[judge.Verdict(k)])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -8,23 +8,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 func TestTextReport(t *testing.T) {
 	t.Parallel()
-	age := reaper.Duration(90 * time.Minute)
+	age := judge.Duration(90 * time.Minute)
 	rep := &reaper.Report{
 		Mode: reaper.ModeOnce, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
 		Scanned:    reaper.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, FullScan: true},
-		LockOwners: []reaper.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
+		LockOwners: []judge.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
 		Findings: []reaper.Finding{
-			reaper.Finding{Holding: reaper.Holding{Key: "task:a", Kind: reaper.KindTask, Owner: "1@w"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased}.WithEvidence(reaper.Evidence{OwnerLiveness: heartbeat.Dead, HeartbeatAge: &age, TaskState: "running"}),
-			{Holding: reaper.Holding{Key: "task:b", Kind: reaper.KindTask, Owner: "1@w"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultDeferred, Deferred: "max_releases"},
+			reaper.Finding{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultReleased}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: &age, TaskState: "running"}),
+			{Holding: judge.Holding{Key: "task:b", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultDeferred, Deferred: "max_releases"},
 		},
 		Summary: reaper.Summary{FindingsByResult: map[reaper.Result]int{reaper.ResultReleased: 1, reaper.ResultDeferred: 1}, Released: 1, Deferred: 1,
-			HoldingsByVerdict: map[reaper.Verdict]int{reaper.VerdictOwnerDead: 2}},
+			HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 2}},
 	}
 	var b bytes.Buffer
 	require.NoError(t, writeReport(&b, "text", rep, 1))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lock-reaper/lock-reaper/internal/nearest"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -16,7 +17,7 @@ const exitUnknownOwner = reaper.ExitUsage
 
 // knownOwner says whether the snapshot knows owner: as the owner of a
 // holding or as an AppStatus name.
-func knownOwner(snap reaper.Snapshot, owner string) bool {
+func knownOwner(snap judge.Snapshot, owner string) bool {
 	for _, h := range snap.Holdings {
 		if h.Owner == owner {
 			return true
@@ -32,7 +33,7 @@ func knownOwner(snap reaper.Snapshot, owner string) bool {
 
 // reportUnknownOwner says that owner is unknown and lists the nearest known
 // owners, so that a typo during an incident is not taken for success.
-func reportUnknownOwner(w io.Writer, cmd string, snap reaper.Snapshot, owner string) {
+func reportUnknownOwner(w io.Writer, cmd string, snap judge.Snapshot, owner string) {
 	var names []string
 	for _, h := range snap.Holdings {
 		names = append(names, h.Owner)

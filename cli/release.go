@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -172,10 +173,10 @@ func refuseAliveOwner(env Env, in *reaper.Inspection, owner string) (int, bool) 
 }
 
 // plannedWork counts what a plan would do now and what it holds back.
-func plannedWork(plan reaper.Plan) (releases, updates, deferred int) {
+func plannedWork(plan judge.Plan) (releases, updates, deferred int) {
 	for _, jd := range plan.Holdings {
 		switch {
-		case jd.Action != reaper.ActionRelease:
+		case jd.Action != judge.ActionRelease:
 		case jd.Deferred != "":
 			deferred++
 		default:
@@ -184,7 +185,7 @@ func plannedWork(plan reaper.Plan) (releases, updates, deferred int) {
 	}
 	for _, tj := range plan.Tasks {
 		switch {
-		case tj.Action != reaper.ActionUpdate:
+		case tj.Action != judge.ActionUpdate:
 		case tj.Deferred != "":
 			deferred++
 		default:

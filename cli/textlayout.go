@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // layout is how text output is laid out for where it goes. On a terminal:
@@ -60,14 +60,9 @@ func envLookup(env Env) func(string) (string, bool) {
 // severity ranks verdicts, most severe first: a dead owner's running task
 // and a lost task block work now; a finished task's leftover lock only
 // waits for its release.
-var severity = map[reaper.Verdict]int{
-	reaper.VerdictTaskLost: 0, reaper.VerdictLost: 0, reaper.VerdictOwnerDead: 1, reaper.VerdictOwnerGone: 2,
-	reaper.VerdictTaskMissing: 3, reaper.VerdictUnclaimed: 4, reaper.VerdictNoTask: 5,
-	reaper.VerdictOrphanedClaim: 6, reaper.VerdictStuckClaim: 7, reaper.VerdictTaskFinished: 8,
-	reaper.VerdictPending: 9, reaper.VerdictJustified: 10, reaper.VerdictHealthy: 11,
-}
+var severity = map[judge.Verdict]int{judge.VerdictTaskLost: 0, judge.VerdictLost: 0, judge.VerdictOwnerDead: 1, judge.VerdictOwnerGone: 2, judge.VerdictTaskMissing: 3, judge.VerdictUnclaimed: 4, judge.VerdictNoTask: 5, judge.VerdictOrphanedClaim: 6, judge.VerdictStuckClaim: 7, judge.VerdictTaskFinished: 8, judge.VerdictPending: 9, judge.VerdictJustified: 10, judge.VerdictHealthy: 11}
 
-func severityOf(v reaper.Verdict) int {
+func severityOf(v judge.Verdict) int {
 	if s, ok := severity[v]; ok {
 		return s
 	}
@@ -84,7 +79,7 @@ const (
 
 // verdictColor is red for what blocks work now, yellow for leftovers and
 // suspects, green for what is kept.
-func verdictColor(v reaper.Verdict) string {
+func verdictColor(v judge.Verdict) string {
 	switch s := severityOf(v); {
 	case s <= 1:
 		return ansiRed

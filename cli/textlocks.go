@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // writeLocks prints `locks` as one complete JSON document or as a table in
@@ -21,9 +21,9 @@ func writeLocks(w io.Writer, format string, out LocksOutput, l layout) error {
 		for _, h := range out.Holdings[:n] {
 			task := "-"
 			switch {
-			case h.Kind == reaper.KindTask && h.TaskState != "":
+			case h.Kind == judge.KindTask && h.TaskState != "":
 				task = quoteText(h.TaskState)
-			case h.Kind == reaper.KindTask:
+			case h.Kind == judge.KindTask:
 				task = "no task row"
 			case h.Task != "":
 				task = h.Task
@@ -50,8 +50,8 @@ func writeLocksByOwner(w io.Writer, format string, out LocksByOwnerOutput, l lay
 	n := shown(len(out.Owners), l.limit)
 	for _, c := range out.Owners[:n] {
 		t.add(keyCell(quoteText(c.Owner)), textCell(c.OwnerLiveness).in(livenessColor(c.OwnerLiveness)), textCell(ageOrDash(c.HeartbeatAge)),
-			textCell(fmt.Sprint(c.Holdings)), textCell(fmt.Sprint(c.ByKind[reaper.KindTask])), textCell(fmt.Sprint(c.ByKind[reaper.KindExclusive])),
-			textCell(fmt.Sprint(c.ByKind[reaper.KindShared])), freeCell(countsText(c.ByVerdict)))
+			textCell(fmt.Sprint(c.Holdings)), textCell(fmt.Sprint(c.ByKind[judge.KindTask])), textCell(fmt.Sprint(c.ByKind[judge.KindExclusive])),
+			textCell(fmt.Sprint(c.ByKind[judge.KindShared])), freeCell(countsText(c.ByVerdict)))
 	}
 	t.write(w, l)
 	moreLine(w, "", len(out.Owners)-n)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -24,18 +24,18 @@ const (
 
 func goldenExplanation() reaper.Explanation {
 	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
-	day := reaper.Duration(23 * time.Hour)
+	day := judge.Duration(23 * time.Hour)
 	holder := reaper.Holder{
-		Key: reaper.ResourceKeyPrefix + goldenResource, Kind: reaper.KindExclusive, Owner: goldenOwner,
-		Liveness: heartbeat.Dead, HeartbeatAge: &day, Task: &reaper.TaskRef{ID: goldenRunning, State: "running"},
-		Blocks: true, Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease,
+		Key: judge.ResourceKeyPrefix + goldenResource, Kind: judge.KindExclusive, Owner: goldenOwner,
+		Liveness: judge.Dead, HeartbeatAge: &day, Task: &reaper.TaskRef{ID: goldenRunning, State: "running"},
+		Blocks: true, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease,
 	}
 	return reaper.Explanation{
 		TaskID: goldenQueued, DBNow: now,
-		Task: &reaper.TaskRow{Task: reaper.Task{ID: goldenQueued, Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"},
+		Task: &reaper.TaskRow{Task: judge.Task{ID: goldenQueued, Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"},
 			Created: now.Add(-2 * time.Hour)},
-		Resources: []reaper.ResourceNeed{{Resource: goldenResource, Need: reaper.KindExclusive, Holders: []reaper.Holder{holder}}},
-		Ahead: []reaper.TaskAhead{{TaskRow: reaper.TaskRow{Task: reaper.Task{ID: "0190c2d1-bbbb-7ccc-8ddd-000000000041",
+		Resources: []reaper.ResourceNeed{{Resource: goldenResource, Need: judge.KindExclusive, Holders: []reaper.Holder{holder}}},
+		Ahead: []reaper.TaskAhead{{TaskRow: reaper.TaskRow{Task: judge.Task{ID: "0190c2d1-bbbb-7ccc-8ddd-000000000041",
 			Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"}, Created: now.Add(-3 * time.Hour)},
 			Conflicts: []string{goldenResource}}},
 		AheadTotal: 1,
@@ -44,15 +44,15 @@ func goldenExplanation() reaper.Explanation {
 }
 
 func goldenLocks() LocksOutput {
-	day := reaper.Duration(23 * time.Hour)
+	day := judge.Duration(23 * time.Hour)
 	out := LocksOutput{DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)}
-	out.Holdings = append(out.Holdings, LockLine{Key: reaper.TaskKeyPrefix + goldenRunning, Kind: reaper.KindTask, Owner: goldenOwner,
-		OwnerLiveness: "dead", HeartbeatAge: &day, Task: goldenRunning, TaskState: "running", Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease})
+	out.Holdings = append(out.Holdings, LockLine{Key: judge.TaskKeyPrefix + goldenRunning, Kind: judge.KindTask, Owner: goldenOwner,
+		OwnerLiveness: "dead", HeartbeatAge: &day, Task: goldenRunning, TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
 	for i := 1; i <= 2; i++ {
 		res := fmt.Sprintf("prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-00000000000%d", i)
-		out.Holdings = append(out.Holdings, LockLine{Key: reaper.ResourceKeyPrefix + res, Kind: reaper.KindExclusive, Owner: goldenOwner,
+		out.Holdings = append(out.Holdings, LockLine{Key: judge.ResourceKeyPrefix + res, Kind: judge.KindExclusive, Owner: goldenOwner,
 			OwnerLiveness: "dead", HeartbeatAge: &day, Resource: res, Task: goldenRunning, TaskState: "running",
-			Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease})
+			Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
 	}
 	return out
 }

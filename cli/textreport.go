@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -77,10 +78,10 @@ func writeTextReport(w io.Writer, rep *reaper.Report, l layout) error {
 
 // writeOwners prints the owners table: on a terminal the dead first, as
 // they are what the reader looks for; piped in the report's order.
-func writeOwners(w io.Writer, owners []reaper.OwnerReport, l layout) {
+func writeOwners(w io.Writer, owners []judge.OwnerReport, l layout) {
 	list := owners
 	if l.grouped {
-		list = append([]reaper.OwnerReport(nil), owners...)
+		list = append([]judge.OwnerReport(nil), owners...)
 		sort.SliceStable(list, func(a, b int) bool { return livenessRank(list[a].Liveness) < livenessRank(list[b].Liveness) })
 	}
 	t := &table{indent: "  ", header: []string{"OWNER", "LIVENESS", "HEARTBEAT AGE", "HOLDINGS"}}
@@ -132,7 +133,7 @@ func writeFlatFindings(w io.Writer, findings []reaper.Finding, l layout) {
 type findingGroup struct {
 	owner    string
 	liveness string
-	verdict  reaper.Verdict
+	verdict  judge.Verdict
 	rows     []reaper.Finding
 }
 
@@ -275,14 +276,14 @@ func taskText(f reaper.Finding) string {
 	e := f.Evidence()
 	state := e.TaskState
 	switch {
-	case state == "" && f.Kind == reaper.KindTask:
+	case state == "" && f.Kind == judge.KindTask:
 		return "no task row"
 	case state == "":
 		return "-"
 	case e.FinishedAge != nil:
 		state += " " + e.FinishedAge.String() + " ago"
 	}
-	if id := findingTask(f); f.Kind != reaper.KindTask && id != "" {
+	if id := findingTask(f); f.Kind != judge.KindTask && id != "" {
 		return id + " " + state // whole: it is copied into explain
 	}
 	return state
@@ -304,7 +305,7 @@ func detailText(f reaper.Finding) string {
 	if e.AppLock != "" && e.AppLockLiveness != nil && e.AppLock != f.Owner {
 		parts = append(parts, "claimed by "+quoteText(e.AppLock)+" ("+e.AppLockLiveness.String()+")")
 	}
-	if e.Via != "" && f.Kind != reaper.KindTask && findingTask(f) == "" {
+	if e.Via != "" && f.Kind != judge.KindTask && findingTask(f) == "" {
 		parts = append(parts, "via "+quoteText(e.Via))
 	}
 	if f.FirstSeen != nil {
@@ -358,11 +359,11 @@ func writePassReport(env Env, format string, rep *reaper.Report, limit *limitVal
 	return writeTextReport(env.Stdout, rep, layoutFor(env.Stdout, envLookup(env), limit))
 }
 
-func kindRank(k reaper.Kind) int {
+func kindRank(k judge.Kind) int {
 	switch k {
-	case reaper.KindTask:
+	case judge.KindTask:
 		return 0
-	case reaper.KindExclusive:
+	case judge.KindExclusive:
 		return 1
 	}
 	return 2
@@ -371,7 +372,7 @@ func kindRank(k reaper.Kind) int {
 // findingTask is the task a holding is held for: the task of a task lock,
 // or the task lock a resource holding inherited its verdict from.
 func findingTask(f reaper.Finding) string {
-	if f.Kind == reaper.KindTask {
+	if f.Kind == judge.KindTask {
 		return f.TaskID()
 	}
 	return strings.TrimPrefix(f.Evidence().Via, "task:")

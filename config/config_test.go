@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -64,16 +65,16 @@ func TestDefault(t *testing.T) {
 	want.Redis.Timeout = reaper.DefaultRedisTimeout
 	want.Database.URL = ""
 	want.Database.Timeout = reaper.DefaultDatabaseTimeout
-	want.HeartbeatGrace = reaper.DefaultHeartbeatGrace
-	want.FinishedGrace = reaper.DefaultFinishedGrace
-	want.ConfirmAfter = reaper.DefaultConfirmAfter
+	want.HeartbeatGrace = judge.DefaultHeartbeatGrace
+	want.FinishedGrace = judge.DefaultFinishedGrace
+	want.ConfirmAfter = judge.DefaultConfirmAfter
 	want.SuspectTTL = reaper.DefaultSuspectTTL
-	want.LostRunning = reaper.DefaultLostRunning
-	want.OrphanedWaiting = reaper.DefaultOrphanedWaiting
-	want.MaxDeadFraction = reaper.DefaultMaxDeadFraction
-	want.MinWorkers = reaper.DefaultMinWorkers
-	want.MaxReleases = reaper.DefaultMaxReleases
-	want.MaxTaskUpdates = reaper.DefaultMaxTaskUpdates
+	want.LostRunning = judge.DefaultLostRunning
+	want.OrphanedWaiting = judge.DefaultOrphanedWaiting
+	want.MaxDeadFraction = judge.DefaultMaxDeadFraction
+	want.MinWorkers = judge.DefaultMinWorkers
+	want.MaxReleases = judge.DefaultMaxReleases
+	want.MaxTaskUpdates = judge.DefaultMaxTaskUpdates
 	want.CoordinateWithPulpcore = true
 	want.Kubernetes.Enabled = "auto"
 	want.Kubernetes.Selector = "app.kubernetes.io/managed-by=pulp-operator,app.kubernetes.io/component in (worker,api)"

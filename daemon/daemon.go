@@ -27,6 +27,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/lock-reaper/lock-reaper/doctor"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/metrics"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -109,7 +110,7 @@ type Pages interface {
 	http.Handler
 	// PassDone is handed the snapshot the pass judged (nil when it read
 	// none), its report, and when the next pass is due.
-	PassDone(snap *reaper.Snapshot, rep *reaper.Report, next time.Time)
+	PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Time)
 	// DoctorDone is handed doctor's results at start.
 	DoctorDone(rep doctor.Report)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/metrics"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -29,7 +30,7 @@ type PassResult struct {
 	// Woken says a wake (Config.Wake) started the pass, not its tick.
 	Woken bool
 	// snapshot is what the pass judged; nil when it read none.
-	snapshot *reaper.Snapshot
+	snapshot *judge.Snapshot
 }
 
 // loopState is what the loop remembers from pass to pass.
@@ -110,9 +111,9 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	passCtx, done := d.passContext(ctx)
 	d.health.passStarted(start)
 	opts := reaper.PassOptions{Mode: reaper.ModeOnce, RegistryOnly: !full}
-	var snap *reaper.Snapshot
+	var snap *judge.Snapshot
 	if d.cfg.Pages != nil {
-		opts.Snapshot = func(s reaper.Snapshot) { snap = &s }
+		opts.Snapshot = func(s judge.Snapshot) { snap = &s }
 	}
 	rep, err := d.runner.RunOnce(passCtx, opts)
 	done()

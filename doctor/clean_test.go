@@ -17,6 +17,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/privilege"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -45,7 +46,7 @@ func TestCleanDeploymentEveryCheckOK(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, `INSERT INTO core_appstatus (pulp_id, app_type, name, versions, ttl, last_heartbeat)
 		VALUES (gen_random_uuid(), 'worker', '1@clean', hstore('core', '3.117.0'), '30 seconds', now())`)
 	require.NoError(t, err)
-	key := reaper.TaskKeyPrefix + "6f1c4a52-7a3e-4c59-9d1a-0f6e2b8f1c11"
+	key := judge.TaskKeyPrefix + "6f1c4a52-7a3e-4c59-9d1a-0f6e2b8f1c11"
 	require.NoError(t, s.Client.Set(ctx, key, "1@clean", 0).Err())
 	require.NoError(t, s.Client.SAdd(ctx, reaper.OwnerLocksPrefix+"1@clean", key).Err())
 	require.NoError(t, s.Client.SAdd(ctx, reaper.ActiveOwnersKey, "1@clean").Err())

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -159,13 +159,13 @@ func TestDocumentedGrants(t *testing.T) {
 func TestEvalHeartbeats(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	rows := []heartbeat.AppStatus{{Name: "1@a", AppType: "worker", LastHeartbeat: now.Add(-5 * time.Second), TTL: 30 * time.Second}}
+	rows := []judge.AppStatus{{Name: "1@a", AppType: "worker", LastHeartbeat: now.Add(-5 * time.Second), TTL: 30 * time.Second}}
 	require.Equal(t, OK, evalHeartbeats(rows, now).Status)
-	rows = append(rows, heartbeat.AppStatus{Name: "1@old", AppType: "worker", LastHeartbeat: now.Add(-48 * time.Hour)})
+	rows = append(rows, judge.AppStatus{Name: "1@old", AppType: "worker", LastHeartbeat: now.Add(-48 * time.Hour)})
 	r := evalHeartbeats(rows, now)
 	require.Equal(t, Warn, r.Status)
 	require.Contains(t, r.Evidence, `worker "1@old" 48h0m0s behind`)
-	rows = append(rows, heartbeat.AppStatus{Name: "1@b", AppType: "worker", LastHeartbeat: now.Add(10 * time.Minute)})
+	rows = append(rows, judge.AppStatus{Name: "1@b", AppType: "worker", LastHeartbeat: now.Add(10 * time.Minute)})
 	r = evalHeartbeats(rows, now)
 	require.Contains(t, r.Evidence, `1 heartbeats in the future (worker "1@b" 10m0s ahead)`)
 }
@@ -173,13 +173,13 @@ func TestEvalHeartbeats(t *testing.T) {
 func TestEvalLegacyOwners(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	in := &reaper.Inspection{Snapshot: reaper.Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}}, Policy: reaper.DefaultPolicy()}
+	in := &reaper.Inspection{Snapshot: judge.Snapshot{Now: now, AppStatuses: []judge.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}}, Policy: judge.DefaultPolicy()}
 	fleet := in.Fleet()
-	holdings := []reaper.Holding{
-		{Key: "task:a", Owner: "1@live", Kind: reaper.KindTask},
-		{Key: "task:b", Owner: "1@gone-registered", Kind: reaper.KindTask, Registered: true},
-		{Key: "task:c", Owner: "immediate-6f1c", Kind: reaper.KindTask},
-		{Key: "task:d", Owner: "1@legacy", Kind: reaper.KindTask},
+	holdings := []judge.Holding{
+		{Key: "task:a", Owner: "1@live", Kind: judge.KindTask},
+		{Key: "task:b", Owner: "1@gone-registered", Kind: judge.KindTask, Registered: true},
+		{Key: "task:c", Owner: "immediate-6f1c", Kind: judge.KindTask},
+		{Key: "task:d", Owner: "1@legacy", Kind: judge.KindTask},
 	}
 	r := evalLegacyOwners(holdings, fleet)
 	require.Equal(t, Warn, r.Status)

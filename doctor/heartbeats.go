@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // Bounds of a plausible heartbeat, on the database clock.
@@ -30,7 +30,7 @@ func checkHeartbeatClock(ctx context.Context, t Target) Result {
 	}
 	// Rollback's error is dropped: read-only.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := heartbeat.Read(ctx, tx)
+	rows, err := pulpdb.ReadAppStatuses(ctx, tx)
 	if err != nil {
 		return couldNotCheck("read core_appstatus", err, grantFix(err))
 	}
@@ -45,7 +45,7 @@ func checkHeartbeatClock(ctx context.Context, t Target) Result {
 // Pulp's processes stamp last_heartbeat with their own clock: one ahead of
 // the database keeps a dead worker "alive" past its death, one behind by
 // more than its ttl makes a live worker look dead.
-func evalHeartbeats(rows []heartbeat.AppStatus, now time.Time) Result {
+func evalHeartbeats(rows []judge.AppStatus, now time.Time) Result {
 	var future, behind []string
 	for _, r := range rows {
 		age := now.Sub(r.LastHeartbeat)

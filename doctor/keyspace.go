@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -29,7 +30,7 @@ const (
 // another application's (a name without '/' or ':' is counted as others).
 func classifyKey(key string) string {
 	switch {
-	case strings.HasPrefix(key, reaper.TaskKeyPrefix), strings.HasPrefix(key, reaper.ResourceKeyPrefix),
+	case strings.HasPrefix(key, judge.TaskKeyPrefix), strings.HasPrefix(key, judge.ResourceKeyPrefix),
 		strings.HasPrefix(key, reaper.OwnerLocksPrefix), key == reaper.ActiveOwnersKey:
 		return classLock
 	case strings.HasPrefix(key, "pulp:"):

@@ -6,8 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 func checkLegacyOwners(ctx context.Context, t Target) Result {
@@ -33,11 +32,11 @@ type legacyOwner struct {
 // (pulpcore before 3.117) whose rows are gone. Only a keyspace scan finds
 // them, and pulpcore's orphan reconcile, which walks the registry, never
 // does. immediate-<uuid> owners never have a row and are left out.
-func evalLegacyOwners(holdings []reaper.Holding, fleet *heartbeat.Fleet) Result {
+func evalLegacyOwners(holdings []judge.Holding, fleet *judge.Fleet) Result {
 	counts := map[string]int{}
 	registered := map[string]bool{}
 	for _, h := range holdings {
-		if strings.HasPrefix(h.Owner, "immediate-") || fleet.Owner(h.Owner).Liveness != heartbeat.Gone {
+		if strings.HasPrefix(h.Owner, "immediate-") || fleet.Owner(h.Owner).Liveness != judge.Gone {
 			continue
 		}
 		counts[h.Owner]++

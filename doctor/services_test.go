@@ -18,6 +18,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/privilege"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -85,7 +86,7 @@ func addWorker(t *testing.T, db *testenv.Database, name, core string, offset tim
 func registeredLock(t *testing.T, rdb *redis.Client, owner string) {
 	t.Helper()
 	ctx := context.Background()
-	key := reaper.TaskKeyPrefix + "6f1c4a52-7a3e-4c59-9d1a-0f6e2b8f1c11"
+	key := judge.TaskKeyPrefix + "6f1c4a52-7a3e-4c59-9d1a-0f6e2b8f1c11"
 	require.NoError(t, rdb.Set(ctx, key, owner, 0).Err())
 	require.NoError(t, rdb.SAdd(ctx, reaper.OwnerLocksPrefix+owner, key).Err())
 	require.NoError(t, rdb.SAdd(ctx, reaper.ActiveOwnersKey, owner).Err())
@@ -256,8 +257,8 @@ func TestLegacyOwner(t *testing.T) {
 	ctx := context.Background()
 	rdb, db := testenv.NewRedis(t), testenv.NewDatabase(t)
 	registeredLock(t, rdb.Client, "1@registered-gone")
-	require.NoError(t, rdb.Client.Set(ctx, reaper.TaskKeyPrefix+"0b0c7d7e-1111-4c59-9d1a-0f6e2b8f1c11", "1@legacy", 0).Err())
-	require.NoError(t, rdb.Client.Set(ctx, reaper.ResourceKeyPrefix+"prn:core.domain:x", "1@legacy", 0).Err())
+	require.NoError(t, rdb.Client.Set(ctx, judge.TaskKeyPrefix+"0b0c7d7e-1111-4c59-9d1a-0f6e2b8f1c11", "1@legacy", 0).Err())
+	require.NoError(t, rdb.Client.Set(ctx, judge.ResourceKeyPrefix+"prn:core.domain:x", "1@legacy", 0).Err())
 	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
 	res := runCheck(t, checkLegacyOwners, Target{Inspect: func(ctx context.Context) (*reaper.Inspection, error) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/daemon"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
@@ -27,7 +28,7 @@ type passRecorder struct {
 	guards   map[string]int
 	// released counts the findings reported released, by holding.
 	released          map[holdingRef]int
-	releasedByVerdict map[reaper.Verdict]int
+	releasedByVerdict map[judge.Verdict]int
 	results           map[reaper.Result]int
 	// summaryReleased and summaryUpdated add up the reports' summaries.
 	summaryReleased int
@@ -45,7 +46,7 @@ var _ daemon.Runner = (*passRecorder)(nil)
 func newPassRecorder(fleet *sim.Fleet, inner daemon.Runner) *passRecorder {
 	return &passRecorder{
 		fleet: fleet, inner: inner, guards: map[string]int{}, released: map[holdingRef]int{},
-		releasedByVerdict: map[reaper.Verdict]int{}, results: map[reaper.Result]int{},
+		releasedByVerdict: map[judge.Verdict]int{}, results: map[reaper.Result]int{},
 	}
 }
 
@@ -152,7 +153,7 @@ type recorded struct {
 	failures, unsafe                []string
 	guards                          map[string]int
 	released                        map[holdingRef]int
-	releasedByVerdict               map[reaper.Verdict]int
+	releasedByVerdict               map[judge.Verdict]int
 	results                         map[reaper.Result]int
 	summaryReleased, summaryUpdated int
 	updated                         []reaper.TaskFinding
@@ -164,7 +165,7 @@ func (p *passRecorder) snapshot() recorded {
 	r := recorded{
 		passes: p.passes, skipped: p.skipped, passesQuiet: p.passesQuiet,
 		failures: append([]string(nil), p.failures...), unsafe: append([]string(nil), p.unsafe...),
-		guards: map[string]int{}, released: map[holdingRef]int{}, releasedByVerdict: map[reaper.Verdict]int{},
+		guards: map[string]int{}, released: map[holdingRef]int{}, releasedByVerdict: map[judge.Verdict]int{},
 		results: map[reaper.Result]int{}, summaryReleased: p.summaryReleased, summaryUpdated: p.summaryUpdated,
 		updated: append([]reaper.TaskFinding(nil), p.updated...),
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
@@ -60,7 +61,7 @@ func TestChecksCatchARogueRelease(t *testing.T) {
 	r.rec = newPassRecorder(f, runnerFunc(func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
 		rep, err := rp.RunOnce(ctx, opts)
 		require.NoError(t, r.rdb.Del(ctx, victim.Key).Err())
-		rep.Findings = append(rep.Findings, reaper.Finding{Holding: reaper.Holding{Key: victim.Key, Kind: reaper.KindTask, Owner: victim.Owner}, Verdict: reaper.VerdictOwnerDead, Action: reaper.ActionRelease, Result: reaper.ResultReleased})
+		rep.Findings = append(rep.Findings, reaper.Finding{Holding: judge.Holding{Key: victim.Key, Kind: judge.KindTask, Owner: victim.Owner}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Result: reaper.ResultReleased})
 		rep.Summary.Released++
 		return rep, err
 	}))

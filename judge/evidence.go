@@ -2,8 +2,6 @@ package judge
 
 import (
 	"slices"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // Evidence is assembled apart from the decisions: the rules take facts and
@@ -17,7 +15,7 @@ type ownerCache struct {
 	evidence map[string]Evidence
 	// numbered is the evidence of each owner of index.owners, by number.
 	numbered   []Evidence
-	livenesses *[4]heartbeat.Liveness
+	livenesses *[4]Liveness
 	// facts holds one copy of each distinct evidence without a Via that
 	// judgements share (see Judgement.facts).
 	facts map[Evidence]*Evidence
@@ -27,16 +25,16 @@ type ownerCache struct {
 // task, not a process: alive while that task is incomplete, gone once it is
 // final. While its row is not visible (the dispatching transaction may not
 // have committed) it counts as alive, so only confirmed verdicts can apply.
-func (j *judge) owner(name string) heartbeat.Owner { return LockOwner(j.snap.Tasks, j.fleet, name) }
+func (j *judge) owner(name string) Owner { return LockOwner(j.snap.Tasks, j.fleet, name) }
 
 // LockOwner is the liveness of the lock owner name, given the snapshot's
 // tasks and fleet (see judge.owner).
-func LockOwner(tasks map[string]Task, fleet *heartbeat.Fleet, name string) heartbeat.Owner {
+func LockOwner(tasks map[string]Task, fleet *Fleet, name string) Owner {
 	if id, ok := ImmediateTaskID(name); ok {
 		if t, found := tasks[id]; found && Final(t.State) {
-			return heartbeat.Owner{Name: name, Liveness: heartbeat.Gone}
+			return Owner{Name: name, Liveness: Gone}
 		}
-		return heartbeat.Owner{Name: name, Liveness: heartbeat.Alive}
+		return Owner{Name: name, Liveness: Alive}
 	}
 	return fleet.Owner(name)
 }
@@ -85,13 +83,13 @@ func (j *judge) judgement(jd Judgement, e Evidence) Judgement {
 }
 
 // liveness returns a pointer to l that the judgements of one plan share.
-func (j *judge) liveness(l heartbeat.Liveness) *heartbeat.Liveness {
+func (j *judge) liveness(l Liveness) *Liveness {
 	if l < 0 || int(l) >= len(j.owners.livenesses) {
 		odd := l
 		return &odd
 	}
 	if j.owners.livenesses == nil {
-		j.owners.livenesses = &[4]heartbeat.Liveness{heartbeat.Gone, heartbeat.Dead, heartbeat.Late, heartbeat.Alive}
+		j.owners.livenesses = &[4]Liveness{Gone, Dead, Late, Alive}
 	}
 	return &j.owners.livenesses[l]
 }
@@ -197,5 +195,5 @@ func sortedSeen(seen map[string][]string) map[string][]string {
 // new task since the snapshot: a resource of a live or late owner.
 func Guarded(jd Judgement) bool {
 	l := jd.Evidence().OwnerLiveness
-	return (l == heartbeat.Alive || l == heartbeat.Late) && jd.Kind != KindTask
+	return (l == Alive || l == Late) && jd.Kind != KindTask
 }

@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // TestTaskLocksSeenListsEachKeyOnce: the release script counts the seen
@@ -15,7 +13,7 @@ func TestTaskLocksSeenListsEachKeyOnce(t *testing.T) {
 	task := Holding{Key: TaskKeyPrefix + jtID(1), Owner: "1@w", Kind: KindTask}
 	other := Holding{Key: TaskKeyPrefix + jtID(2), Owner: "1@w", Kind: KindTask}
 	guardedRelease := Judgement{Holding: Holding{Key: ResourceKeyPrefix + "r", Owner: "1@w", Kind: KindExclusive},
-		Action: ActionRelease}.WithEvidence(Evidence{OwnerLiveness: heartbeat.Alive})
+		Action: ActionRelease}.WithEvidence(Evidence{OwnerLiveness: Alive})
 	seen := taskLocksSeen([]Holding{other, task, task, guardedRelease.Holding}, []Judgement{guardedRelease})
 	require.Equal(t, map[string][]string{"1@w": {task.Key, other.Key}}, seen)
 }

@@ -1,9 +1,7 @@
 package judge
 
-import "github.com/lock-reaper/lock-reaper/heartbeat"
-
 // FleetOf judges the liveness of the snapshot's owners: by their heartbeats,
 // then by the pass's pods when it read them.
-func FleetOf(snap Snapshot, p Policy) *heartbeat.Fleet {
-	return heartbeat.NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace).WithPods(snap.Pods, p.Kubernetes)
+func FleetOf(snap Snapshot, p Policy) *Fleet {
+	return NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace).WithPods(snap.Pods, p.Kubernetes)
 }

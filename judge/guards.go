@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // MassDeathWindow is how long a worker row counts as a death for the
@@ -40,7 +38,7 @@ const (
 // missing, and a live worker stops when its heartbeat finds no row), until
 // the pod evidence proves its death, or until --force (the pass forgets it:
 // RememberAlive).
-func countsAs(r heartbeat.WorkerRow, seen, anyLive bool, window time.Duration) rowCount {
+func countsAs(r WorkerRow, seen, anyLive bool, window time.Duration) rowCount {
 	switch {
 	case r.Live:
 		return countedLive
@@ -69,7 +67,7 @@ type MassDeathCount struct {
 
 // CountMassDeath counts the worker rows by countsAs, given the rows an
 // earlier pass saw alive.
-func CountMassDeath(rows []heartbeat.WorkerRow, seen map[string]SeenAlive, window time.Duration) MassDeathCount {
+func CountMassDeath(rows []WorkerRow, seen map[string]SeenAlive, window time.Duration) MassDeathCount {
 	c := MassDeathCount{NoneLive: true}
 	for _, r := range rows {
 		if r.Live {
@@ -106,7 +104,7 @@ func CountMassDeath(rows []heartbeat.WorkerRow, seen map[string]SeenAlive, windo
 // pods). A forced pass forgets the dead: --force says they really died. A
 // row pulpcore deleted is no row, and is forgotten. A row dead longer than
 // window when first seen is never remembered: no pass saw it die.
-func RememberAlive(rows []heartbeat.WorkerRow, seen map[string]SeenAlive, now time.Time, window time.Duration, forced bool) map[string]SeenAlive {
+func RememberAlive(rows []WorkerRow, seen map[string]SeenAlive, now time.Time, window time.Duration, forced bool) map[string]SeenAlive {
 	out := make(map[string]SeenAlive, len(rows))
 	for _, r := range rows {
 		s, remembered := seen[r.ID]
@@ -152,7 +150,7 @@ func massDeathReason(c MassDeathCount, p Policy) string {
 
 // applyGuards holds back what the mass-death guard and the per-pass limits
 // forbid. Held-back work is reported as deferred and waits for the next pass.
-func applyGuards(plan *Plan, fleet *heartbeat.Fleet, seen map[string]SeenAlive, p Policy) {
+func applyGuards(plan *Plan, fleet *Fleet, seen map[string]SeenAlive, p Policy) {
 	if c := CountMassDeath(fleet.WorkerRows(), seen, MassDeathWindow); massDeath(c, p) {
 		plan.Guards = append(plan.Guards, Guard{Name: "mass-death", Reason: massDeathReason(c, p)})
 		for i := range plan.Holdings {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // TestJudgeMaxReleasesKeepsTaskHoldingsTogether: max_releases cuts between
@@ -131,21 +129,21 @@ func TestMassDeathCountsAs(t *testing.T) {
 	w := MassDeathWindow
 	cases := []struct {
 		name          string
-		row           heartbeat.WorkerRow
+		row           WorkerRow
 		seen, anyLive bool
 		want          rowCount
 	}{
-		{"live", heartbeat.WorkerRow{Live: true}, false, true, countedLive},
-		{"live, remembered", heartbeat.WorkerRow{Live: true}, true, true, countedLive},
-		{"restarted under its name", heartbeat.WorkerRow{Superseded: true, DeadFor: time.Second}, true, true, notCounted},
-		{"died within the window", heartbeat.WorkerRow{DeadFor: w}, false, true, countedRecent},
-		{"died within the window, remembered", heartbeat.WorkerRow{DeadFor: time.Minute}, true, true, countedRecent},
-		{"dead past the window, no pass saw it alive (a rolling restart's)", heartbeat.WorkerRow{DeadFor: w + time.Second}, false, true, notCounted},
-		{"dead past the window, seen alive", heartbeat.WorkerRow{DeadFor: w + time.Second}, true, true, countedRemembered},
-		{"dead 23 hours, seen alive", heartbeat.WorkerRow{DeadFor: 23 * time.Hour}, true, true, countedRemembered},
-		{"dead past the window, seen alive, death proven by its pod", heartbeat.WorkerRow{DeadFor: w + time.Second, PodProven: true}, true, true, notCounted},
-		{"proven by its pod, within the window: pods never lift the guard", heartbeat.WorkerRow{DeadFor: time.Second, PodProven: true}, true, true, countedRecent},
-		{"no worker lives: every dead row counts", heartbeat.WorkerRow{DeadFor: time.Hour}, false, false, countedRecent},
+		{"live", WorkerRow{Live: true}, false, true, countedLive},
+		{"live, remembered", WorkerRow{Live: true}, true, true, countedLive},
+		{"restarted under its name", WorkerRow{Superseded: true, DeadFor: time.Second}, true, true, notCounted},
+		{"died within the window", WorkerRow{DeadFor: w}, false, true, countedRecent},
+		{"died within the window, remembered", WorkerRow{DeadFor: time.Minute}, true, true, countedRecent},
+		{"dead past the window, no pass saw it alive (a rolling restart's)", WorkerRow{DeadFor: w + time.Second}, false, true, notCounted},
+		{"dead past the window, seen alive", WorkerRow{DeadFor: w + time.Second}, true, true, countedRemembered},
+		{"dead 23 hours, seen alive", WorkerRow{DeadFor: 23 * time.Hour}, true, true, countedRemembered},
+		{"dead past the window, seen alive, death proven by its pod", WorkerRow{DeadFor: w + time.Second, PodProven: true}, true, true, notCounted},
+		{"proven by its pod, within the window: pods never lift the guard", WorkerRow{DeadFor: time.Second, PodProven: true}, true, true, countedRecent},
+		{"no worker lives: every dead row counts", WorkerRow{DeadFor: time.Hour}, false, false, countedRecent},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,7 +161,7 @@ func TestMassDeathRememberAlive(t *testing.T) {
 		"restarted": {Name: "1@c", At: before}, "deleted": {Name: "1@d", At: before},
 		"live": {Name: "1@e", At: before},
 	}
-	rows := []heartbeat.WorkerRow{
+	rows := []WorkerRow{
 		{ID: "live", Name: "1@e", Live: true},
 		{ID: "new", Name: "1@f", Live: true},
 		{ID: "dead-seen", Name: "1@a", DeadFor: time.Hour},
@@ -247,11 +245,11 @@ func TestJudgeMassDeathGuardRemembers(t *testing.T) {
 func TestMassDeathReasonSaysTheAges(t *testing.T) {
 	t.Parallel()
 	p := DefaultPolicy()
-	c := CountMassDeath([]heartbeat.WorkerRow{
+	c := CountMassDeath([]WorkerRow{
 		{ID: "a", Live: true}, {ID: "b", DeadFor: 30 * time.Second}, {ID: "c", DeadFor: 23 * time.Hour},
 	}, map[string]SeenAlive{"c": {Name: "1@c", At: jtNow}}, MassDeathWindow)
 	require.Equal(t, MassDeathCount{Workers: 3, Dead: 2, Remembered: 1, Newest: 30 * time.Second, Oldest: 23 * time.Hour}, c)
 	require.Contains(t, massDeathReason(c, p), "2 of 3 worker rows are dead, dead for 30s to 23h0m0s (1 of them seen alive by an earlier pass, the others died within the last 3m0s)")
-	c = CountMassDeath([]heartbeat.WorkerRow{{ID: "b", DeadFor: 2 * time.Hour}, {ID: "c", DeadFor: time.Hour}}, nil, MassDeathWindow)
+	c = CountMassDeath([]WorkerRow{{ID: "b", DeadFor: 2 * time.Hour}, {ID: "c", DeadFor: time.Hour}}, nil, MassDeathWindow)
 	require.Contains(t, massDeathReason(c, p), "2 of 2 worker rows are dead, dead for 1h0m0s to 2h0m0s (no worker row is alive)")
 }

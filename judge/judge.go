@@ -12,8 +12,6 @@ package judge
 import (
 	"maps"
 	"sync"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // All decides every holding and every incomplete task of a snapshot, with a
@@ -40,7 +38,7 @@ func judgeSnapshot(snap Snapshot, p Policy, listAll bool) Plan {
 type judge struct {
 	snap  Snapshot
 	p     Policy
-	fleet *heartbeat.Fleet
+	fleet *Fleet
 	// ix is the order the holdings are walked in.
 	ix index
 	// listAll keeps a judgement of every holding in the plan, not only of
@@ -120,7 +118,7 @@ func (j *judge) expectedListedOf(ps []placed) int {
 	}
 	n := 0
 	for _, p := range ps {
-		if j.owners.numbered[p.owner].OwnerLiveness != heartbeat.Alive {
+		if j.owners.numbered[p.owner].OwnerLiveness != Alive {
 			n++
 		}
 	}

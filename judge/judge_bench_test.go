@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // jbFleet builds a deterministic snapshot of about n holdings: a busy fleet
@@ -30,12 +28,12 @@ func jbFleet(n int) Snapshot {
 		if i%20 == 0 { // 5% of the fleet is dead
 			age = time.Duration(5+rng.IntN(120)) * time.Minute
 		}
-		r := heartbeat.AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL, LastHeartbeat: now.Add(-age)}
+		r := AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL, LastHeartbeat: now.Add(-age)}
 		snap.AppStatuses = append(snap.AppStatuses, r)
 		procs = append(procs, proc{r.ID, r.Name})
 	}
 	for i := range max(2, workers/10) {
-		r := heartbeat.AppStatus{ID: newID(), Name: fmt.Sprintf("1@pulp-api-%d", i), AppType: "api", TTL: jtAPITTL, LastHeartbeat: now.Add(-time.Second)}
+		r := AppStatus{ID: newID(), Name: fmt.Sprintf("1@pulp-api-%d", i), AppType: "api", TTL: jtAPITTL, LastHeartbeat: now.Add(-time.Second)}
 		snap.AppStatuses = append(snap.AppStatuses, r)
 		procs = append(procs, proc{r.ID, r.Name})
 	}

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // A no-task suspect on a shared membership is not confirmed while its owner
@@ -19,7 +17,7 @@ func TestJudgeOpaqueOwnerKeepsConfirmedSharedSuspect(t *testing.T) {
 	shared := Holding{Key: ResourceKeyPrefix + "D", Kind: KindShared, Owner: "7@api"}
 	snap := Snapshot{
 		Now:         now,
-		AppStatuses: []heartbeat.AppStatus{{ID: "a1", Name: "7@api", AppType: "api", TTL: 2 * time.Minute, LastHeartbeat: now}},
+		AppStatuses: []AppStatus{{ID: "a1", Name: "7@api", AppType: "api", TTL: 2 * time.Minute, LastHeartbeat: now}},
 		Holdings: []Holding{
 			{Key: TaskKeyPrefix + invisible, Kind: KindTask, Owner: "7@api"},
 			shared,

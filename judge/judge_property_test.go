@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // The one mistake the reaper must never make.
@@ -84,7 +82,7 @@ func ptRunningReserver(c ptCase, h Holding) string {
 	if h.Kind == KindTask {
 		return ""
 	}
-	if live := ptLiveness(c, h.Owner); live != heartbeat.Alive && live != heartbeat.Late {
+	if live := ptLiveness(c, h.Owner); live != Alive && live != Late {
 		return ""
 	}
 	for id, task := range c.snap.Tasks {
@@ -132,7 +130,7 @@ func TestJudgePropertyLateOwnersLeftAlone(t *testing.T) {
 		c := ptGen(t)
 		plan := All(c.snap, c.p)
 		for _, jd := range plan.Holdings {
-			if jd.Action != ActionRelease || ptLiveness(c, jd.Owner) != heartbeat.Late {
+			if jd.Action != ActionRelease || ptLiveness(c, jd.Owner) != Late {
 				continue
 			}
 			require.Contains(t, []Verdict{VerdictTaskFinished, VerdictTaskLost, VerdictNoTask}, jd.Verdict, "late owner's %s released", jd.Key)
@@ -318,28 +316,28 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 				require.True(t, found && ptFinal(task.State), what)
 				require.True(t, task.FinishedAt == nil || c.snap.Now.Sub(*task.FinishedAt) > c.p.FinishedGrace, what)
 			case VerdictOwnerDead:
-				require.Equal(t, heartbeat.Dead, live, what)
+				require.Equal(t, Dead, live, what)
 			case VerdictOwnerGone:
-				require.Equal(t, heartbeat.Gone, live, what)
+				require.Equal(t, Gone, live, what)
 			case VerdictTaskMissing:
 				require.False(t, found, what)
-				require.Equal(t, heartbeat.Alive, live, what)
+				require.Equal(t, Alive, live, what)
 			case VerdictTaskLost:
 				require.True(t, found && !ptFinal(task.State), what)
 				row, ok := ptRow(c, task.AppLockID)
 				require.True(t, ok && row.Name == jd.Owner && ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace), what)
-				require.Equal(t, heartbeat.Alive, live, what)
+				require.Equal(t, Alive, live, what)
 			case VerdictUnclaimed:
 				require.True(t, found && !ptFinal(task.State), what)
-				require.Equal(t, heartbeat.Alive, live, what)
+				require.Equal(t, Alive, live, what)
 				row, ok := ptRow(c, task.AppLockID)
 				require.True(t, !ok || row.Name != jd.Owner, what)
 			case VerdictNoTask:
-				require.Contains(t, []heartbeat.Liveness{heartbeat.Alive, heartbeat.Late}, live, what)
+				require.Contains(t, []Liveness{Alive, Late}, live, what)
 			case VerdictHealthy:
 				require.True(t, ptHealthyTask(c, jd.Owner, taskID), what)
 			case VerdictPending:
-				require.True(t, live == heartbeat.Late || found && ptFinal(task.State) || found && func() bool {
+				require.True(t, live == Late || found && ptFinal(task.State) || found && func() bool {
 					row, ok := ptRow(c, task.AppLockID)
 					return ok && row.Name == jd.Owner && !ptOnline(row, c.snap.Now) && !ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace)
 				}(), what)

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // kpPods draws pods for some of the hosts ptGen's owner names use, in any
@@ -15,7 +13,7 @@ import (
 // deletion, DisruptionTarget, phases, running, restarted and ended
 // containers), a memory of earlier lists, and gives each AppStatus row a
 // creation time.
-func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
+func kpPods(t *rapid.T, c *ptCase) *PodView {
 	for i := range c.snap.AppStatuses {
 		r := &c.snap.AppStatuses[i]
 		r.PulpCreated = r.LastHeartbeat.Add(-ptSeconds(t, 0, 3600, "row lifetime"))
@@ -25,19 +23,19 @@ func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 		_, host, _ := strings.Cut(n, "@")
 		hosts[host] = true
 	}
-	var pods []heartbeat.Pod
-	seen := map[string]heartbeat.SeenPod{}
+	var pods []Pod
+	seen := map[string]SeenPod{}
 	for _, host := range []string{"worker-0", "worker-1", "worker-2", "worker-3", "api-0", "api-1"} {
 		if !hosts[host] {
 			continue
 		}
 		if rapid.Bool().Draw(t, "seen "+host) {
-			seen[host] = heartbeat.SeenPod{UID: "uid-" + host}
+			seen[host] = SeenPod{UID: "uid-" + host}
 		}
 		if !rapid.Bool().Draw(t, "pod of "+host) {
 			continue
 		}
-		p := heartbeat.Pod{
+		p := Pod{
 			Name: host, UID: "uid-" + host,
 			Phase:           rapid.SampledFrom([]string{"Running", "Running", "Pending", "Succeeded", "Failed"}).Draw(t, "phase"),
 			Terminating:     rapid.IntRange(0, 3).Draw(t, "terminating") == 0,
@@ -52,12 +50,12 @@ func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 		p.Container, p.API = kpContainer(t, c, "worker"), kpContainer(t, c, "api")
 		pods = append(pods, p)
 	}
-	c.p.Kubernetes = heartbeat.PodRules{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
-	return heartbeat.NewPodView(pods, seen)
+	c.p.Kubernetes = PodRules{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
+	return NewPodView(pods, seen)
 }
 
 // kpContainer draws a container status as the kubelet reports one, or nil.
-func kpContainer(t *rapid.T, c *ptCase, name string) *heartbeat.Container {
+func kpContainer(t *rapid.T, c *ptCase, name string) *Container {
 	if rapid.IntRange(0, 4).Draw(t, name+" status") == 0 {
 		return nil
 	}
@@ -65,25 +63,25 @@ func kpContainer(t *rapid.T, c *ptCase, name string) *heartbeat.Container {
 		v := c.snap.Now.Add(-ptSeconds(t, 0, 7200, name+" "+label))
 		return &v
 	}
-	ct := &heartbeat.Container{Name: name, Running: rapid.Bool().Draw(t, name+" running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, name+" restarts"))}
+	ct := &Container{Name: name, Running: rapid.Bool().Draw(t, name+" running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, name+" restarts"))}
 	switch {
 	case ct.Running:
 		ct.StartedAt = at("started")
 	case rapid.Bool().Draw(t, name+" terminated"):
-		ct.Terminated = &heartbeat.Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
+		ct.Terminated = &Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
 		ct.FinishedAt = ct.Terminated.FinishedAt
 	}
 	if ct.Restarts > 0 {
-		ct.LastTerminated = &heartbeat.Termination{Reason: "Error", ExitCode: 1, FinishedAt: at("last finished")}
+		ct.LastTerminated = &Termination{Reason: "Error", ExitCode: 1, FinishedAt: at("last finished")}
 	}
 	return ct
 }
 
 // kpHastened names the owners and rows Kubernetes made more dead than their
 // heartbeats did.
-func kpHastened(c ptCase, view *heartbeat.PodView) (names, rows map[string]bool) {
-	plain := heartbeat.NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace)
-	withPods := heartbeat.NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace).WithPods(view, c.p.Kubernetes)
+func kpHastened(c ptCase, view *PodView) (names, rows map[string]bool) {
+	plain := NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace)
+	withPods := NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace).WithPods(view, c.p.Kubernetes)
 	names, rows = map[string]bool{}, map[string]bool{}
 	for _, r := range c.snap.AppStatuses {
 		_, before, _ := plain.Row(r.ID)
@@ -155,12 +153,12 @@ func TestKubernetesPropertyNeverLaterButForALivePod(t *testing.T) {
 				continue
 			}
 			e := after.Evidence().Kubernetes
-			if e == nil || e.Rule != heartbeat.PodAliveNotHeartbeating || !e.CouldRun() {
+			if e == nil || e.Rule != PodAliveNotHeartbeating || !e.CouldRun() {
 				t.Fatalf("%s of %s released without pods (%s), kept with them (%s) by %+v", h.Key, h.Owner, before.Verdict, after.Verdict, e)
 			}
 		}
 		for _, o := range with.FleetOwners {
-			if o.Kubernetes == nil || o.Kubernetes.Rule != heartbeat.PodGone {
+			if o.Kubernetes == nil || o.Kubernetes.Rule != PodGone {
 				continue
 			}
 			if !view.SeenBefore(o.Kubernetes.Name) {
@@ -176,7 +174,7 @@ func TestKubernetesPropertyNoViewNoChange(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		c.p.Kubernetes = heartbeat.PodRules{HungWorkerGrace: time.Minute, ClockSkew: time.Second}
+		c.p.Kubernetes = PodRules{HungWorkerGrace: time.Minute, ClockSkew: time.Second}
 		a, b := All(c.snap, c.p), All(c.snap, withDefaultPodRules(c.p))
 		if len(a.Holdings) != len(b.Holdings) || len(a.Tasks) != len(b.Tasks) {
 			t.Fatalf("plans differ")

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // taskFacts is what the lost task table of verdicts.md looks at, for one
@@ -15,7 +13,7 @@ type taskFacts struct {
 	// claimed says app_lock_id is set; claim is the liveness of its row
 	// (gone when the row is missing).
 	claimed bool
-	claim   heartbeat.Liveness
+	claim   Liveness
 	// locks counts the task:<T> locks held, by any owner; immediate says one
 	// is held by immediate-<T>.
 	locks     int
@@ -27,7 +25,7 @@ type taskFacts struct {
 
 // claimLive says the claim's row is alive or late.
 func (f taskFacts) claimLive() bool {
-	return f.claimed && (f.claim == heartbeat.Alive || f.claim == heartbeat.Late)
+	return f.claimed && (f.claim == Alive || f.claim == Late)
 }
 
 // mayBeLost is the one lost-task predicate on a task's state and claim
@@ -72,9 +70,9 @@ func decideTask(f taskFacts) Verdict {
 		switch {
 		case !f.claimed:
 			return ""
-		case f.claim == heartbeat.Gone || f.claim == heartbeat.Dead:
+		case f.claim == Gone || f.claim == Dead:
 			return VerdictOrphanedClaim
-		case f.claim == heartbeat.Alive && f.fullScan && f.locks == 0:
+		case f.claim == Alive && f.fullScan && f.locks == 0:
 			return VerdictStuckClaim
 		}
 	}
@@ -88,7 +86,7 @@ func decideTask(f taskFacts) Verdict {
 type tasksPart struct {
 	snap     *Snapshot
 	p        Policy
-	fleet    *heartbeat.Fleet
+	fleet    *Fleet
 	ix       *index
 	suspects map[SuspectKey]Suspect
 	// reasons are the lost tasks' messages, by owner and state.

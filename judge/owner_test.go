@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 func TestJudgeOwnerLiveness(t *testing.T) {
@@ -26,25 +24,25 @@ func TestJudgeOwnerLiveness(t *testing.T) {
 	cases := []struct {
 		name string
 		rows []row
-		want heartbeat.Liveness
+		want Liveness
 	}{
-		{"alive", []row{{"worker", jtWorkerTTL, 10 * time.Second}}, heartbeat.Alive},
-		{"late", []row{{"worker", jtWorkerTTL, 45 * time.Second}}, heartbeat.Late},
-		{"dead", []row{{"worker", jtWorkerTTL, 5 * time.Minute}}, heartbeat.Dead},
-		{"gone", nil, heartbeat.Gone},
-		{"exactly ttl is alive", []row{{"worker", jtWorkerTTL, jtWorkerTTL}}, heartbeat.Alive},
-		{"just past ttl is late", []row{{"worker", jtWorkerTTL, jtWorkerTTL + time.Nanosecond}}, heartbeat.Late},
-		{"exactly ttl+grace is late", []row{{"worker", jtWorkerTTL, jtWorkerTTL + DefaultHeartbeatGrace}}, heartbeat.Late},
-		{"just past ttl+grace is dead", []row{{"worker", jtWorkerTTL, jtWorkerTTL + DefaultHeartbeatGrace + time.Nanosecond}}, heartbeat.Dead},
-		{"heartbeat in the future is alive", []row{{"worker", jtWorkerTTL, -10 * time.Second}}, heartbeat.Alive},
-		{"zero ttl, beat now", []row{{"worker", 0, 0}}, heartbeat.Alive},
-		{"zero ttl, beat 1s ago is late", []row{{"worker", 0, time.Second}}, heartbeat.Late},
-		{"zero ttl, beat past grace is dead", []row{{"worker", 0, DefaultHeartbeatGrace + time.Second}}, heartbeat.Dead},
-		{"api ttl 120s", []row{{"api", jtAPITTL, 100 * time.Second}}, heartbeat.Alive},
-		{"dead row and live row share the name", []row{{"worker", jtWorkerTTL, time.Hour}, {"worker", jtWorkerTTL, time.Second}}, heartbeat.Alive},
-		{"live row and dead row share the name", []row{{"worker", jtWorkerTTL, time.Second}, {"worker", jtWorkerTTL, time.Hour}}, heartbeat.Alive},
-		{"dead row and late row share the name", []row{{"worker", jtWorkerTTL, time.Hour}, {"worker", jtWorkerTTL, 40 * time.Second}}, heartbeat.Late},
-		{"two dead rows", []row{{"worker", jtWorkerTTL, time.Hour}, {"worker", jtWorkerTTL, 2 * time.Minute}}, heartbeat.Dead},
+		{"alive", []row{{"worker", jtWorkerTTL, 10 * time.Second}}, Alive},
+		{"late", []row{{"worker", jtWorkerTTL, 45 * time.Second}}, Late},
+		{"dead", []row{{"worker", jtWorkerTTL, 5 * time.Minute}}, Dead},
+		{"gone", nil, Gone},
+		{"exactly ttl is alive", []row{{"worker", jtWorkerTTL, jtWorkerTTL}}, Alive},
+		{"just past ttl is late", []row{{"worker", jtWorkerTTL, jtWorkerTTL + time.Nanosecond}}, Late},
+		{"exactly ttl+grace is late", []row{{"worker", jtWorkerTTL, jtWorkerTTL + DefaultHeartbeatGrace}}, Late},
+		{"just past ttl+grace is dead", []row{{"worker", jtWorkerTTL, jtWorkerTTL + DefaultHeartbeatGrace + time.Nanosecond}}, Dead},
+		{"heartbeat in the future is alive", []row{{"worker", jtWorkerTTL, -10 * time.Second}}, Alive},
+		{"zero ttl, beat now", []row{{"worker", 0, 0}}, Alive},
+		{"zero ttl, beat 1s ago is late", []row{{"worker", 0, time.Second}}, Late},
+		{"zero ttl, beat past grace is dead", []row{{"worker", 0, DefaultHeartbeatGrace + time.Second}}, Dead},
+		{"api ttl 120s", []row{{"api", jtAPITTL, 100 * time.Second}}, Alive},
+		{"dead row and live row share the name", []row{{"worker", jtWorkerTTL, time.Hour}, {"worker", jtWorkerTTL, time.Second}}, Alive},
+		{"live row and dead row share the name", []row{{"worker", jtWorkerTTL, time.Second}, {"worker", jtWorkerTTL, time.Hour}}, Alive},
+		{"dead row and late row share the name", []row{{"worker", jtWorkerTTL, time.Hour}, {"worker", jtWorkerTTL, 40 * time.Second}}, Late},
+		{"two dead rows", []row{{"worker", jtWorkerTTL, time.Hour}, {"worker", jtWorkerTTL, 2 * time.Minute}}, Dead},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,10 +57,10 @@ func TestJudgeOwnerLiveness(t *testing.T) {
 			require.Equal(t, tc.want, jd.Evidence().OwnerLiveness)
 			// The stray holding's verdict follows the liveness.
 			switch tc.want {
-			case heartbeat.Dead:
+			case Dead:
 				require.Equal(t, VerdictOwnerDead, jd.Verdict)
 				require.Equal(t, ActionRelease, jd.Action)
-			case heartbeat.Gone:
+			case Gone:
 				require.Equal(t, VerdictOwnerGone, jd.Verdict)
 				require.Equal(t, ActionRelease, jd.Action)
 				require.Nil(t, jd.Evidence().HeartbeatAge)
@@ -82,15 +80,15 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 	cases := []struct {
 		name  string
 		state string
-		want  heartbeat.Liveness
+		want  Liveness
 	}{
-		{"waiting task is alive", StateWaiting, heartbeat.Alive},
-		{"running task is alive", StateRunning, heartbeat.Alive},
-		{"canceling task is alive", StateCanceling, heartbeat.Alive},
-		{"completed task is gone", StateCompleted, heartbeat.Gone},
-		{"failed task is gone", StateFailed, heartbeat.Gone},
-		{"canceled task is gone", StateCanceled, heartbeat.Gone},
-		{"skipped task is gone", StateSkipped, heartbeat.Gone},
+		{"waiting task is alive", StateWaiting, Alive},
+		{"running task is alive", StateRunning, Alive},
+		{"canceling task is alive", StateCanceling, Alive},
+		{"completed task is gone", StateCompleted, Gone},
+		{"failed task is gone", StateFailed, Gone},
+		{"canceled task is gone", StateCanceled, Gone},
+		{"skipped task is gone", StateSkipped, Gone},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,7 +101,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 			plan := w.judge(DefaultPolicy())
 			jd := jtHolding(t, plan, h.Key, owner)
 			require.Equal(t, tc.want, jd.Evidence().OwnerLiveness)
-			if tc.want == heartbeat.Gone {
+			if tc.want == Gone {
 				require.Equal(t, VerdictOwnerGone, jd.Verdict)
 				require.Equal(t, ActionRelease, jd.Action)
 			} else {
@@ -117,7 +115,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 		w := jtNewWorld()
 		h := w.resource("R", KindExclusive, "immediate-NOT-A-UUID")
 		jd := jtHolding(t, w.judge(DefaultPolicy()), h.Key, h.Owner)
-		require.Equal(t, heartbeat.Gone, jd.Evidence().OwnerLiveness)
+		require.Equal(t, Gone, jd.Evidence().OwnerLiveness)
 		require.Equal(t, VerdictOwnerGone, jd.Verdict)
 	})
 	t.Run("uppercase uuid is an ordinary name", func(t *testing.T) {
@@ -126,7 +124,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 		w.task(StateRunning, "")
 		h := w.resource("R", KindExclusive, "immediate-00000001-0000-4000-8000-00000000000A")
 		jd := jtHolding(t, w.judge(DefaultPolicy()), h.Key, h.Owner)
-		require.Equal(t, heartbeat.Gone, jd.Evidence().OwnerLiveness)
+		require.Equal(t, Gone, jd.Evidence().OwnerLiveness)
 	})
 }
 
@@ -145,7 +143,7 @@ func TestJudgeImmediateOwnerWithMissingTask(t *testing.T) {
 	plan := w.judge(DefaultPolicy())
 
 	tl := jtHolding(t, plan, TaskKeyPrefix+id, owner)
-	require.Equal(t, heartbeat.Alive, tl.Evidence().OwnerLiveness)
+	require.Equal(t, Alive, tl.Evidence().OwnerLiveness)
 	require.Equal(t, VerdictTaskMissing, tl.Verdict)
 	require.Equal(t, ActionSuspect, tl.Action)
 
@@ -164,7 +162,7 @@ func TestJudgeOwnersListed(t *testing.T) {
 	require.Len(t, plan.FleetOwners, 2)
 	require.Equal(t, "a", plan.FleetOwners[0].Name)
 	require.Equal(t, 2, plan.FleetOwners[0].Rows)
-	require.Equal(t, heartbeat.Alive, plan.FleetOwners[0].Liveness)
+	require.Equal(t, Alive, plan.FleetOwners[0].Liveness)
 	require.Equal(t, time.Second, plan.FleetOwners[0].HeartbeatAge)
 	require.Equal(t, "b", plan.FleetOwners[1].Name)
 	require.Equal(t, jtNow, plan.Now)

@@ -7,13 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // Evidence is what a verdict rested on, for the report and the logs.
 type Evidence struct {
-	OwnerLiveness heartbeat.Liveness `json:"owner_liveness"`
+	OwnerLiveness Liveness `json:"owner_liveness"`
 	// HeartbeatAge is the age of the owner's newest heartbeat (absent when gone).
 	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
 	// TaskState is the state of the task the holding is for ("" when unknown).
@@ -21,13 +19,13 @@ type Evidence struct {
 	// FinishedAge is how long ago the task finished.
 	FinishedAge *Duration `json:"finished_age,omitempty"`
 	// AppLock names the process the task is claimed by, and its liveness.
-	AppLock         string              `json:"app_lock,omitempty"`
-	AppLockLiveness *heartbeat.Liveness `json:"app_lock_liveness,omitempty"`
+	AppLock         string    `json:"app_lock,omitempty"`
+	AppLockLiveness *Liveness `json:"app_lock_liveness,omitempty"`
 	// Via is the task lock whose verdict a resource holding inherited, or
 	// which justified it.
 	Via string `json:"via,omitempty"`
 	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
+	Kubernetes *PodEvidence `json:"kubernetes,omitempty"`
 }
 
 // Judgement is the verdict on one holding.
@@ -148,7 +146,7 @@ type Plan struct {
 	Holdings []Judgement
 	Tasks    []TaskJudgement
 	// FleetOwners is every name of a core_appstatus row, with its liveness.
-	FleetOwners []heartbeat.Owner
+	FleetOwners []Owner
 	// ByVerdict counts every holding judged, listed or not, by verdict.
 	ByVerdict map[Verdict]int
 	// LockOwners is every owner of a holding judged, by name, with its
@@ -195,7 +193,7 @@ type OwnerReport struct {
 	Holdings     int       `json:"holdings"`
 	// Kubernetes is the owner's pod evidence: pod, phase, container start,
 	// restarts, and the rule that decided.
-	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
+	Kubernetes *PodEvidence `json:"kubernetes,omitempty"`
 }
 
 // HoldingTask names the task a holding is held for: the task of a task lock,

@@ -3,8 +3,6 @@ package judge
 import (
 	"fmt"
 	"time"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // Defaults of Policy, as verdicts.md gives them.
@@ -55,7 +53,7 @@ type Policy struct {
 	MaxReleases    int
 	MaxTaskUpdates int
 	// Kubernetes are the settings of the pod evidence rules (kubernetes.hung_worker_grace).
-	Kubernetes heartbeat.PodRules
+	Kubernetes PodRules
 }
 
 // DefaultPolicy returns the policy with every default of verdicts.md.
@@ -70,7 +68,7 @@ func DefaultPolicy() Policy {
 		MinWorkers:      DefaultMinWorkers,
 		MaxReleases:     DefaultMaxReleases,
 		MaxTaskUpdates:  DefaultMaxTaskUpdates,
-		Kubernetes:      heartbeat.PodRules{HungWorkerGrace: heartbeat.DefaultHungWorkerGrace, ClockSkew: heartbeat.DefaultClockSkew},
+		Kubernetes:      PodRules{HungWorkerGrace: DefaultHungWorkerGrace, ClockSkew: DefaultClockSkew},
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // The random fleets the property tests judge: rows, tasks and locks as
@@ -185,7 +183,7 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 			names = ptAPINames
 		}
 		ttl := ptSeconds(t, 1, 120, "ttl")
-		snap.AppStatuses = append(snap.AppStatuses, heartbeat.AppStatus{
+		snap.AppStatuses = append(snap.AppStatuses, AppStatus{
 			ID: newID(), Name: rapid.SampledFrom(names).Draw(t, "row name"), AppType: appType,
 			TTL: ttl, LastHeartbeat: now.Add(-ptAge(t, ttl, p.HeartbeatGrace, outage)),
 		})
@@ -198,9 +196,9 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 	// the dead row's tasks are the lost ones.
 	for range rapid.IntRange(0, 2).Draw(t, "restarts") {
 		name := rapid.SampledFrom(ptWorkerNames).Draw(t, "restarted name")
-		dead := heartbeat.AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL,
+		dead := AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL,
 			LastHeartbeat: now.Add(-jtWorkerTTL - p.HeartbeatGrace - ptSeconds(t, 0, 600, "dead for") - 1)}
-		live := heartbeat.AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL,
+		live := AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL,
 			LastHeartbeat: now.Add(-ptSeconds(t, 0, 10, "beat"))}
 		snap.AppStatuses = append(snap.AppStatuses, dead, live)
 		rowIDs = append(rowIDs, dead.ID, dead.ID, dead.ID, dead.ID, live.ID, live.ID)

@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // An independent model of verdicts.md for the property tests: liveness,
@@ -22,22 +20,22 @@ func ptFinal(state string) bool {
 }
 
 // ptOnline is "last_heartbeat >= now() - ttl".
-func ptOnline(r heartbeat.AppStatus, now time.Time) bool {
+func ptOnline(r AppStatus, now time.Time) bool {
 	return !r.LastHeartbeat.Before(now.Add(-r.TTL))
 }
 
 // ptRowDead is "last_heartbeat < now() - ttl - heartbeat_grace".
-func ptRowDead(r heartbeat.AppStatus, now time.Time, grace time.Duration) bool {
+func ptRowDead(r AppStatus, now time.Time, grace time.Duration) bool {
 	return r.LastHeartbeat.Before(now.Add(-r.TTL - grace))
 }
 
-func ptRow(c ptCase, id string) (heartbeat.AppStatus, bool) {
+func ptRow(c ptCase, id string) (AppStatus, bool) {
 	for _, r := range c.snap.AppStatuses {
 		if id != "" && r.ID == id {
 			return r, true
 		}
 	}
-	return heartbeat.AppStatus{}, false
+	return AppStatus{}, false
 }
 
 // ptImmediateTask returns T of an immediate-<T> owner.
@@ -61,14 +59,14 @@ func ptImmediateTask(owner string) (string, bool) {
 // ptLiveness is the owner liveness table of verdicts.md. For a name whose
 // rows have different ttls, "late" is taken generously: some row within its
 // ttl+grace and none online.
-func ptLiveness(c ptCase, owner string) heartbeat.Liveness {
+func ptLiveness(c ptCase, owner string) Liveness {
 	if id, ok := ptImmediateTask(owner); ok {
 		if t, found := c.snap.Tasks[id]; found && ptFinal(t.State) {
-			return heartbeat.Gone
+			return Gone
 		}
 		// Incomplete, or not visible yet: judge.go counts it alive; see
 		// TestJudgeImmediateOwnerWithMissingTask.
-		return heartbeat.Alive
+		return Alive
 	}
 	rows, online, withinGrace := 0, false, false
 	for _, r := range c.snap.AppStatuses {
@@ -81,13 +79,13 @@ func ptLiveness(c ptCase, owner string) heartbeat.Liveness {
 	}
 	switch {
 	case rows == 0:
-		return heartbeat.Gone
+		return Gone
 	case online:
-		return heartbeat.Alive
+		return Alive
 	case withinGrace:
-		return heartbeat.Late
+		return Late
 	default:
-		return heartbeat.Dead
+		return Dead
 	}
 }
 
@@ -101,7 +99,7 @@ func ptHealthyTask(c ptCase, owner, taskID string) bool {
 	if owner == "immediate-"+taskID {
 		return true
 	}
-	if ptLiveness(c, owner) != heartbeat.Alive {
+	if ptLiveness(c, owner) != Alive {
 		return false
 	}
 	row, ok := ptRow(c, t.AppLockID)

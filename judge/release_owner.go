@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"time"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // Deferral reasons of a break-glass release.
@@ -29,7 +27,7 @@ const (
 // this release settles are forgotten.
 func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 	actual := FleetOf(snap, p)
-	if o := actual.Owner(owner); o.Rows > 0 && o.Liveness == heartbeat.Alive && !p.Force {
+	if o := actual.Owner(owner); o.Rows > 0 && o.Liveness == Alive && !p.Force {
 		return refuseAliveOwner(snap, p, o)
 	}
 	declared := snap
@@ -57,7 +55,7 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 
 	plan.Holdings = ownerHoldings(full, owner, actual.Owner(owner))
 	plan.Tasks = claimedTasks(full, rows, owner)
-	applyGuards(&plan, heartbeat.NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), nil, forced)
+	applyGuards(&plan, NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), nil, forced)
 	// The break-glass release judges one owner: the guard's memory stays
 	// as it was.
 	plan.SeenAlive = maps.Clone(snap.SeenAlive)
@@ -68,7 +66,7 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 
 // ownerHoldings is every holding of owner in full, each released as the
 // holding of a dead owner.
-func ownerHoldings(full Plan, owner string, realOwner heartbeat.Owner) []Judgement {
+func ownerHoldings(full Plan, owner string, realOwner Owner) []Judgement {
 	var out []Judgement
 	heartbeatAge := durationPtr(realOwner.HeartbeatAge)
 	for _, jd := range full.Holdings {
@@ -83,8 +81,8 @@ func ownerHoldings(full Plan, owner string, realOwner heartbeat.Owner) []Judgeme
 		// declare dead), so that its registry leaves pulp:active_owners once
 		// empty; the heartbeat reported is the one it really had.
 		e := jd.Evidence()
-		if e.OwnerLiveness != heartbeat.Gone {
-			e.OwnerLiveness = heartbeat.Dead
+		if e.OwnerLiveness != Gone {
+			e.OwnerLiveness = Dead
 		}
 		if realOwner.Rows > 0 {
 			e.HeartbeatAge = heartbeatAge
@@ -125,10 +123,10 @@ func claimedTasks(full Plan, rows map[string]bool, owner string) []TaskJudgement
 // declareDead returns the rows with the owner's heartbeats moved just past
 // ttl + grace, so that every rule that asks for a dead owner applies. Rows
 // already dead keep their heartbeat.
-func declareDead(rows []heartbeat.AppStatus, now time.Time, grace time.Duration, owner string) []heartbeat.AppStatus {
-	out := make([]heartbeat.AppStatus, len(rows))
+func declareDead(rows []AppStatus, now time.Time, grace time.Duration, owner string) []AppStatus {
+	out := make([]AppStatus, len(rows))
 	for i, a := range rows {
-		if a.Name == owner && a.Liveness(now, grace) != heartbeat.Dead {
+		if a.Name == owner && a.Liveness(now, grace) != Dead {
 			a.LastHeartbeat = now.Add(-(a.TTL + grace + time.Second))
 		}
 		out[i] = a
@@ -140,7 +138,7 @@ func declareDead(rows []heartbeat.AppStatus, now time.Time, grace time.Duration,
 // its locks are most likely healthy. The plan shows the owner's holdings and
 // tasks as a normal pass judges them, with anything a normal pass would do to
 // them held back by the alive-owner guard.
-func refuseAliveOwner(snap Snapshot, p Policy, o heartbeat.Owner) Plan {
+func refuseAliveOwner(snap Snapshot, p Policy, o Owner) Plan {
 	full := All(snap, p)
 	rows := map[string]bool{}
 	for _, a := range snap.AppStatuses {

@@ -1,9 +1,5 @@
 package judge
 
-import (
-	"github.com/lock-reaper/lock-reaper/heartbeat"
-)
-
 // reservedBy names, for one resource holding, the first kept and the first
 // released task lock of its owner whose task reserves it: positions among
 // the task locks, -1 for none.
@@ -55,7 +51,7 @@ func (rb *reservedBy) offer(n int32, released bool) {
 // resourceFacts is what the resource holding table of verdicts.md looks at,
 // for one exclusive lock or shared membership.
 type resourceFacts struct {
-	owner heartbeat.Liveness
+	owner Liveness
 	// kept says a task lock kept this pass (or a suspect not yet confirmed)
 	// has a task reserving the holding.
 	kept bool
@@ -74,7 +70,7 @@ func decideResource(f resourceFacts) (v Verdict, inherited bool) {
 	switch {
 	case f.kept:
 		return VerdictJustified, false
-	case f.rowReserves && (f.owner == heartbeat.Alive || f.owner == heartbeat.Late):
+	case f.rowReserves && (f.owner == Alive || f.owner == Late):
 		// The task runs: its task lock vanished (an eviction, a failover
 		// that lost a write, an operator's DEL), not its need. Before the
 		// inherited row: a finished task's stale lock reserving a shared
@@ -82,9 +78,9 @@ func decideResource(f resourceFacts) (v Verdict, inherited bool) {
 		return VerdictJustified, false
 	case f.released && f.inherits:
 		return "", true
-	case f.owner == heartbeat.Dead:
+	case f.owner == Dead:
 		return VerdictOwnerDead, false
-	case f.owner == heartbeat.Gone:
+	case f.owner == Gone:
 		return VerdictOwnerGone, false
 	default:
 		return VerdictNoTask, false
@@ -105,7 +101,7 @@ func (j *judge) resourceJudgement(p placed, rb reservedBy, taskLocks []judgedTas
 	opaque := h.Kind == KindShared && j.opaque[h.Owner]
 	f := resourceFacts{owner: e.OwnerLiveness, kept: rb.kept >= 0, released: rb.released >= 0, inherits: !opaque}
 	var byRow string
-	if !f.kept && (f.owner == heartbeat.Alive || f.owner == heartbeat.Late) {
+	if !f.kept && (f.owner == Alive || f.owner == Late) {
 		byRow = j.reservingRow(&h)
 		f.rowReserves = byRow != ""
 	}
@@ -173,14 +169,14 @@ func (j *judge) reservingRow(h *Holding) string {
 // runningReservations is what the running and canceling tasks of live or
 // late claims reserve, each named by the smallest such task id, so that the
 // same snapshot names the same task whatever the map's order.
-func runningReservations(tasks map[string]Task, fleet *heartbeat.Fleet) map[rowReservation]string {
+func runningReservations(tasks map[string]Task, fleet *Fleet) map[rowReservation]string {
 	out := map[rowReservation]string{}
 	for id, t := range tasks {
 		if !runs(t.State) {
 			continue
 		}
 		row, live, ok := fleet.Row(t.AppLockID)
-		if !ok || (live != heartbeat.Alive && live != heartbeat.Late) {
+		if !ok || (live != Alive && live != Late) {
 			continue
 		}
 		for _, r := range Reservations(t.Reserved) {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // Kind of lock a holding is. It is one byte, not a string: a pass holds a
@@ -151,7 +149,7 @@ type Snapshot struct {
 	Holdings []Holding
 	Ignored  []Ignored
 	// AppStatuses is every core_appstatus row.
-	AppStatuses []heartbeat.AppStatus
+	AppStatuses []AppStatus
 	// Tasks holds the tasks named by task locks or by immediate-<uuid> owners,
 	// and the incomplete tasks that are claimed or running without a claim.
 	Tasks map[string]Task
@@ -168,5 +166,5 @@ type Snapshot struct {
 	KeysScanned int
 	// Pods is this pass's list of pods, read after the database; nil when
 	// Kubernetes evidence is off or the list failed.
-	Pods *heartbeat.PodView
+	Pods *PodView
 }

@@ -2,15 +2,13 @@ package judge
 
 import (
 	"time"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // taskLockFacts is what the task lock table of verdicts.md looks at, for one
 // task:<T> lock.
 type taskLockFacts struct {
 	// owner is the lock owner's liveness.
-	owner heartbeat.Liveness
+	owner Liveness
 	// found says the snapshot has T's row; the fields below are read from it.
 	found bool
 	state string
@@ -22,7 +20,7 @@ type taskLockFacts struct {
 	// claimedByOwner says T's app_lock is a row carrying the owner's name,
 	// whose liveness is claim.
 	claimedByOwner bool
-	claim          heartbeat.Liveness
+	claim          Liveness
 }
 
 // decideTaskLock applies the task lock table of verdicts.md; the first
@@ -32,19 +30,19 @@ func decideTaskLock(f taskLockFacts, p Policy) Verdict {
 	switch {
 	case final && (!f.finished || f.finishedFor > p.FinishedGrace):
 		return VerdictTaskFinished
-	case final || f.owner == heartbeat.Late:
+	case final || f.owner == Late:
 		return VerdictPending
-	case f.owner == heartbeat.Dead:
+	case f.owner == Dead:
 		return VerdictOwnerDead
-	case f.owner == heartbeat.Gone:
+	case f.owner == Gone:
 		return VerdictOwnerGone
 	case !f.found:
 		return VerdictTaskMissing
 	case f.immediate:
 		return VerdictHealthy
-	case f.claimedByOwner && f.claim == heartbeat.Alive:
+	case f.claimedByOwner && f.claim == Alive:
 		return VerdictHealthy
-	case f.claimedByOwner && f.claim == heartbeat.Late:
+	case f.claimedByOwner && f.claim == Late:
 		return VerdictPending
 	case f.claimedByOwner:
 		return VerdictTaskLost
@@ -55,7 +53,7 @@ func decideTaskLock(f taskLockFacts, p Policy) Verdict {
 
 // taskLockFactsOf gathers the facts of task lock h, whose owner's liveness
 // is owner and whose task is t when found.
-func (j *judge) taskLockFactsOf(h *Holding, owner heartbeat.Liveness, t Task, found bool) taskLockFacts {
+func (j *judge) taskLockFactsOf(h *Holding, owner Liveness, t Task, found bool) taskLockFacts {
 	f := taskLockFacts{owner: owner, found: found}
 	if !found {
 		return f

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 func TestJudgeTaskLock(t *testing.T) {
@@ -27,7 +25,7 @@ func TestJudgeTaskLock(t *testing.T) {
 		suspect    bool   // ActionSuspect expected (first sighting)
 		verdict    Verdict
 		action     Action
-		ownerLives heartbeat.Liveness
+		ownerLives Liveness
 	}{
 		{
 			name: "task-finished: completed long ago, owner alive",
@@ -35,7 +33,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.finished(StateCompleted, jtDur(61*time.Second))
 			},
-			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: heartbeat.Alive,
+			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: Alive,
 		},
 		{
 			name: "task-finished: finished_at NULL",
@@ -43,7 +41,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.finished(StateFailed, nil)
 			},
-			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: heartbeat.Alive,
+			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: Alive,
 		},
 		{
 			name: "task-finished: canceled, owner late (first row decides)",
@@ -51,7 +49,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, 45*time.Second)
 				return w.finished(StateCanceled, jtDur(10*time.Minute))
 			},
-			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: heartbeat.Late,
+			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: Late,
 		},
 		{
 			name: "task-finished: skipped, owner dead (first row decides)",
@@ -59,7 +57,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Hour)
 				return w.finished(StateSkipped, jtDur(10*time.Minute))
 			},
-			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: heartbeat.Dead,
+			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: Dead,
 		},
 		{
 			name: "pending: finished exactly finished_grace ago",
@@ -67,7 +65,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.finished(StateCompleted, jtDur(DefaultFinishedGrace))
 			},
-			verdict: VerdictPending, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictPending, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name: "task-finished: finished finished_grace+1ns ago",
@@ -75,7 +73,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.finished(StateCompleted, jtDur(DefaultFinishedGrace+time.Nanosecond))
 			},
-			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: heartbeat.Alive,
+			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: Alive,
 		},
 		{
 			name: "pending: final within finished_grace",
@@ -83,7 +81,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.finished(StateCompleted, jtDur(10*time.Second))
 			},
-			verdict: VerdictPending, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictPending, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name: "pending: final within finished_grace beats owner dead",
@@ -91,7 +89,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Hour)
 				return w.finished(StateFailed, jtDur(10*time.Second))
 			},
-			verdict: VerdictPending, action: ActionKeep, ownerLives: heartbeat.Dead,
+			verdict: VerdictPending, action: ActionKeep, ownerLives: Dead,
 		},
 		{
 			name: "pending: owner late, task running on its row",
@@ -99,7 +97,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				row := w.worker(owner, 45*time.Second)
 				return w.task(StateRunning, row)
 			},
-			verdict: VerdictPending, action: ActionKeep, ownerLives: heartbeat.Late,
+			verdict: VerdictPending, action: ActionKeep, ownerLives: Late,
 		},
 		{
 			name: "pending: owner late, task unclaimed",
@@ -107,7 +105,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, 45*time.Second)
 				return w.task(StateWaiting, "")
 			},
-			verdict: VerdictPending, action: ActionKeep, ownerLives: heartbeat.Late,
+			verdict: VerdictPending, action: ActionKeep, ownerLives: Late,
 		},
 		{
 			name: "pending: owner late, task missing",
@@ -115,7 +113,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, 45*time.Second)
 				return jtID(900)
 			},
-			verdict: VerdictPending, action: ActionKeep, ownerLives: heartbeat.Late,
+			verdict: VerdictPending, action: ActionKeep, ownerLives: Late,
 		},
 		{
 			name: "owner-dead: task running on the dead row",
@@ -123,7 +121,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				row := w.worker(owner, time.Hour)
 				return w.task(StateRunning, row)
 			},
-			verdict: VerdictOwnerDead, action: ActionRelease, ownerLives: heartbeat.Dead,
+			verdict: VerdictOwnerDead, action: ActionRelease, ownerLives: Dead,
 		},
 		{
 			name: "owner-dead: task missing",
@@ -131,21 +129,21 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Hour)
 				return jtID(900)
 			},
-			verdict: VerdictOwnerDead, action: ActionRelease, ownerLives: heartbeat.Dead,
+			verdict: VerdictOwnerDead, action: ActionRelease, ownerLives: Dead,
 		},
 		{
 			name: "owner-gone: no row, task waiting",
 			build: func(w *jtWorld) string {
 				return w.task(StateWaiting, "")
 			},
-			verdict: VerdictOwnerGone, action: ActionRelease, ownerLives: heartbeat.Gone,
+			verdict: VerdictOwnerGone, action: ActionRelease, ownerLives: Gone,
 		},
 		{
 			name: "owner-gone: no row, task missing",
 			build: func(w *jtWorld) string {
 				return jtID(900)
 			},
-			verdict: VerdictOwnerGone, action: ActionRelease, ownerLives: heartbeat.Gone,
+			verdict: VerdictOwnerGone, action: ActionRelease, ownerLives: Gone,
 		},
 		{
 			name: "task-missing: owner alive, no task row",
@@ -153,7 +151,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return jtID(900)
 			},
-			suspect: true, verdict: VerdictTaskMissing, action: ActionSuspect, ownerLives: heartbeat.Alive,
+			suspect: true, verdict: VerdictTaskMissing, action: ActionSuspect, ownerLives: Alive,
 		},
 		{
 			name:  "healthy: immediate-<T>, T running unclaimed",
@@ -161,7 +159,7 @@ func TestJudgeTaskLock(t *testing.T) {
 			build: func(w *jtWorld) string {
 				return w.task(StateRunning, "")
 			},
-			verdict: VerdictHealthy, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictHealthy, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name:  "healthy: immediate-<T>, T waiting",
@@ -169,7 +167,7 @@ func TestJudgeTaskLock(t *testing.T) {
 			build: func(w *jtWorld) string {
 				return w.task(StateWaiting, "")
 			},
-			verdict: VerdictHealthy, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictHealthy, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name: "healthy: claimed by the owner's online row",
@@ -177,7 +175,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				row := w.worker(owner, time.Second)
 				return w.task(StateRunning, row)
 			},
-			verdict: VerdictHealthy, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictHealthy, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name: "healthy: waiting, claimed by the owner's online row",
@@ -185,7 +183,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				row := w.worker(owner, time.Second)
 				return w.task(StateWaiting, row)
 			},
-			verdict: VerdictHealthy, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictHealthy, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name: "healthy: canceling, claimed by the owner's online row at exactly ttl",
@@ -193,7 +191,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				row := w.worker(owner, jtWorkerTTL)
 				return w.task(StateCanceling, row)
 			},
-			verdict: VerdictHealthy, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictHealthy, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name:  "healthy: immediate task claimed by the API row",
@@ -202,7 +200,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				row := w.row("7@api-0", "api", jtAPITTL, 90*time.Second)
 				return w.task(StateRunning, row)
 			},
-			verdict: VerdictHealthy, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictHealthy, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name: "pending: claim row named owner is late, another row alive",
@@ -211,7 +209,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				late := w.worker(owner, 45*time.Second)
 				return w.task(StateRunning, late)
 			},
-			verdict: VerdictPending, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictPending, action: ActionKeep, ownerLives: Alive,
 		},
 		{
 			name: "task-lost: claim row named owner is dead, a successor row alive",
@@ -220,7 +218,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.task(StateRunning, dead)
 			},
-			verdict: VerdictTaskLost, action: ActionRelease, ownerLives: heartbeat.Alive,
+			verdict: VerdictTaskLost, action: ActionRelease, ownerLives: Alive,
 		},
 		{
 			name: "task-lost: waiting claimed by dead predecessor",
@@ -229,7 +227,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.task(StateWaiting, dead)
 			},
-			verdict: VerdictTaskLost, action: ActionRelease, ownerLives: heartbeat.Alive,
+			verdict: VerdictTaskLost, action: ActionRelease, ownerLives: Alive,
 		},
 		{
 			name: "unclaimed: app_lock NULL",
@@ -237,7 +235,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.task(StateWaiting, "")
 			},
-			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: heartbeat.Alive,
+			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: Alive,
 		},
 		{
 			name: "unclaimed: app_lock names another owner",
@@ -246,7 +244,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				other := w.worker("2@worker-b", time.Second)
 				return w.task(StateRunning, other)
 			},
-			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: heartbeat.Alive,
+			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: Alive,
 		},
 		{
 			name: "unclaimed: canceling, app_lock names the API that cancels it",
@@ -255,7 +253,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				api := w.row("7@api-0", "api", jtAPITTL, time.Second)
 				return w.task(StateCanceling, api)
 			},
-			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: heartbeat.Alive,
+			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: Alive,
 		},
 		{
 			name: "unclaimed: app_lock names a row that does not exist",
@@ -263,7 +261,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.task(StateRunning, jtID(901))
 			},
-			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: heartbeat.Alive,
+			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: Alive,
 		},
 		{
 			name:  "unclaimed: immediate owner of another, incomplete task",
@@ -272,7 +270,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				w.task(StateRunning, "") // jtID(1), the owner's task
 				return w.task(StateWaiting, "")
 			},
-			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: heartbeat.Alive,
+			suspect: true, verdict: VerdictUnclaimed, action: ActionSuspect, ownerLives: Alive,
 		},
 		{
 			name: "unknown task state counts as incomplete",
@@ -280,7 +278,7 @@ func TestJudgeTaskLock(t *testing.T) {
 				row := w.worker(owner, time.Second)
 				return w.task("exploding", row)
 			},
-			verdict: VerdictHealthy, action: ActionKeep, ownerLives: heartbeat.Alive,
+			verdict: VerdictHealthy, action: ActionKeep, ownerLives: Alive,
 		},
 	}
 	for _, tc := range cases {
@@ -324,7 +322,7 @@ func TestJudgeTaskLockEvidence(t *testing.T) {
 	require.Equal(t, StateRunning, jd.Evidence().TaskState)
 	require.Equal(t, "1@w", jd.Evidence().AppLock)
 	require.NotNil(t, jd.Evidence().AppLockLiveness)
-	require.Equal(t, heartbeat.Dead, *jd.Evidence().AppLockLiveness)
+	require.Equal(t, Dead, *jd.Evidence().AppLockLiveness)
 	require.NotNil(t, jd.Evidence().HeartbeatAge)
 	require.Equal(t, Duration(2*time.Second), *jd.Evidence().HeartbeatAge)
 

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // jtNow is the database clock of every table snapshot.
@@ -55,7 +53,7 @@ func (w *jtWorld) id() string {
 // (negative: in the future) and returns its pulp_id.
 func (w *jtWorld) row(name, appType string, ttl, age time.Duration) string {
 	id := w.id()
-	w.snap.AppStatuses = append(w.snap.AppStatuses, heartbeat.AppStatus{
+	w.snap.AppStatuses = append(w.snap.AppStatuses, AppStatus{
 		ID: id, Name: name, AppType: appType, TTL: ttl, LastHeartbeat: jtNow.Add(-age),
 	})
 	return id

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // PodLister is the one call Source makes: the list of pods in one namespace.
@@ -69,8 +69,8 @@ func (s *Source) Where() string {
 // ListPods returns every pod of the namespace and selector, all pages of one
 // list, or an error: never a partial list, since the absence of a pod is
 // evidence.
-func (s *Source) ListPods(ctx context.Context) ([]heartbeat.Pod, error) {
-	var out []heartbeat.Pod
+func (s *Source) ListPods(ctx context.Context) ([]judge.Pod, error) {
+	var out []judge.Pod
 	opts := metav1.ListOptions{LabelSelector: s.selector, Limit: pageSize}
 	for {
 		list, err := s.pods.List(ctx, opts)
@@ -88,8 +88,8 @@ func (s *Source) ListPods(ctx context.Context) ([]heartbeat.Pod, error) {
 }
 
 // evidence reduces a pod to what the rules need.
-func (s *Source) evidence(p *corev1.Pod) heartbeat.Pod {
-	out := heartbeat.Pod{
+func (s *Source) evidence(p *corev1.Pod) judge.Pod {
+	out := judge.Pod{
 		Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase), Reason: p.Status.Reason,
 		Terminating: p.DeletionTimestamp != nil,
 		Ready:       conditionTrue(p, corev1.PodReady), ContainersReady: conditionTrue(p, corev1.ContainersReady),
@@ -133,11 +133,11 @@ func disruption(p *corev1.Pod) string {
 }
 
 // container reduces a container status; nil for nil.
-func container(cs *corev1.ContainerStatus) *heartbeat.Container {
+func container(cs *corev1.ContainerStatus) *judge.Container {
 	if cs == nil {
 		return nil
 	}
-	c := &heartbeat.Container{Name: cs.Name, Restarts: cs.RestartCount}
+	c := &judge.Container{Name: cs.Name, Restarts: cs.RestartCount}
 	if r := cs.State.Running; r != nil {
 		c.Running, c.StartedAt = true, timePtr(r.StartedAt)
 	}
@@ -152,11 +152,11 @@ func container(cs *corev1.ContainerStatus) *heartbeat.Container {
 	return c
 }
 
-func termination(t *corev1.ContainerStateTerminated) *heartbeat.Termination {
+func termination(t *corev1.ContainerStateTerminated) *judge.Termination {
 	if t == nil {
 		return nil
 	}
-	return &heartbeat.Termination{Reason: t.Reason, ExitCode: t.ExitCode, FinishedAt: timePtr(t.FinishedAt)}
+	return &judge.Termination{Reason: t.Reason, ExitCode: t.ExitCode, FinishedAt: timePtr(t.FinishedAt)}
 }
 
 // named is the status of the container named name, nil without one.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // spReady gives p the conditions the kubelet reports of a running, ready pod.
@@ -75,7 +75,7 @@ func TestPodEvidenceOfRealisticPods(t *testing.T) {
 	require.NoError(t, err)
 	pods, err := src.ListPods(context.Background())
 	require.NoError(t, err)
-	byName := map[string]heartbeat.Pod{}
+	byName := map[string]judge.Pod{}
 	for _, p := range pods {
 		byName[p.Name] = p
 	}
@@ -97,12 +97,12 @@ func TestPodEvidenceOfRealisticPods(t *testing.T) {
 	got = byName["example-worker-evicted"]
 	require.Equal(t, "Failed", got.Phase)
 	require.Equal(t, "Evicted", got.Reason)
-	require.Equal(t, &heartbeat.Termination{Reason: "Error", ExitCode: 137, FinishedAt: &ended.Time}, got.Container.Terminated)
+	require.Equal(t, &judge.Termination{Reason: "Error", ExitCode: 137, FinishedAt: &ended.Time}, got.Container.Terminated)
 	require.True(t, got.IncarnationEnded())
 
 	got = byName["example-worker-oom"]
 	require.True(t, got.CouldRun())
-	require.Equal(t, &heartbeat.Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: &ended.Time}, got.Container.LastTerminated)
+	require.Equal(t, &judge.Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: &ended.Time}, got.Container.LastTerminated)
 	require.Equal(t, int32(1), got.Container.Restarts)
 	require.True(t, got.IncarnationEnded())
 

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 var stStart = time.Date(2026, 7, 24, 11, 0, 0, 0, time.UTC)
@@ -125,9 +125,9 @@ func TestListPodsSelectsWorkerAndAPIPods(t *testing.T) {
 	pods, err := src.ListPods(context.Background())
 	require.NoError(t, err)
 	started := stStart
-	require.Equal(t, []heartbeat.Pod{
-		{Name: "example-worker-6d9f-abcde", Phase: "Running", Container: &heartbeat.Container{Name: "worker", Running: true, StartedAt: &started, Restarts: 2}},
-		{Name: "example-api-6d9f-fghij", Phase: "Running", API: &heartbeat.Container{Name: "api", Running: true, StartedAt: &started}},
+	require.Equal(t, []judge.Pod{
+		{Name: "example-worker-6d9f-abcde", Phase: "Running", Container: &judge.Container{Name: "worker", Running: true, StartedAt: &started, Restarts: 2}},
+		{Name: "example-api-6d9f-fghij", Phase: "Running", API: &judge.Container{Name: "api", Running: true, StartedAt: &started}},
 	}, pods)
 	require.Equal(t, "namespace pulp, selector "+DefaultSelector, src.Where())
 }
@@ -222,12 +222,12 @@ func TestPodEvidenceOfContainerStates(t *testing.T) {
 	require.NoError(t, err)
 	pods, err := src.ListPods(context.Background())
 	require.NoError(t, err)
-	byName := map[string]heartbeat.Pod{}
+	byName := map[string]judge.Pod{}
 	for _, p := range pods {
 		byName[p.Name] = p
 	}
 	require.Len(t, byName, 5)
-	require.Equal(t, &heartbeat.Container{Name: "worker", FinishedAt: &ended, Restarts: 3, LastTerminated: &heartbeat.Termination{FinishedAt: &ended}}, byName["example-worker-crashed"].Container)
+	require.Equal(t, &judge.Container{Name: "worker", FinishedAt: &ended, Restarts: 3, LastTerminated: &judge.Termination{FinishedAt: &ended}}, byName["example-worker-crashed"].Container)
 	require.Equal(t, "Failed", byName["example-worker-done"].Phase)
 	require.Equal(t, &ended, byName["example-worker-done"].Container.FinishedAt)
 	require.Nil(t, byName["example-worker-sidecar"].Container, "no worker container among two")

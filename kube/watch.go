@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // Defaults of WatchConfig.
@@ -163,7 +163,7 @@ func (w *Watcher) Where() string { return w.src.Where() }
 
 // ListPods returns the pods from the watch's cache while it is up to date,
 // else lists them through the Source; never a partial list.
-func (w *Watcher) ListPods(ctx context.Context) ([]heartbeat.Pod, error) {
+func (w *Watcher) ListPods(ctx context.Context) ([]judge.Pod, error) {
 	if !w.fresh(time.Now()) {
 		return w.src.ListPods(ctx)
 	}
@@ -175,12 +175,12 @@ func (w *Watcher) ListPods(ctx context.Context) ([]heartbeat.Pod, error) {
 		}
 	}
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	out := make([]heartbeat.Pod, 0, len(pods))
+	out := make([]judge.Pod, 0, len(pods))
 	for _, p := range pods {
 		out = append(out, w.src.evidence(p))
 	}
 	out = w.withEndedPods(out, time.Now())
-	slices.SortFunc(out, func(a, b heartbeat.Pod) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b judge.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -238,12 +238,12 @@ func (w *Watcher) observe(old, new *corev1.Pod) {
 	if new == nil {
 		return
 	}
-	var before *heartbeat.Pod
+	var before *judge.Pod
 	if old != nil {
 		b := w.src.evidence(old)
 		before = &b
 	}
-	if !heartbeat.IncarnationEndedSince(before, w.src.evidence(new)) {
+	if !judge.IncarnationEndedSince(before, w.src.evidence(new)) {
 		return
 	}
 	w.endings.Add(1)

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // endedPodMemory is how long the watch keeps a deleted pod whose last
@@ -22,7 +22,7 @@ const endedPodMemory = 5 * time.Minute
 
 // endedPod is a deleted pod's last status, as the kubelet reported it.
 type endedPod struct {
-	pod     heartbeat.Pod
+	pod     judge.Pod
 	deleted time.Time
 }
 
@@ -50,13 +50,13 @@ func (w *Watcher) forget(obj any, now time.Time) {
 	w.endedPods[ev.Name] = endedPod{pod: ev, deleted: now}
 }
 
-func terminatedNow(c *heartbeat.Container) bool { return c != nil && c.Terminated != nil }
+func terminatedNow(c *judge.Container) bool { return c != nil && c.Terminated != nil }
 
 // withEndedPods adds to the cache's pods (sorted by name) the deleted pods
 // remembered by forget, unless a pod of the same name is in the cache (a
 // successor under the name: its own status is the one that counts), and
 // drops the memories older than endedPodMemory.
-func (w *Watcher) withEndedPods(pods []heartbeat.Pod, now time.Time) []heartbeat.Pod {
+func (w *Watcher) withEndedPods(pods []judge.Pod, now time.Time) []judge.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.endedPods) == 0 {

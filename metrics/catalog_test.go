@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -86,7 +86,7 @@ func TestObservedLabelValuesStayKnown(t *testing.T) {
 	t.Parallel()
 	m, reg := setup(t)
 	rep := completedReport()
-	rep.Guards = []reaper.Guard{{Name: "max-releases", Reason: "limit"}}
+	rep.Guards = []judge.Guard{{Name: "max-releases", Reason: "limit"}}
 	m.Observe(rep)
 	m.TicksSkipped(TickOverlap, 1)
 	mfs, err := reg.Gather()
@@ -212,14 +212,14 @@ func TestFleetGauges(t *testing.T) {
 	rep := completedReport()
 	rep.DBNow = started
 	firstSeen := started.Add(-90 * time.Second)
-	rep.Findings[2].Action = reaper.ActionSuspect
+	rep.Findings[2].Action = judge.ActionSuspect
 	rep.Findings[2].FirstSeen = &firstSeen
-	rep.LockOwners = []reaper.OwnerReport{
-		{Name: "1@worker-7", Liveness: heartbeat.Dead.String(), Holdings: 2},
-		{Name: "2@worker-8", Liveness: heartbeat.Alive.String(), Holdings: 1},
-		{Name: "3@worker-9", Liveness: heartbeat.Alive.String(), Holdings: 4},
+	rep.LockOwners = []judge.OwnerReport{
+		{Name: "1@worker-7", Liveness: judge.Dead.String(), Holdings: 2},
+		{Name: "2@worker-8", Liveness: judge.Alive.String(), Holdings: 1},
+		{Name: "3@worker-9", Liveness: judge.Alive.String(), Holdings: 4},
 	}
-	rep.Tasks = append(rep.Tasks, reaper.TaskFinding{ID: "x", Verdict: reaper.VerdictStuckClaim, Result: reaper.ResultSuspected})
+	rep.Tasks = append(rep.Tasks, reaper.TaskFinding{ID: "x", Verdict: judge.VerdictStuckClaim, Result: reaper.ResultSuspected})
 	m.Observe(rep)
 
 	g := testutil.ToFloat64
@@ -235,24 +235,24 @@ func TestFleetGauges(t *testing.T) {
 
 	// A dead owner's heartbeat age and a finished task's age count too,
 	// released or deferred alike.
-	hb, fin := reaper.Duration(5*time.Minute), reaper.Duration(2*time.Hour)
+	hb, fin := judge.Duration(5*time.Minute), judge.Duration(2*time.Hour)
 	e := rep.Findings[0].Evidence()
 	e.HeartbeatAge = &hb
-	rep.Findings[0].Action = reaper.ActionRelease
+	rep.Findings[0].Action = judge.ActionRelease
 	rep.Findings[0].SetEvidence(e)
 	m.Observe(rep)
 	require.Equal(t, 300.0, g(m.oldestStale))
-	rep.Findings = append(rep.Findings, reaper.Finding{Holding: reaper.Holding{Key: "task:x", Kind: reaper.KindTask}, Verdict: reaper.VerdictTaskFinished, Action: reaper.ActionRelease, Result: reaper.ResultDeferred}.WithEvidence(reaper.Evidence{FinishedAge: &fin}))
+	rep.Findings = append(rep.Findings, reaper.Finding{Holding: judge.Holding{Key: "task:x", Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished, Action: judge.ActionRelease, Result: reaper.ResultDeferred}.WithEvidence(judge.Evidence{FinishedAge: &fin}))
 	m.Observe(rep)
 	require.Equal(t, 7200.0, g(m.oldestStale))
 	// Healthy and pending holdings are not stale, however old.
-	rep.Findings = []reaper.Finding{reaper.Finding{Holding: reaper.Holding{Key: "task:y", Kind: reaper.KindTask}, Verdict: reaper.VerdictPending, Action: reaper.ActionKeep}.WithEvidence(reaper.Evidence{HeartbeatAge: &fin})}
+	rep.Findings = []reaper.Finding{reaper.Finding{Holding: judge.Holding{Key: "task:y", Kind: judge.KindTask}, Verdict: judge.VerdictPending, Action: judge.ActionKeep}.WithEvidence(judge.Evidence{HeartbeatAge: &fin})}
 	m.Observe(rep)
 	require.Equal(t, 0.0, g(m.oldestStale))
 
 	// The next pass finds the fleet healthy: every gauge drops back.
 	next := &reaper.Report{Mode: reaper.ModeOnce, StartedAt: started.Add(time.Minute), DBNow: started.Add(time.Minute),
-		LockOwners: []reaper.OwnerReport{{Name: "3@worker-9", Liveness: "alive", Holdings: 1}}}
+		LockOwners: []judge.OwnerReport{{Name: "3@worker-9", Liveness: "alive", Holdings: 1}}}
 	m.Observe(next)
 	require.Equal(t, 1.0, g(m.holdings.WithLabelValues("alive")))
 	require.Equal(t, 0.0, g(m.holdings.WithLabelValues("dead")))

@@ -3,6 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -14,7 +15,7 @@ const (
 
 // unprotectedVerdict is the task verdict of a running task of a live claim
 // whose task lock is absent from Redis (docs/verdicts.md).
-const unprotectedVerdict = reaper.VerdictUnprotected
+const unprotectedVerdict = judge.VerdictUnprotected
 
 // doctorMetrics are the series that describe the deployment rather than
 // the work of a pass: running tasks the locks no longer protect, and the

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -20,7 +20,7 @@ type fleet struct {
 }
 
 // livenesses are the values of the liveness label, healthiest first.
-var livenesses = []heartbeat.Liveness{heartbeat.Alive, heartbeat.Late, heartbeat.Dead, heartbeat.Gone}
+var livenesses = []judge.Liveness{judge.Alive, judge.Late, judge.Dead, judge.Gone}
 
 func newFleet() fleet {
 	return fleet{
@@ -76,7 +76,7 @@ func (f *fleet) observe(rep *reaper.Report) {
 		f.owners.WithLabelValues(l).Set(float64(n))
 	}
 
-	lost := map[reaper.Verdict]int{}
+	lost := map[judge.Verdict]int{}
 	for _, t := range rep.Tasks {
 		lost[t.Verdict]++
 	}
@@ -101,7 +101,7 @@ func (f *fleet) observe(rep *reaper.Report) {
 func oldestStaleAge(rep *reaper.Report) time.Duration {
 	var oldest time.Duration
 	for _, f := range rep.Findings {
-		if f.Action != reaper.ActionRelease && f.Action != reaper.ActionSuspect {
+		if f.Action != judge.ActionRelease && f.Action != judge.ActionSuspect {
 			continue
 		}
 		if age := staleAge(f, rep.DBNow); age > oldest {
@@ -116,11 +116,11 @@ func staleAge(f reaper.Finding, now time.Time) time.Duration {
 	if f.FirstSeen != nil && !now.IsZero() {
 		age = now.Sub(*f.FirstSeen)
 	}
-	var evidence *reaper.Duration
+	var evidence *judge.Duration
 	switch f.Verdict {
-	case reaper.VerdictTaskFinished:
+	case judge.VerdictTaskFinished:
 		evidence = f.Evidence().FinishedAge
-	case reaper.VerdictOwnerDead, reaper.VerdictTaskLost:
+	case judge.VerdictOwnerDead, judge.VerdictTaskLost:
 		evidence = f.Evidence().HeartbeatAge
 	}
 	if evidence != nil && time.Duration(*evidence) > age {

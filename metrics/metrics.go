@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // namespace prefixes every metric name.
@@ -146,13 +146,10 @@ func New(version string) *Metrics {
 // the reaper later still appear, from their first occurrence.
 var (
 	outcomes        = []Outcome{OutcomeSuccess, OutcomeFailed, OutcomeSkipped, OutcomeGuarded}
-	releaseVerdicts = []reaper.Verdict{
-		reaper.VerdictTaskFinished, reaper.VerdictOwnerDead, reaper.VerdictOwnerGone, reaper.VerdictTaskLost,
-		reaper.VerdictTaskMissing, reaper.VerdictUnclaimed, reaper.VerdictNoTask,
-	}
-	holdingKinds = []reaper.Kind{reaper.KindTask, reaper.KindExclusive, reaper.KindShared}
-	taskVerdicts = []reaper.Verdict{reaper.VerdictLost, reaper.VerdictOrphanedClaim, reaper.VerdictStuckClaim}
-	guardNames   = []string{"mass-death", "max-releases", "max-task-updates"}
+	releaseVerdicts = []judge.Verdict{judge.VerdictTaskFinished, judge.VerdictOwnerDead, judge.VerdictOwnerGone, judge.VerdictTaskLost, judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask}
+	holdingKinds    = []judge.Kind{judge.KindTask, judge.KindExclusive, judge.KindShared}
+	taskVerdicts    = []judge.Verdict{judge.VerdictLost, judge.VerdictOrphanedClaim, judge.VerdictStuckClaim}
+	guardNames      = []string{"mass-death", "max-releases", "max-task-updates"}
 )
 
 // Label values of the gauges that split holdings from tasks.

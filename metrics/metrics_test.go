@@ -11,7 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -24,12 +24,12 @@ func completedReport() *reaper.Report {
 		Mode: reaper.ModeOnce, StartedAt: started, DurationMS: 1500,
 		Scanned: reaper.Scanned{Keys: 7, TaskLocks: 3, ResourceHoldings: 4, Ignored: 1, FullScan: true},
 		Findings: []reaper.Finding{
-			{Holding: reaper.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000001", Kind: reaper.KindTask, Owner: "1@worker-7"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased},
-			{Holding: reaper.Holding{Key: "pulp:resource_lock:prn:repo:1", Kind: reaper.KindExclusive, Owner: "1@worker-7"}, Verdict: reaper.VerdictOwnerDead, Result: reaper.ResultReleased},
-			{Holding: reaper.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000002", Kind: reaper.KindTask, Owner: "2@worker-8"}, Verdict: reaper.VerdictTaskMissing, Result: reaper.ResultSuspected},
+			{Holding: judge.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000001", Kind: judge.KindTask, Owner: "1@worker-7"}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultReleased},
+			{Holding: judge.Holding{Key: "pulp:resource_lock:prn:repo:1", Kind: judge.KindExclusive, Owner: "1@worker-7"}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultReleased},
+			{Holding: judge.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000002", Kind: judge.KindTask, Owner: "2@worker-8"}, Verdict: judge.VerdictTaskMissing, Result: reaper.ResultSuspected},
 		},
 		Tasks: []reaper.TaskFinding{
-			{ID: "6f1c0000-0000-4000-8000-000000000001", Verdict: reaper.VerdictLost, Result: reaper.ResultUpdated},
+			{ID: "6f1c0000-0000-4000-8000-000000000001", Verdict: judge.VerdictLost, Result: reaper.ResultUpdated},
 		},
 		Summary: reaper.Summary{
 			FindingsByResult: map[reaper.Result]int{reaper.ResultReleased: 2, reaper.ResultSuspected: 1},
@@ -92,7 +92,7 @@ func TestGuardedAndSkippedPasses(t *testing.T) {
 	t.Parallel()
 	m, _ := setup(t)
 	guarded := completedReport()
-	guarded.Guards = []reaper.Guard{{Name: "mass-death", Reason: "4 of 6 workers dead"}}
+	guarded.Guards = []judge.Guard{{Name: "mass-death", Reason: "4 of 6 workers dead"}}
 	require.Equal(t, OutcomeGuarded, m.Observe(guarded))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.guardTrips.WithLabelValues("mass-death")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues("guarded")))
@@ -120,7 +120,7 @@ func TestNamingAndLabels(t *testing.T) {
 	t.Parallel()
 	m, reg := setup(t)
 	rep := completedReport()
-	rep.Guards = []reaper.Guard{{Name: "max-releases", Reason: "limit"}}
+	rep.Guards = []judge.Guard{{Name: "max-releases", Reason: "limit"}}
 	m.Observe(rep)
 	m.TicksSkipped(TickOverlap, 1)
 
@@ -201,9 +201,7 @@ func TestKubernetesMetrics(t *testing.T) {
 	m := New("test")
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, m.Register(reg))
-	m.Observe(&reaper.Report{Kubernetes: &reaper.KubernetesReport{Read: reaper.KubernetesRead, OwnersByEvidence: map[heartbeat.PodRule]int{
-		heartbeat.PodAliveNotHeartbeating: 1, heartbeat.PodSeen: 3,
-	}}})
+	m.Observe(&reaper.Report{Kubernetes: &reaper.KubernetesReport{Read: reaper.KubernetesRead, OwnersByEvidence: map[judge.PodRule]int{judge.PodAliveNotHeartbeating: 1, judge.PodSeen: 3}}})
 	m.Observe(&reaper.Report{Kubernetes: &reaper.KubernetesReport{Read: reaper.KubernetesUnavailable, Error: "forbidden"}})
 	m.Observe(&reaper.Report{})
 	require.Equal(t, 1.0, testutil.ToFloat64(m.kube.reads.WithLabelValues("ok")))

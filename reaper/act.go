@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // actor carries out a plan: releases first, then task updates, then the
@@ -15,7 +15,7 @@ import (
 // being stopped, so nothing is left half-done; the next batch is not started.
 type actor struct {
 	r      *Reaper
-	plan   *Plan
+	plan   *judge.Plan
 	dryRun bool
 	phase  func(phase string, done, total int)
 	// holdingResults and taskResults parallel plan.Holdings and plan.Tasks.
@@ -58,9 +58,9 @@ func (a *actor) initResults() {
 	a.holdingResults = make([]Result, len(a.plan.Holdings))
 	for i, jd := range a.plan.Holdings {
 		switch {
-		case jd.Action == ActionKeep:
+		case jd.Action == judge.ActionKeep:
 			a.holdingResults[i] = ResultKept
-		case jd.Action == ActionSuspect:
+		case jd.Action == judge.ActionSuspect:
 			a.holdingResults[i] = ResultSuspected
 		case jd.Deferred != "":
 			a.holdingResults[i] = ResultDeferred
@@ -73,10 +73,10 @@ func (a *actor) initResults() {
 	for i, tj := range a.plan.Tasks {
 		a.taskDeferred[i] = tj.Deferred
 		switch {
-		case tj.Action == ActionReport:
+		case tj.Action == judge.ActionReport:
 			// Reported only (unprotected): nothing is written for it.
 			a.taskResults[i] = ResultReported
-		case tj.Action == ActionSuspect:
+		case tj.Action == judge.ActionSuspect:
 			a.taskResults[i] = ResultSuspected
 		case tj.Deferred != "":
 			a.taskResults[i] = ResultDeferred
@@ -103,8 +103,8 @@ func (a *actor) release(ctx context.Context) error {
 	// makes few calls.
 	slices.SortStableFunc(todo, func(x, y int) int {
 		gx, gy := a.plan.Holdings[x], a.plan.Holdings[y]
-		if guarded(gx) != guarded(gy) {
-			if guarded(gx) {
+		if judge.Guarded(gx) != judge.Guarded(gy) {
+			if judge.Guarded(gx) {
 				return 1
 			}
 			return -1
@@ -120,16 +120,16 @@ func (a *actor) release(ctx context.Context) error {
 	logs := a.startReleaseLog()
 	defer logs.wait()
 	return inBatchesCut(ctx, todo, end, a.failHoldings, func(done int, idx []int) error {
-		b := releaseBatch{holdings: make([]Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
+		b := releaseBatch{holdings: make([]judge.Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
 		retired := map[string]bool{}
 		for n, i := range idx {
 			jd := a.plan.Holdings[i]
 			b.holdings[n] = jd.Holding
 			switch l := jd.Evidence().OwnerLiveness; {
-			case (l == heartbeat.Dead || l == heartbeat.Gone) && !retired[jd.Owner]:
+			case (l == judge.Dead || l == judge.Gone) && !retired[jd.Owner]:
 				retired[jd.Owner] = true
 				b.retire = append(b.retire, jd.Owner)
-			case guarded(jd):
+			case judge.Guarded(jd):
 				b.guarded[n] = true
 				b.seen[jd.Owner] = a.plan.TaskLocksSeen[jd.Owner]
 			}
@@ -181,7 +181,7 @@ func (a *actor) failHoldings(idx []int) {
 	}
 }
 
-func (a *actor) logHolding(jd Judgement, res Result) {
+func (a *actor) logHolding(jd judge.Judgement, res Result) {
 	e := jd.Evidence()
 	attrs := []slog.Attr{
 		slog.String("key", jd.Key), slog.String("kind", jd.Kind.String()), slog.String("owner", jd.Owner),
@@ -217,7 +217,7 @@ func (a *actor) updateTasks(ctx context.Context) error {
 	gone := map[string]bool{}
 	held := map[string]bool{}
 	for i, jd := range a.plan.Holdings {
-		if jd.Kind != KindTask {
+		if jd.Kind != judge.KindTask {
 			continue
 		}
 		if r := a.holdingResults[i]; r == ResultReleased || r == ResultAlreadyGone {
@@ -245,7 +245,7 @@ func (a *actor) updateTasks(ctx context.Context) error {
 	}
 	up := &taskUpdater{pool: a.r.pool, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.DatabaseTimeout, log: a.r.log}
 	return inBatches(ctx, todo, up.batchSize, a.failTasks, func(done int, idx []int) error {
-		batch := make([]TaskJudgement, len(idx))
+		batch := make([]judge.TaskJudgement, len(idx))
 		for n, i := range idx {
 			batch[n] = a.plan.Tasks[i]
 		}
@@ -287,7 +287,7 @@ func (a *actor) failTasks(idx []int) {
 	}
 }
 
-func (a *actor) logTask(tj TaskJudgement, res Result) {
+func (a *actor) logTask(tj judge.TaskJudgement, res Result) {
 	a.r.log.LogAttrs(context.Background(), slog.LevelInfo, "updated task",
 		slog.String("task", tj.ID), slog.String("verdict", string(tj.Verdict)), slog.String("result", string(res)),
 		slog.String("state_before", tj.StateBefore), slog.String("state_after", tj.StateAfter),
@@ -296,21 +296,21 @@ func (a *actor) logTask(tj TaskJudgement, res Result) {
 
 // suspectsToKeep is the plan's suspects less those this pass settled: a
 // holding released or gone, a stuck claim requeued.
-func (a *actor) suspectsToKeep() map[SuspectKey]Suspect {
-	keep := make(map[SuspectKey]Suspect, len(a.plan.Suspects))
+func (a *actor) suspectsToKeep() map[judge.SuspectKey]judge.Suspect {
+	keep := make(map[judge.SuspectKey]judge.Suspect, len(a.plan.Suspects))
 	for k, s := range a.plan.Suspects {
 		keep[k] = s
 	}
 	for i, jd := range a.plan.Holdings {
 		switch a.holdingResults[i] {
 		case ResultReleased, ResultAlreadyGone, ResultOwnerChanged:
-			delete(keep, SuspectKey{Key: jd.Key, Owner: jd.Owner})
+			delete(keep, judge.SuspectKey{Key: jd.Key, Owner: jd.Owner})
 		}
 	}
 	for i, tj := range a.plan.Tasks {
 		switch a.taskResults[i] {
 		case ResultUpdated, ResultSkipped:
-			delete(keep, stuckClaimKey(tj.ID, tj.AppLockID))
+			delete(keep, judge.StuckClaimKey(tj.ID, tj.AppLockID))
 		}
 	}
 	return keep

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +18,7 @@ import (
 // The parsers themselves are fuzzed in fuzz_test.go.
 
 // biIgnored returns the report's ignored entry for key, failing if none.
-func biIgnored(t *testing.T, rep *Report, key string) Ignored {
+func biIgnored(t *testing.T, rep *Report, key string) judge.Ignored {
 	t.Helper()
 	for _, ig := range rep.Ignored {
 		if ig.Key == key {
@@ -25,7 +26,7 @@ func biIgnored(t *testing.T, rep *Report, key string) Ignored {
 		}
 	}
 	require.Failf(t, "key not reported as ignored", "%q", key)
-	return Ignored{}
+	return judge.Ignored{}
 }
 
 // biKeyState renders one key for before/after comparison.
@@ -45,8 +46,8 @@ func TestBadInputKeyTypes(t *testing.T) {
 	f := newFixture(t)
 	fl := sfBuild(f, 2)
 	ctx, rdb := f.ctx, f.redis.Client
-	taskKey := func() string { return TaskKeyPrefix + newUUID() }
-	resKey := func() string { return ResourceKeyPrefix + repo() }
+	taskKey := func() string { return judge.TaskKeyPrefix + newUUID() }
+	resKey := func() string { return judge.ResourceKeyPrefix + repo() }
 
 	type bad struct{ key, typ, reason string }
 	var cases []bad
@@ -104,14 +105,13 @@ func TestBadInputMalformedTaskKeys(t *testing.T) {
 	f := newFixture(t)
 	fl := sfBuild(f, 1)
 	id := newUUID()
-	keys := []string{
-		TaskKeyPrefix + strings.ToUpper(id),
-		TaskKeyPrefix + "{" + id + "}",
-		TaskKeyPrefix + id[:8],
-		TaskKeyPrefix + id + "0",
-		TaskKeyPrefix + strings.ReplaceAll(id, "-", ""),
-		TaskKeyPrefix,
-		TaskKeyPrefix + " " + id,
+	keys := []string{judge.TaskKeyPrefix +
+		strings.ToUpper(id), judge.TaskKeyPrefix +
+		"{" + id + "}", judge.TaskKeyPrefix +
+		id[:8], judge.TaskKeyPrefix +
+		id + "0", judge.TaskKeyPrefix +
+		strings.ReplaceAll(id, "-", ""), judge.TaskKeyPrefix, judge.TaskKeyPrefix +
+		" " + id,
 	}
 	for _, k := range keys {
 		require.NoError(t, f.redis.Client.Set(f.ctx, k, fl.deadOwner, 0).Err())
@@ -135,8 +135,8 @@ func TestBadInputRegistryOfWrongTypes(t *testing.T) {
 	for i := range 3 {
 		f.worker(fmt.Sprintf("5@live-%d", i), time.Second)
 	}
-	task := f.task(StateRunning, dead, nil, -1)
-	require.NoError(t, f.redis.Client.Set(f.ctx, TaskKeyPrefix+task, "5@dead", 0).Err())
+	task := f.task(judge.StateRunning, dead, nil, -1)
+	require.NoError(t, f.redis.Client.Set(f.ctx, judge.TaskKeyPrefix+task, "5@dead", 0).Err())
 	ctx, rdb := f.ctx, f.redis.Client
 	require.NoError(t, rdb.Set(ctx, ActiveOwnersKey, "not a set", 0).Err())
 	require.NoError(t, rdb.HSet(ctx, OwnerLocksPrefix+"5@dead", "a", "b").Err())
@@ -144,13 +144,13 @@ func TestBadInputRegistryOfWrongTypes(t *testing.T) {
 
 	rep := f.pass(f.reaper(nil), ModeOnce)
 	require.Empty(t, rep.Error)
-	require.Equal(t, ResultReleased, findingFor(rep, TaskKeyPrefix+task, "5@dead").Result)
+	require.Equal(t, ResultReleased, findingFor(rep, judge.TaskKeyPrefix+task, "5@dead").Result)
 	require.Equal(t, "not a set", f.get(ActiveOwnersKey), "a registry of the wrong type is not the reaper's to fix")
 
 	// A registry naming keys that are not locks, or locks that are gone.
 	require.NoError(t, rdb.Del(ctx, ActiveOwnersKey).Err())
 	require.NoError(t, rdb.SAdd(ctx, ActiveOwnersKey, "5@live-0", "").Err())
-	require.NoError(t, rdb.SAdd(ctx, OwnerLocksPrefix+"5@live-0", "unrelated", TaskKeyPrefix+newUUID()).Err())
+	require.NoError(t, rdb.SAdd(ctx, OwnerLocksPrefix+"5@live-0", "unrelated", judge.TaskKeyPrefix+newUUID()).Err())
 	require.NoError(t, rdb.Set(ctx, "unrelated", "5@live-0", 0).Err())
 	rep = f.pass(f.reaper(nil), ModeOnce)
 	require.Empty(t, rep.Error)
@@ -165,7 +165,7 @@ func TestBadInputHugeSharedSet(t *testing.T) {
 	f := newFixture(t)
 	fl := sfBuild(f, 2) // the four live workers and the dead one are members of the domain set
 	const members = 100_000
-	ctx, key := f.ctx, ResourceKeyPrefix+domain
+	ctx, key := f.ctx, judge.ResourceKeyPrefix+domain
 	gone := members - len(fl.liveOwners) - 1
 	for start := 0; start < gone; start += 10_000 {
 		batch := make([]any, 0, 10_000)
@@ -180,7 +180,7 @@ func TestBadInputHugeSharedSet(t *testing.T) {
 	rep := f.pass(r, ModeOnce)
 	require.Equal(t, ExitOK, rep.ExitCode(), rep.Error)
 	require.Equal(t, gone+len(fl.stale), rep.Summary.Released)
-	require.Equal(t, gone, rep.Summary.HoldingsByVerdict[VerdictOwnerGone])
+	require.Equal(t, gone, rep.Summary.HoldingsByVerdict[judge.VerdictOwnerGone])
 	require.ElementsMatch(t, fl.liveOwners, f.members(key))
 	sfRequireConverged(f, fl)
 }
@@ -206,11 +206,11 @@ func TestBadInputReservedResourcesRecord(t *testing.T) {
 		return id
 	}
 	rNull, rEmpty, rDup, rNullElem, rDead := repo(), repo(), repo(), repo(), repo()
-	tNull := insert(StateRunning, live, "NULL")
-	tEmpty := insert(StateRunning, live, "'{}'")
-	tDup := insert(StateRunning, live, fmt.Sprintf("ARRAY['%s', '%s', 'shared:%s', 'shared:%s']", rDup, rDup, domain, domain))
-	tNullElem := insert(StateRunning, live, fmt.Sprintf("ARRAY[NULL, '%s', NULL]", rNullElem))
-	tDead := insert(StateRunning, dead, "ARRAY[NULL, NULL]::text[]")
+	tNull := insert(judge.StateRunning, live, "NULL")
+	tEmpty := insert(judge.StateRunning, live, "'{}'")
+	tDup := insert(judge.StateRunning, live, fmt.Sprintf("ARRAY['%s', '%s', 'shared:%s', 'shared:%s']", rDup, rDup, domain, domain))
+	tNullElem := insert(judge.StateRunning, live, fmt.Sprintf("ARRAY[NULL, '%s', NULL]", rNullElem))
+	tDead := insert(judge.StateRunning, dead, "ARRAY[NULL, NULL]::text[]")
 	f.acquire("6@live", tNull, []string{rNull}, false)
 	f.acquire("6@live", tEmpty, []string{rEmpty}, false)
 	f.acquire("6@live", tDup, []string{rDup, "shared:" + domain}, false)
@@ -220,23 +220,23 @@ func TestBadInputReservedResourcesRecord(t *testing.T) {
 	rep := f.pass(f.reaper(nil), ModeOnce)
 	require.Equal(t, ExitOK, rep.ExitCode(), rep.Error)
 	for _, id := range []string{tNull, tEmpty, tDup, tNullElem} {
-		require.Nil(t, findingFor(rep, TaskKeyPrefix+id, "6@live"), "a healthy task lock is no finding")
-		require.Equal(t, "6@live", f.get(TaskKeyPrefix+id))
+		require.Nil(t, findingFor(rep, judge.TaskKeyPrefix+id, "6@live"), "a healthy task lock is no finding")
+		require.Equal(t, "6@live", f.get(judge.TaskKeyPrefix+id))
 	}
 	// Justified by the record: no finding, still held.
-	require.Nil(t, findingFor(rep, ResourceKeyPrefix+rDup, "6@live"))
-	require.Nil(t, findingFor(rep, ResourceKeyPrefix+domain, "6@live"))
-	require.Nil(t, findingFor(rep, ResourceKeyPrefix+rNullElem, "6@live"))
+	require.Nil(t, findingFor(rep, judge.ResourceKeyPrefix+rDup, "6@live"))
+	require.Nil(t, findingFor(rep, judge.ResourceKeyPrefix+domain, "6@live"))
+	require.Nil(t, findingFor(rep, judge.ResourceKeyPrefix+rNullElem, "6@live"))
 	// Not listed by any record of its owner: a suspect, kept for now.
 	for _, r := range []string{rNull, rEmpty} {
-		fd := findingFor(rep, ResourceKeyPrefix+r, "6@live")
-		require.Equal(t, VerdictNoTask, fd.Verdict)
+		fd := findingFor(rep, judge.ResourceKeyPrefix+r, "6@live")
+		require.Equal(t, judge.VerdictNoTask, fd.Verdict)
 		require.Equal(t, ResultSuspected, fd.Result)
-		require.Equal(t, "6@live", f.get(ResourceKeyPrefix+r))
+		require.Equal(t, "6@live", f.get(judge.ResourceKeyPrefix+r))
 	}
 	// A dead owner's locks go whatever its record says.
-	require.Equal(t, ResultReleased, findingFor(rep, TaskKeyPrefix+tDead, "6@dead").Result)
-	require.Equal(t, ResultReleased, findingFor(rep, ResourceKeyPrefix+rDead, "6@dead").Result)
+	require.Equal(t, ResultReleased, findingFor(rep, judge.TaskKeyPrefix+tDead, "6@dead").Result)
+	require.Equal(t, ResultReleased, findingFor(rep, judge.ResourceKeyPrefix+rDead, "6@dead").Result)
 	require.Equal(t, ResultUpdated, taskFindingFor(rep, tDead).Result)
 }
 
@@ -257,37 +257,37 @@ func TestBadInputAppStatusRows(t *testing.T) {
 		name, ttl string
 		beatAgo   time.Duration
 		keep      bool
-		verdict   Verdict
+		verdict   judge.Verdict
 	}
 	owners := []owner{
-		{"7@zero-ttl-recent", "0", time.Second, true, VerdictPending}, // late, within grace
-		{"7@zero-ttl-old", "0", time.Hour, false, VerdictOwnerDead},
-		{"7@negative-ttl", "-1 hour", time.Second, true, VerdictPending},
-		{"7@century-ttl", "100 years", 50 * 365 * 24 * time.Hour, true, VerdictHealthy},
-		{"7@huge-ttl", "100000 years", time.Hour, true, VerdictHealthy},
-		{"7@future-beat", "30 seconds", -time.Hour, true, VerdictHealthy},
-		{"7@live", "30 seconds", time.Second, true, VerdictHealthy},
+		{"7@zero-ttl-recent", "0", time.Second, true, judge.VerdictPending}, // late, within grace
+		{"7@zero-ttl-old", "0", time.Hour, false, judge.VerdictOwnerDead},
+		{"7@negative-ttl", "-1 hour", time.Second, true, judge.VerdictPending},
+		{"7@century-ttl", "100 years", 50 * 365 * 24 * time.Hour, true, judge.VerdictHealthy},
+		{"7@huge-ttl", "100000 years", time.Hour, true, judge.VerdictHealthy},
+		{"7@future-beat", "30 seconds", -time.Hour, true, judge.VerdictHealthy},
+		{"7@live", "30 seconds", time.Second, true, judge.VerdictHealthy},
 	}
 	for _, o := range owners {
 		id := row(o.name, o.ttl, o.beatAgo)
-		task := f.task(StateRunning, id, nil, -1)
+		task := f.task(judge.StateRunning, id, nil, -1)
 		f.acquire(o.name, task, nil, false)
 	}
 	rep := f.pass(f.reaper(nil), ModeOnce)
 	require.Empty(t, rep.Error)
 	require.Empty(t, rep.Guards)
-	byOwner := map[string]Verdict{}
+	byOwner := map[string]judge.Verdict{}
 	for _, fd := range rep.Findings {
 		byOwner[fd.Owner] = fd.Verdict
 	}
 	for _, o := range owners {
 		v, found := byOwner[o.name]
-		if o.verdict == VerdictHealthy {
+		if o.verdict == judge.VerdictHealthy {
 			require.False(t, found, "%s: healthy, no finding", o.name)
 		} else {
 			require.Equal(t, o.verdict, v, o.name)
 		}
-		keys, err := f.redis.Client.Keys(f.ctx, TaskKeyPrefix+"*").Result()
+		keys, err := f.redis.Client.Keys(f.ctx, judge.TaskKeyPrefix+"*").Result()
 		require.NoError(t, err)
 		held := false
 		for _, k := range keys {
@@ -314,9 +314,9 @@ func TestBadInputOwnerNames(t *testing.T) {
 			}
 			row := f.worker(name, age)
 			r := repo()
-			task := f.task(StateRunning, row, []string{r}, -1)
+			task := f.task(judge.StateRunning, row, []string{r}, -1)
 			f.acquire(name, task, []string{r}, i%2 == 0)
-			p := placed{sfHeld{TaskKeyPrefix + task, name}, sfHeld{ResourceKeyPrefix + r, name}}
+			p := placed{sfHeld{judge.TaskKeyPrefix + task, name}, sfHeld{judge.ResourceKeyPrefix + r, name}}
 			if alive {
 				live = append(live, p)
 			} else {
@@ -332,7 +332,7 @@ func TestBadInputOwnerNames(t *testing.T) {
 		require.True(t, sfHolds(f, p.res), p.res.owner)
 	}
 	for _, p := range dead {
-		require.Equal(t, VerdictOwnerDead, findingFor(rep, p.task.key, p.task.owner).Verdict)
+		require.Equal(t, judge.VerdictOwnerDead, findingFor(rep, p.task.key, p.task.owner).Verdict)
 		require.False(t, sfHolds(f, p.task), p.task.owner)
 		require.False(t, sfHolds(f, p.res), p.res.owner)
 		require.Empty(t, f.members(OwnerLocksPrefix+p.task.owner), "registry emptied")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,9 +22,9 @@ const (
 // needsCancelSignal says a task update finished a task that a worker may
 // still be running: a worker that was only late then aborts it, rather than
 // run on beside the next holder of its resources.
-func needsCancelSignal(tj TaskJudgement) bool {
-	return !tj.ClearClaim && (tj.StateBefore == StateRunning || tj.StateBefore == StateCanceling) &&
-		(tj.StateAfter == StateCanceled || tj.StateAfter == StateFailed)
+func needsCancelSignal(tj judge.TaskJudgement) bool {
+	return !tj.ClearClaim && (tj.StateBefore == judge.StateRunning || tj.StateBefore == judge.StateCanceling) &&
+		(tj.StateAfter == judge.StateCanceled || tj.StateAfter == judge.StateFailed)
 }
 
 // publishCancelSignals sets pulpcore's cancel signal of each task, in one

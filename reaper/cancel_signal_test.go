@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -16,18 +17,18 @@ import (
 func TestCancelSignalForFinishedRunningTasks(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, sim.CancelKeyPrefix, CancelSignalPrefix, "the simulator's workers poll the same key")
-	for _, lost := range []string{StateCanceled, StateFailed} {
+	for _, lost := range []string{judge.StateCanceled, judge.StateFailed} {
 		t.Run(lost, func(t *testing.T) {
 			f := newFixture(t)
 			dead := f.worker("1@dead", time.Hour)
-			running := f.task(StateRunning, dead, []string{"repo-a"}, -1)
-			canceling := f.task(StateCanceling, dead, []string{"repo-b"}, -1)
-			waiting := f.task(StateWaiting, dead, []string{"repo-c"}, -1)
-			raced := f.task(StateRunning, dead, []string{"repo-d"}, -1)
+			running := f.task(judge.StateRunning, dead, []string{"repo-a"}, -1)
+			canceling := f.task(judge.StateCanceling, dead, []string{"repo-b"}, -1)
+			waiting := f.task(judge.StateWaiting, dead, []string{"repo-c"}, -1)
+			raced := f.task(judge.StateRunning, dead, []string{"repo-d"}, -1)
 			for id, r := range map[string]string{running: "repo-a", canceling: "repo-b", waiting: "repo-c", raced: "repo-d"} {
 				f.acquire("1@dead", id, []string{r}, false)
 			}
-			rep, err := f.reaper(func(c *Config) { c.LostRunning = lost }).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*Plan) {
+			rep, err := f.reaper(func(c *Config) { c.LostRunning = lost }).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*judge.Plan) {
 				// The task finishes after the snapshot: the update is skipped.
 				_, err := f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed' WHERE pulp_id = $1", raced)
 				require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +73,7 @@ func ccActOneAtATime(f *fixture, coordinate bool, newPool func() *pgxpool.Pool) 
 	var firstActor atomic.Bool
 	var firstPassesDone atomic.Int32
 	othersDone := make(chan struct{})
-	adjust := func(*Plan) {
+	adjust := func(*judge.Plan) {
 		acting.enter()
 		if firstActor.CompareAndSwap(false, true) {
 			select {
@@ -212,7 +213,7 @@ func TestConcurrentPulpcoreCleanupWaitsForReaper(t *testing.T) {
 		return got
 	}
 	var duringPass bool
-	rep, err := f.reaper(nil).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*Plan) { duringPass = tryCleanupLock() }})
+	rep, err := f.reaper(nil).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*judge.Plan) { duringPass = tryCleanupLock() }})
 	require.NoError(t, err)
 	require.Empty(t, rep.Skipped)
 	require.False(t, duringPass, "pulpcore's cleanup got its lock during a pass")

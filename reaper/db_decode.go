@@ -33,7 +33,7 @@ func (in interner) get(b []byte) string {
 type uuidText struct {
 	dst   *string
 	seen  map[[16]byte]string
-	named map[string]Task
+	named map[string]judge.Task
 }
 
 func (u uuidText) ScanUUID(v pgtype.UUID) error {

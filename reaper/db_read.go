@@ -9,14 +9,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // dbSnapshot is what one read of the database found.
 type dbSnapshot struct {
 	now         time.Time
-	appStatuses []heartbeat.AppStatus
-	tasks       map[string]Task
+	appStatuses []judge.AppStatus
+	tasks       map[string]judge.Task
 	// notWritable is set when a pass could not write to this database (a hot
 	// standby, or a session whose transactions are read-only by default).
 	notWritable *NotWritableError
@@ -67,7 +68,7 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 	if nw.Standby || nw.ReadOnly {
 		snap.notWritable = &nw
 	}
-	if snap.appStatuses, err = heartbeat.Read(ctx, tx); err != nil {
+	if snap.appStatuses, err = pulpdb.ReadAppStatuses(ctx, tx); err != nil {
 		return dbSnapshot{}, err
 	}
 	if snap.tasks, err = readTasks(ctx, tx, refs); err != nil {
@@ -80,12 +81,12 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 // PostgreSQL text cannot hold a NUL byte, so no row has this state.
 const unread = "\x00"
 
-func readTasks(ctx context.Context, tx pgx.Tx, refs taskRefs) (map[string]Task, error) {
+func readTasks(ctx context.Context, tx pgx.Tx, refs taskRefs) (map[string]judge.Task, error) {
 	// Each task a holding names gets its entry first, under the holding's
 	// own string, which its row then shares (see uuidText.named).
-	tasks := make(map[string]Task, len(refs.ids))
+	tasks := make(map[string]judge.Task, len(refs.ids))
 	for _, id := range refs.ids {
-		tasks[id] = Task{ID: id, State: unread}
+		tasks[id] = judge.Task{ID: id, State: unread}
 	}
 	// Names, states, claims and shared resources repeat across thousands of
 	// rows; each distinct value is kept once. Exclusive resources are the
@@ -103,21 +104,21 @@ func readTasks(ctx context.Context, tx pgx.Tx, refs taskRefs) (map[string]Task, 
 	if err := scanTasks(ctx, tx, in, tasks, readTasksByIDSQL, rest); err != nil {
 		return nil, err
 	}
-	maps.DeleteFunc(tasks, func(_ string, t Task) bool { return t.State == unread })
+	maps.DeleteFunc(tasks, func(_ string, t judge.Task) bool { return t.State == unread })
 	return tasks, nil
 }
 
-func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]Task, sql string, args ...any) error {
+func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]judge.Task, sql string, args ...any) error {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("read core_task: %w", err)
 	}
 	defer rows.Close()
-	var t Task
+	var t judge.Task
 	dest := []any{uuidText{dst: &t.ID, named: into}, internedText{&t.Name, in}, internedText{&t.State, in}, uuidText{dst: &t.AppLockID, seen: in.claims},
 		&reservedScanner{out: &t.Reserved, elem: reservedElem{in: in}}, &t.FinishedAt}
 	for rows.Next() {
-		t = Task{}
+		t = judge.Task{}
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("read core_task: %w", err)
 		}
@@ -142,17 +143,17 @@ type taskRefs struct {
 // task lock and the task of every immediate-<uuid> owner. A task may be
 // listed twice (a statement reads each row once whatever its argument
 // holds); only the many holdings of one immediate owner are folded.
-func taskRefsOf(holdings []Holding) taskRefs {
+func taskRefsOf(holdings []judge.Holding) taskRefs {
 	refs := taskRefs{resources: map[string]string{}}
 	var immediate map[string]struct{}
 	for i := range holdings {
 		h := &holdings[i]
-		if h.Kind == KindTask {
+		if h.Kind == judge.KindTask {
 			refs.ids = append(refs.ids, h.TaskID())
 		} else if r := h.Resource(); r != "" {
 			refs.resources[r] = r
 		}
-		if id, ok := immediateTaskID(h.Owner); ok {
+		if id, ok := judge.ImmediateTaskID(h.Owner); ok {
 			if _, seen := immediate[id]; !seen {
 				if immediate == nil {
 					immediate = map[string]struct{}{}

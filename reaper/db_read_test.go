@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,15 +18,15 @@ func TestReadTasksAsPlainScan(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	w := f.worker("1@w", 0)
-	open := f.task(StateRunning, w, []string{"prn:rpm.rpmrepository:r1", "shared:prn:core.domain:d1"}, -1)
-	openNamed := f.task(StateRunning, w, []string{"prn:rpm.rpmrepository:r2", "shared:prn:core.domain:d1"}, -1)
-	unclaimedRunning := f.task(StateRunning, "", nil, -1)
-	finishedEmpty := f.task(StateCompleted, w, []string{}, time.Hour)
-	waitingNull := f.task(StateWaiting, "", nil, -1)
-	nullElements := f.task(StateCanceled, "", nil, time.Minute)
+	open := f.task(judge.StateRunning, w, []string{"prn:rpm.rpmrepository:r1", "shared:prn:core.domain:d1"}, -1)
+	openNamed := f.task(judge.StateRunning, w, []string{"prn:rpm.rpmrepository:r2", "shared:prn:core.domain:d1"}, -1)
+	unclaimedRunning := f.task(judge.StateRunning, "", nil, -1)
+	finishedEmpty := f.task(judge.StateCompleted, w, []string{}, time.Hour)
+	waitingNull := f.task(judge.StateWaiting, "", nil, -1)
+	nullElements := f.task(judge.StateCanceled, "", nil, time.Minute)
 	_, err := f.db.Pool.Exec(f.ctx, `UPDATE core_task SET reserved_resources_record = ARRAY[NULL, 'x', NULL, 'shared:y']::text[] WHERE pulp_id = $1`, nullElements)
 	require.NoError(t, err)
-	f.task(StateCompleted, w, []string{"prn:rpm.rpmrepository:elsewhere"}, time.Hour) // neither named nor open
+	f.task(judge.StateCompleted, w, []string{"prn:rpm.rpmrepository:elsewhere"}, time.Hour) // neither named nor open
 	ids := []string{openNamed, finishedEmpty, waitingNull, nullElements, finishedEmpty, newUUID()}
 
 	tx, err := f.db.Pool.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -39,9 +40,9 @@ func TestReadTasksAsPlainScan(t *testing.T) {
 	FROM core_task WHERE pulp_id = ANY($1::uuid[])
 	   OR (state IN ('waiting', 'running', 'canceling') AND (app_lock_id IS NOT NULL OR state <> 'waiting'))`, ids)
 	require.NoError(t, err)
-	want := map[string]Task{}
+	want := map[string]judge.Task{}
 	for rows.Next() {
-		var task Task
+		var task judge.Task
 		var lock *string
 		require.NoError(t, rows.Scan(&task.ID, &task.Name, &task.State, &lock, &task.Reserved, &task.FinishedAt))
 		if lock != nil {
@@ -60,7 +61,7 @@ func TestReadTasksAsPlainScan(t *testing.T) {
 	require.Equal(t, w, got[open].AppLockID)
 }
 
-func keysOf(m map[string]Task) []string {
+func keysOf(m map[string]judge.Task) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -76,10 +77,10 @@ func TestReadTasksSharesHoldingStrings(t *testing.T) {
 	f := newFixture(t)
 	w := f.worker("1@w", 0)
 	own := "prn:rpm.rpmrepository:" + newUUID()
-	id := f.task(StateRunning, w, []string{own, "shared:prn:core.domain:d1", "prn:rpm.rpmrepository:unlocked"}, -1)
-	holdings := []Holding{
-		{Key: TaskKeyPrefix + id, Kind: KindTask, Owner: "1@w"},
-		{Key: ResourceKeyPrefix + own, Kind: KindExclusive, Owner: "1@w"},
+	id := f.task(judge.StateRunning, w, []string{own, "shared:prn:core.domain:d1", "prn:rpm.rpmrepository:unlocked"}, -1)
+	holdings := []judge.Holding{
+		{Key: judge.TaskKeyPrefix + id, Kind: judge.KindTask, Owner: "1@w"},
+		{Key: judge.ResourceKeyPrefix + own, Kind: judge.KindExclusive, Owner: "1@w"},
 	}
 	refs := taskRefsOf(holdings)
 

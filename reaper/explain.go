@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/judge"
 )
 
@@ -57,7 +56,7 @@ type Explanation struct {
 	Ahead      []TaskAhead `json:"ahead"`
 	AheadTotal int         `json:"ahead_total"`
 	// TaskVerdict is what a pass would do to the task itself, if anything.
-	TaskVerdict *TaskJudgement `json:"task_verdict,omitempty"`
+	TaskVerdict *judge.TaskJudgement `json:"task_verdict,omitempty"`
 	// Unprotected is set for a running task whose task lock is gone.
 	Unprotected *Unprotected `json:"unprotected,omitempty"`
 	Status      Status       `json:"status"`
@@ -69,39 +68,39 @@ type Explanation struct {
 type Process struct {
 	AppLockID string `json:"app_lock_id"`
 	// Name and AppType are empty when the row no longer exists.
-	Name         string             `json:"name,omitempty"`
-	AppType      string             `json:"app_type,omitempty"`
-	Liveness     heartbeat.Liveness `json:"liveness"`
-	HeartbeatAge *Duration          `json:"heartbeat_age,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	AppType      string          `json:"app_type,omitempty"`
+	Liveness     judge.Liveness  `json:"liveness"`
+	HeartbeatAge *judge.Duration `json:"heartbeat_age,omitempty"`
 }
 
 // ResourceNeed is one reservation of the task and its holders in Redis.
 type ResourceNeed struct {
 	Resource string `json:"resource"`
 	// Need is how the task reserves it: exclusive or shared.
-	Need    Kind     `json:"need"`
-	Holders []Holder `json:"holders"`
+	Need    judge.Kind `json:"need"`
+	Holders []Holder   `json:"holders"`
 }
 
 // Holder is one holding that matters to the explained task, with the
 // verdict a pass would give it.
 type Holder struct {
-	Key          string             `json:"key"`
-	Kind         Kind               `json:"kind"`
-	Owner        string             `json:"owner"`
-	Liveness     heartbeat.Liveness `json:"owner_liveness"`
-	HeartbeatAge *Duration          `json:"heartbeat_age,omitempty"`
+	Key          string          `json:"key"`
+	Kind         judge.Kind      `json:"kind"`
+	Owner        string          `json:"owner"`
+	Liveness     judge.Liveness  `json:"owner_liveness"`
+	HeartbeatAge *judge.Duration `json:"heartbeat_age,omitempty"`
 	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *heartbeat.PodEvidence `json:"kubernetes,omitempty"`
+	Kubernetes *judge.PodEvidence `json:"kubernetes,omitempty"`
 	// Task is the task the owner holds it for, through its task lock.
 	Task *TaskRef `json:"task,omitempty"`
 	// Own says it is held for the explained task itself.
 	Own bool `json:"own"`
 	// Blocks says it keeps the waiting task from acquiring its locks.
-	Blocks   bool    `json:"blocks"`
-	Verdict  Verdict `json:"verdict"`
-	Action   Action  `json:"action"`
-	Deferred string  `json:"deferred,omitempty"`
+	Blocks   bool          `json:"blocks"`
+	Verdict  judge.Verdict `json:"verdict"`
+	Action   judge.Action  `json:"action"`
+	Deferred string        `json:"deferred,omitempty"`
 }
 
 // TaskRef is a task mentioned by an explanation.
@@ -131,7 +130,7 @@ func Explain(in *Inspection, taskID string) Explanation {
 
 type explainer struct {
 	in    *Inspection
-	fleet *heartbeat.Fleet
+	fleet *judge.Fleet
 	id    string
 	e     Explanation
 }
@@ -175,7 +174,7 @@ func (x *explainer) process(appLockID string) *Process {
 	if appLockID == "" {
 		return nil
 	}
-	p := &Process{AppLockID: appLockID, Liveness: heartbeat.Gone}
+	p := &Process{AppLockID: appLockID, Liveness: judge.Gone}
 	row, live, ok := x.fleet.Row(appLockID)
 	if ok {
 		p.Name, p.AppType, p.Liveness = row.Name, row.AppType, live
@@ -197,7 +196,7 @@ func (x *explainer) taskRef(id string) *TaskRef {
 	return ref
 }
 
-func (x *explainer) holder(jd Judgement) Holder {
+func (x *explainer) holder(jd judge.Judgement) Holder {
 	e := jd.Evidence()
 	h := Holder{
 		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: e.OwnerLiveness, HeartbeatAge: e.HeartbeatAge,
@@ -210,11 +209,11 @@ func (x *explainer) holder(jd Judgement) Holder {
 // waiting says the task still has to acquire its locks: only then do other
 // holdings and older tasks stand in its way.
 func (x *explainer) waiting() bool {
-	return x.e.Task != nil && x.e.Task.State == StateWaiting && x.e.Task.AppLockID == ""
+	return x.e.Task != nil && x.e.Task.State == judge.StateWaiting && x.e.Task.AppLockID == ""
 }
 
 func (x *explainer) collectTaskLocks() {
-	key := TaskKeyPrefix + x.id
+	key := judge.TaskKeyPrefix + x.id
 	for _, jd := range x.in.Plan.Holdings {
 		if jd.Key == key {
 			h := x.holder(jd)
@@ -226,42 +225,38 @@ func (x *explainer) collectTaskLocks() {
 }
 
 func (x *explainer) collectResources() {
-	byKey := map[string][]Judgement{}
+	byKey := map[string][]judge.Judgement{}
 	for _, jd := range x.in.Plan.Holdings {
-		if jd.Kind != KindTask {
+		if jd.Kind != judge.KindTask {
 			byKey[jd.Key] = append(byKey[jd.Key], jd)
 		}
 	}
 	for _, n := range judge.Reservations(x.e.Task.Reserved) {
 		rn := ResourceNeed{Resource: n.Resource, Need: n.Kind, Holders: []Holder{}}
-		for _, jd := range byKey[ResourceKeyPrefix+n.Resource] {
+		for _, jd := range byKey[judge.ResourceKeyPrefix+n.Resource] {
 			h := x.holder(jd)
-			h.Blocks = x.waiting() && !h.Own && conflicts(n.Kind, jd.Kind)
+			h.Blocks = x.waiting() && !h.Own && judge.Conflicts(n.Kind, jd.Kind)
 			rn.Holders = append(rn.Holders, h)
 		}
 		x.e.Resources = append(x.e.Resources, rn)
 	}
 }
 
-// conflicts says whether two reservations of one resource exclude each
-// other (see judge.Conflicts).
-func conflicts(a, b Kind) bool { return judge.Conflicts(a, b) }
-
 func (x *explainer) collectAhead() {
 	ex := x.in.Explained
-	if ex == nil || ex.TaskID != x.id || Final(x.e.Task.State) {
+	if ex == nil || ex.TaskID != x.id || judge.Final(x.e.Task.State) {
 		return
 	}
 	mine := judge.Reservations(x.e.Task.Reserved)
 	finishing := map[string]bool{}
 	for _, tj := range x.in.Plan.Tasks {
-		if tj.Action == ActionUpdate && Final(tj.StateAfter) {
+		if tj.Action == judge.ActionUpdate && judge.Final(tj.StateAfter) {
 			finishing[tj.ID] = true
 		}
 	}
 	for _, t := range ex.Ahead {
 		// Only a waiting task goes first; one the next pass cancels does not.
-		if t.State != StateWaiting || finishing[t.ID] {
+		if t.State != judge.StateWaiting || finishing[t.ID] {
 			continue
 		}
 		var hits []string
@@ -270,8 +265,8 @@ func (x *explainer) collectAhead() {
 			theirs[n] = true
 		}
 		for _, n := range mine {
-			for _, kind := range []Kind{KindExclusive, KindShared} {
-				if theirs[judge.Reservation{Resource: n.Resource, Kind: kind}] && conflicts(n.Kind, kind) {
+			for _, kind := range []judge.Kind{judge.KindExclusive, judge.KindShared} {
+				if theirs[judge.Reservation{Resource: n.Resource, Kind: kind}] && judge.Conflicts(n.Kind, kind) {
 					hits = append(hits, n.Resource)
 					break
 				}
@@ -304,11 +299,11 @@ func (x *explainer) conclude() (Status, string) {
 	}
 	claim := x.e.Claim
 	switch {
-	case Final(t.State):
+	case judge.Final(t.State):
 		return StatusFinished, x.finished()
 	case x.e.Unprotected != nil:
 		return StatusUnprotected, x.unprotectedConclusion()
-	case t.State == StateRunning || t.State == StateCanceling:
+	case t.State == judge.StateRunning || t.State == judge.StateCanceling:
 		return StatusRunning, fmt.Sprintf("%s on %s", t.State, processPhrase(claim))
 	case t.AppLockID != "":
 		return StatusStarting, fmt.Sprintf("claimed by %s: about to run", processPhrase(claim))
@@ -316,18 +311,18 @@ func (x *explainer) conclude() (Status, string) {
 	return x.queued()
 }
 
-func (x *explainer) taskVerdictConclusion(tj TaskJudgement) (Status, string, bool) {
+func (x *explainer) taskVerdictConclusion(tj judge.TaskJudgement) (Status, string, bool) {
 	held := ""
 	if tj.Deferred != "" {
 		held = fmt.Sprintf(" (held back this pass: %s)", tj.Deferred)
 	}
 	worker := processPhrase(x.e.Claim)
 	switch {
-	case tj.Verdict == VerdictLost && x.e.Claim == nil:
+	case tj.Verdict == judge.VerdictLost && x.e.Claim == nil:
 		return StatusLost, fmt.Sprintf("lost: %s with no claim, its worker's row is gone; the next pass %s it%s", tj.StateBefore, finishVerb(tj.StateAfter), held), true
-	case tj.Verdict == VerdictLost:
+	case tj.Verdict == judge.VerdictLost:
 		return StatusLost, fmt.Sprintf("lost: claimed by %s; the next pass %s it%s", worker, finishVerb(tj.StateAfter), held), true
-	case tj.Verdict == VerdictOrphanedClaim:
+	case tj.Verdict == judge.VerdictOrphanedClaim:
 		next := "requeues it"
 		if !tj.ClearClaim {
 			next = finishVerb(tj.StateAfter) + " it"
@@ -336,9 +331,9 @@ func (x *explainer) taskVerdictConclusion(tj TaskJudgement) (Status, string, boo
 			next = "releases its lock and " + next
 		}
 		return StatusOrphaned, fmt.Sprintf("orphaned: claimed by %s; the next pass %s%s", worker, next, held), true
-	case tj.Verdict == VerdictStuckClaim:
+	case tj.Verdict == judge.VerdictStuckClaim:
 		when := "the next pass requeues it"
-		if tj.Action == ActionSuspect {
+		if tj.Action == judge.ActionSuspect {
 			when = "requeued once confirmed"
 			if first := tj.Details().FirstSeen; first != nil {
 				when += " (suspect since " + first.UTC().Format(time.RFC3339) + ")"
@@ -367,7 +362,7 @@ func (x *explainer) finished() string {
 func (x *explainer) queued() (Status, string) {
 	var stale, live []Holder
 	for _, h := range x.blockers() {
-		if h.Action == ActionKeep {
+		if h.Action == judge.ActionKeep {
 			live = append(live, h)
 		} else {
 			stale = append(stale, h)
@@ -422,17 +417,17 @@ func (x *explainer) blockers() []Holder {
 // staleClause names the owners of stale and suspect holdings in the way;
 // releases come before suspects, so the first one named is the surest.
 func staleClause(hs []Holder) string {
-	sort.SliceStable(hs, func(a, b int) bool { return hs[a].Action == ActionRelease && hs[b].Action != ActionRelease })
+	sort.SliceStable(hs, func(a, b int) bool { return hs[a].Action == judge.ActionRelease && hs[b].Action != judge.ActionRelease })
 	first := hs[0]
 	subject := "a stale lock of " + ownerPhrase(first)
 	switch {
-	case first.Own && first.Kind == KindTask:
+	case first.Own && first.Kind == judge.KindTask:
 		// A worker took its locks and stopped before claiming it.
 		subject = "its own task lock, taken by " + ownerPhrase(first) + " that never claimed it"
-	case first.Verdict == VerdictTaskFinished && first.Liveness != heartbeat.Dead && first.Task != nil:
+	case first.Verdict == judge.VerdictTaskFinished && first.Liveness != judge.Dead && first.Task != nil:
 		// A live worker that lost track of a finished task's locks.
 		subject = fmt.Sprintf("a lock %s kept for finished task %s", first.Owner, first.Task.ID)
-	case first.Action == ActionSuspect:
+	case first.Action == judge.ActionSuspect:
 		subject = "a suspect lock of " + ownerPhrase(first)
 	}
 	if n := len(distinctOwners(hs)) - 1; n > 0 {
@@ -451,7 +446,7 @@ func (x *explainer) liveClause(hs []Holder) string {
 		}
 		if t, ok := x.in.Snapshot.Tasks[h.Task.ID]; ok && t.AppLockID != "" {
 			how = h.Task.State + " on " + processPhrase(x.process(t.AppLockID))
-			if t.State == StateWaiting {
+			if t.State == judge.StateWaiting {
 				how = "claimed by " + processPhrase(x.process(t.AppLockID))
 			}
 		}
@@ -496,17 +491,17 @@ func (x *explainer) aheadClause(blockers []Holder) string {
 }
 
 // fate says what the next pass does with a holding.
-func fate(a Action, deferred string, many bool) string {
+func fate(a judge.Action, deferred string, many bool) string {
 	it := "it"
 	if many {
 		it = "them"
 	}
 	switch {
-	case a == ActionRelease && deferred != "":
+	case a == judge.ActionRelease && deferred != "":
 		return fmt.Sprintf("a pass would release %s but %s holds it back", it, deferred)
-	case a == ActionRelease:
+	case a == judge.ActionRelease:
 		return "the next pass releases " + it
-	case a == ActionSuspect:
+	case a == judge.ActionSuspect:
 		return "released once confirmed, confirm_after after its first sighting"
 	default:
 		return "kept"
@@ -515,9 +510,9 @@ func fate(a Action, deferred string, many bool) string {
 
 func finishVerb(stateAfter string) string {
 	switch stateAfter {
-	case StateFailed:
+	case judge.StateFailed:
 		return "fails"
-	case StateWaiting:
+	case judge.StateWaiting:
 		return "requeues"
 	default:
 		return "cancels"
@@ -525,8 +520,8 @@ func finishVerb(stateAfter string) string {
 }
 
 // livenessWord reads better in a sentence than the liveness name.
-func livenessWord(l heartbeat.Liveness) string {
-	if l == heartbeat.Alive {
+func livenessWord(l judge.Liveness) string {
+	if l == judge.Alive {
 		return "live"
 	}
 	return l.String()
@@ -534,7 +529,7 @@ func livenessWord(l heartbeat.Liveness) string {
 
 // ownerPhrase names a holding's owner with its liveness: "dead worker 1@w".
 func ownerPhrase(h Holder) string {
-	if h.Liveness == heartbeat.Gone {
+	if h.Liveness == judge.Gone {
 		return "owner " + h.Owner + ", which has no AppStatus row"
 	}
 	return livenessWord(h.Liveness) + " worker " + h.Owner
@@ -588,3 +583,5 @@ func plural(n int) string {
 	}
 	return "s"
 }
+
+func durationPtr(d time.Duration) *judge.Duration { v := judge.Duration(d); return &v }

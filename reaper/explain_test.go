@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/judge"
 )
 
@@ -27,8 +26,8 @@ const (
 // exWorld is a snapshot under construction; the explained task is always
 // exTarget.
 type exWorld struct {
-	snap   Snapshot
-	policy Policy
+	snap   judge.Snapshot
+	policy judge.Policy
 	ahead  []TaskRow
 	next   int
 }
@@ -37,8 +36,8 @@ const exTarget = "0000ffff-0000-4000-8000-00000000ffff"
 
 func exNewWorld() *exWorld {
 	return &exWorld{
-		snap:   Snapshot{Now: exNow, Tasks: map[string]Task{}, Suspects: map[SuspectKey]Suspect{}, FullScan: true},
-		policy: DefaultPolicy(),
+		snap:   judge.Snapshot{Now: exNow, Tasks: map[string]judge.Task{}, Suspects: map[judge.SuspectKey]judge.Suspect{}, FullScan: true},
+		policy: judge.DefaultPolicy(),
 	}
 }
 
@@ -49,7 +48,7 @@ func (w *exWorld) id() string {
 
 func (w *exWorld) worker(name string, age time.Duration) string {
 	id := w.id()
-	w.snap.AppStatuses = append(w.snap.AppStatuses, heartbeat.AppStatus{ID: id, Name: name, AppType: "worker", TTL: 30 * time.Second, LastHeartbeat: exNow.Add(-age)})
+	w.snap.AppStatuses = append(w.snap.AppStatuses, judge.AppStatus{ID: id, Name: name, AppType: "worker", TTL: 30 * time.Second, LastHeartbeat: exNow.Add(-age)})
 	return id
 }
 
@@ -58,7 +57,7 @@ func (w *exWorld) task(id, state, appLock string, reserved ...string) string {
 	if id == "" {
 		id = w.id()
 	}
-	w.snap.Tasks[id] = Task{ID: id, Name: "sync", State: state, AppLockID: appLock, Reserved: reserved}
+	w.snap.Tasks[id] = judge.Task{ID: id, Name: "sync", State: state, AppLockID: appLock, Reserved: reserved}
 	return id
 }
 
@@ -71,9 +70,9 @@ func (w *exWorld) finishedAgo(id string, ago time.Duration) {
 
 // hold writes the locks of a task as Pulp's acquire script does.
 func (w *exWorld) hold(owner, taskID string, reserved ...string) {
-	w.snap.Holdings = append(w.snap.Holdings, Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, Registered: true})
+	w.snap.Holdings = append(w.snap.Holdings, judge.Holding{Key: judge.TaskKeyPrefix + taskID, Kind: judge.KindTask, Owner: owner, Registered: true})
 	for _, n := range judge.Reservations(reserved) {
-		w.snap.Holdings = append(w.snap.Holdings, Holding{Key: ResourceKeyPrefix + n.Resource, Kind: n.Kind, Owner: owner, Registered: true})
+		w.snap.Holdings = append(w.snap.Holdings, judge.Holding{Key: judge.ResourceKeyPrefix + n.Resource, Kind: n.Kind, Owner: owner, Registered: true})
 	}
 }
 
@@ -122,7 +121,7 @@ func TestExplain(t *testing.T) {
 		{
 			name: "finished",
 			build: func(w *exWorld) []any {
-				w.task(exTarget, StateCompleted, "")
+				w.task(exTarget, judge.StateCompleted, "")
 				w.finishedAgo(exTarget, time.Hour)
 				return nil
 			},
@@ -133,7 +132,7 @@ func TestExplain(t *testing.T) {
 			name: "finished with a leaked lock",
 			build: func(w *exWorld) []any {
 				w.worker("1@live", time.Second)
-				w.task(exTarget, StateFailed, "", exRepo)
+				w.task(exTarget, judge.StateFailed, "", exRepo)
 				w.finishedAgo(exTarget, 10*time.Minute)
 				w.hold("1@live", exTarget, exRepo)
 				return nil
@@ -145,7 +144,7 @@ func TestExplain(t *testing.T) {
 			name: "lost: running on a dead worker",
 			build: func(w *exWorld) []any {
 				dead := w.worker("1@dead", time.Hour)
-				w.task(exTarget, StateRunning, dead, exRepo)
+				w.task(exTarget, judge.StateRunning, dead, exRepo)
 				w.hold("1@dead", exTarget, exRepo)
 				return nil
 			},
@@ -155,9 +154,9 @@ func TestExplain(t *testing.T) {
 		{
 			name: "lost: failed by policy",
 			build: func(w *exWorld) []any {
-				w.policy.LostRunning = StateFailed
+				w.policy.LostRunning = judge.StateFailed
 				dead := w.worker("1@dead", time.Hour)
-				w.task(exTarget, StateRunning, dead)
+				w.task(exTarget, judge.StateRunning, dead)
 				return nil
 			},
 			status:     StatusLost,
@@ -165,7 +164,7 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:       "lost: running with no claim",
-			build:      func(w *exWorld) []any { w.task(exTarget, StateRunning, ""); return nil },
+			build:      func(w *exWorld) []any { w.task(exTarget, judge.StateRunning, ""); return nil },
 			status:     StatusLost,
 			conclusion: "lost: running with no claim, its worker's row is gone; the next pass cancels it",
 		},
@@ -175,7 +174,7 @@ func TestExplain(t *testing.T) {
 				dead := w.worker("1@dead", time.Hour)
 				w.worker("2@dead", time.Hour)
 				w.worker("3@dead", time.Hour)
-				w.task(exTarget, StateRunning, dead)
+				w.task(exTarget, judge.StateRunning, dead)
 				return nil
 			},
 			status:     StatusLost,
@@ -185,7 +184,7 @@ func TestExplain(t *testing.T) {
 			name: "orphaned: waiting, claimed by a dead worker that holds its lock",
 			build: func(w *exWorld) []any {
 				dead := w.worker("1@dead", time.Hour)
-				w.task(exTarget, StateWaiting, dead, exRepo)
+				w.task(exTarget, judge.StateWaiting, dead, exRepo)
 				w.hold("1@dead", exTarget, exRepo)
 				return nil
 			},
@@ -195,9 +194,9 @@ func TestExplain(t *testing.T) {
 		{
 			name: "orphaned, canceled by policy",
 			build: func(w *exWorld) []any {
-				w.policy.OrphanedWaiting = WaitingCancel
+				w.policy.OrphanedWaiting = judge.WaitingCancel
 				dead := w.worker("1@dead", time.Hour)
-				w.task(exTarget, StateWaiting, dead, exRepo)
+				w.task(exTarget, judge.StateWaiting, dead, exRepo)
 				return nil
 			},
 			status:     StatusOrphaned,
@@ -207,7 +206,7 @@ func TestExplain(t *testing.T) {
 			name: "stuck: claimed by a live worker without a lock",
 			build: func(w *exWorld) []any {
 				live := w.worker("1@live", 2*time.Second)
-				w.task(exTarget, StateWaiting, live, exRepo)
+				w.task(exTarget, judge.StateWaiting, live, exRepo)
 				return nil
 			},
 			status:     StatusStuck,
@@ -217,7 +216,7 @@ func TestExplain(t *testing.T) {
 			name: "running on a live worker",
 			build: func(w *exWorld) []any {
 				live := w.worker("1@live", 2*time.Second)
-				w.task(exTarget, StateRunning, live, exRepo)
+				w.task(exTarget, judge.StateRunning, live, exRepo)
 				w.hold("1@live", exTarget, exRepo)
 				return nil
 			},
@@ -228,7 +227,7 @@ func TestExplain(t *testing.T) {
 			name: "running on a late worker",
 			build: func(w *exWorld) []any {
 				late := w.worker("1@late", 45*time.Second)
-				w.task(exTarget, StateCanceling, late)
+				w.task(exTarget, judge.StateCanceling, late)
 				return nil
 			},
 			status:     StatusRunning,
@@ -238,7 +237,7 @@ func TestExplain(t *testing.T) {
 			name: "starting: claimed by a live worker that holds its locks",
 			build: func(w *exWorld) []any {
 				live := w.worker("1@live", time.Second)
-				w.task(exTarget, StateWaiting, live, exRepo)
+				w.task(exTarget, judge.StateWaiting, live, exRepo)
 				w.hold("1@live", exTarget, exRepo)
 				return nil
 			},
@@ -249,9 +248,9 @@ func TestExplain(t *testing.T) {
 			name: "blocked by a dead worker's exclusive lock",
 			build: func(w *exWorld) []any {
 				dead := w.worker("1@dead", time.Hour)
-				other := w.task("", StateRunning, dead, exRepo, "shared:"+exDomain)
+				other := w.task("", judge.StateRunning, dead, exRepo, "shared:"+exDomain)
 				w.hold("1@dead", other, exRepo, "shared:"+exDomain)
-				w.task(exTarget, StateWaiting, "", exRepo, "shared:"+exDomain)
+				w.task(exTarget, judge.StateWaiting, "", exRepo, "shared:"+exDomain)
 				return nil
 			},
 			status:     StatusBlocked,
@@ -261,9 +260,9 @@ func TestExplain(t *testing.T) {
 			name: "blocked by a dead worker's shared membership when it needs the domain exclusively",
 			build: func(w *exWorld) []any {
 				dead := w.worker("1@dead", time.Hour)
-				other := w.task("", StateRunning, dead, exRepo, "shared:"+exDomain)
+				other := w.task("", judge.StateRunning, dead, exRepo, "shared:"+exDomain)
 				w.hold("1@dead", other, exRepo, "shared:"+exDomain)
-				w.task(exTarget, StateWaiting, "", exDomain)
+				w.task(exTarget, judge.StateWaiting, "", exDomain)
 				return nil
 			},
 			status:     StatusBlocked,
@@ -272,9 +271,9 @@ func TestExplain(t *testing.T) {
 		{
 			name: "blocked by an owner without a row",
 			build: func(w *exWorld) []any {
-				other := w.task("", StateWaiting, "", exRepo)
+				other := w.task("", judge.StateWaiting, "", exRepo)
 				w.hold("7@vanished", other, exRepo)
-				w.task(exTarget, StateWaiting, "", exRepo)
+				w.task(exTarget, judge.StateWaiting, "", exRepo)
 				return nil
 			},
 			status:     StatusBlocked,
@@ -284,7 +283,7 @@ func TestExplain(t *testing.T) {
 			name: "blocked by its own task lock left by a dead worker between acquire and claim",
 			build: func(w *exWorld) []any {
 				w.worker("1@dead", time.Hour)
-				w.task(exTarget, StateWaiting, "", exRepo)
+				w.task(exTarget, judge.StateWaiting, "", exRepo)
 				w.hold("1@dead", exTarget, exRepo)
 				return nil
 			},
@@ -295,10 +294,10 @@ func TestExplain(t *testing.T) {
 			name: "blocked by the leaked lock of a finished task",
 			build: func(w *exWorld) []any {
 				w.worker("1@live", time.Second)
-				other := w.task("", StateCompleted, "", exRepo)
+				other := w.task("", judge.StateCompleted, "", exRepo)
 				w.finishedAgo(other, 10*time.Minute)
 				w.hold("1@live", other, exRepo)
-				w.task(exTarget, StateWaiting, "", exRepo)
+				w.task(exTarget, judge.StateWaiting, "", exRepo)
 				return []any{other}
 			},
 			status:     StatusBlocked,
@@ -308,10 +307,10 @@ func TestExplain(t *testing.T) {
 			name: "blocked by a dead worker's lock of a task it finished long ago",
 			build: func(w *exWorld) []any {
 				w.worker("1@dead", time.Hour)
-				other := w.task("", StateCompleted, "", "shared:"+exDomain)
+				other := w.task("", judge.StateCompleted, "", "shared:"+exDomain)
 				w.finishedAgo(other, 2*time.Hour)
 				w.hold("1@dead", other, "shared:"+exDomain)
-				w.task(exTarget, StateWaiting, "", exDomain)
+				w.task(exTarget, judge.StateWaiting, "", exDomain)
 				return nil
 			},
 			status:     StatusBlocked,
@@ -321,8 +320,8 @@ func TestExplain(t *testing.T) {
 			name: "blocked by a suspect lock of a live worker",
 			build: func(w *exWorld) []any {
 				w.worker("1@live", time.Second)
-				w.snap.Holdings = append(w.snap.Holdings, Holding{Key: ResourceKeyPrefix + exRepo, Kind: KindExclusive, Owner: "1@live"})
-				w.task(exTarget, StateWaiting, "", exRepo)
+				w.snap.Holdings = append(w.snap.Holdings, judge.Holding{Key: judge.ResourceKeyPrefix + exRepo, Kind: judge.KindExclusive, Owner: "1@live"})
+				w.task(exTarget, judge.StateWaiting, "", exRepo)
 				return nil
 			},
 			status:     StatusBlocked,
@@ -334,9 +333,9 @@ func TestExplain(t *testing.T) {
 				dead := w.worker("1@dead", time.Hour)
 				w.worker("2@dead", time.Hour)
 				w.worker("3@dead", time.Hour)
-				other := w.task("", StateRunning, dead, exRepo)
+				other := w.task("", judge.StateRunning, dead, exRepo)
 				w.hold("1@dead", other, exRepo)
-				w.task(exTarget, StateWaiting, "", exRepo)
+				w.task(exTarget, judge.StateWaiting, "", exRepo)
 				return nil
 			},
 			status:     StatusBlocked,
@@ -346,9 +345,9 @@ func TestExplain(t *testing.T) {
 			name: "waiting behind a task running on a live worker",
 			build: func(w *exWorld) []any {
 				live := w.worker("1@live", 2*time.Second)
-				other := w.task("", StateRunning, live, exRepo, "shared:"+exDomain)
+				other := w.task("", judge.StateRunning, live, exRepo, "shared:"+exDomain)
 				w.hold("1@live", other, exRepo, "shared:"+exDomain)
-				w.task(exTarget, StateWaiting, "", exRepo, "shared:"+exDomain)
+				w.task(exTarget, judge.StateWaiting, "", exRepo, "shared:"+exDomain)
 				return []any{other}
 			},
 			status:     StatusWaiting,
@@ -358,9 +357,9 @@ func TestExplain(t *testing.T) {
 			name: "a shared need is not blocked by shared holders",
 			build: func(w *exWorld) []any {
 				live := w.worker("1@live", 2*time.Second)
-				other := w.task("", StateRunning, live, "shared:"+exDomain)
+				other := w.task("", judge.StateRunning, live, "shared:"+exDomain)
 				w.hold("1@live", other, "shared:"+exDomain)
-				w.task(exTarget, StateWaiting, "", exRepo, "shared:"+exDomain)
+				w.task(exTarget, judge.StateWaiting, "", exRepo, "shared:"+exDomain)
 				return nil
 			},
 			status:     StatusReady,
@@ -369,8 +368,8 @@ func TestExplain(t *testing.T) {
 		{
 			name: "waiting behind an older task that needs the repository exclusively",
 			build: func(w *exWorld) []any {
-				older := w.older(StateWaiting, "", exRepo, "shared:"+exDomain)
-				w.task(exTarget, StateWaiting, "", "shared:"+exRepo, "shared:"+exDomain)
+				older := w.older(judge.StateWaiting, "", exRepo, "shared:"+exDomain)
+				w.task(exTarget, judge.StateWaiting, "", "shared:"+exRepo, "shared:"+exDomain)
 				return []any{older, exRepo}
 			},
 			status:     StatusWaiting,
@@ -379,8 +378,8 @@ func TestExplain(t *testing.T) {
 		{
 			name: "an older task sharing what it shares does not go first",
 			build: func(w *exWorld) []any {
-				w.older(StateWaiting, "", "shared:"+exRepo, "shared:"+exDomain)
-				w.task(exTarget, StateWaiting, "", "shared:"+exRepo, "shared:"+exDomain)
+				w.older(judge.StateWaiting, "", "shared:"+exRepo, "shared:"+exDomain)
+				w.task(exTarget, judge.StateWaiting, "", "shared:"+exRepo, "shared:"+exDomain)
 				return nil
 			},
 			status:     StatusReady,
@@ -389,19 +388,22 @@ func TestExplain(t *testing.T) {
 		{
 			name: "neither an older running task nor one the next pass cancels goes first",
 			build: func(w *exWorld) []any {
-				w.policy.OrphanedWaiting = WaitingCancel
+				w.policy.OrphanedWaiting = judge.WaitingCancel
 				dead := w.worker("1@dead", time.Hour)
-				w.older(StateRunning, "", exRepo)
-				w.older(StateWaiting, dead, exRepo)
-				w.task(exTarget, StateWaiting, "", exRepo)
+				w.older(judge.StateRunning, "", exRepo)
+				w.older(judge.StateWaiting, dead, exRepo)
+				w.task(exTarget, judge.StateWaiting, "", exRepo)
 				return nil
 			},
 			status:     StatusReady,
 			conclusion: "ready to run: nothing holds its resources and no older task needs them",
 		},
 		{
-			name:       "ready to run",
-			build:      func(w *exWorld) []any { w.task(exTarget, StateWaiting, "", exRepo, "shared:"+exDomain); return nil },
+			name: "ready to run",
+			build: func(w *exWorld) []any {
+				w.task(exTarget, judge.StateWaiting, "", exRepo, "shared:"+exDomain)
+				return nil
+			},
 			status:     StatusReady,
 			conclusion: "ready to run: nothing holds its resources and no older task needs them",
 		},
@@ -410,13 +412,13 @@ func TestExplain(t *testing.T) {
 			build: func(w *exWorld) []any {
 				dead := w.worker("1@dead", time.Hour)
 				live := w.worker("1@live", 2*time.Second)
-				d := w.task("", StateRunning, dead, "shared:"+exDomain)
+				d := w.task("", judge.StateRunning, dead, "shared:"+exDomain)
 				w.hold("1@dead", d, "shared:"+exDomain)
-				l := w.task("", StateRunning, live, "shared:"+exDomain)
+				l := w.task("", judge.StateRunning, live, "shared:"+exDomain)
 				w.hold("1@live", l, "shared:"+exDomain)
-				older := w.older(StateWaiting, "", exDomain)
-				w.older(StateWaiting, "", "shared:"+exDomain)
-				w.task(exTarget, StateWaiting, "", exDomain)
+				older := w.older(judge.StateWaiting, "", exDomain)
+				w.older(judge.StateWaiting, "", "shared:"+exDomain)
+				w.task(exTarget, judge.StateWaiting, "", exDomain)
 				return []any{l, older, exDomain}
 			},
 			status: StatusBlocked,
@@ -447,9 +449,9 @@ func TestExplainHolders(t *testing.T) {
 	w := exNewWorld()
 	w.worker("1@dead", time.Hour)
 	live := w.worker("1@live", 2*time.Second)
-	running := w.task("", StateRunning, live, "shared:"+exDomain)
+	running := w.task("", judge.StateRunning, live, "shared:"+exDomain)
 	w.hold("1@live", running, "shared:"+exDomain)
-	w.task(exTarget, StateWaiting, "", exRepo, exDomain)
+	w.task(exTarget, judge.StateWaiting, "", exRepo, exDomain)
 	w.hold("1@dead", exTarget, exRepo)
 
 	ex := w.explain()
@@ -459,34 +461,34 @@ func TestExplainHolders(t *testing.T) {
 	require.Len(t, ex.TaskLocks, 1)
 	tl := ex.TaskLocks[0]
 	require.Equal(t, "1@dead", tl.Owner)
-	require.Equal(t, heartbeat.Dead, tl.Liveness)
+	require.Equal(t, judge.Dead, tl.Liveness)
 	require.True(t, tl.Own)
 	require.True(t, tl.Blocks, "a held task key fails Pulp's acquire")
-	require.Equal(t, VerdictOwnerDead, tl.Verdict)
-	require.Equal(t, ActionRelease, tl.Action)
+	require.Equal(t, judge.VerdictOwnerDead, tl.Verdict)
+	require.Equal(t, judge.ActionRelease, tl.Action)
 
 	require.Len(t, ex.Resources, 2)
 	repo, dom := ex.Resources[0], ex.Resources[1]
 	require.Equal(t, exRepo, repo.Resource)
-	require.Equal(t, KindExclusive, repo.Need)
+	require.Equal(t, judge.KindExclusive, repo.Need)
 	require.Len(t, repo.Holders, 1)
 	require.True(t, repo.Holders[0].Own)
 	require.False(t, repo.Holders[0].Blocks, "its own resource holding goes with its task lock")
 	require.Equal(t, exTarget, repo.Holders[0].Task.ID)
 
 	require.Equal(t, exDomain, dom.Resource)
-	require.Equal(t, KindExclusive, dom.Need)
+	require.Equal(t, judge.KindExclusive, dom.Need)
 	require.Len(t, dom.Holders, 1)
 	h := dom.Holders[0]
-	require.Equal(t, KindShared, h.Kind)
+	require.Equal(t, judge.KindShared, h.Kind)
 	require.Equal(t, "1@live", h.Owner)
-	require.Equal(t, heartbeat.Alive, h.Liveness)
-	require.Equal(t, Duration(2*time.Second), *h.HeartbeatAge)
-	require.Equal(t, &TaskRef{ID: running, Name: "sync", State: StateRunning}, h.Task)
+	require.Equal(t, judge.Alive, h.Liveness)
+	require.Equal(t, judge.Duration(2*time.Second), *h.HeartbeatAge)
+	require.Equal(t, &TaskRef{ID: running, Name: "sync", State: judge.StateRunning}, h.Task)
 	require.False(t, h.Own)
 	require.True(t, h.Blocks)
-	require.Equal(t, VerdictJustified, h.Verdict)
-	require.Equal(t, ActionKeep, h.Action)
+	require.Equal(t, judge.VerdictJustified, h.Verdict)
+	require.Equal(t, judge.ActionKeep, h.Action)
 	require.Contains(t, ex.Conclusion, "then waiting behind task "+running)
 }
 
@@ -497,14 +499,14 @@ func TestExplainClaimAndAhead(t *testing.T) {
 	t.Parallel()
 	w := exNewWorld()
 	live := w.worker("1@live", 2*time.Second)
-	older := w.older(StateWaiting, live, exRepo)
+	older := w.older(judge.StateWaiting, live, exRepo)
 	w.hold("1@live", older, exRepo)
-	w.task(exTarget, StateWaiting, "", exRepo)
+	w.task(exTarget, judge.StateWaiting, "", exRepo)
 	ex := w.explain()
 	require.Len(t, ex.Ahead, 1)
 	require.Equal(t, older, ex.Ahead[0].ID)
 	require.Equal(t, []string{exRepo}, ex.Ahead[0].Conflicts)
-	require.Equal(t, &Process{AppLockID: live, Name: "1@live", AppType: "worker", Liveness: heartbeat.Alive, HeartbeatAge: durationPtr(2 * time.Second)}, ex.Ahead[0].Claim)
+	require.Equal(t, &Process{AppLockID: live, Name: "1@live", AppType: "worker", Liveness: judge.Alive, HeartbeatAge: durationPtr(2 * time.Second)}, ex.Ahead[0].Claim)
 	require.Equal(t, StatusWaiting, ex.Status)
 	require.Equal(t, fmt.Sprintf("waiting behind task %s (sync), claimed by live worker 1@live (heartbeat 2s ago)", older), ex.Conclusion,
 		"a task ahead already named as a lock holder is not named twice")
@@ -519,19 +521,19 @@ func TestExplainClaimAndAhead(t *testing.T) {
 
 	// A claim whose AppStatus row is gone.
 	w2 := exNewWorld()
-	w2.task(exTarget, StateRunning, "deadbeef-0000-4000-8000-000000000000")
+	w2.task(exTarget, judge.StateRunning, "deadbeef-0000-4000-8000-000000000000")
 	ex = w2.explain()
 	require.Equal(t, StatusLost, ex.Status)
-	require.Equal(t, heartbeat.Gone, ex.Claim.Liveness)
+	require.Equal(t, judge.Gone, ex.Claim.Liveness)
 	require.Equal(t, "lost: claimed by a process whose AppStatus row deadbeef-0000-4000-8000-000000000000 is gone; the next pass cancels it", ex.Conclusion)
 }
 
 func TestConflicts(t *testing.T) {
 	t.Parallel()
-	require.True(t, conflicts(KindExclusive, KindExclusive))
-	require.True(t, conflicts(KindExclusive, KindShared))
-	require.True(t, conflicts(KindShared, KindExclusive))
-	require.False(t, conflicts(KindShared, KindShared))
-	require.Equal(t, []string{"a", "shared:a", "b"}, conflictingForms([]string{"a", "shared:b", "a"}))
-	require.Equal(t, []judge.Reservation{{Resource: "a", Kind: KindExclusive}, {Resource: "b", Kind: KindShared}}, judge.Reservations([]string{"a", "shared:b", "a", "shared:b"}))
+	require.True(t, judge.Conflicts(judge.KindExclusive, judge.KindExclusive))
+	require.True(t, judge.Conflicts(judge.KindExclusive, judge.KindShared))
+	require.True(t, judge.Conflicts(judge.KindShared, judge.KindExclusive))
+	require.False(t, judge.Conflicts(judge.KindShared, judge.KindShared))
+	require.Equal(t, []string{"a", "shared:a", "b"}, judge.ConflictingEntries([]string{"a", "shared:b", "a"}))
+	require.Equal(t, []judge.Reservation{{Resource: "a", Kind: judge.KindExclusive}, {Resource: "b", Kind: judge.KindShared}}, judge.Reservations([]string{"a", "shared:b", "a", "shared:b"}))
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // StatusUnprotected: running on a live claim, but its task lock is absent
@@ -28,8 +28,8 @@ type Unprotected struct {
 // full scan, the only read that can tell a lock is absent.
 func (x *explainer) unprotected() *Unprotected {
 	t, claim := x.e.Task, x.e.Claim
-	if t == nil || t.State != StateRunning || !x.in.Snapshot.FullScan || len(x.e.TaskLocks) > 0 ||
-		claim == nil || (claim.Liveness != heartbeat.Alive && claim.Liveness != heartbeat.Late) {
+	if t == nil || t.State != judge.StateRunning || !x.in.Snapshot.FullScan || len(x.e.TaskLocks) > 0 ||
+		claim == nil || (claim.Liveness != judge.Alive && claim.Liveness != judge.Late) {
 		return nil
 	}
 	u := &Unprotected{Unguarded: []string{}, OtherHolders: []Holder{}}
@@ -52,7 +52,7 @@ func (x *explainer) unprotected() *Unprotected {
 func (x *explainer) unprotectedConclusion() string {
 	u := x.e.Unprotected
 	msg := fmt.Sprintf("unprotected: running on %s, but its task lock %s%s is absent from Redis (a restart without persistence, an eviction or a split Redis)",
-		processPhrase(x.e.Claim), TaskKeyPrefix, x.id)
+		processPhrase(x.e.Claim), judge.TaskKeyPrefix, x.id)
 	if n := len(u.Unguarded); n > 0 {
 		msg += fmt.Sprintf("; %d of its %d resources are unguarded (%s)", n, len(x.e.Resources), strings.Join(u.Unguarded, ", "))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/faultproxy"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // The fault tests put a fault-injecting TCP proxy between the reaper and the
@@ -67,10 +68,10 @@ func ftFinish(f *fixture, fl *sfFleet) {
 	sfRequireConverged(f, fl)
 	audit := f.pass(f.reaper(nil), ModeAudit)
 	for _, fd := range audit.Findings {
-		require.NotEqual(f.t, ActionRelease, fd.Action, "left to release: %+v", fd)
+		require.NotEqual(f.t, judge.ActionRelease, fd.Action, "left to release: %+v", fd)
 	}
 	for _, tf := range audit.Tasks {
-		require.NotEqual(f.t, ActionUpdate, tf.Action, "left to update: %+v", tf)
+		require.NotEqual(f.t, judge.ActionUpdate, tf.Action, "left to update: %+v", tf)
 	}
 }
 
@@ -327,7 +328,7 @@ func TestFaultPostgresDropsBeforeTaskUpdates(t *testing.T) {
 	r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, proxy.Addr(), nil), nil)
 	dbBefore := sfDBState(f)
 
-	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*Plan) {
+	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*judge.Plan) {
 		proxy.Refuse()
 		proxy.Cut()
 	}})
@@ -354,15 +355,15 @@ func TestFaultLockChangesOwner(t *testing.T) {
 	rdb := f.redis.Client
 	var taskKey, resourceKey string
 	for _, h := range fl.stale {
-		if taskKey == "" && strings.HasPrefix(h.key, TaskKeyPrefix) {
+		if taskKey == "" && strings.HasPrefix(h.key, judge.TaskKeyPrefix) {
 			taskKey = h.key
 		}
-		if resourceKey == "" && strings.HasPrefix(h.key, ResourceKeyPrefix) && h.key != ResourceKeyPrefix+domain {
+		if resourceKey == "" && strings.HasPrefix(h.key, judge.ResourceKeyPrefix) && h.key != judge.ResourceKeyPrefix+domain {
 			resourceKey = h.key
 		}
 	}
 
-	rep, err := f.reaper(nil).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*Plan) {
+	rep, err := f.reaper(nil).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*judge.Plan) {
 		// A live worker takes the task key, and an exclusive lock becomes a
 		// shared one that the dead owner is still a member of.
 		require.NoError(t, rdb.Set(f.ctx, taskKey, live, 0).Err())
@@ -388,7 +389,7 @@ func TestFaultTaskChangesState(t *testing.T) {
 	fl := sfBuild(f, 4) // lost[0] running, lost[1] waiting
 	liveRow := f.worker("1@live-worker-new", time.Second)
 
-	rep, err := f.reaper(nil).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*Plan) {
+	rep, err := f.reaper(nil).RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*judge.Plan) {
 		_, err := f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed', finished_at = now() WHERE pulp_id = $1", fl.lost[0])
 		require.NoError(t, err)
 		_, err = f.db.Pool.Exec(f.ctx, "UPDATE core_task SET app_lock_id = $2 WHERE pulp_id = $1", fl.lost[1], liveRow)
@@ -399,10 +400,10 @@ func TestFaultTaskChangesState(t *testing.T) {
 	require.Equal(t, ResultSkipped, taskFindingFor(rep, fl.lost[0]).Result)
 	require.Equal(t, ResultSkipped, taskFindingFor(rep, fl.lost[1]).Result)
 	state, _, reason, _ := f.taskRow(fl.lost[0])
-	require.Equal(t, StateCompleted, state, "untouched")
+	require.Equal(t, judge.StateCompleted, state, "untouched")
 	require.Nil(t, reason)
 	state, lock, _, _ := f.taskRow(fl.lost[1])
-	require.Equal(t, StateWaiting, state)
+	require.Equal(t, judge.StateWaiting, state)
 	require.Equal(t, liveRow, *lock, "the new claim stands")
 	_, tasks := sfResults(rep)
 	require.Equal(t, map[Result]int{ResultUpdated: len(fl.lost) - 2, ResultSkipped: 2}, tasks)
@@ -423,7 +424,7 @@ func TestFaultPostgresCommitReplyLost(t *testing.T) {
 	fired := proxy.DropReplyAfter([]byte("WITH input AS"), []byte("commit"))
 
 	var raced string
-	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(p *Plan) {
+	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(p *judge.Plan) {
 		// The first task of the first batch finishes after the snapshot.
 		raced = p.Tasks[0].ID
 		_, err := f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed' WHERE pulp_id = $1", raced)
@@ -443,12 +444,12 @@ func TestFaultPostgresCommitReplyLost(t *testing.T) {
 		state, _, _, _ := f.taskRow(tf.ID)
 		if tf.ID == raced {
 			require.Equal(t, ResultSkipped, tf.Result)
-			require.Equal(t, StateCompleted, state)
+			require.Equal(t, judge.StateCompleted, state)
 			continue
 		}
 		require.Equal(t, ResultUpdated, tf.Result, tf.ID)
 		require.Equal(t, tf.StateAfter, state, "the report says what the database holds: %s", tf.ID)
 		signalled := f.redis.Client.Exists(f.ctx, CancelSignalPrefix+tf.ID).Val() == 1
-		require.Equal(t, tf.StateBefore == StateRunning, signalled, "the cancel signal of %s (%s)", tf.ID, tf.StateBefore)
+		require.Equal(t, tf.StateBefore == judge.StateRunning, signalled, "the cancel signal of %s (%s)", tf.ID, tf.StateBefore)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // fixture is a real Redis database and a real PostgreSQL database holding
@@ -87,15 +88,15 @@ func (f *fixture) progressReport(taskID, state string) string {
 func (f *fixture) acquire(owner, taskID string, reserved []string, legacy bool) {
 	f.t.Helper()
 	rdb := f.redis.Client
-	keys := []string{TaskKeyPrefix + taskID}
-	require.NoError(f.t, rdb.Set(f.ctx, TaskKeyPrefix+taskID, owner, 0).Err())
+	keys := []string{judge.TaskKeyPrefix + taskID}
+	require.NoError(f.t, rdb.Set(f.ctx, judge.TaskKeyPrefix+taskID, owner, 0).Err())
 	for _, r := range reserved {
 		if name, shared := cutShared(r); shared {
-			require.NoError(f.t, rdb.SAdd(f.ctx, ResourceKeyPrefix+name, owner).Err())
-			keys = append(keys, ResourceKeyPrefix+name)
+			require.NoError(f.t, rdb.SAdd(f.ctx, judge.ResourceKeyPrefix+name, owner).Err())
+			keys = append(keys, judge.ResourceKeyPrefix+name)
 		} else {
-			require.NoError(f.t, rdb.Set(f.ctx, ResourceKeyPrefix+r, owner, 0).Err())
-			keys = append(keys, ResourceKeyPrefix+r)
+			require.NoError(f.t, rdb.Set(f.ctx, judge.ResourceKeyPrefix+r, owner, 0).Err())
+			keys = append(keys, judge.ResourceKeyPrefix+r)
 		}
 	}
 	if legacy {

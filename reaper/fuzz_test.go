@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"github.com/lock-reaper/lock-reaper/judge"
 	"regexp"
 	"strings"
 	"testing"
@@ -41,17 +42,17 @@ func FuzzParseTaskKey(f *testing.F) {
 			return
 		}
 		// Accepted keys round-trip.
-		if TaskKeyPrefix+id != key {
+		if judge.TaskKeyPrefix+id != key {
 			t.Fatalf("ParseTaskKey(%q) = %q does not round-trip", key, id)
 		}
-		if again, ok := ParseTaskKey(TaskKeyPrefix + id); !ok || again != id {
+		if again, ok := ParseTaskKey(judge.TaskKeyPrefix + id); !ok || again != id {
 			t.Fatalf("ParseTaskKey(task:%s) = %q, %v", id, again, ok)
 		}
-		if !IsTaskUUID(id) || id != strings.ToLower(id) {
+		if !judge.IsTaskUUID(id) || id != strings.ToLower(id) {
 			t.Fatalf("ParseTaskKey(%q) returned non-canonical id %q", key, id)
 		}
 		// The same id names the task of an immediate-<uuid> owner.
-		if got, ok := immediateTaskID("immediate-" + id); !ok || got != id {
+		if got, ok := judge.ImmediateTaskID("immediate-" + id); !ok || got != id {
 			t.Fatalf("immediateTaskID(immediate-%s) = %q, %v", id, got, ok)
 		}
 	})
@@ -70,11 +71,11 @@ func FuzzParseResourceKey(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, key string) {
 		r, ok := ParseResourceKey(key)
-		want := strings.HasPrefix(key, ResourceKeyPrefix) && len(key) > len(ResourceKeyPrefix)
+		want := strings.HasPrefix(key, judge.ResourceKeyPrefix) && len(key) > len(judge.ResourceKeyPrefix)
 		if ok != want {
 			t.Fatalf("ParseResourceKey(%q) ok=%v, want %v", key, ok, want)
 		}
-		if ok && ResourceKeyPrefix+r != key {
+		if ok && judge.ResourceKeyPrefix+r != key {
 			t.Fatalf("ParseResourceKey(%q) = %q does not round-trip", key, r)
 		}
 		if !ok && r != "" {

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/judge"
 )
 
@@ -28,9 +27,9 @@ type InspectOptions struct {
 // Operator tools (explain, locks, the preview of a break-glass release) read
 // it; nothing in it has been written anywhere.
 type Inspection struct {
-	Snapshot Snapshot
-	Plan     Plan
-	Policy   Policy
+	Snapshot judge.Snapshot
+	Plan     judge.Plan
+	Policy   judge.Policy
 	// Explained is set when InspectOptions.TaskID was.
 	Explained *ExplainedTask
 	// Kubernetes is what the inspection read from Kubernetes, when that is on.
@@ -43,7 +42,8 @@ type Inspection struct {
 // TaskRow is a core_task row with its creation time, which decides the order
 // in which Pulp's workers fetch waiting tasks.
 type TaskRow struct {
-	Task
+	judge.Task
+
 	Created time.Time `json:"pulp_created"`
 }
 
@@ -87,13 +87,13 @@ func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection,
 
 // Owner returns what the inspection knows of an owner name: the liveness of
 // its AppStatus rows, or for an immediate-<uuid> owner that of its task.
-func (in *Inspection) Owner(name string) heartbeat.Owner {
+func (in *Inspection) Owner(name string) judge.Owner {
 	return judge.LockOwner(in.Snapshot.Tasks, in.Fleet(), name)
 }
 
 // Fleet returns the liveness of every AppStatus row and name.
-func (in *Inspection) Fleet() *heartbeat.Fleet {
-	return fleetOf(in.Snapshot, in.Policy)
+func (in *Inspection) Fleet() *judge.Fleet {
+	return judge.FleetOf(in.Snapshot, in.Policy)
 }
 
 // explainTaskSQL and explainAheadSQL name only columns of pulp-protocol.md §3.
@@ -126,7 +126,7 @@ LIMIT $4`
 // before it, in one read-only transaction.
 func readExplainedTask(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, taskID string) (*ExplainedTask, error) {
 	out := &ExplainedTask{TaskID: taskID}
-	if !IsTaskUUID(taskID) {
+	if !judge.IsTaskUUID(taskID) {
 		return out, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -149,8 +149,8 @@ func readExplainedTask(ctx context.Context, pool *pgxpool.Pool, timeout time.Dur
 		return out, nil
 	}
 	out.Row = &found[0]
-	forms := conflictingForms(out.Row.Reserved)
-	if len(forms) == 0 || Final(out.Row.State) {
+	forms := judge.ConflictingEntries(out.Row.Reserved)
+	if len(forms) == 0 || judge.Final(out.Row.State) {
 		return out, nil
 	}
 	rows, err = tx.Query(ctx, explainAheadSQL, out.Row.Created, forms, taskID, MaxAhead)
@@ -187,7 +187,3 @@ func scanTaskRows(rows pgx.Rows) ([]TaskRow, int, error) {
 	}
 	return out, total, rows.Err()
 }
-
-// conflictingForms lists the reserved_resources_record entries of another
-// task that conflict with this record (see judge.ConflictingEntries).
-func conflictingForms(record []string) []string { return judge.ConflictingEntries(record) }

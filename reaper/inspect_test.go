@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // createdAgo moves a task's pulp_created back, on the database clock.
@@ -54,7 +54,7 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	dead := f.task("running", "", []string{r2}, -1)
 	f.acquire("1@dead", dead, []string{r2}, true)
 	// A no-task suspect: a pass would remember it.
-	require.NoError(t, f.redis.Client.Set(f.ctx, ResourceKeyPrefix+r3, "1@live", 0).Err())
+	require.NoError(t, f.redis.Client.Set(f.ctx, judge.ResourceKeyPrefix+r3, "1@live", 0).Err())
 
 	before := f.redisDump()
 	r := f.reaper(nil)
@@ -67,25 +67,25 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 
 	require.Len(t, in.Snapshot.Holdings, 6)
 	require.Nil(t, in.Explained)
-	require.Equal(t, DefaultPolicy(), in.Policy)
-	verdicts := map[string]Verdict{}
+	require.Equal(t, judge.DefaultPolicy(), in.Policy)
+	verdicts := map[string]judge.Verdict{}
 	for _, jd := range in.Plan.Holdings {
 		verdicts[jd.Key+" "+jd.Owner] = jd.Verdict
 	}
-	require.Equal(t, VerdictHealthy, verdicts[TaskKeyPrefix+healthy+" 1@live"])
-	require.Equal(t, VerdictJustified, verdicts[ResourceKeyPrefix+r1+" 1@live"])
-	require.Equal(t, VerdictOwnerDead, verdicts[TaskKeyPrefix+dead+" 1@dead"])
-	require.Equal(t, VerdictNoTask, verdicts[ResourceKeyPrefix+r3+" 1@live"])
+	require.Equal(t, judge.VerdictHealthy, verdicts[judge.TaskKeyPrefix+healthy+" 1@live"])
+	require.Equal(t, judge.VerdictJustified, verdicts[judge.ResourceKeyPrefix+r1+" 1@live"])
+	require.Equal(t, judge.VerdictOwnerDead, verdicts[judge.TaskKeyPrefix+dead+" 1@dead"])
+	require.Equal(t, judge.VerdictNoTask, verdicts[judge.ResourceKeyPrefix+r3+" 1@live"])
 	require.Len(t, in.Plan.Tasks, 1, "the dead worker's running task is lost")
 
-	require.Equal(t, heartbeat.Alive, in.Owner("1@live").Liveness)
-	require.Equal(t, heartbeat.Dead, in.Owner("1@dead").Liveness)
-	require.Equal(t, heartbeat.Gone, in.Owner("7@nobody").Liveness)
+	require.Equal(t, judge.Alive, in.Owner("1@live").Liveness)
+	require.Equal(t, judge.Dead, in.Owner("1@dead").Liveness)
+	require.Equal(t, judge.Gone, in.Owner("7@nobody").Liveness)
 	for _, jd := range in.Plan.Holdings {
-		if jd.Key == ResourceKeyPrefix+r1 {
+		if jd.Key == judge.ResourceKeyPrefix+r1 {
 			require.Equal(t, healthy, jd.HoldingTask(), "a justified resource holding names its task")
 		}
-		if jd.Key == ResourceKeyPrefix+r3 {
+		if jd.Key == judge.ResourceKeyPrefix+r3 {
 			require.Empty(t, jd.HoldingTask())
 		}
 	}

@@ -8,12 +8,11 @@ import (
 	"github.com/lock-reaper/lock-reaper/judge"
 )
 
-// Pulp's Redis key names.
+// Pulp's Redis key names besides the lock prefixes (judge.TaskKeyPrefix,
+// judge.ResourceKeyPrefix).
 const (
-	TaskKeyPrefix     = judge.TaskKeyPrefix
-	ResourceKeyPrefix = judge.ResourceKeyPrefix
-	OwnerLocksPrefix  = "pulp:owner_locks:"
-	ActiveOwnersKey   = "pulp:active_owners"
+	OwnerLocksPrefix = "pulp:owner_locks:"
+	ActiveOwnersKey  = "pulp:active_owners"
 	// SuspectsKey is lock-reaper's own hash of remembered suspects.
 	SuspectsKey = "pulp:lock_reaper:suspects"
 	// SeenAliveKey is lock-reaper's own hash of the worker rows passes saw
@@ -28,14 +27,10 @@ const (
 // immediate-<uuid>, far shorter. A longer value is not an owner name.
 const MaxOwnerLen = 1024
 
-// IsTaskUUID reports whether s is a UUID in the canonical lowercase text form
-// pulpcore uses for task keys.
-func IsTaskUUID(s string) bool { return judge.IsTaskUUID(s) }
-
 // ParseTaskKey returns the task id of a task:<uuid> key.
 func ParseTaskKey(key string) (string, bool) {
-	id, ok := strings.CutPrefix(key, TaskKeyPrefix)
-	if !ok || !IsTaskUUID(id) {
+	id, ok := strings.CutPrefix(key, judge.TaskKeyPrefix)
+	if !ok || !judge.IsTaskUUID(id) {
 		return "", false
 	}
 	return id, true
@@ -44,7 +39,7 @@ func ParseTaskKey(key string) (string, bool) {
 // ParseResourceKey returns the resource name of a pulp:resource_lock:<R> key.
 // Resource names are opaque; only an empty one is refused.
 func ParseResourceKey(key string) (string, bool) {
-	r, ok := strings.CutPrefix(key, ResourceKeyPrefix)
+	r, ok := strings.CutPrefix(key, judge.ResourceKeyPrefix)
 	if !ok || r == "" {
 		return "", false
 	}

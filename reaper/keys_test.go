@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,7 +31,7 @@ func TestKeyIsTaskUUID(t *testing.T) {
 		{"", false},
 	}
 	for _, tc := range cases {
-		require.Equal(t, tc.want, IsTaskUUID(tc.in), "%q", tc.in)
+		require.Equal(t, tc.want, judge.IsTaskUUID(tc.in), "%q", tc.in)
 	}
 }
 
@@ -62,7 +63,7 @@ func TestKeyParseTaskKey(t *testing.T) {
 		require.Equal(t, tc.ok, ok, "%q", tc.key)
 		require.Equal(t, tc.wantID, got, "%q", tc.key)
 		if ok {
-			require.Equal(t, tc.key, TaskKeyPrefix+got)
+			require.Equal(t, tc.key, judge.TaskKeyPrefix+got)
 		}
 	}
 }
@@ -92,7 +93,7 @@ func TestKeyParseResourceKey(t *testing.T) {
 		require.Equal(t, tc.ok, ok, "%q", tc.key)
 		require.Equal(t, tc.want, got, "%q", tc.key)
 		if ok {
-			require.Equal(t, tc.key, ResourceKeyPrefix+got)
+			require.Equal(t, tc.key, judge.ResourceKeyPrefix+got)
 		}
 	}
 }
@@ -142,8 +143,8 @@ func TestKeyOwnerProblem(t *testing.T) {
 func TestKeyPrefixes(t *testing.T) {
 	t.Parallel()
 	// The names pulpcore writes, from pulp-protocol.md §1.
-	require.Equal(t, "task:", TaskKeyPrefix)
-	require.Equal(t, "pulp:resource_lock:", ResourceKeyPrefix)
+	require.Equal(t, "task:", judge.TaskKeyPrefix)
+	require.Equal(t, "pulp:resource_lock:", judge.ResourceKeyPrefix)
 	require.Equal(t, "pulp:owner_locks:", OwnerLocksPrefix)
 	require.Equal(t, "pulp:active_owners", ActiveOwnersKey)
 	require.Equal(t, "pulp:lock_reaper:suspects", SuspectsKey)
@@ -152,7 +153,7 @@ func TestKeyPrefixes(t *testing.T) {
 	require.False(t, isTask)
 	_, isRes := ParseResourceKey(SuspectsKey)
 	require.False(t, isRes)
-	k := stuckClaimKey("0198a5c4-3f1e-7b2a-9c4d-5e6f7a8b9c0d", "x")
+	k := judge.StuckClaimKey("0198a5c4-3f1e-7b2a-9c4d-5e6f7a8b9c0d", "x")
 	_, isTask = ParseTaskKey(k.Key)
 	require.False(t, isTask)
 	_, isRes = ParseResourceKey(k.Key)
@@ -161,10 +162,10 @@ func TestKeyPrefixes(t *testing.T) {
 
 func TestKeyFinalStates(t *testing.T) {
 	t.Parallel()
-	for _, s := range []string{StateCompleted, StateFailed, StateCanceled, StateSkipped} {
-		require.True(t, Final(s), s)
+	for _, s := range []string{judge.StateCompleted, judge.StateFailed, judge.StateCanceled, judge.StateSkipped} {
+		require.True(t, judge.Final(s), s)
 	}
-	for _, s := range []string{StateWaiting, StateRunning, StateCanceling, "", "COMPLETED", "done"} {
-		require.False(t, Final(s), s)
+	for _, s := range []string{judge.StateWaiting, judge.StateRunning, judge.StateCanceling, "", "COMPLETED", "done"} {
+		require.False(t, judge.Final(s), s)
 	}
 }

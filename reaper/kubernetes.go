@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/judge"
 )
 
@@ -16,7 +15,7 @@ import (
 type PodSource interface {
 	// ListPods returns every pod the configured namespace and selector name,
 	// all pages of one list, or an error; never a partial list.
-	ListPods(ctx context.Context) ([]heartbeat.Pod, error)
+	ListPods(ctx context.Context) ([]judge.Pod, error)
 	// Where names the namespace and selector, for reports and logs.
 	Where() string
 }
@@ -42,17 +41,17 @@ type KubernetesReport struct {
 	Pods  int    `json:"pods"`
 	// OwnersByEvidence counts the AppStatus owner names by the Kubernetes
 	// rule that decided their evidence ("none" for names it says nothing of).
-	OwnersByEvidence map[heartbeat.PodRule]int `json:"owners_by_evidence,omitempty"`
+	OwnersByEvidence map[judge.PodRule]int `json:"owners_by_evidence,omitempty"`
 }
 
 // PodRuleNone counts, in OwnersByEvidence, the owners Kubernetes says nothing of.
-const PodRuleNone heartbeat.PodRule = "none"
+const PodRuleNone judge.PodRule = "none"
 
 // readPods lists the pods once for this pass, within timeout, and gives the
 // view the pods earlier lists showed; the list is then remembered (in Redis
 // too unless dryRun). A failure is never the pass's: it is reported, and the
 // snapshot has no pods, so the judge decides as it would without Kubernetes.
-func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) *heartbeat.PodView {
+func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) *judge.PodView {
 	src := r.cfg.PodSource
 	if src == nil {
 		return nil
@@ -74,24 +73,24 @@ func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) *heartb
 	now := time.Now()
 	seen := r.rememberedPods(ctx, src.Where(), now)
 	r.rememberPods(ctx, src.Where(), pods, now, dryRun)
-	return heartbeat.NewPodView(pods, seen)
+	return judge.NewPodView(pods, seen)
 }
 
 // noteKubernetes counts the owners by evidence and warns of the workers that
 // Kubernetes keeps alive although they do not heartbeat.
-func (r *Reaper) noteKubernetes(plan *Plan, rep *Report) {
+func (r *Reaper) noteKubernetes(plan *judge.Plan, rep *Report) {
 	k := rep.Kubernetes
 	if k == nil || k.Read != KubernetesRead {
 		return
 	}
-	k.OwnersByEvidence = map[heartbeat.PodRule]int{}
+	k.OwnersByEvidence = map[judge.PodRule]int{}
 	for _, o := range plan.FleetOwners {
 		if o.Kubernetes == nil {
 			k.OwnersByEvidence[PodRuleNone]++
 			continue
 		}
 		k.OwnersByEvidence[o.Kubernetes.Rule]++
-		if o.Kubernetes.Rule == heartbeat.PodAliveNotHeartbeating {
+		if o.Kubernetes.Rule == judge.PodAliveNotHeartbeating {
 			r.log.Warn("worker alive by Kubernetes but not heartbeating", slog.String("owner", o.Name),
 				slog.String("pod", o.Kubernetes.Name), slog.Duration("heartbeat_age", o.HeartbeatAge))
 		}
@@ -99,11 +98,6 @@ func (r *Reaper) noteKubernetes(plan *Plan, rep *Report) {
 }
 
 // PodRules are the Kubernetes rules in the order reports list them.
-func PodRules() []heartbeat.PodRule {
-	return slices.Sorted(maps.Keys(map[heartbeat.PodRule]bool{
-		heartbeat.PodSeen: true, heartbeat.PodGone: true, heartbeat.PodRestarted: true, heartbeat.PodContainerEnded: true, heartbeat.PodAliveNotHeartbeating: true,
-		heartbeat.PodHungTooLong: true, heartbeat.PodOutsideView: true, heartbeat.PodNotInView: true, PodRuleNone: true,
-	}))
+func PodRules() []judge.PodRule {
+	return slices.Sorted(maps.Keys(map[judge.PodRule]bool{judge.PodSeen: true, judge.PodGone: true, judge.PodRestarted: true, judge.PodContainerEnded: true, judge.PodAliveNotHeartbeating: true, judge.PodHungTooLong: true, judge.PodOutsideView: true, judge.PodNotInView: true, PodRuleNone: true}))
 }
-
-func fleetOf(snap Snapshot, p Policy) *heartbeat.Fleet { return judge.FleetOf(snap, p) }

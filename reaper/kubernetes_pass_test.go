@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/kube"
 )
 
@@ -25,8 +25,8 @@ import (
 // kpErrSource is a PodSource whose list fails.
 type kpErrSource struct{ err error }
 
-func (s kpErrSource) ListPods(context.Context) ([]heartbeat.Pod, error) { return nil, s.err }
-func (s kpErrSource) Where() string                                     { return "namespace pulp" }
+func (s kpErrSource) ListPods(context.Context) ([]judge.Pod, error) { return nil, s.err }
+func (s kpErrSource) Where() string                                 { return "namespace pulp" }
 
 // kpCluster is a namespace of pods a pass lists; hook, when set, runs inside
 // each list, before it answers (a list that is slow on purpose).
@@ -49,7 +49,7 @@ func newKPCluster(t *testing.T, pods ...*corev1.Pod) *kpCluster {
 	return c
 }
 
-func (c *kpCluster) ListPods(ctx context.Context) ([]heartbeat.Pod, error) {
+func (c *kpCluster) ListPods(ctx context.Context) ([]judge.Pod, error) {
 	c.mu.Lock()
 	hook := c.hook
 	c.mu.Unlock()
@@ -182,28 +182,28 @@ func (f *fixture) kpFleet() []*corev1.Pod {
 // task lock and an exclusive resource; it returns the task and the resource.
 func (f *fixture) kpRunningTask(owner, row string) (taskID, res string) {
 	res = "prn:core.domain:" + newUUID()
-	taskID = f.task(StateRunning, row, []string{res}, -1)
+	taskID = f.task(judge.StateRunning, row, []string{res}, -1)
 	f.acquire(owner, taskID, []string{res}, false)
 	return taskID, res
 }
 
 func (f *fixture) kpKept(rep *Report, owner, taskID, res string) {
 	f.t.Helper()
-	require.Equal(f.t, owner, f.get(TaskKeyPrefix+taskID))
-	require.Equal(f.t, owner, f.get(ResourceKeyPrefix+res))
+	require.Equal(f.t, owner, f.get(judge.TaskKeyPrefix+taskID))
+	require.Equal(f.t, owner, f.get(judge.ResourceKeyPrefix+res))
 	state, _, _, _ := f.taskRow(taskID)
-	require.Equal(f.t, StateRunning, state)
+	require.Equal(f.t, judge.StateRunning, state)
 }
 
 func (f *fixture) kpReleased(rep *Report, owner, taskID, res string) *Finding {
 	f.t.Helper()
-	fd := findingFor(rep, TaskKeyPrefix+taskID, owner)
+	fd := findingFor(rep, judge.TaskKeyPrefix+taskID, owner)
 	require.NotNil(f.t, fd)
 	require.Equal(f.t, ResultReleased, fd.Result)
-	require.Empty(f.t, f.get(TaskKeyPrefix+taskID))
-	require.Empty(f.t, f.get(ResourceKeyPrefix+res))
+	require.Empty(f.t, f.get(judge.TaskKeyPrefix+taskID))
+	require.Empty(f.t, f.get(judge.ResourceKeyPrefix+res))
 	state, _, _, _ := f.taskRow(taskID)
-	require.Equal(f.t, StateCanceled, state)
+	require.Equal(f.t, judge.StateCanceled, state)
 	return fd
 }
 
@@ -227,8 +227,8 @@ func TestKubernetesPassOOMRestartFreedAtOnce(t *testing.T) {
 	rep := f.kpPass(cluster, ModeOnce)
 	require.Equal(t, KubernetesRead, rep.Kubernetes.Read)
 	fd := f.kpReleased(rep, "1@w", taskID, res)
-	require.Equal(t, heartbeat.PodRestarted, fd.Evidence().Kubernetes.Rule)
-	require.Equal(t, 1, rep.Kubernetes.OwnersByEvidence[heartbeat.PodRestarted])
+	require.Equal(t, judge.PodRestarted, fd.Evidence().Kubernetes.Rule)
+	require.Equal(t, 1, rep.Kubernetes.OwnersByEvidence[judge.PodRestarted])
 	owner := kpOwner(rep, "1@w")
 	require.NotNil(t, owner.Kubernetes, "the pass report's owners carry the pod evidence")
 	require.Equal(t, "OOMKilled", owner.Kubernetes.Container.LastTerminated.Reason)
@@ -246,7 +246,7 @@ func TestKubernetesPassEvictedFreedAtOnce(t *testing.T) {
 
 	rep := f.kpPass(cluster, ModeOnce)
 	fd := f.kpReleased(rep, "1@w", taskID, res)
-	require.Equal(t, heartbeat.PodContainerEnded, fd.Evidence().Kubernetes.Rule)
+	require.Equal(t, judge.PodContainerEnded, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, "Evicted", fd.Evidence().Kubernetes.Reason)
 }
 
@@ -274,8 +274,8 @@ func TestKubernetesPassNodeCrashNotHeld(t *testing.T) {
 
 			rep := f.kpPass(cluster, ModeOnce)
 			fd := f.kpReleased(rep, "1@w", taskID, res)
-			require.Equal(t, VerdictOwnerDead, fd.Verdict)
-			require.Equal(t, heartbeat.PodSeen, fd.Evidence().Kubernetes.Rule)
+			require.Equal(t, judge.VerdictOwnerDead, fd.Verdict)
+			require.Equal(t, judge.PodSeen, fd.Evidence().Kubernetes.Rule)
 		})
 	}
 }
@@ -290,12 +290,12 @@ func TestKubernetesPassLateButAliveWorkerKept(t *testing.T) {
 	cluster := newKPCluster(t, append(pods, kpPod("slow", time.Now().Add(-2*time.Hour), 0))...)
 
 	rep := f.kpPass(cluster, ModeOnce)
-	fd := findingFor(rep, TaskKeyPrefix+taskID, "1@slow")
+	fd := findingFor(rep, judge.TaskKeyPrefix+taskID, "1@slow")
 	require.NotNil(t, fd)
-	require.Equal(t, VerdictPending, fd.Verdict)
-	require.Equal(t, heartbeat.PodAliveNotHeartbeating, fd.Evidence().Kubernetes.Rule)
+	require.Equal(t, judge.VerdictPending, fd.Verdict)
+	require.Equal(t, judge.PodAliveNotHeartbeating, fd.Evidence().Kubernetes.Rule)
 	f.kpKept(rep, "1@slow", taskID, res)
-	require.Equal(t, 1, rep.Kubernetes.OwnersByEvidence[heartbeat.PodAliveNotHeartbeating])
+	require.Equal(t, 1, rep.Kubernetes.OwnersByEvidence[judge.PodAliveNotHeartbeating])
 
 	// Without Kubernetes the same worker loses its locks and its task.
 	rep = f.pass(f.reaper(nil), ModeOnce)
@@ -317,9 +317,9 @@ func TestKubernetesPassAbsenceOnlyOfAPodSeen(t *testing.T) {
 
 	// The first pass sees the pod w (its worker is not yet written).
 	rep := f.pass(r, ModeOnce)
-	fd := findingFor(rep, TaskKeyPrefix+vmTask, "1@vm-worker")
-	require.Equal(t, VerdictPending, fd.Verdict)
-	require.Equal(t, heartbeat.PodNotInView, fd.Evidence().Kubernetes.Rule)
+	fd := findingFor(rep, judge.TaskKeyPrefix+vmTask, "1@vm-worker")
+	require.Equal(t, judge.VerdictPending, fd.Verdict)
+	require.Equal(t, judge.PodNotInView, fd.Evidence().Kubernetes.Rule)
 	f.kpKept(rep, "1@vm-worker", vmTask, vmRes)
 
 	// Now the pod w is gone; its worker's row is late. The VM worker, late
@@ -328,7 +328,7 @@ func TestKubernetesPassAbsenceOnlyOfAPodSeen(t *testing.T) {
 	taskID, res := f.kpRunningTask("1@w", row)
 	cluster.remove("w")
 	rep = f.pass(r, ModeOnce)
-	require.Equal(t, heartbeat.PodNotInView, findingFor(rep, TaskKeyPrefix+taskID, "1@w").Evidence().Kubernetes.Rule)
+	require.Equal(t, judge.PodNotInView, findingFor(rep, judge.TaskKeyPrefix+taskID, "1@w").Evidence().Kubernetes.Rule)
 	f.kpKept(rep, "1@w", taskID, res)
 	f.kpKept(rep, "1@vm-worker", vmTask, vmRes)
 
@@ -339,11 +339,11 @@ func TestKubernetesPassAbsenceOnlyOfAPodSeen(t *testing.T) {
 	require.NoError(t, err)
 	rep = f.kpPass(cluster, ModeOnce)
 	fd = f.kpReleased(rep, "1@w", taskID, res)
-	require.Equal(t, heartbeat.PodGone, fd.Evidence().Kubernetes.Rule)
+	require.Equal(t, judge.PodGone, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, "uid-w", fd.Evidence().Kubernetes.UID)
 	fd = f.kpReleased(rep, "1@vm-worker", vmTask, vmRes)
-	require.Equal(t, VerdictOwnerDead, fd.Verdict)
-	require.Equal(t, heartbeat.PodNotInView, fd.Evidence().Kubernetes.Rule)
+	require.Equal(t, judge.VerdictOwnerDead, fd.Verdict)
+	require.Equal(t, judge.PodNotInView, fd.Evidence().Kubernetes.Rule)
 }
 
 // The wrong context: the list is another cluster's, without the live
@@ -360,11 +360,11 @@ func TestKubernetesPassWrongContextUntrusted(t *testing.T) {
 	cluster := newKPCluster(t, kpOOMRestarted(kpPod("w", now.Add(-time.Hour-time.Minute), 0), now.Add(-11*time.Second), now.Add(-10*time.Second)))
 
 	rep := f.kpPass(cluster, ModeOnce)
-	fd := findingFor(rep, TaskKeyPrefix+taskID, "1@w")
-	require.Equal(t, VerdictPending, fd.Verdict)
-	require.Equal(t, heartbeat.PodSeen, fd.Evidence().Kubernetes.Rule)
+	fd := findingFor(rep, judge.TaskKeyPrefix+taskID, "1@w")
+	require.Equal(t, judge.VerdictPending, fd.Verdict)
+	require.Equal(t, judge.PodSeen, fd.Evidence().Kubernetes.Rule)
 	f.kpKept(rep, "1@w", taskID, res)
-	require.Equal(t, 3, rep.Kubernetes.OwnersByEvidence[heartbeat.PodOutsideView])
+	require.Equal(t, 3, rep.Kubernetes.OwnersByEvidence[judge.PodOutsideView])
 }
 
 // The pods are listed before the database is read: a same-name successor
@@ -386,19 +386,19 @@ func TestKubernetesPassSlowListSuccessorKeepsItsLock(t *testing.T) {
 	cluster.hook = func() {
 		time.Sleep(300 * time.Millisecond)
 		successor := f.kpWorker("1@w", 0, 0)
-		newTask = f.task(StateRunning, successor, []string{"shared:" + domain}, -1)
+		newTask = f.task(judge.StateRunning, successor, []string{"shared:" + domain}, -1)
 		f.acquire("1@w", newTask, []string{"shared:" + domain}, false)
 	}
 
 	rep := f.kpPass(cluster, ModeOnce)
-	require.Equal(t, "1@w", f.get(TaskKeyPrefix+newTask), "the successor's task lock stays")
-	require.Contains(t, f.members(ResourceKeyPrefix+domain), "1@w", "the successor's shared domain membership stays")
+	require.Equal(t, "1@w", f.get(judge.TaskKeyPrefix+newTask), "the successor's task lock stays")
+	require.Contains(t, f.members(judge.ResourceKeyPrefix+domain), "1@w", "the successor's shared domain membership stays")
 	state, _, _, _ := f.taskRow(newTask)
-	require.Equal(t, StateRunning, state)
-	require.Empty(t, f.get(TaskKeyPrefix+oldTask), "the ended incarnation's task lock is freed")
-	require.Empty(t, f.get(ResourceKeyPrefix+oldRes))
+	require.Equal(t, judge.StateRunning, state)
+	require.Empty(t, f.get(judge.TaskKeyPrefix+oldTask), "the ended incarnation's task lock is freed")
+	require.Empty(t, f.get(judge.ResourceKeyPrefix+oldRes))
 	state, _, _, _ = f.taskRow(oldTask)
-	require.Equal(t, StateCanceled, state)
+	require.Equal(t, judge.StateCanceled, state)
 	require.Equal(t, KubernetesRead, rep.Kubernetes.Read)
 }
 
@@ -411,7 +411,7 @@ func TestKubernetesPassUnavailableJudgesAsWithout(t *testing.T) {
 	rep := f.kpPass(kpErrSource{err: errors.New("pods is forbidden")}, ModeOnce)
 	require.Equal(t, KubernetesUnavailable, rep.Kubernetes.Read)
 	require.Contains(t, rep.Kubernetes.Error, "forbidden")
-	require.Equal(t, VerdictPending, findingFor(rep, TaskKeyPrefix+taskID, "1@w").Verdict, "without pods the row is only late")
+	require.Equal(t, judge.VerdictPending, findingFor(rep, judge.TaskKeyPrefix+taskID, "1@w").Verdict, "without pods the row is only late")
 	f.kpKept(rep, "1@w", taskID, res)
 }
 
@@ -427,7 +427,7 @@ func TestKubernetesPassAuditRemembersNothing(t *testing.T) {
 	require.Positive(t, f.redis.Client.TTL(f.ctx, PodsSeenKey).Val())
 }
 
-func kpOwner(rep *Report, name string) *OwnerReport {
+func kpOwner(rep *Report, name string) *judge.OwnerReport {
 	for i := range rep.LockOwners {
 		if rep.LockOwners[i].Name == name {
 			return &rep.LockOwners[i]

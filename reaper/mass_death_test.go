@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,9 +22,9 @@ func mdFleet(f *fixture, live, dead int, deadAge time.Duration) []sfHeld {
 	for i := range dead {
 		owner := fmt.Sprintf("1@pulp-worker-old-%d", i)
 		r := repo()
-		task := f.task(StateRunning, f.worker(owner, deadAge), []string{r}, -1)
+		task := f.task(judge.StateRunning, f.worker(owner, deadAge), []string{r}, -1)
 		f.acquire(owner, task, []string{r}, false)
-		held = append(held, sfHeld{TaskKeyPrefix + task, owner}, sfHeld{ResourceKeyPrefix + r, owner})
+		held = append(held, sfHeld{judge.TaskKeyPrefix + task, owner}, sfHeld{judge.ResourceKeyPrefix + r, owner})
 	}
 	return held
 }
@@ -43,7 +44,7 @@ func TestMassDeathGuardIgnoresRollingRestart(t *testing.T) {
 	for _, h := range held {
 		fd := findingFor(rep, h.key, h.owner)
 		require.NotNil(t, fd, h.key)
-		require.Equal(t, VerdictOwnerDead, fd.Verdict, h.key)
+		require.Equal(t, judge.VerdictOwnerDead, fd.Verdict, h.key)
 		require.Equal(t, ResultReleased, fd.Result, h.key)
 		require.False(t, sfHolds(f, h), "released: %v", h)
 	}
@@ -84,10 +85,10 @@ func mdStopFour(f *fixture) *mdStopped {
 		owner := fmt.Sprintf("1@pulp-worker-stopped-%d", i)
 		row := f.worker(owner, time.Second)
 		r, d := repo(), "prn:core.domain:"+newUUID()
-		task := f.task(StateRunning, row, []string{r, "shared:" + d}, -1)
+		task := f.task(judge.StateRunning, row, []string{r, "shared:" + d}, -1)
 		f.acquire(owner, task, []string{r, "shared:" + d}, false)
 		m.stopped, m.tasks = append(m.stopped, row), append(m.tasks, task)
-		m.held = append(m.held, sfHeld{TaskKeyPrefix + task, owner}, sfHeld{ResourceKeyPrefix + r, owner}, sfHeld{ResourceKeyPrefix + d, owner})
+		m.held = append(m.held, sfHeld{judge.TaskKeyPrefix + task, owner}, sfHeld{judge.ResourceKeyPrefix + r, owner}, sfHeld{judge.ResourceKeyPrefix + d, owner})
 	}
 	return m
 }
@@ -116,7 +117,7 @@ func (m *mdStopped) requireHeld(f *fixture, rep *Report, after time.Duration) {
 	}
 	for _, id := range m.tasks {
 		state, _, _, _ := f.taskRow(id)
-		require.Equal(f.t, StateRunning, state, "after %s", after)
+		require.Equal(f.t, judge.StateRunning, state, "after %s", after)
 	}
 }
 
@@ -177,7 +178,7 @@ func TestMassDeathGuardEndsWhenPulpcoreDeletesTheRows(t *testing.T) {
 	require.Empty(t, rep.Guards)
 	require.Equal(t, 4, rep.Summary.TasksUpdated)
 	for _, h := range m.held {
-		require.Equal(t, VerdictOwnerGone, findingFor(rep, h.key, h.owner).Verdict, h.key)
+		require.Equal(t, judge.VerdictOwnerGone, findingFor(rep, h.key, h.owner).Verdict, h.key)
 		require.False(t, sfHolds(f, h), "released: %v", h)
 	}
 	seen, err := readSeenAlive(f.ctx, f.redis.Client, time.Second)

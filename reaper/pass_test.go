@@ -100,19 +100,19 @@ func TestPassVerdicts(t *testing.T) {
 
 	rep := f.pass(r, ModeOnce)
 	require.Equal(t, ExitOK, rep.ExitCode(), rep.Error)
-	verdicts := map[string]Verdict{}
+	verdicts := map[string]judge.Verdict{}
 	for _, fd := range rep.Findings {
 		verdicts[fd.Key+" "+fd.Owner] = fd.Verdict
 	}
-	require.Equal(t, VerdictTaskFinished, verdicts["task:"+finished+" 1@live"])
-	require.Equal(t, VerdictOwnerDead, verdicts["task:"+deadTask+" 1@dead"])
-	require.Equal(t, VerdictOwnerGone, verdicts["task:"+goneTask+" 7@vanished"])
-	require.Equal(t, VerdictTaskLost, verdicts["task:"+lostTask+" 1@reused"])
-	require.Equal(t, VerdictTaskLost, verdicts["pulp:resource_lock:"+r8+" 1@reused"], "resource inherits its task lock's verdict")
-	require.Equal(t, VerdictPending, verdicts["task:"+lateTask+" 1@late"])
-	require.Equal(t, VerdictTaskMissing, verdicts["task:"+missing+" 1@live"])
-	require.Equal(t, VerdictUnclaimed, verdicts["task:"+unclaimed+" 1@live"])
-	require.Equal(t, VerdictNoTask, verdicts["pulp:resource_lock:"+r10+" 1@live"])
+	require.Equal(t, judge.VerdictTaskFinished, verdicts["task:"+finished+" 1@live"])
+	require.Equal(t, judge.VerdictOwnerDead, verdicts["task:"+deadTask+" 1@dead"])
+	require.Equal(t, judge.VerdictOwnerGone, verdicts["task:"+goneTask+" 7@vanished"])
+	require.Equal(t, judge.VerdictTaskLost, verdicts["task:"+lostTask+" 1@reused"])
+	require.Equal(t, judge.VerdictTaskLost, verdicts["pulp:resource_lock:"+r8+" 1@reused"], "resource inherits its task lock's verdict")
+	require.Equal(t, judge.VerdictPending, verdicts["task:"+lateTask+" 1@late"])
+	require.Equal(t, judge.VerdictTaskMissing, verdicts["task:"+missing+" 1@live"])
+	require.Equal(t, judge.VerdictUnclaimed, verdicts["task:"+unclaimed+" 1@live"])
+	require.Equal(t, judge.VerdictNoTask, verdicts["pulp:resource_lock:"+r10+" 1@live"])
 
 	holds := func(h held) bool {
 		if v := f.get(h.key); v != "" {
@@ -231,7 +231,7 @@ func TestPassPolicies(t *testing.T) {
 	dead := f.worker("3@dead", time.Hour)
 	running := f.task("running", dead, nil, -1)
 	waiting := f.task("waiting", dead, nil, -1)
-	r := f.reaper(func(c *Config) { c.LostRunning = StateFailed; c.OrphanedWaiting = WaitingCancel })
+	r := f.reaper(func(c *Config) { c.LostRunning = judge.StateFailed; c.OrphanedWaiting = judge.WaitingCancel })
 	f.pass(r, ModeOnce)
 	state, _, reason, _ := f.taskRow(running)
 	require.Equal(t, "failed", state)
@@ -361,7 +361,7 @@ func TestPassLeavesHoldingsOfANewTask(t *testing.T) {
 	// Its task lock gone, the stale exclusive lock is a no-task suspect of a
 	// live owner: released once confirmed.
 	rep := f.pass(r, ModeOnce)
-	require.Equal(t, VerdictNoTask, findingFor(rep, "pulp:resource_lock:"+r1, "8@w").Verdict)
+	require.Equal(t, judge.VerdictNoTask, findingFor(rep, "pulp:resource_lock:"+r1, "8@w").Verdict)
 	f.ageSuspects(3 * time.Minute)
 	f.pass(r, ModeOnce)
 	require.Equal(t, "", f.get("pulp:resource_lock:"+r1), "a later pass releases the stale exclusive lock")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // TestPgBouncerTransactionPooling runs eight reapers at once, three passes
@@ -119,8 +120,8 @@ func TestPgBouncerSingleServerConnection(t *testing.T) {
 	}
 	for _, id := range fl.lost {
 		state, _, _, _ := f.taskRow(id)
-		require.NotEqual(t, StateFailed, state, "no task was updated")
-		require.NotEqual(t, StateCanceled, state, "no task was updated")
+		require.NotEqual(t, judge.StateFailed, state, "no task was updated")
+		require.NotEqual(t, judge.StateCanceled, state, "no task was updated")
 	}
 
 	_, err = sfReaper(f, f.redis.Client, newPool(1), short).RunOnce(f.ctx, PassOptions{Mode: ModeOnce})

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // The pods earlier complete lists showed, by name: a pod's absence proves a
@@ -23,7 +22,8 @@ import (
 // seenPod is one remembered pod, with the namespace and selector of the list
 // that showed it: a list of another view says nothing of it.
 type seenPod struct {
-	heartbeat.SeenPod
+	judge.SeenPod
+
 	Where string `json:"where"`
 }
 
@@ -36,7 +36,7 @@ type podMemory struct {
 // remembered returns the pods of view where seen by earlier lists since
 // now - ttl, from the reaper's memory and from Redis; a Redis that cannot be
 // read leaves the memory alone (fewer sightings: fewer absences count).
-func (r *Reaper) rememberedPods(ctx context.Context, where string, now time.Time) map[string]heartbeat.SeenPod {
+func (r *Reaper) rememberedPods(ctx context.Context, where string, now time.Time) map[string]judge.SeenPod {
 	stored, err := readSeenPods(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
 		r.log.Warn("pods seen by earlier passes unreadable, judging with this reaper's memory", slog.String("error", err.Error()))
@@ -52,7 +52,7 @@ func (r *Reaper) rememberedPods(ctx context.Context, where string, now time.Time
 			m.byName[name] = p
 		}
 	}
-	out := map[string]heartbeat.SeenPod{}
+	out := map[string]judge.SeenPod{}
 	for name, p := range m.byName {
 		switch {
 		case now.Sub(p.Seen) > r.cfg.SuspectTTL:
@@ -66,11 +66,11 @@ func (r *Reaper) rememberedPods(ctx context.Context, where string, now time.Time
 
 // rememberPods adds the pods of one complete list of view where to the
 // memory and, unless dryRun, writes the memory to Redis.
-func (r *Reaper) rememberPods(ctx context.Context, where string, pods []heartbeat.Pod, now time.Time, dryRun bool) {
+func (r *Reaper) rememberPods(ctx context.Context, where string, pods []judge.Pod, now time.Time, dryRun bool) {
 	m := &r.pods
 	m.mu.Lock()
 	for _, p := range pods {
-		m.byName[p.Name] = seenPod{SeenPod: heartbeat.SeenPod{UID: p.UID, Seen: now}, Where: where}
+		m.byName[p.Name] = seenPod{SeenPod: judge.SeenPod{UID: p.UID, Seen: now}, Where: where}
 	}
 	snapshot := make(map[string]seenPod, len(m.byName))
 	for k, v := range m.byName {

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
+	"github.com/lock-reaper/lock-reaper/judge"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -139,7 +140,7 @@ func TestLeastPrivilegePasses(t *testing.T) {
 	defer inc.KeepAliveInBackground(ctx, db.Pool)() // error dropped: ends with the test
 	// A live worker holding a resource without a task: a suspect, then a
 	// confirmed release, so that suspects are written, read and settled.
-	orphan := reaper.ResourceKeyPrefix + sim.RepositoryPRN(sim.NewUUID())
+	orphan := judge.ResourceKeyPrefix + sim.RepositoryPRN(sim.NewUUID())
 	require.NoError(t, r.Client.Set(ctx, orphan, inc.LiveOwners[0], 0).Err())
 
 	p := pvRestrict(t, r, db)
@@ -456,8 +457,8 @@ func TestTLS(t *testing.T) {
 	_, err = pool.Exec(ctx, `INSERT INTO core_task (pulp_id, state, name, app_lock_id, pulp_domain_id)
 		VALUES ($1, 'running', 'tls.task', $2, '00000000-0000-4000-8000-000000000001')`, task, dead)
 	require.NoError(t, err)
-	require.NoError(t, rdb.Set(ctx, reaper.TaskKeyPrefix+task, "1@tls-dead", 0).Err())
-	t.Cleanup(func() { _ = rdb.Del(context.Background(), reaper.TaskKeyPrefix+task).Err() })
+	require.NoError(t, rdb.Set(ctx, judge.TaskKeyPrefix+task, "1@tls-dead", 0).Err())
+	t.Cleanup(func() { _ = rdb.Del(context.Background(), judge.TaskKeyPrefix+task).Err() })
 
 	rc := reaper.DefaultConfig()
 	rc.RedisTimeout, rc.DatabaseTimeout = cfg.Redis.Timeout, cfg.Database.Timeout
@@ -468,7 +469,7 @@ func TestTLS(t *testing.T) {
 	require.Empty(t, rep.Skipped)
 	require.Equal(t, 1, rep.Summary.Released)
 	require.Equal(t, 1, rep.Summary.TasksUpdated)
-	require.Zero(t, rdb.Exists(ctx, reaper.TaskKeyPrefix+task).Val())
+	require.Zero(t, rdb.Exists(ctx, judge.TaskKeyPrefix+task).Val())
 }
 
 // TestACLWithoutMGETReadsTheSame: a user created for a version before the

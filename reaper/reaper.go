@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,7 +36,8 @@ const (
 
 // Config is the reaper's configuration.
 type Config struct {
-	Policy
+	judge.Policy
+
 	// ScanCount is the COUNT hint of each SCAN call. Default 1000.
 	ScanCount int
 	// BatchSize is the number of keys per pipelined read, of holdings per
@@ -61,7 +63,7 @@ type Config struct {
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
 	return Config{
-		Policy:                 DefaultPolicy(),
+		Policy:                 judge.DefaultPolicy(),
 		ScanCount:              DefaultScanCount,
 		BatchSize:              DefaultBatchSize,
 		RedisTimeout:           DefaultRedisTimeout,
@@ -126,13 +128,13 @@ type PassOptions struct {
 	Phase func(phase string, done, total int)
 	// Adjust, when set, may change the plan before it is acted on; it must
 	// keep the plan's invariants.
-	Adjust func(*Plan)
+	Adjust func(*judge.Plan)
 	// ReleaseOwner, when set, makes the pass the break-glass release of that
 	// one owner (`lock-reaper release`): see judge.OwnerRelease.
 	ReleaseOwner string
 	// Snapshot, when set, is handed the pass's snapshot once it is read, for
 	// the status page; it must not change it and must return at once.
-	Snapshot func(Snapshot)
+	Snapshot func(judge.Snapshot)
 }
 
 // errNoSnapshot fails a pass whose database read did not complete: with no
@@ -205,30 +207,30 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 // successor that starts during the pass then writes its row before the
 // database is read, so the name guard sees it alive, and no pod fact is
 // weighed against heartbeats older than itself.
-func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (Snapshot, error) {
+func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (judge.Snapshot, error) {
 	pods := r.readPods(ctx, rep, opts.Mode == ModeAudit)
 	suspects, err := readSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
-		return Snapshot{}, inStep("reading the remembered suspects from", SystemRedis, err)
+		return judge.Snapshot{}, inStep("reading the remembered suspects from", SystemRedis, err)
 	}
 	seenAlive, err := readSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
-		return Snapshot{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
+		return judge.Snapshot{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
 	}
 	rr := &redisReader{rdb: r.rdb, scanCount: r.cfg.ScanCount, batchSize: r.cfg.BatchSize, timeout: r.cfg.RedisTimeout, progress: opts.Progress, log: r.log}
 	rs, err := rr.read(ctx, !opts.RegistryOnly)
 	if err != nil {
-		return Snapshot{}, inStep("reading Pulp's locks from", SystemRedis, err)
+		return judge.Snapshot{}, inStep("reading Pulp's locks from", SystemRedis, err)
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
 	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskRefsOf(rs.holdings))
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
+		return judge.Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
 	}
 	if rs.holdings, err = recheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.holdings, ds.tasks); err != nil {
-		return Snapshot{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
+		return judge.Snapshot{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
 	}
-	snap := Snapshot{
+	snap := judge.Snapshot{
 		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
 		Tasks: ds.tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
 		Pods: pods,
@@ -236,12 +238,12 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 	rep.DBNow = ds.now
 	if ds.notWritable != nil {
 		// Only an audit gets here: a pass that writes checked first.
-		rep.Guards = append(rep.Guards, Guard{Name: GuardWritablePrimary, Reason: ds.notWritable.Error() + "; a pass would stop before its first write"})
+		rep.Guards = append(rep.Guards, judge.Guard{Name: GuardWritablePrimary, Reason: ds.notWritable.Error() + "; a pass would stop before its first write"})
 	}
 	rep.Ignored = rs.ignored
 	rep.Scanned = Scanned{Keys: rs.keys, Owners: len(ds.appStatuses), Tasks: len(ds.tasks), Ignored: len(rs.ignored), FullScan: !opts.RegistryOnly}
 	for _, h := range rs.holdings {
-		if h.Kind == KindTask {
+		if h.Kind == judge.KindTask {
 			rep.Scanned.TaskLocks++
 		} else {
 			rep.Scanned.ResourceHoldings++
@@ -255,4 +257,19 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (S
 		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
 	}
 	return snap, nil
+}
+
+// judgeFor judges a snapshot the way the pass options ask: a normal pass, or
+// the break-glass release of one owner.
+func judgeFor(snap judge.Snapshot, p judge.Policy, opts PassOptions) judge.Plan {
+	if opts.ReleaseOwner != "" {
+		return judge.OwnerRelease(snap, p, opts.ReleaseOwner)
+	}
+	return judge.Findings(snap, p)
+}
+
+// OwnerRelease is the plan of a break-glass release of owner on this
+// inspection: what `lock-reaper release --owner` would do.
+func (in *Inspection) OwnerRelease(owner string) judge.Plan {
+	return judge.OwnerRelease(in.Snapshot, in.Policy, owner)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,8 +36,8 @@ type redisReader struct {
 
 // redisSnapshot is what one read of Redis found.
 type redisSnapshot struct {
-	holdings []Holding
-	ignored  []Ignored
+	holdings []judge.Holding
+	ignored  []judge.Ignored
 	keys     int
 	// activeOwners counts the owners pulp:active_owners lists.
 	activeOwners int
@@ -91,7 +92,7 @@ func (rr *redisReader) read(ctx context.Context, fullScan bool) (redisSnapshot, 
 	} else {
 		registry <- reg
 		snap.activeOwners = len(reg.owners)
-		snap.holdings = make([]Holding, 0, reg.size())
+		snap.holdings = make([]judge.Holding, 0, reg.size())
 		if err := rr.readKeys(ctx, reg, legacy, &snap); err != nil {
 			fail(err)
 		}
@@ -107,7 +108,7 @@ func (rr *redisReader) read(ctx context.Context, fullScan bool) (redisSnapshot, 
 	}
 	// Keys are read in no particular order; the report lists what it ignored
 	// by key, members of one set in their order.
-	slices.SortStableFunc(snap.ignored, func(a, b Ignored) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortStableFunc(snap.ignored, func(a, b judge.Ignored) int { return strings.Compare(a.Key, b.Key) })
 	return snap, nil
 }
 
@@ -308,7 +309,7 @@ func (rr *redisReader) readSet(ctx context.Context, key string) ([]string, error
 }
 
 func isLockKeyName(k string) bool {
-	return strings.HasPrefix(k, TaskKeyPrefix) || strings.HasPrefix(k, ResourceKeyPrefix)
+	return strings.HasPrefix(k, judge.TaskKeyPrefix) || strings.HasPrefix(k, judge.ResourceKeyPrefix)
 }
 
 // scanPages is how many pages of lock keys the walk may run ahead of the
@@ -524,7 +525,7 @@ func (s *redisSnapshot) addMembers(key string, members []string, reg *ownerRegis
 			continue
 		}
 		m = reg.intern(m)
-		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindShared, Owner: m, Registered: reg.registered(key, m)})
+		s.holdings = append(s.holdings, judge.Holding{Key: key, Kind: judge.KindShared, Owner: m, Registered: reg.registered(key, m)})
 	}
 }
 
@@ -534,22 +535,22 @@ func (s *redisSnapshot) addString(key, value string, reg *ownerRegistry) {
 		return
 	}
 	if _, ok := ParseTaskKey(key); ok {
-		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindTask, Owner: value, Registered: reg.registered(key, value)})
+		s.holdings = append(s.holdings, judge.Holding{Key: key, Kind: judge.KindTask, Owner: value, Registered: reg.registered(key, value)})
 		return
 	}
-	if strings.HasPrefix(key, TaskKeyPrefix) {
+	if strings.HasPrefix(key, judge.TaskKeyPrefix) {
 		s.ignore(key, "string", "task key without a canonical lowercase task UUID")
 		return
 	}
 	if _, ok := ParseResourceKey(key); ok {
-		s.holdings = append(s.holdings, Holding{Key: key, Kind: KindExclusive, Owner: value, Registered: reg.registered(key, value)})
+		s.holdings = append(s.holdings, judge.Holding{Key: key, Kind: judge.KindExclusive, Owner: value, Registered: reg.registered(key, value)})
 		return
 	}
 	s.ignore(key, "string", "resource lock key without a resource name")
 }
 
 func (s *redisSnapshot) ignore(key, typ, reason string) {
-	s.ignored = append(s.ignored, Ignored{Key: key, Type: typ, Reason: reason})
+	s.ignored = append(s.ignored, judge.Ignored{Key: key, Type: typ, Reason: reason})
 }
 
 // quoteShort quotes a value for a report, cut to a readable length.

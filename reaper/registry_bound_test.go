@@ -11,6 +11,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // TestNoCommandBlocksRedisOnAHugeRegistry: a live owner whose registry lists
@@ -32,9 +33,9 @@ func TestNoCommandBlocksRedisOnAHugeRegistry(t *testing.T) {
 	rdb := srv.Client
 	const live, dead = "1@live", "1@dead"
 	row := f.worker(live, time.Second)
-	running := f.task(StateRunning, row, []string{"repo-run"}, -1)
+	running := f.task(judge.StateRunning, row, []string{"repo-run"}, -1)
 	f.acquire(live, running, []string{"repo-run"}, false)
-	leak := ResourceKeyPrefix + "repo-leak"
+	leak := judge.ResourceKeyPrefix + "repo-leak"
 	require.NoError(t, rdb.Set(f.ctx, leak, live, 0).Err())
 	require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+live, leak).Err())
 	require.NoError(t, rdb.SAdd(f.ctx, ActiveOwnersKey, dead).Err())
@@ -42,7 +43,7 @@ func TestNoCommandBlocksRedisOnAHugeRegistry(t *testing.T) {
 		for start := 0; start < n; start += 10_000 {
 			batch := make([]any, 0, 10_000)
 			for i := start; i < min(start+10_000, n); i++ {
-				batch = append(batch, fmt.Sprintf("%sstale-%s-%07d", TaskKeyPrefix, owner, i))
+				batch = append(batch, fmt.Sprintf("%sstale-%s-%07d", judge.TaskKeyPrefix, owner, i))
 			}
 			require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+owner, batch...).Err())
 		}
@@ -66,7 +67,7 @@ return n`
 	beat()
 	rep := f.pass(r, ModeOnce)
 	require.Equal(t, ResultSuspected, findingFor(rep, leak, live).Result)
-	f.ageSuspects(DefaultPolicy().ConfirmAfter + time.Second)
+	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
 	beat()
 	rep = f.pass(r, ModeOnce)
 	require.Equal(t, ResultReleased, findingFor(rep, leak, live).Result, "the huge registry held the release back")
@@ -75,15 +76,15 @@ return n`
 	t.Logf("longest command of the passes %v, one walk of the registry %v", longest.Duration, baseline.Duration)
 	require.Less(t, longest.Duration, baseline.Duration/8, "a command of the passes blocked Redis: %s", describeSlow(longest))
 
-	require.ElementsMatch(t, []string{TaskKeyPrefix + running, ResourceKeyPrefix + "repo-run"}, f.members(OwnerLocksPrefix+live),
+	require.ElementsMatch(t, []string{judge.TaskKeyPrefix + running, judge.ResourceKeyPrefix + "repo-run"}, f.members(OwnerLocksPrefix+live),
 		"every stale entry is pruned, the live ones stay")
-	require.Equal(t, live, f.get(TaskKeyPrefix+running))
-	require.Equal(t, live, f.get(ResourceKeyPrefix+"repo-run"))
+	require.Equal(t, live, f.get(judge.TaskKeyPrefix+running))
+	require.Equal(t, live, f.get(judge.ResourceKeyPrefix+"repo-run"))
 	require.Equal(t, "", f.get(leak))
 	require.Empty(t, f.members(OwnerLocksPrefix+dead))
 	require.ElementsMatch(t, []string{live}, f.members(ActiveOwnersKey), "the dead owner left, the live one stays")
 	state, _, _, _ := f.taskRow(running)
-	require.Equal(t, StateRunning, state)
+	require.Equal(t, judge.StateRunning, state)
 }
 
 // longestCommand is the longest command the server's SLOWLOG holds.

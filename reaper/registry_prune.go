@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,8 +59,8 @@ if redis.call('TYPE', registry)['ok'] ~= 'set' then return {'0', 0, 1} end
 local page = redis.call('SSCAN', registry, ARGV[1], 'COUNT', tonumber(ARGV[2]))
 local gone, held = {}, 0
 for _, key in ipairs(page[2]) do
-  local lock = string.sub(key, 1, #'` + TaskKeyPrefix + `') == '` + TaskKeyPrefix + `'
-      or string.sub(key, 1, #'` + ResourceKeyPrefix + `') == '` + ResourceKeyPrefix + `'
+  local lock = string.sub(key, 1, #'` + judge.TaskKeyPrefix + `') == '` + judge.TaskKeyPrefix + `'
+      or string.sub(key, 1, #'` + judge.ResourceKeyPrefix + `') == '` + judge.ResourceKeyPrefix + `'
   if not lock or redis.call('EXISTS', key) == 1 then
     held = 1
   else

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,22 +19,22 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 	f := newFixture(t)
 	const owner = "1@live"
 	row := f.worker(owner, time.Second)
-	running := f.task(StateRunning, row, []string{"repo-run"}, -1)
+	running := f.task(judge.StateRunning, row, []string{"repo-run"}, -1)
 	f.acquire(owner, running, []string{"repo-run"}, false)
-	leak := ResourceKeyPrefix + "repo-leak"
+	leak := judge.ResourceKeyPrefix + "repo-leak"
 	require.NoError(t, f.redis.Client.Set(f.ctx, leak, owner, 0).Err())
 	require.NoError(t, f.redis.Client.SAdd(f.ctx, OwnerLocksPrefix+owner, leak).Err())
-	stale := TaskKeyPrefix + newUUID()
+	stale := judge.TaskKeyPrefix + newUUID()
 	require.NoError(t, f.redis.Client.SAdd(f.ctx, OwnerLocksPrefix+owner, stale).Err())
 	r := f.reaper(nil)
 
 	rep := f.pass(r, ModeOnce)
 	require.Equal(t, ResultSuspected, findingFor(rep, leak, owner).Result)
-	f.ageSuspects(DefaultPolicy().ConfirmAfter + time.Second)
+	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
 
 	// explain of a task waiting for the leaked resource says what the next
 	// pass does: release it.
-	waiting := f.task(StateWaiting, "", []string{"repo-leak"}, -1)
+	waiting := f.task(judge.StateWaiting, "", []string{"repo-leak"}, -1)
 	in, err := r.Inspect(f.ctx, InspectOptions{TaskID: waiting})
 	require.NoError(t, err)
 	ex := Explain(in, waiting)
@@ -47,17 +48,17 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 	require.Equal(t, "", f.get(leak))
 	registry := f.members(OwnerLocksPrefix + owner)
 	require.NotContains(t, registry, stale, "the stale entry is pruned")
-	require.Contains(t, registry, TaskKeyPrefix+running)
-	require.Equal(t, owner, f.get(TaskKeyPrefix+running))
+	require.Contains(t, registry, judge.TaskKeyPrefix+running)
+	require.Equal(t, owner, f.get(judge.TaskKeyPrefix+running))
 	require.Contains(t, f.members(ActiveOwnersKey), owner)
 
 	// A registered task lock that exists but was not seen is a new task.
 	other := newUUID()
-	leak2 := ResourceKeyPrefix + "repo-leak-2"
+	leak2 := judge.ResourceKeyPrefix + "repo-leak-2"
 	require.NoError(t, f.redis.Client.Set(f.ctx, leak2, owner, 0).Err())
 	f.pass(r, ModeOnce)
-	f.ageSuspects(DefaultPolicy().ConfirmAfter + time.Second)
-	rep, err = r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*Plan) {
+	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
+	rep, err = r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Adjust: func(*judge.Plan) {
 		f.acquire(owner, other, nil, false)
 	}})
 	require.NoError(t, err)
@@ -79,7 +80,7 @@ func TestPassLeavesRedisAsPulpcoreExpects(t *testing.T) {
 	rdb := f.redis.Client
 	live := "1@live"
 	liveRow := f.worker(live, time.Second)
-	liveTask := f.task(StateRunning, liveRow, []string{"repo-live"}, -1)
+	liveTask := f.task(judge.StateRunning, liveRow, []string{"repo-live"}, -1)
 	f.acquire(live, liveTask, []string{"repo-live"}, false)
 	for _, idle := range []string{"1@idle-a", "1@idle-b", "1@idle-c"} {
 		f.worker(idle, time.Second) // so that two dead rows trip no mass-death guard
@@ -87,16 +88,16 @@ func TestPassLeavesRedisAsPulpcoreExpects(t *testing.T) {
 
 	emptyDead := "1@dead-holding-nothing"
 	f.worker(emptyDead, time.Hour)
-	require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+emptyDead, TaskKeyPrefix+newUUID(), ResourceKeyPrefix+"gone").Err())
+	require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+emptyDead, judge.TaskKeyPrefix+newUUID(), judge.ResourceKeyPrefix+"gone").Err())
 	require.NoError(t, rdb.SAdd(f.ctx, ActiveOwnersKey, emptyDead).Err())
 	rowless := "immediate-" + newUUID()
 	require.NoError(t, rdb.SAdd(f.ctx, ActiveOwnersKey, rowless).Err())
 
 	dead := "1@dead"
 	deadRow := f.worker(dead, time.Hour)
-	deadTask := f.task(StateRunning, deadRow, []string{"repo-dead"}, -1)
+	deadTask := f.task(judge.StateRunning, deadRow, []string{"repo-dead"}, -1)
 	f.acquire(dead, deadTask, []string{"repo-dead"}, false)
-	require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+dead, TaskKeyPrefix+newUUID()).Err())
+	require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+dead, judge.TaskKeyPrefix+newUUID()).Err())
 
 	f.pass(f.reaper(nil), ModeOnce)
 
@@ -104,13 +105,13 @@ func TestPassLeavesRedisAsPulpcoreExpects(t *testing.T) {
 	for _, o := range []string{emptyDead, rowless, dead} {
 		require.Zero(t, rdb.Exists(f.ctx, OwnerLocksPrefix+o).Val(), "registry of %s", o)
 	}
-	require.Equal(t, live, f.get(TaskKeyPrefix+liveTask))
+	require.Equal(t, live, f.get(judge.TaskKeyPrefix+liveTask))
 
 	// Held back by max_releases, a dead owner's locks keep it listed.
 	held := "1@dead-held-back"
 	heldRow := f.worker(held, time.Hour)
 	for range 3 {
-		id := f.task(StateRunning, heldRow, nil, -1)
+		id := f.task(judge.StateRunning, heldRow, nil, -1)
 		f.acquire(held, id, nil, false)
 	}
 	f.pass(f.reaper(func(c *Config) { c.MaxReleases = 1 }), ModeOnce)
@@ -127,7 +128,7 @@ func collectLockOwners(f *fixture) []string {
 	for _, o := range f.members(ActiveOwnersKey) {
 		owners[o] = true
 	}
-	for _, pattern := range []string{TaskKeyPrefix + "*", ResourceKeyPrefix + "*"} {
+	for _, pattern := range []string{judge.TaskKeyPrefix + "*", judge.ResourceKeyPrefix + "*"} {
 		keys, err := f.redis.Client.Keys(f.ctx, pattern).Result()
 		require.NoError(f.t, err)
 		for _, k := range keys {

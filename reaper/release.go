@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -99,7 +100,7 @@ local function took_new_task(owner)
       end
       local listed, cursor, pages = 0, '0', 0
       repeat
-        local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
+        local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + judge.TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
         cursor, listed, pages = page[1], listed + #page[2], pages + 1
       until cursor == '0' or pages >= ` + luaInt(registryWalkPages) + ` or listed > ` + luaInt(registryCheckLimit) + `
       if cursor ~= '0' then
@@ -115,7 +116,7 @@ local function took_new_task(owner)
         for i = first, first + k - 1 do seen_key[ARGV[i]] = true end
         local stale = {}
         repeat
-          local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
+          local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + judge.TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
           cursor = page[1]
           for _, key in ipairs(page[2]) do
             if not seen_key[key] then
@@ -213,7 +214,7 @@ type releaser struct {
 
 // releaseBatch is one call of the release script.
 type releaseBatch struct {
-	holdings []Holding
+	holdings []judge.Holding
 	// guarded parallels holdings: release only while the owner took no new task.
 	guarded []bool
 	// seen lists, per guarded owner, the task lock keys the snapshot saw.
@@ -224,11 +225,11 @@ type releaseBatch struct {
 
 // releaseFlag is a holding's flag for the release script: "s" for a shared
 // member, "x" for a string lock, in capitals when guarded.
-func releaseFlag(kind Kind, guarded bool) byte {
+func releaseFlag(kind judge.Kind, guarded bool) byte {
 	switch {
-	case kind == KindShared && guarded:
+	case kind == judge.KindShared && guarded:
 		return 'S'
-	case kind == KindShared:
+	case kind == judge.KindShared:
 		return 's'
 	case guarded:
 		return 'X'

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,10 +24,10 @@ func TestReleaseBatchAsIfWrittenAtOnce(t *testing.T) {
 	f := newFixture(t)
 	rdb := f.redis.Client
 	const dead, other = "1@dead", "2@other"
-	held := ResourceKeyPrefix + "prn:rpm.rpmrepository:held"
-	taken := ResourceKeyPrefix + "prn:rpm.rpmrepository:taken"
-	domainSet := ResourceKeyPrefix + domain
-	task := TaskKeyPrefix + newUUID()
+	held := judge.ResourceKeyPrefix + "prn:rpm.rpmrepository:held"
+	taken := judge.ResourceKeyPrefix + "prn:rpm.rpmrepository:taken"
+	domainSet := judge.ResourceKeyPrefix + domain
+	task := judge.TaskKeyPrefix + newUUID()
 	for _, k := range []string{held, task} {
 		require.NoError(t, rdb.Set(f.ctx, k, dead, 0).Err())
 	}
@@ -37,14 +38,14 @@ func TestReleaseBatchAsIfWrittenAtOnce(t *testing.T) {
 	require.NoError(t, rdb.SAdd(f.ctx, ActiveOwnersKey, dead, other).Err())
 
 	rel := &releaser{rdb: rdb, batchSize: 100, timeout: 10 * time.Second}
-	holdings := []Holding{
-		{Key: held, Owner: dead, Kind: KindExclusive},
-		{Key: held, Owner: dead, Kind: KindExclusive}, // listed twice: gone by now
-		{Key: held, Owner: dead, Kind: KindShared},    // as a set member: no key either
-		{Key: task, Owner: dead, Kind: KindTask},
-		{Key: taken, Owner: dead, Kind: KindExclusive}, // another owner's now
-		{Key: domainSet, Owner: dead, Kind: KindShared},
-		{Key: domainSet, Owner: dead, Kind: KindShared}, // the member is gone by now
+	holdings := []judge.Holding{
+		{Key: held, Owner: dead, Kind: judge.KindExclusive},
+		{Key: held, Owner: dead, Kind: judge.KindExclusive}, // listed twice: gone by now
+		{Key: held, Owner: dead, Kind: judge.KindShared},    // as a set member: no key either
+		{Key: task, Owner: dead, Kind: judge.KindTask},
+		{Key: taken, Owner: dead, Kind: judge.KindExclusive}, // another owner's now
+		{Key: domainSet, Owner: dead, Kind: judge.KindShared},
+		{Key: domainSet, Owner: dead, Kind: judge.KindShared}, // the member is gone by now
 	}
 	res, err := rel.release(f.ctx, releaseBatch{holdings: holdings, guarded: make([]bool, len(holdings)), retire: []string{dead}})
 	require.NoError(t, err)
@@ -82,21 +83,21 @@ func TestReleaseBatchNewTaskCheckSeesItsOwnDeletes(t *testing.T) {
 			f := newFixture(t)
 			rdb := f.redis.Client
 			const dead, live = "1@dead", "1@live"
-			foreign := TaskKeyPrefix + newUUID()
-			running := TaskKeyPrefix + newUUID()
-			leak := ResourceKeyPrefix + "prn:rpm.rpmrepository:leak"
+			foreign := judge.TaskKeyPrefix + newUUID()
+			running := judge.TaskKeyPrefix + newUUID()
+			leak := judge.ResourceKeyPrefix + "prn:rpm.rpmrepository:leak"
 			require.NoError(t, rdb.Set(f.ctx, foreign, dead, 0).Err())
 			require.NoError(t, rdb.Set(f.ctx, running, live, 0).Err())
 			require.NoError(t, rdb.Set(f.ctx, leak, live, 0).Err())
 			require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+dead, foreign).Err())
 			require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+live, foreign, running, leak).Err())
 
-			deleted := Holding{Key: foreign, Owner: dead, Kind: KindTask}
-			guardedLeak := Holding{Key: leak, Owner: live, Kind: KindExclusive}
-			b := releaseBatch{holdings: []Holding{deleted, guardedLeak}, guarded: []bool{false, true},
+			deleted := judge.Holding{Key: foreign, Owner: dead, Kind: judge.KindTask}
+			guardedLeak := judge.Holding{Key: leak, Owner: live, Kind: judge.KindExclusive}
+			b := releaseBatch{holdings: []judge.Holding{deleted, guardedLeak}, guarded: []bool{false, true},
 				seen: map[string][]string{live: {running}}}
 			if !tc.deleteFirst {
-				b.holdings, b.guarded = []Holding{guardedLeak, deleted}, []bool{true, false}
+				b.holdings, b.guarded = []judge.Holding{guardedLeak, deleted}, []bool{true, false}
 			}
 			rel := &releaser{rdb: rdb, batchSize: 100, timeout: 10 * time.Second}
 			res, err := rel.release(f.ctx, b)
@@ -126,7 +127,7 @@ func TestReleaseLogComesBeforeThePassEnds(t *testing.T) {
 	f.worker(dead, time.Hour)
 	var want []string
 	for range 12 {
-		id := f.task(StateRunning, "", nil, -1)
+		id := f.task(judge.StateRunning, "", nil, -1)
 		f.acquire(dead, id, []string{repo()}, false)
 	}
 	log := &lineLog{}

@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"context"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"log/slog"
 )
 
@@ -16,7 +17,7 @@ func (a *actor) releaseBatchEnds(ctx context.Context, todo []int, batchSize int)
 	var owners []string
 	listed := map[string]bool{}
 	for _, i := range todo {
-		if jd := a.plan.Holdings[i]; guarded(jd) && !listed[jd.Owner] {
+		if jd := a.plan.Holdings[i]; judge.Guarded(jd) && !listed[jd.Owner] {
 			listed[jd.Owner] = true
 			owners = append(owners, jd.Owner)
 		}
@@ -49,7 +50,7 @@ func (a *actor) releaseBatchEnds(ctx context.Context, todo []int, batchSize int)
 		end := start
 		for end < len(todo) && end-start < batchSize {
 			jd := a.plan.Holdings[todo[end]]
-			if guarded(jd) && !inBatch[jd.Owner] {
+			if judge.Guarded(jd) && !inBatch[jd.Owner] {
 				cost := sizes[jd.Owner]
 				if end > start && walked+cost > registryCallBudget {
 					break

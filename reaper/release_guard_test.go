@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -23,20 +24,20 @@ func TestReleaseGuardCountsTaskLocks(t *testing.T) {
 	registry := OwnerLocksPrefix + owner
 	var seen []string
 	for i := range 2500 {
-		key := TaskKeyPrefix + fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		key := judge.TaskKeyPrefix + fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		seen = append(seen, key)
 		require.NoError(t, rdb.Set(f.ctx, key, owner, 0).Err())
-		require.NoError(t, rdb.SAdd(f.ctx, registry, key, ResourceKeyPrefix+"prn:rpm.rpmrepository:"+fmt.Sprint(i)).Err())
+		require.NoError(t, rdb.SAdd(f.ctx, registry, key, judge.ResourceKeyPrefix+"prn:rpm.rpmrepository:"+fmt.Sprint(i)).Err())
 	}
-	stale := func(name string) Holding {
-		key := ResourceKeyPrefix + name
+	stale := func(name string) judge.Holding {
+		key := judge.ResourceKeyPrefix + name
 		require.NoError(t, rdb.Set(f.ctx, key, owner, 0).Err())
 		require.NoError(t, rdb.SAdd(f.ctx, registry, key).Err())
-		return Holding{Key: key, Owner: owner, Kind: KindExclusive}
+		return judge.Holding{Key: key, Owner: owner, Kind: judge.KindExclusive}
 	}
 	rel := &releaser{rdb: rdb, batchSize: 1000, timeout: 10 * time.Second}
-	release := func(h Holding) Result {
-		res, err := rel.release(f.ctx, releaseBatch{holdings: []Holding{h}, guarded: []bool{true}, seen: map[string][]string{owner: seen}})
+	release := func(h judge.Holding) Result {
+		res, err := rel.release(f.ctx, releaseBatch{holdings: []judge.Holding{h}, guarded: []bool{true}, seen: map[string][]string{owner: seen}})
 		require.NoError(t, err)
 		return res[0]
 	}
@@ -46,7 +47,7 @@ func TestReleaseGuardCountsTaskLocks(t *testing.T) {
 	require.NoError(t, rdb.SRem(f.ctx, registry, seen[7]).Err())
 	require.Equal(t, ResultReleased, release(stale("b")), "a seen task lock left since")
 
-	newTask := TaskKeyPrefix + "00000000-0000-4000-8000-999999999999"
+	newTask := judge.TaskKeyPrefix + "00000000-0000-4000-8000-999999999999"
 	require.NoError(t, rdb.SRem(f.ctx, registry, seen[8]).Err())
 	require.NoError(t, rdb.Set(f.ctx, newTask, owner, 0).Err()) // taken with its entry, as pulpcore's acquire does
 	require.NoError(t, rdb.SAdd(f.ctx, registry, newTask).Err())
@@ -68,27 +69,27 @@ func TestReleaseScriptByKeyType(t *testing.T) {
 	rel := &releaser{rdb: rdb, batchSize: 100, timeout: 10 * time.Second}
 	for _, tc := range []struct {
 		name       string
-		kind       Kind
+		kind       judge.Kind
 		setup      func(key string)
 		want       Result
 		registered bool
 	}{
-		{"string of the owner", KindExclusive, func(k string) { rdb.Set(f.ctx, k, owner, 0) }, ResultReleased, false},
-		{"string of another owner", KindExclusive, func(k string) { rdb.Set(f.ctx, k, "4@w", 0) }, ResultOwnerChanged, false},
-		{"set the owner is in", KindExclusive, func(k string) { rdb.SAdd(f.ctx, k, owner) }, ResultOwnerChanged, true},
-		{"set the owner is not in", KindExclusive, func(k string) { rdb.SAdd(f.ctx, k, "4@w") }, ResultOwnerChanged, false},
-		{"list", KindExclusive, func(k string) { rdb.LPush(f.ctx, k, owner) }, ResultOwnerChanged, false},
-		{"gone string", KindExclusive, func(string) {}, ResultAlreadyGone, false},
-		{"member of the set", KindShared, func(k string) { rdb.SAdd(f.ctx, k, owner, "4@w") }, ResultReleased, false},
-		{"set without the member", KindShared, func(k string) { rdb.SAdd(f.ctx, k, "4@w") }, ResultAlreadyGone, false},
-		{"gone set", KindShared, func(string) {}, ResultAlreadyGone, false},
-		{"string instead of the set", KindShared, func(k string) { rdb.Set(f.ctx, k, owner, 0) }, ResultOwnerChanged, false},
-		{"hash instead of the set", KindShared, func(k string) { rdb.HSet(f.ctx, k, owner, 1) }, ResultOwnerChanged, false},
+		{"string of the owner", judge.KindExclusive, func(k string) { rdb.Set(f.ctx, k, owner, 0) }, ResultReleased, false},
+		{"string of another owner", judge.KindExclusive, func(k string) { rdb.Set(f.ctx, k, "4@w", 0) }, ResultOwnerChanged, false},
+		{"set the owner is in", judge.KindExclusive, func(k string) { rdb.SAdd(f.ctx, k, owner) }, ResultOwnerChanged, true},
+		{"set the owner is not in", judge.KindExclusive, func(k string) { rdb.SAdd(f.ctx, k, "4@w") }, ResultOwnerChanged, false},
+		{"list", judge.KindExclusive, func(k string) { rdb.LPush(f.ctx, k, owner) }, ResultOwnerChanged, false},
+		{"gone string", judge.KindExclusive, func(string) {}, ResultAlreadyGone, false},
+		{"member of the set", judge.KindShared, func(k string) { rdb.SAdd(f.ctx, k, owner, "4@w") }, ResultReleased, false},
+		{"set without the member", judge.KindShared, func(k string) { rdb.SAdd(f.ctx, k, "4@w") }, ResultAlreadyGone, false},
+		{"gone set", judge.KindShared, func(string) {}, ResultAlreadyGone, false},
+		{"string instead of the set", judge.KindShared, func(k string) { rdb.Set(f.ctx, k, owner, 0) }, ResultOwnerChanged, false},
+		{"hash instead of the set", judge.KindShared, func(k string) { rdb.HSet(f.ctx, k, owner, 1) }, ResultOwnerChanged, false},
 	} {
-		key := ResourceKeyPrefix + "prn:core.domain:" + tc.name
+		key := judge.ResourceKeyPrefix + "prn:core.domain:" + tc.name
 		tc.setup(key)
 		require.NoError(t, rdb.SAdd(f.ctx, registry, key, "keep-the-registry-a-set").Err())
-		res, err := rel.release(f.ctx, releaseBatch{holdings: []Holding{{Key: key, Owner: owner, Kind: tc.kind}}, guarded: []bool{false}})
+		res, err := rel.release(f.ctx, releaseBatch{holdings: []judge.Holding{{Key: key, Owner: owner, Kind: tc.kind}}, guarded: []bool{false}})
 		require.NoError(t, err, tc.name)
 		require.Equal(t, tc.want, res[0], tc.name)
 		require.Equal(t, tc.registered, rdb.SIsMember(f.ctx, registry, key).Val(), "%s: registered", tc.name)
@@ -111,11 +112,11 @@ func TestReleaseScriptFailsOnADeniedCommand(t *testing.T) {
 	defer limited.Close()
 
 	rel := &releaser{rdb: limited, batchSize: 10, timeout: 10 * time.Second}
-	for _, h := range []Holding{
-		{Key: ResourceKeyPrefix + "x", Owner: "3@w", Kind: KindExclusive},
-		{Key: ResourceKeyPrefix + "s", Owner: "3@w", Kind: KindShared},
+	for _, h := range []judge.Holding{
+		{Key: judge.ResourceKeyPrefix + "x", Owner: "3@w", Kind: judge.KindExclusive},
+		{Key: judge.ResourceKeyPrefix + "s", Owner: "3@w", Kind: judge.KindShared},
 	} {
-		_, err := rel.release(f.ctx, releaseBatch{holdings: []Holding{h}, guarded: []bool{false}})
+		_, err := rel.release(f.ctx, releaseBatch{holdings: []judge.Holding{h}, guarded: []bool{false}})
 		require.ErrorContains(t, err, "can't run this command", h.Key)
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/judge"
 )
 
@@ -22,55 +21,55 @@ func TestJudgeOwnerRelease(t *testing.T) {
 	w.worker("3@dead", time.Hour)
 	w.worker("1@live", time.Second)
 
-	running := w.task("", StateRunning, target, exRepo)
+	running := w.task("", judge.StateRunning, target, exRepo)
 	w.hold("1@target", running, exRepo, "shared:"+exDomain)
-	waiting := w.task("", StateWaiting, target)
+	waiting := w.task("", judge.StateWaiting, target)
 	w.hold("1@target", waiting)
-	justDone := w.task("", StateCompleted, target, "shared:"+exDomain)
+	justDone := w.task("", judge.StateCompleted, target, "shared:"+exDomain)
 	w.finishedAgo(justDone, time.Second)
 	w.hold("1@target", justDone)
 	// A waiting task claimed by the owner whose task key another owner holds:
 	// requeuing it would leave that lock in its next worker's way.
-	crossed := w.task("", StateWaiting, target)
+	crossed := w.task("", judge.StateWaiting, target)
 	w.hold("2@dead", crossed)
-	othersTask := w.task("", StateRunning, other, "shared:"+exDomain)
+	othersTask := w.task("", judge.StateRunning, other, "shared:"+exDomain)
 	w.hold("2@dead", othersTask, "shared:"+exDomain)
-	suspect := SuspectKey{Key: "pulp:resource_lock:x", Owner: "1@live"}
-	w.snap.Suspects[suspect] = Suspect{Verdict: VerdictNoTask, FirstSeen: exNow.Add(-time.Minute)}
+	suspect := judge.SuspectKey{Key: "pulp:resource_lock:x", Owner: "1@live"}
+	w.snap.Suspects[suspect] = judge.Suspect{Verdict: judge.VerdictNoTask, FirstSeen: exNow.Add(-time.Minute)}
 
 	plan := judge.OwnerRelease(w.snap, w.policy, "1@target")
 	require.Empty(t, plan.Guards, "the mass-death guard does not apply to one named owner")
 	require.Len(t, plan.Holdings, 5)
 	for _, jd := range plan.Holdings {
 		require.Equal(t, "1@target", jd.Owner)
-		require.Equal(t, ActionRelease, jd.Action, jd.Key)
+		require.Equal(t, judge.ActionRelease, jd.Action, jd.Key)
 		require.Empty(t, jd.Deferred, jd.Key)
-		require.Equal(t, heartbeat.Dead, jd.Evidence().OwnerLiveness)
-		require.Equal(t, Duration(40*time.Second), *jd.Evidence().HeartbeatAge, "the real heartbeat age is reported")
-		if jd.Key == TaskKeyPrefix+justDone {
-			require.Equal(t, VerdictOwnerDead, jd.Verdict, "a lock the pass would keep a moment longer goes too")
+		require.Equal(t, judge.Dead, jd.Evidence().OwnerLiveness)
+		require.Equal(t, judge.Duration(40*time.Second), *jd.Evidence().HeartbeatAge, "the real heartbeat age is reported")
+		if jd.Key == judge.TaskKeyPrefix+justDone {
+			require.Equal(t, judge.VerdictOwnerDead, jd.Verdict, "a lock the pass would keep a moment longer goes too")
 		}
 	}
-	byID := map[string]TaskJudgement{}
+	byID := map[string]judge.TaskJudgement{}
 	for _, tj := range plan.Tasks {
 		byID[tj.ID] = tj
 	}
 	require.Len(t, byID, 3)
-	require.Equal(t, VerdictLost, byID[running].Verdict)
-	require.Equal(t, StateCanceled, byID[running].StateAfter)
+	require.Equal(t, judge.VerdictLost, byID[running].Verdict)
+	require.Equal(t, judge.StateCanceled, byID[running].StateAfter)
 	require.Empty(t, byID[running].Deferred)
-	require.Equal(t, VerdictOrphanedClaim, byID[waiting].Verdict)
+	require.Equal(t, judge.VerdictOrphanedClaim, byID[waiting].Verdict)
 	require.True(t, byID[waiting].ClearClaim)
 	require.Empty(t, byID[waiting].Deferred)
 	require.Equal(t, judge.DeferredOtherTaskKey, byID[crossed].Deferred)
-	require.Equal(t, map[SuspectKey]Suspect{suspect: w.snap.Suspects[suspect]}, plan.Suspects)
+	require.Equal(t, map[judge.SuspectKey]judge.Suspect{suspect: w.snap.Suspects[suspect]}, plan.Suspects)
 	require.Len(t, plan.FleetOwners, 1)
 	require.Equal(t, 40*time.Second, plan.FleetOwners[0].HeartbeatAge)
 
 	// The same snapshot judged normally keeps the late owner's locks.
 	for _, jd := range judge.All(w.snap, w.policy).Holdings {
 		if jd.Owner == "1@target" {
-			require.NotEqual(t, ActionRelease, jd.Action, jd.Key)
+			require.NotEqual(t, judge.ActionRelease, jd.Action, jd.Key)
 		}
 	}
 }
@@ -79,11 +78,11 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 	t.Parallel()
 	w := exNewWorld()
 	live := w.worker("1@live", time.Second)
-	running := w.task("", StateRunning, live, exRepo)
+	running := w.task("", judge.StateRunning, live, exRepo)
 	w.hold("1@live", running, exRepo)
 
 	stray := "pulp:resource_lock:stray"
-	w.snap.Holdings = append(w.snap.Holdings, Holding{Key: stray, Kind: KindExclusive, Owner: "1@live"})
+	w.snap.Holdings = append(w.snap.Holdings, judge.Holding{Key: stray, Kind: judge.KindExclusive, Owner: "1@live"})
 	leaked := w.id()
 	w.hold("1@live", leaked) // no task row: task-missing, a suspect
 
@@ -93,13 +92,13 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 	require.Contains(t, plan.Guards[0].Reason, "1@live has an online AppStatus row (heartbeat 1s ago)")
 	require.Len(t, plan.Holdings, 4, "the owner's holdings as a normal pass judges them")
 	for _, jd := range plan.Holdings {
-		require.NotEqual(t, ActionSuspect, jd.Action, "a refused release remembers nothing")
-		if jd.Action == ActionRelease {
+		require.NotEqual(t, judge.ActionSuspect, jd.Action, "a refused release remembers nothing")
+		if jd.Action == judge.ActionRelease {
 			require.Equal(t, judge.DeferredAliveOwner, jd.Deferred, jd.Key)
 		}
-		require.Equal(t, heartbeat.Alive, jd.Evidence().OwnerLiveness)
-		if jd.Key == TaskKeyPrefix+running {
-			require.Equal(t, VerdictHealthy, jd.Verdict)
+		require.Equal(t, judge.Alive, jd.Evidence().OwnerLiveness)
+		if jd.Key == judge.TaskKeyPrefix+running {
+			require.Equal(t, judge.VerdictHealthy, jd.Verdict)
 		}
 	}
 	require.Empty(t, plan.Tasks, "a task running on a live worker is not lost")
@@ -110,14 +109,14 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 	plan = judge.OwnerRelease(w.snap, forced, "1@live")
 	require.Empty(t, plan.Guards)
 	for _, jd := range plan.Holdings {
-		require.Equal(t, ActionRelease, jd.Action)
-		require.Equal(t, VerdictOwnerDead, jd.Verdict)
+		require.Equal(t, judge.ActionRelease, jd.Action)
+		require.Equal(t, judge.VerdictOwnerDead, jd.Verdict)
 		require.Empty(t, jd.Deferred)
 	}
 	require.Len(t, plan.Holdings, 4)
 	require.Len(t, plan.Tasks, 1)
 	require.Equal(t, running, plan.Tasks[0].ID)
-	require.Equal(t, VerdictLost, plan.Tasks[0].Verdict)
+	require.Equal(t, judge.VerdictLost, plan.Tasks[0].Verdict)
 	require.Empty(t, plan.Tasks[0].Deferred)
 }
 
@@ -126,10 +125,10 @@ func TestJudgeOwnerReleaseLimits(t *testing.T) {
 	w := exNewWorld()
 	dead := w.worker("1@dead", time.Hour)
 	for range 3 {
-		w.hold("1@dead", w.task("", StateRunning, dead))
+		w.hold("1@dead", w.task("", judge.StateRunning, dead))
 	}
 	w.worker("2@dead", time.Hour)
-	w.hold("2@dead", w.task("", StateCompleted, ""))
+	w.hold("2@dead", w.task("", judge.StateCompleted, ""))
 	w.policy.MaxReleases, w.policy.MaxTaskUpdates = 2, 1
 
 	plan := judge.OwnerRelease(w.snap, w.policy, "1@dead")
@@ -194,7 +193,7 @@ func TestReleaseOwnerPass(t *testing.T) {
 	dry, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeAudit, ReleaseOwner: "1@target"})
 	require.NoError(t, err)
 	require.Equal(t, ExitFindings, dry.ExitCode())
-	require.Equal(t, "1@target", f.get(TaskKeyPrefix+running), "a dry run writes nothing")
+	require.Equal(t, "1@target", f.get(judge.TaskKeyPrefix+running), "a dry run writes nothing")
 
 	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeRelease, ReleaseOwner: "1@target"})
 	require.NoError(t, err)
@@ -207,17 +206,17 @@ func TestReleaseOwnerPass(t *testing.T) {
 	}
 
 	for _, id := range []string{running, waiting, done} {
-		require.Empty(t, f.get(TaskKeyPrefix+id))
+		require.Empty(t, f.get(judge.TaskKeyPrefix+id))
 	}
 	for _, r := range []string{rRun, rWait, rDone} {
-		require.Empty(t, f.get(ResourceKeyPrefix+r))
+		require.Empty(t, f.get(judge.ResourceKeyPrefix+r))
 	}
-	require.ElementsMatch(t, []string{"2@dead", "1@live"}, f.members(ResourceKeyPrefix+domain))
+	require.ElementsMatch(t, []string{"2@dead", "1@live"}, f.members(judge.ResourceKeyPrefix+domain))
 	require.Empty(t, f.members(OwnerLocksPrefix+"1@target"))
 	require.NotContains(t, f.members(ActiveOwnersKey), "1@target")
-	require.Equal(t, "2@dead", f.get(TaskKeyPrefix+othersTask), "another dead owner is not this release's")
-	require.Equal(t, "2@dead", f.get(ResourceKeyPrefix+rOther))
-	require.Equal(t, "1@live", f.get(TaskKeyPrefix+healthy))
+	require.Equal(t, "2@dead", f.get(judge.TaskKeyPrefix+othersTask), "another dead owner is not this release's")
+	require.Equal(t, "2@dead", f.get(judge.ResourceKeyPrefix+rOther))
+	require.Equal(t, "1@live", f.get(judge.TaskKeyPrefix+healthy))
 
 	state, _, reason, _ := f.taskRow(running)
 	require.Equal(t, "canceled", state)
@@ -248,7 +247,7 @@ func TestReleaseOwnerPassAliveOwner(t *testing.T) {
 	require.Equal(t, ExitGuarded, rep.ExitCode())
 	require.Equal(t, "alive-owner", rep.Guards[0].Name)
 	require.Equal(t, 0, rep.Summary.Released)
-	require.Equal(t, "1@live", f.get(TaskKeyPrefix+healthy))
+	require.Equal(t, "1@live", f.get(judge.TaskKeyPrefix+healthy))
 	state, _, _, _ := f.taskRow(healthy)
 	require.Equal(t, "running", state)
 
@@ -256,7 +255,7 @@ func TestReleaseOwnerPassAliveOwner(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ExitOK, rep.ExitCode())
 	require.Equal(t, 2, rep.Summary.Released)
-	require.Empty(t, f.get(TaskKeyPrefix+healthy))
+	require.Empty(t, f.get(judge.TaskKeyPrefix+healthy))
 	state, _, _, _ = f.taskRow(healthy)
 	require.Equal(t, "canceled", state)
 }
@@ -266,18 +265,18 @@ func TestReleaseOwnerPassAliveOwner(t *testing.T) {
 func TestJudgeOwnerReleaseImmediateOwner(t *testing.T) {
 	t.Parallel()
 	w := exNewWorld()
-	id := w.task("", StateRunning, "", exRepo)
+	id := w.task("", judge.StateRunning, "", exRepo)
 	owner := "immediate-" + id
 	w.hold(owner, id, exRepo)
-	require.Equal(t, VerdictHealthy, judge.All(w.snap, w.policy).Holdings[0].Verdict)
+	require.Equal(t, judge.VerdictHealthy, judge.All(w.snap, w.policy).Holdings[0].Verdict)
 
 	plan := judge.OwnerRelease(w.snap, w.policy, owner)
 	require.Empty(t, plan.Guards)
 	require.Len(t, plan.Holdings, 2)
 	for _, jd := range plan.Holdings {
-		require.Equal(t, VerdictOwnerDead, jd.Verdict)
-		require.Equal(t, ActionRelease, jd.Action)
-		require.Equal(t, heartbeat.Dead, jd.Evidence().OwnerLiveness, "so that its empty registry is retired")
+		require.Equal(t, judge.VerdictOwnerDead, jd.Verdict)
+		require.Equal(t, judge.ActionRelease, jd.Action)
+		require.Equal(t, judge.Dead, jd.Evidence().OwnerLiveness, "so that its empty registry is retired")
 	}
 	require.Empty(t, plan.Tasks, "it has no row, so no task is claimed by it")
 }

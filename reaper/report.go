@@ -18,11 +18,11 @@ type Report struct {
 	Skipped string  `json:"skipped,omitempty"`
 	Scanned Scanned `json:"scanned"`
 	// LockOwners is every owner of a lock holding, with its liveness.
-	LockOwners []OwnerReport `json:"owners"`
-	Findings   []Finding     `json:"findings"`
-	Tasks      []TaskFinding `json:"tasks"`
-	Ignored    []Ignored     `json:"ignored"`
-	Guards     []Guard       `json:"guards"`
+	LockOwners []judge.OwnerReport `json:"owners"`
+	Findings   []Finding           `json:"findings"`
+	Tasks      []TaskFinding       `json:"tasks"`
+	Ignored    []judge.Ignored     `json:"ignored"`
+	Guards     []judge.Guard       `json:"guards"`
 	// Kubernetes is what the pass read from Kubernetes, when that is on.
 	Kubernetes *KubernetesReport `json:"kubernetes,omitempty"`
 	Summary    Summary           `json:"summary"`
@@ -32,7 +32,7 @@ type Report struct {
 	// Error says why the pass could not complete; what it did before is above.
 	Error string `json:"error,omitempty"`
 
-	verdictCounts map[Verdict]int
+	verdictCounts map[judge.Verdict]int
 	// activeOwners counts the owners pulp:active_owners listed, for Inspection.
 	activeOwners int
 }
@@ -61,15 +61,15 @@ type TaskFinding = judge.TaskJudgement
 // Summary counts holdings and tasks by verdict and by result.
 type Summary struct {
 	// HoldingsByVerdict counts every holding, healthy ones included.
-	HoldingsByVerdict map[Verdict]int `json:"by_verdict"`
+	HoldingsByVerdict map[judge.Verdict]int `json:"by_verdict"`
 	// FindingsByResult counts the findings (holdings not healthy).
-	FindingsByResult map[Result]int  `json:"by_result"`
-	TasksByVerdict   map[Verdict]int `json:"tasks_by_verdict"`
-	TasksByResult    map[Result]int  `json:"tasks_by_result"`
-	Released         int             `json:"released"`
-	TasksUpdated     int             `json:"tasks_updated"`
-	Suspects         int             `json:"suspects"`
-	Deferred         int             `json:"deferred"`
+	FindingsByResult map[Result]int        `json:"by_result"`
+	TasksByVerdict   map[judge.Verdict]int `json:"tasks_by_verdict"`
+	TasksByResult    map[Result]int        `json:"tasks_by_result"`
+	Released         int                   `json:"released"`
+	TasksUpdated     int                   `json:"tasks_updated"`
+	Suspects         int                   `json:"suspects"`
+	Deferred         int                   `json:"deferred"`
 }
 
 // Exit codes of a pass, as the commands document them.
@@ -101,12 +101,12 @@ func (r *Report) ExitCode() int {
 
 func (r *Report) wouldAct() bool {
 	for _, f := range r.Findings {
-		if f.Action == ActionRelease || f.Action == ActionSuspect {
+		if f.Action == judge.ActionRelease || f.Action == judge.ActionSuspect {
 			return true
 		}
 	}
 	for _, t := range r.Tasks {
-		if t.Action == ActionUpdate || t.Action == ActionSuspect {
+		if t.Action == judge.ActionUpdate || t.Action == judge.ActionSuspect {
 			return true
 		}
 	}
@@ -114,7 +114,7 @@ func (r *Report) wouldAct() bool {
 }
 
 func (r *Report) summarize() {
-	s := Summary{HoldingsByVerdict: map[Verdict]int{}, FindingsByResult: map[Result]int{}, TasksByVerdict: map[Verdict]int{}, TasksByResult: map[Result]int{}}
+	s := Summary{HoldingsByVerdict: map[judge.Verdict]int{}, FindingsByResult: map[Result]int{}, TasksByVerdict: map[judge.Verdict]int{}, TasksByResult: map[Result]int{}}
 	for _, f := range r.Findings {
 		s.FindingsByResult[f.Result]++
 		switch f.Result {
@@ -145,7 +145,7 @@ func (r *Report) summarize() {
 // of the plan's lists as it goes: when every holding is stale they are
 // hundreds of thousands of judgements, and the report's copy of them would
 // otherwise double the peak of the pass. Nothing reads the plan after this.
-func (r *Report) fill(plan *Plan, act *actor) {
+func (r *Report) fill(plan *judge.Plan, act *actor) {
 	r.verdictCounts = plan.ByVerdict
 	r.Tasks = plan.Tasks
 	for i := range r.Tasks {
@@ -170,7 +170,7 @@ func (r *Report) summarizeAll() {
 	r.summarize()
 	r.Summary.HoldingsByVerdict = r.verdictCounts
 	if r.Summary.HoldingsByVerdict == nil {
-		r.Summary.HoldingsByVerdict = map[Verdict]int{}
+		r.Summary.HoldingsByVerdict = map[judge.Verdict]int{}
 	}
 	if r.Findings == nil {
 		r.Findings = []Finding{}
@@ -179,15 +179,15 @@ func (r *Report) summarizeAll() {
 		r.Tasks = []TaskFinding{}
 	}
 	if r.Ignored == nil {
-		r.Ignored = []Ignored{}
+		r.Ignored = []judge.Ignored{}
 	}
 	if r.Guards == nil {
-		r.Guards = []Guard{}
+		r.Guards = []judge.Guard{}
 	}
 	if r.LockOwners == nil {
-		r.LockOwners = []OwnerReport{}
+		r.LockOwners = []judge.OwnerReport{}
 	}
 }
 
 // timeDuration is a report duration as a time.Duration, for the logs.
-func timeDuration(d *Duration) time.Duration { return time.Duration(*d) }
+func timeDuration(d *judge.Duration) time.Duration { return time.Duration(*d) }

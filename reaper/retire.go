@@ -6,9 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 )
 
 // retireScript leaves Redis as pulpcore's own cleanup leaves it, for the
@@ -33,8 +32,8 @@ var retireScript = redis.NewScript(`
 local active = '` + ActiveOwnersKey + `'
 if redis.call('TYPE', active)['ok'] ~= 'set' then return {0, {}, {}, #ARGV + 1} end
 local function is_lock_key(k)
-  return string.sub(k, 1, #'` + TaskKeyPrefix + `') == '` + TaskKeyPrefix + `'
-      or string.sub(k, 1, #'` + ResourceKeyPrefix + `') == '` + ResourceKeyPrefix + `'
+  return string.sub(k, 1, #'` + judge.TaskKeyPrefix + `') == '` + judge.TaskKeyPrefix + `'
+      or string.sub(k, 1, #'` + judge.ResourceKeyPrefix + `') == '` + judge.ResourceKeyPrefix + `'
 end
 local budget = tonumber(ARGV[1])
 local pruned, retired, large, walked = 0, {}, {}, 0
@@ -83,10 +82,10 @@ const retireOwnersPerCall = 1000
 // time. An owner that takes a lock after the snapshot is in its registry
 // again by then (pulpcore's acquire script writes both at once), so it
 // stays.
-func retireOwners(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, log *slog.Logger, owners []heartbeat.Owner) error {
+func retireOwners(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, log *slog.Logger, owners []judge.Owner) error {
 	live := make(map[string]bool, len(owners))
 	for _, o := range owners {
-		if o.Liveness == heartbeat.Alive || o.Liveness == heartbeat.Late {
+		if o.Liveness == judge.Alive || o.Liveness == judge.Late {
 			live[o.Name] = true
 		}
 	}

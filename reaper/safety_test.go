@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // The safety tests check the promises of docs/safety.md against real Redis and
@@ -51,25 +52,25 @@ func sfBuild(f *fixture, n int) *sfFleet {
 		name := fmt.Sprintf("1@live-worker-%d", i)
 		row := f.worker(name, time.Second)
 		r := repo()
-		task := f.task(StateRunning, row, []string{r, "shared:" + domain}, -1)
+		task := f.task(judge.StateRunning, row, []string{r, "shared:" + domain}, -1)
 		f.acquire(name, task, []string{r, "shared:" + domain}, false)
 		fl.liveOwners = append(fl.liveOwners, name)
-		fl.healthy = append(fl.healthy, sfHeld{TaskKeyPrefix + task, name}, sfHeld{ResourceKeyPrefix + r, name}, sfHeld{ResourceKeyPrefix + domain, name})
+		fl.healthy = append(fl.healthy, sfHeld{judge.TaskKeyPrefix + task, name}, sfHeld{judge.ResourceKeyPrefix + r, name}, sfHeld{judge.ResourceKeyPrefix + domain, name})
 	}
 	fl.deadRow = f.worker(fl.deadOwner, time.Hour)
 	for i := range n {
-		state := StateRunning
+		state := judge.StateRunning
 		if i%2 == 1 {
-			state = StateWaiting
+			state = judge.StateWaiting
 		}
 		r := repo()
 		task := f.task(state, fl.deadRow, []string{r, "shared:" + domain}, -1)
 		f.acquire(fl.deadOwner, task, []string{r, "shared:" + domain}, i%3 == 2)
-		fl.stale = append(fl.stale, sfHeld{TaskKeyPrefix + task, fl.deadOwner}, sfHeld{ResourceKeyPrefix + r, fl.deadOwner})
+		fl.stale = append(fl.stale, sfHeld{judge.TaskKeyPrefix + task, fl.deadOwner}, sfHeld{judge.ResourceKeyPrefix + r, fl.deadOwner})
 		fl.lost = append(fl.lost, task)
 	}
 	if n > 0 {
-		fl.stale = append(fl.stale, sfHeld{ResourceKeyPrefix + domain, fl.deadOwner})
+		fl.stale = append(fl.stale, sfHeld{judge.ResourceKeyPrefix + domain, fl.deadOwner})
 	}
 	return fl
 }
@@ -108,10 +109,10 @@ func sfRequireConverged(f *fixture, fl *sfFleet) {
 	}
 	for _, id := range fl.lost {
 		state, lock, _, _ := f.taskRow(id)
-		if state == StateWaiting {
+		if state == judge.StateWaiting {
 			require.Nil(f.t, lock, "orphaned claim of %s requeued", id)
 		} else {
-			require.Equal(f.t, StateCanceled, state, id)
+			require.Equal(f.t, judge.StateCanceled, state, id)
 		}
 	}
 }
@@ -294,7 +295,7 @@ func sfResults(rep *Report) (holdings, tasks map[Result]int) {
 // a pass that went on would write a suspect.
 func sfNoTaskSuspect(f *fixture) {
 	f.t.Helper()
-	require.NoError(f.t, f.redis.Client.Set(f.ctx, ResourceKeyPrefix+repo(), "1@live-worker-0", 0).Err())
+	require.NoError(f.t, f.redis.Client.Set(f.ctx, judge.ResourceKeyPrefix+repo(), "1@live-worker-0", 0).Err())
 }
 
 // TestGuardMassDeath: with most worker rows dead at once, a pass releases
@@ -312,32 +313,32 @@ func TestGuardMassDeath(t *testing.T) {
 	// 3 of 5 worker rows are dead (the restarted name's old row does not count): more than max_dead_fraction 0.5.
 
 	r1 := repo()
-	healthy := f.task(StateRunning, live, []string{r1}, -1)
+	healthy := f.task(judge.StateRunning, live, []string{r1}, -1)
 	f.acquire("2@live", healthy, []string{r1}, false)
-	keep := []sfHeld{{TaskKeyPrefix + healthy, "2@live"}, {ResourceKeyPrefix + r1, "2@live"}}
+	keep := []sfHeld{{judge.TaskKeyPrefix + healthy, "2@live"}, {judge.ResourceKeyPrefix + r1, "2@live"}}
 
 	var deadGrounds []sfHeld
 	var lost []string
 	for i, row := range deadRows {
 		owner := fmt.Sprintf("2@dead-%c", 'a'+i)
 		r := repo()
-		task := f.task(StateRunning, row, []string{r}, -1)
+		task := f.task(judge.StateRunning, row, []string{r}, -1)
 		f.acquire(owner, task, []string{r}, false)
-		deadGrounds = append(deadGrounds, sfHeld{TaskKeyPrefix + task, owner}, sfHeld{ResourceKeyPrefix + r, owner})
+		deadGrounds = append(deadGrounds, sfHeld{judge.TaskKeyPrefix + task, owner}, sfHeld{judge.ResourceKeyPrefix + r, owner})
 		lost = append(lost, task)
 	}
-	lostTask := f.task(StateRunning, reusedDead, nil, -1)
+	lostTask := f.task(judge.StateRunning, reusedDead, nil, -1)
 	f.acquire("2@reused", lostTask, nil, false)
-	deadGrounds = append(deadGrounds, sfHeld{TaskKeyPrefix + lostTask, "2@reused"})
+	deadGrounds = append(deadGrounds, sfHeld{judge.TaskKeyPrefix + lostTask, "2@reused"})
 	lost = append(lost, lostTask)
 
 	// Neither a finished task's lock nor an owner without any row rests on a
 	// heartbeat: the guard lets them go.
-	finished := f.task(StateCompleted, live, nil, 10*time.Minute)
+	finished := f.task(judge.StateCompleted, live, nil, 10*time.Minute)
 	f.acquire("2@live", finished, nil, false)
-	gone := f.task(StateWaiting, "", nil, -1)
+	gone := f.task(judge.StateWaiting, "", nil, -1)
 	f.acquire("9@never-registered", gone, nil, false)
-	notGuarded := []sfHeld{{TaskKeyPrefix + finished, "2@live"}, {TaskKeyPrefix + gone, "9@never-registered"}}
+	notGuarded := []sfHeld{{judge.TaskKeyPrefix + finished, "2@live"}, {judge.TaskKeyPrefix + gone, "9@never-registered"}}
 
 	audit := f.pass(f.reaper(nil), ModeAudit)
 	require.Equal(t, ExitGuarded, audit.ExitCode(), "an audit reports the guard too")
@@ -352,7 +353,7 @@ func TestGuardMassDeath(t *testing.T) {
 	for _, h := range deadGrounds {
 		fd := findingFor(rep, h.key, h.owner)
 		require.NotNil(t, fd, h.key)
-		require.Contains(t, []Verdict{VerdictOwnerDead, VerdictTaskLost}, fd.Verdict)
+		require.Contains(t, []judge.Verdict{judge.VerdictOwnerDead, judge.VerdictTaskLost}, fd.Verdict)
 		require.Equal(t, ResultDeferred, fd.Result, h.key)
 		require.Equal(t, "mass-death guard", fd.Deferred)
 		require.True(t, sfHolds(f, h), "held back: %v", h)
@@ -384,7 +385,7 @@ func TestGuardMassDeath(t *testing.T) {
 	}
 	for _, id := range lost {
 		state, _, _, _ := f.taskRow(id)
-		require.Equal(t, StateCanceled, state)
+		require.Equal(t, judge.StateCanceled, state)
 	}
 }
 
@@ -438,7 +439,7 @@ func TestGuardMaxTaskUpdates(t *testing.T) {
 	}
 	var lost []string
 	for range 5 {
-		lost = append(lost, f.task(StateRunning, dead, nil, -1))
+		lost = append(lost, f.task(judge.StateRunning, dead, nil, -1))
 	}
 	r := f.reaper(func(c *Config) { c.MaxTaskUpdates = 2 })
 
@@ -451,9 +452,9 @@ func TestGuardMaxTaskUpdates(t *testing.T) {
 		state, _, _, _ := f.taskRow(tf.ID)
 		if tf.Result == ResultDeferred {
 			require.Equal(t, "max_task_updates", tf.Deferred)
-			require.Equal(t, StateRunning, state, "deferred task untouched")
+			require.Equal(t, judge.StateRunning, state, "deferred task untouched")
 		} else {
-			require.Equal(t, StateCanceled, state)
+			require.Equal(t, judge.StateCanceled, state)
 		}
 	}
 
@@ -467,7 +468,7 @@ func TestGuardMaxTaskUpdates(t *testing.T) {
 	require.Equal(t, len(lost), updated)
 	for _, id := range lost {
 		state, _, _, _ := f.taskRow(id)
-		require.Equal(t, StateCanceled, state)
+		require.Equal(t, judge.StateCanceled, state)
 	}
 }
 
@@ -598,7 +599,7 @@ func TestShutdownFinishesTheUpdateBatch(t *testing.T) {
 	}
 	var lost []string
 	for range 8 {
-		lost = append(lost, f.task(StateRunning, dead, nil, -1))
+		lost = append(lost, f.task(judge.StateRunning, dead, nil, -1))
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
@@ -614,9 +615,9 @@ func TestShutdownFinishesTheUpdateBatch(t *testing.T) {
 	for _, tf := range rep.Tasks {
 		state, _, _, fin := f.taskRow(tf.ID)
 		if tf.Result == ResultUpdated {
-			require.Equal(t, StateCanceled, state)
+			require.Equal(t, judge.StateCanceled, state)
 		} else {
-			require.Equal(t, StateRunning, state, "failed means untouched")
+			require.Equal(t, judge.StateRunning, state, "failed means untouched")
 			require.Nil(t, fin)
 		}
 	}
@@ -626,6 +627,6 @@ func TestShutdownFinishesTheUpdateBatch(t *testing.T) {
 	require.Equal(t, 5, rep.Summary.TasksUpdated)
 	for _, id := range lost {
 		state, _, _, _ := f.taskRow(id)
-		require.Equal(t, StateCanceled, state)
+		require.Equal(t, judge.StateCanceled, state)
 	}
 }

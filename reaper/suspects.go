@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -13,37 +14,37 @@ import (
 // they carry over between CronJob runs and reaper replicas. A field is the
 // JSON array [key, owner]; a value is the JSON object of Suspect.
 
-func encodeSuspectField(k SuspectKey) string {
+func encodeSuspectField(k judge.SuspectKey) string {
 	b, _ := json.Marshal([2]string{k.Key, k.Owner})
 	return string(b)
 }
 
-func decodeSuspect(field, value string) (SuspectKey, Suspect, bool) {
+func decodeSuspect(field, value string) (judge.SuspectKey, judge.Suspect, bool) {
 	var kv [2]string
-	var s Suspect
+	var s judge.Suspect
 	if json.Unmarshal([]byte(field), &kv) != nil || json.Unmarshal([]byte(value), &s) != nil {
-		return SuspectKey{}, Suspect{}, false
+		return judge.SuspectKey{}, judge.Suspect{}, false
 	}
 	if s.Verdict == "" || s.FirstSeen.IsZero() {
-		return SuspectKey{}, Suspect{}, false
+		return judge.SuspectKey{}, judge.Suspect{}, false
 	}
-	return SuspectKey{Key: kv[0], Owner: kv[1]}, s, true
+	return judge.SuspectKey{Key: kv[0], Owner: kv[1]}, s, true
 }
 
 // readSuspects loads the suspects remembered by earlier passes. Entries that
 // do not decode are dropped: a suspect that is forgotten only delays a
 // release, it never causes one.
-func readSuspects(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) (map[SuspectKey]Suspect, error) {
+func readSuspects(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) (map[judge.SuspectKey]judge.Suspect, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	raw, err := rdb.HGetAll(cctx, SuspectsKey).Result()
 	if isWrongType(err) {
-		return map[SuspectKey]Suspect{}, nil
+		return map[judge.SuspectKey]judge.Suspect{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read suspects: %w", err)
 	}
-	out := make(map[SuspectKey]Suspect, len(raw))
+	out := make(map[judge.SuspectKey]judge.Suspect, len(raw))
 	for f, v := range raw {
 		if k, s, ok := decodeSuspect(f, v); ok {
 			out[k] = s
@@ -53,7 +54,7 @@ func readSuspects(ctx context.Context, rdb redis.UniversalClient, timeout time.D
 }
 
 // writeSuspects replaces the remembered suspects atomically.
-func writeSuspects(ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, suspects map[SuspectKey]Suspect) error {
+func writeSuspects(ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, suspects map[judge.SuspectKey]judge.Suspect) error {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {

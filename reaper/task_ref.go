@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"net/url"
 	"strings"
 )
@@ -28,7 +29,7 @@ func TaskIDOf(arg string) (string, error) {
 		id = s
 	}
 	id = strings.ToLower(id)
-	if !IsTaskUUID(id) {
+	if !judge.IsTaskUUID(id) {
 		return "", fmt.Errorf("%q is not a task UUID, a task href (/pulp/api/v3/tasks/UUID/) or a task PRN (%sUUID)", arg, taskPRNPrefix)
 	}
 	return id, nil

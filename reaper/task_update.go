@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // updateTasksSQL applies a batch of task updates in one statement. Each row
@@ -50,7 +51,7 @@ type taskUpdater struct {
 }
 
 // updateBatch applies the updates and returns, per task, updated or skipped.
-func (u *taskUpdater) updateBatch(ctx context.Context, batch []TaskJudgement) ([]Result, error) {
+func (u *taskUpdater) updateBatch(ctx context.Context, batch []judge.TaskJudgement) ([]Result, error) {
 	n := len(batch)
 	ids, states, newStates, reasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	locks := make([]*string, n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,10 +21,10 @@ import (
 
 // recheckImmediateLocks returns holdings with the immediate-<T> task locks
 // of the unclaimed running or canceling tasks that holdings lack, appended.
-func recheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, holdings []Holding, tasks map[string]Task) ([]Holding, error) {
+func recheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, holdings []judge.Holding, tasks map[string]judge.Task) ([]judge.Holding, error) {
 	want := map[string]bool{}
 	for id, t := range tasks {
-		if t.AppLockID == "" && (t.State == StateRunning || t.State == StateCanceling) {
+		if t.AppLockID == "" && (t.State == judge.StateRunning || t.State == judge.StateCanceling) {
 			want[id] = true
 		}
 	}
@@ -31,7 +32,7 @@ func recheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeo
 		if len(want) == 0 {
 			return holdings, nil
 		}
-		if holdings[i].Kind == KindTask {
+		if holdings[i].Kind == judge.KindTask {
 			delete(want, holdings[i].TaskID())
 		}
 	}
@@ -48,18 +49,18 @@ func recheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeo
 	reads := make([]read, 0, len(want))
 	pipe := rdb.Pipeline()
 	for id := range want {
-		key, owner := TaskKeyPrefix+id, immediateOwnerPrefix+id
+		key, owner := judge.TaskKeyPrefix+id, judge.ImmediateOwnerPrefix+id
 		reads = append(reads, read{id: id, value: pipe.Get(cctx, key), registered: pipe.SIsMember(cctx, OwnerLocksPrefix+owner, key)})
 	}
 	if _, err := pipe.Exec(cctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		return nil, fmt.Errorf("read the task locks of %d unclaimed running tasks again: %w", len(reads), err)
 	}
 	for _, rd := range reads {
-		owner := immediateOwnerPrefix + rd.id
+		owner := judge.ImmediateOwnerPrefix + rd.id
 		if v, err := rd.value.Result(); err != nil || v != owner {
 			continue
 		}
-		holdings = append(holdings, Holding{Key: TaskKeyPrefix + rd.id, Kind: KindTask, Owner: owner, Registered: rd.registered.Val()})
+		holdings = append(holdings, judge.Holding{Key: judge.TaskKeyPrefix + rd.id, Kind: judge.KindTask, Owner: owner, Registered: rd.registered.Val()})
 	}
 	return holdings, nil
 }

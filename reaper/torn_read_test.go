@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,9 +21,9 @@ func TestTornReadImmediateTaskStartsDuringAPass(t *testing.T) {
 	r := f.reaper(nil)
 	dead := f.worker("1@dead", time.Hour)
 	for i := range 25 {
-		lost := f.task(StateRunning, dead, []string{"repo-lost"}, -1)
-		immediate := f.task(StateWaiting, "", []string{"repo-imm"}, -1)
-		owner := immediateOwnerPrefix + immediate
+		lost := f.task(judge.StateRunning, dead, []string{"repo-lost"}, -1)
+		immediate := f.task(judge.StateWaiting, "", []string{"repo-imm"}, -1)
+		owner := judge.ImmediateOwnerPrefix + immediate
 		started := false
 		rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce, Phase: func(phase string, _, _ int) {
 			if phase != PhaseReadingDatabase || started {
@@ -36,16 +37,16 @@ func TestTornReadImmediateTaskStartsDuringAPass(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, started)
 		state, _, _, _ := f.taskRow(immediate)
-		require.Equal(t, StateRunning, state, "trial %d: the immediate task was %s while it ran", i, state)
-		require.Equal(t, owner, f.get(TaskKeyPrefix+immediate), "trial %d: its task lock is kept", i)
+		require.Equal(t, judge.StateRunning, state, "trial %d: the immediate task was %s while it ran", i, state)
+		require.Equal(t, owner, f.get(judge.TaskKeyPrefix+immediate), "trial %d: its task lock is kept", i)
 		require.Nil(t, taskFindingFor(rep, immediate))
 		state, _, _, _ = f.taskRow(lost)
-		require.Equal(t, StateCanceled, state, "trial %d: the dead worker's task is still lost", i)
+		require.Equal(t, judge.StateCanceled, state, "trial %d: the dead worker's task is still lost", i)
 
 		// The immediate task ends as pulpcore ends it, before the next trial.
 		_, err = f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed', finished_at = now() WHERE pulp_id = $1", immediate)
 		require.NoError(t, err)
-		require.NoError(t, f.redis.Client.Del(f.ctx, TaskKeyPrefix+immediate, ResourceKeyPrefix+"repo-imm", OwnerLocksPrefix+owner).Err())
+		require.NoError(t, f.redis.Client.Del(f.ctx, judge.TaskKeyPrefix+immediate, judge.ResourceKeyPrefix+"repo-imm", OwnerLocksPrefix+owner).Err())
 		require.NoError(t, f.redis.Client.SRem(f.ctx, ActiveOwnersKey, owner).Err())
 	}
 }

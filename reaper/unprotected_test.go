@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,8 +17,8 @@ func TestUnprotectedTaskReportedNothingWritten(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	r := repo()
-	task := f.task(StateRunning, f.worker("1@live", time.Second), []string{r}, -1)
-	other := f.task(StateRunning, f.worker("2@other", time.Second), []string{r}, -1)
+	task := f.task(judge.StateRunning, f.worker("1@live", time.Second), []string{r}, -1)
+	other := f.task(judge.StateRunning, f.worker("2@other", time.Second), []string{r}, -1)
 	f.acquire("2@other", other, []string{r}, false)
 
 	dbBefore := sfDBState(f)
@@ -27,15 +28,15 @@ func TestUnprotectedTaskReportedNothingWritten(t *testing.T) {
 		require.Len(t, rep.Tasks, 1)
 		tf := rep.Tasks[0]
 		require.Equal(t, task, tf.ID)
-		require.Equal(t, VerdictUnprotected, tf.Verdict)
-		require.Equal(t, ActionReport, tf.Action)
+		require.Equal(t, judge.VerdictUnprotected, tf.Verdict)
+		require.Equal(t, judge.ActionReport, tf.Action)
 		require.Equal(t, ResultReported, tf.Result)
-		require.Equal(t, []UnguardedResource{{Resource: r, Need: KindExclusive, OtherHolders: []ResourceHolder{{Owner: "2@other", Kind: KindExclusive}}}}, tf.Details().Resources)
+		require.Equal(t, []judge.UnguardedResource{{Resource: r, Need: judge.KindExclusive, OtherHolders: []judge.ResourceHolder{{Owner: "2@other", Kind: judge.KindExclusive}}}}, tf.Details().Resources)
 		require.Zero(t, rep.Summary.TasksUpdated)
 	}
 	require.Equal(t, dbBefore, sfDBState(f), "nothing written to the database")
-	require.Equal(t, "2@other", f.get(ResourceKeyPrefix+r), "the other holder is left alone")
-	require.Empty(t, f.get(TaskKeyPrefix+task), "no lock written on the task's behalf")
+	require.Equal(t, "2@other", f.get(judge.ResourceKeyPrefix+r), "the other holder is left alone")
+	require.Empty(t, f.get(judge.TaskKeyPrefix+task), "no lock written on the task's behalf")
 }
 
 // TestRunningTaskWhoseLockWasDeleted: Redis lost every lock of a running
@@ -49,8 +50,8 @@ func TestRunningTaskWhoseLockWasDeleted(t *testing.T) {
 	w1 := f.worker("1@live", time.Second)
 	w2 := f.worker("2@live", time.Second)
 	repo, domain := "prn:rpm.rpmrepository:"+newUUID(), "prn:core.domain:"+newUUID()
-	lost := f.task(StateRunning, w1, []string{repo, "shared:" + domain}, -1)
-	other := f.task(StateRunning, w2, []string{repo}, -1)
+	lost := f.task(judge.StateRunning, w1, []string{repo, "shared:" + domain}, -1)
+	other := f.task(judge.StateRunning, w2, []string{repo}, -1)
 	f.acquire("2@live", other, []string{repo}, false)
 
 	before := f.keyspace()
@@ -61,13 +62,13 @@ func TestRunningTaskWhoseLockWasDeleted(t *testing.T) {
 	require.Zero(t, rep.Summary.Suspects)
 	require.Equal(t, before, f.keyspace(), "the pass wrote nothing to Redis")
 	state, appLock, reason, finished := f.taskRow(lost)
-	require.Equal(t, StateRunning, state)
+	require.Equal(t, judge.StateRunning, state)
 	require.Equal(t, w1, *appLock)
 	require.Nil(t, reason)
 	require.Nil(t, finished)
 	tf := taskFindingFor(rep, lost)
 	require.NotNil(t, tf, "the task is reported")
-	require.Equal(t, VerdictUnprotected, tf.Verdict, "the only task verdict such a task may get")
+	require.Equal(t, judge.VerdictUnprotected, tf.Verdict, "the only task verdict such a task may get")
 	require.NotEqual(t, ResultUpdated, tf.Result)
 
 	in, err := r.Inspect(f.ctx, InspectOptions{TaskID: lost})
@@ -81,7 +82,7 @@ func TestRunningTaskWhoseLockWasDeleted(t *testing.T) {
 	require.Contains(t, ex.Conclusion, "unprotected: running on live worker 1@live")
 	require.Contains(t, ex.Conclusion, "its task lock task:"+lost+" is absent from Redis")
 	require.Contains(t, ex.Conclusion, "2 of its 2 resources are unguarded")
-	require.Contains(t, ex.Conclusion, "also held: "+ResourceKeyPrefix+repo+" exclusive by 2@live")
+	require.Contains(t, ex.Conclusion, "also held: "+judge.ResourceKeyPrefix+repo+" exclusive by 2@live")
 
 	// A registry-only read cannot tell a lock is absent: no claim then.
 	in, err = r.Inspect(f.ctx, InspectOptions{TaskID: lost, RegistryOnly: true})
@@ -133,9 +134,9 @@ func TestTaskLockGoneKeepsRunningTasksResources(t *testing.T) {
 	f := newFixture(t)
 	w := f.worker("1@live", time.Second)
 	repo, domain := "prn:rpm.rpmrepository:"+newUUID(), "prn:core.domain:"+newUUID()
-	task := f.task(StateRunning, w, []string{repo, "shared:" + domain}, -1)
+	task := f.task(judge.StateRunning, w, []string{repo, "shared:" + domain}, -1)
 	f.acquire("1@live", task, []string{repo, "shared:" + domain}, false)
-	require.NoError(t, f.redis.Client.Del(f.ctx, TaskKeyPrefix+task).Err())
+	require.NoError(t, f.redis.Client.Del(f.ctx, judge.TaskKeyPrefix+task).Err())
 
 	before := f.keyspace()
 	for pass := range 3 {
@@ -143,18 +144,18 @@ func TestTaskLockGoneKeepsRunningTasksResources(t *testing.T) {
 		require.Zero(t, rep.Summary.Released, "pass %d", pass)
 		require.Zero(t, rep.Summary.TasksUpdated, "pass %d", pass)
 		require.Zero(t, rep.Summary.Suspects, "pass %d: nothing to confirm", pass)
-		require.Nil(t, findingFor(rep, ResourceKeyPrefix+repo, "1@live"), "pass %d: a justified holding is no finding", pass)
+		require.Nil(t, findingFor(rep, judge.ResourceKeyPrefix+repo, "1@live"), "pass %d: a justified holding is no finding", pass)
 		tf := taskFindingFor(rep, task)
 		require.NotNil(t, tf, "pass %d", pass)
-		require.Equal(t, VerdictUnprotected, tf.Verdict)
+		require.Equal(t, judge.VerdictUnprotected, tf.Verdict)
 		// Had a suspect been remembered, this would confirm it.
-		f.ageSuspects(DefaultPolicy().ConfirmAfter + time.Minute)
+		f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Minute)
 	}
 	require.Equal(t, before, f.keyspace(), "both holdings kept, nothing written to Redis")
-	require.Equal(t, "1@live", f.get(ResourceKeyPrefix+repo))
-	require.Equal(t, []string{"1@live"}, f.members(ResourceKeyPrefix+domain))
+	require.Equal(t, "1@live", f.get(judge.ResourceKeyPrefix+repo))
+	require.Equal(t, []string{"1@live"}, f.members(judge.ResourceKeyPrefix+domain))
 	state, _, _, _ := f.taskRow(task)
-	require.Equal(t, StateRunning, state)
+	require.Equal(t, judge.StateRunning, state)
 
 	// The full listing names T as what keeps them.
 	r := f.reaper(nil)
@@ -162,17 +163,17 @@ func TestTaskLockGoneKeepsRunningTasksResources(t *testing.T) {
 	require.NoError(t, err)
 	ex := Explain(in, task)
 	require.Equal(t, StatusUnprotected, ex.Status, ex.Conclusion)
-	for _, key := range []string{ResourceKeyPrefix + repo, ResourceKeyPrefix + domain} {
-		var jd *Judgement
+	for _, key := range []string{judge.ResourceKeyPrefix + repo, judge.ResourceKeyPrefix + domain} {
+		var jd *judge.Judgement
 		for i := range in.Plan.Holdings {
 			if h := &in.Plan.Holdings[i]; h.Key == key && h.Owner == "1@live" {
 				jd = h
 			}
 		}
 		require.NotNil(t, jd, key)
-		require.Equal(t, VerdictJustified, jd.Verdict, key)
-		require.Equal(t, ActionKeep, jd.Action, key)
-		require.Equal(t, TaskKeyPrefix+task, jd.Evidence().Via, key)
-		require.Equal(t, StateRunning, jd.Evidence().TaskState, key)
+		require.Equal(t, judge.VerdictJustified, jd.Verdict, key)
+		require.Equal(t, judge.ActionKeep, jd.Action, key)
+		require.Equal(t, judge.TaskKeyPrefix+task, jd.Evidence().Via, key)
+		require.Equal(t, judge.StateRunning, jd.Evidence().TaskState, key)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // WorkerTypeFix says where the worker type is set, for doctor and audit alike.
@@ -24,13 +24,13 @@ const WorkerTypeFix = `if Pulp should run the Redis worker, set WORKER_TYPE = "r
 // stays there until it is cleaned up after its death, so an empty set beside
 // live workers means none of them ever took a Redis lock. "" when there is
 // nothing to say.
-func WorkerTypeNote(holdings, activeOwners int, rows []heartbeat.AppStatus, now time.Time) string {
+func WorkerTypeNote(holdings, activeOwners int, rows []judge.AppStatus, now time.Time) string {
 	if holdings > 0 || activeOwners > 0 {
 		return ""
 	}
 	workers := 0
 	for _, r := range rows {
-		if r.AppType == "worker" && r.Liveness(now, 0) >= heartbeat.Late {
+		if r.AppType == "worker" && r.Liveness(now, 0) >= judge.Late {
 			workers++
 		}
 	}

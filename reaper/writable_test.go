@@ -17,6 +17,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/privilege"
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // clusterFixture is a fixture whose database is pulpcore's schema in a
@@ -42,7 +43,7 @@ func openPool(t *testing.T, dsn string) *pgxpool.Pool {
 // worker dead for ten minutes, its running task and its locks.
 func deadWorkerFleet(f *fixture) (taskID string) {
 	w := f.worker("dead@host", 10*time.Minute)
-	taskID = f.task(StateRunning, w, []string{"repo-1", "shared:domain"}, -1)
+	taskID = f.task(judge.StateRunning, w, []string{"repo-1", "shared:domain"}, -1)
 	f.acquire("dead@host", taskID, []string{"repo-1", "shared:domain"}, false)
 	return taskID
 }
@@ -63,7 +64,7 @@ func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string
 	require.Equal(t, ExitFailed, rep.ExitCode())
 	require.Equal(t, before, sfRedisState(f), "nothing written to Redis, not even suspects")
 	state, _, _, _ := f.taskRow(taskID)
-	require.Equal(t, StateRunning, state, "no task updated")
+	require.Equal(t, judge.StateRunning, state, "no task updated")
 
 	audit, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeAudit})
 	require.NoError(t, err)
@@ -110,8 +111,8 @@ func TestWritablePrimaryOrNoWrites(t *testing.T) {
 	t.Run("writable primary", func(t *testing.T) {
 		rep := f.pass(f.reaper(nil), ModeOnce)
 		require.Empty(t, rep.Guards)
-		require.Equal(t, "", f.get(TaskKeyPrefix+taskID), "the dead worker's task lock is released")
+		require.Equal(t, "", f.get(judge.TaskKeyPrefix+taskID), "the dead worker's task lock is released")
 		state, _, _, _ := f.taskRow(taskID)
-		require.Equal(t, StateCanceled, state)
+		require.Equal(t, judge.StateCanceled, state)
 	})
 }

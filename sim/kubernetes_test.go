@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 	"github.com/lock-reaper/lock-reaper/sim/simkube"
@@ -115,27 +115,27 @@ func TestKubernetesSameNameRestartCleanedInOnePass(t *testing.T) {
 	require.NoError(t, f.Kill(owner))
 	// The container restarts more than the margin after the old row's last
 	// heartbeat, even once the API has cut its start to the second.
-	time.Sleep(heartbeat.DefaultClockSkew + sim.DefaultPodTimeResolution + 300*time.Millisecond)
+	time.Sleep(judge.DefaultClockSkew + sim.DefaultPodTimeResolution + 300*time.Millisecond)
 	require.NoError(t, f.Restart(b.ctx, owner))
 	pod, _ := podOf(t, f, owner)
 	require.EqualValues(t, 1, pod.Container.Restarts)
 
 	rep := kbPass(t, f, b, cfg, reaper.ModeOnce, false, nil)
 	fd := kbFinding(t, rep, sim.TaskKey(running), owner)
-	require.Equal(t, reaper.VerdictPending, fd.Verdict, "by heartbeats the old row is only late")
+	require.Equal(t, judge.VerdictPending, fd.Verdict, "by heartbeats the old row is only late")
 	require.True(t, kbHeld(t, b, running, owner))
 	require.Equal(t, sim.StateRunning, readTask(t, b, running).state)
 
 	rep = kbPass(t, f, b, cfg, reaper.ModeOnce, true, nil)
 	fd = kbFinding(t, rep, sim.TaskKey(running), owner)
-	require.Equal(t, reaper.VerdictTaskLost, fd.Verdict)
+	require.Equal(t, judge.VerdictTaskLost, fd.Verdict)
 	require.Equal(t, reaper.ResultReleased, fd.Result)
 	require.False(t, kbHeld(t, b, running, owner))
 	tf := kbTask(t, rep, running)
 	require.Equal(t, reaper.ResultUpdated, tf.Result)
 	require.Equal(t, sim.StateCanceled, readTask(t, b, running).state)
 	require.Zero(t, rep.Summary.FindingsByResult[reaper.ResultWouldRelease]+rep.Summary.Deferred, "everything in one pass")
-	require.Equal(t, 4, rep.Kubernetes.OwnersByEvidence[heartbeat.PodSeen], "three workers and the API, the restarted one by its live row")
+	require.Equal(t, 4, rep.Kubernetes.OwnersByEvidence[judge.PodSeen], "three workers and the API, the restarted one by its live row")
 
 	waitState(t, b, blocked, sim.StateRunning)
 	require.Empty(t, f.Violations())
@@ -159,14 +159,14 @@ func TestKubernetesDeletedPodCleanedWithoutTheGrace(t *testing.T) {
 	time.Sleep(cfg.WorkerTTL + 300*time.Millisecond)
 
 	rep := kbPass(t, f, b, cfg, reaper.ModeOnce, false, nil)
-	require.Equal(t, reaper.VerdictPending, kbFinding(t, rep, sim.TaskKey(running), owner).Verdict)
+	require.Equal(t, judge.VerdictPending, kbFinding(t, rep, sim.TaskKey(running), owner).Verdict)
 	require.True(t, kbHeld(t, b, running, owner))
 
 	rep = kbPass(t, f, b, cfg, reaper.ModeOnce, true, nil)
 	fd := kbFinding(t, rep, sim.TaskKey(running), owner)
-	require.Equal(t, reaper.VerdictOwnerDead, fd.Verdict)
+	require.Equal(t, judge.VerdictOwnerDead, fd.Verdict)
 	require.Equal(t, reaper.ResultReleased, fd.Result)
-	require.Equal(t, heartbeat.PodGone, fd.Evidence().Kubernetes.Rule)
+	require.Equal(t, judge.PodGone, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, reaper.ResultUpdated, kbTask(t, rep, running).Result)
 	require.Equal(t, sim.StateCanceled, readTask(t, b, running).state)
 
@@ -195,23 +195,23 @@ func TestKubernetesLateButAliveWorkerKept(t *testing.T) {
 
 	rep := kbPass(t, f, b, cfg, reaper.ModeOnce, true, hung)
 	fd := kbFinding(t, rep, sim.TaskKey(running), owner)
-	require.Equal(t, reaper.VerdictPending, fd.Verdict)
-	require.Equal(t, heartbeat.PodAliveNotHeartbeating, fd.Evidence().Kubernetes.Rule)
-	require.Equal(t, 1, rep.Kubernetes.OwnersByEvidence[heartbeat.PodAliveNotHeartbeating])
+	require.Equal(t, judge.VerdictPending, fd.Verdict)
+	require.Equal(t, judge.PodAliveNotHeartbeating, fd.Evidence().Kubernetes.Rule)
+	require.Equal(t, 1, rep.Kubernetes.OwnersByEvidence[judge.PodAliveNotHeartbeating])
 	require.True(t, kbHeld(t, b, running, owner))
 	require.Equal(t, sim.StateRunning, readTask(t, b, running).state)
 	require.Equal(t, sim.StateWaiting, readTask(t, b, blocked).state)
 
 	rep = kbPass(t, f, b, cfg, reaper.ModeAudit, false, nil)
-	require.Equal(t, reaper.VerdictOwnerDead, kbFinding(t, rep, sim.TaskKey(running), owner).Verdict,
+	require.Equal(t, judge.VerdictOwnerDead, kbFinding(t, rep, sim.TaskKey(running), owner).Verdict,
 		"by heartbeats alone the live worker would lose its locks")
 
 	time.Sleep(hungGrace)
 	rep = kbPass(t, f, b, cfg, reaper.ModeOnce, true, hung)
 	fd = kbFinding(t, rep, sim.TaskKey(running), owner)
-	require.Equal(t, reaper.VerdictOwnerDead, fd.Verdict)
+	require.Equal(t, judge.VerdictOwnerDead, fd.Verdict)
 	require.Equal(t, reaper.ResultReleased, fd.Result)
-	require.Equal(t, heartbeat.PodHungTooLong, fd.Evidence().Kubernetes.Rule)
+	require.Equal(t, judge.PodHungTooLong, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, reaper.ResultUpdated, kbTask(t, rep, running).Result)
 	require.Eventually(t, func() bool { return f.Stats().StoppedOnSignal == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the worker never aborted its task on the cancel signal")

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // funcs are the templates' helpers. Every value from Redis or the database
@@ -18,7 +18,7 @@ var funcs = template.FuncMap{
 	"visible": visible,
 	"clock":   clock,
 	"ago":     ago,
-	"age":     func(d *reaper.Duration) string { return durationText(d) },
+	"age":     func(d *judge.Duration) string { return durationText(d) },
 	"since":   func(now, t time.Time) string { return roundDur(now.Sub(t)) },
 	"until":   func(now, t time.Time) string { return roundDur(t.Sub(now)) },
 	"dur":     roundDur,
@@ -27,17 +27,17 @@ var funcs = template.FuncMap{
 	"short":   short,
 	"live":    func(l fmt.Stringer) string { return l.String() },
 	"pod":     podText,
-	"verdicts": func() []reaper.Verdict {
+	"verdicts": func() []judge.Verdict {
 		return holdingVerdicts
 	},
-	"finding": func(v reaper.Verdict) bool { return v.Finding() },
-	"evidence": func(jd reaper.Judgement) reaper.Evidence {
+	"finding": func(v judge.Verdict) bool { return v.Finding() },
+	"evidence": func(jd judge.Judgement) judge.Evidence {
 		return jd.Evidence()
 	},
 	"oldestBlocked": oldestBlocked,
 	"livenesses":    func() []string { return []string{"alive", "late", "dead", "gone"} },
 	"recent":        recent,
-	"first": func(ig []reaper.Ignored, n int) []reaper.Ignored {
+	"first": func(ig []judge.Ignored, n int) []judge.Ignored {
 		return ig[:min(n, len(ig))]
 	},
 }
@@ -87,7 +87,7 @@ func ago(now, t time.Time) string {
 	return roundDur(now.Sub(t)) + " ago"
 }
 
-func durationText(d *reaper.Duration) string {
+func durationText(d *judge.Duration) string {
 	if d == nil {
 		return "-"
 	}

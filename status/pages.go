@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -99,7 +100,7 @@ func (s *Server) queuePage(w http.ResponseWriter, r *http.Request) {
 type ownersData struct {
 	Rows     []OwnerRow
 	Liveness string
-	Verdict  reaper.Verdict
+	Verdict  judge.Verdict
 	Pager    pager
 }
 
@@ -109,7 +110,7 @@ func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.view.Load()
 	q := r.URL.Query()
-	d := ownersData{Liveness: q.Get("liveness"), Verdict: reaper.Verdict(q.Get("verdict"))}
+	d := ownersData{Liveness: q.Get("liveness"), Verdict: judge.Verdict(q.Get("verdict"))}
 	var rows []OwnerRow
 	for _, o := range v.Owners {
 		if (d.Liveness == "" || o.Liveness == d.Liveness) && (d.Verdict == "" || o.ByVerdict[d.Verdict] > 0) {
@@ -125,10 +126,10 @@ func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
 // flags of `lock-reaper locks` do; empty fields match everything.
 type holdingFilter struct {
 	Owner, Resource, Task string
-	Verdict               reaper.Verdict
+	Verdict               judge.Verdict
 }
 
-func (f holdingFilter) match(jd *reaper.Judgement) bool {
+func (f holdingFilter) match(jd *judge.Judgement) bool {
 	return (f.Owner == "" || jd.Owner == f.Owner) &&
 		(f.Verdict == "" || jd.Verdict == f.Verdict) &&
 		(f.Resource == "" || jd.Resource() == f.Resource) &&
@@ -140,18 +141,14 @@ func (f holdingFilter) empty() bool { return f == holdingFilter{} }
 // holdingsData is the holdings page.
 type holdingsData struct {
 	Filter  holdingFilter
-	Rows    []reaper.Judgement
+	Rows    []judge.Judgement
 	Total   int
 	Pager   pager
-	Verdict []reaper.Verdict
+	Verdict []judge.Verdict
 }
 
 // holdingVerdicts are the verdicts a holding can get, for the filter form.
-var holdingVerdicts = []reaper.Verdict{
-	reaper.VerdictHealthy, reaper.VerdictJustified, reaper.VerdictPending, reaper.VerdictTaskFinished,
-	reaper.VerdictOwnerDead, reaper.VerdictOwnerGone, reaper.VerdictTaskLost, reaper.VerdictTaskMissing,
-	reaper.VerdictUnclaimed, reaper.VerdictNoTask,
-}
+var holdingVerdicts = []judge.Verdict{judge.VerdictHealthy, judge.VerdictJustified, judge.VerdictPending, judge.VerdictTaskFinished, judge.VerdictOwnerDead, judge.VerdictOwnerGone, judge.VerdictTaskLost, judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask}
 
 func (s *Server) holdingsPage(w http.ResponseWriter, r *http.Request) {
 	if s.noView(w, r, "holdings") {
@@ -159,18 +156,18 @@ func (s *Server) holdingsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.view.Load()
 	q := r.URL.Query()
-	f := holdingFilter{Owner: param(q, "owner"), Resource: param(q, "resource"), Task: strings.ToLower(param(q, "task")), Verdict: reaper.Verdict(q.Get("verdict"))}
+	f := holdingFilter{Owner: param(q, "owner"), Resource: param(q, "resource"), Task: strings.ToLower(param(q, "task")), Verdict: judge.Verdict(q.Get("verdict"))}
 	all := v.Holdings()
 	// A key filter on one resource or task uses the index, not a walk.
 	var candidates []int
 	switch {
 	case f.Resource != "":
-		candidates = v.byKey[reaper.ResourceKeyPrefix+f.Resource]
+		candidates = v.byKey[judge.ResourceKeyPrefix+f.Resource]
 	}
 	pgSize := s.opts.PageSize
 	from := (pageNumber(r) - 1) * pgSize
 	d := holdingsData{Filter: f, Verdict: holdingVerdicts}
-	take := func(jd *reaper.Judgement) {
+	take := func(jd *judge.Judgement) {
 		if d.Total >= from && d.Total < from+pgSize {
 			d.Rows = append(d.Rows, *jd)
 		}

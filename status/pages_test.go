@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
@@ -159,7 +160,7 @@ func TestHostileValuesAreEscaped(t *testing.T) {
 	require.NoError(t, err)
 	_, err = sim.Acquire(ctx, f.rdb.Client, ids[0], owner, []string{resource}, nil)
 	require.NoError(t, err)
-	require.NoError(t, f.rdb.Client.Set(ctx, reaper.ResourceKeyPrefix+resource+"2", ignoredOwner, 0).Err())
+	require.NoError(t, f.rdb.Client.Set(ctx, judge.ResourceKeyPrefix+resource+"2", ignoredOwner, 0).Err())
 	v := f.inspect()
 	found := false
 	for _, q := range v.Queue {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -14,7 +15,7 @@ import (
 // database would.
 type slowSource struct{ release chan struct{} }
 
-func (slowSource) Policy() reaper.Policy { return reaper.DefaultPolicy() }
+func (slowSource) Policy() judge.Policy { return judge.DefaultPolicy() }
 func (s slowSource) WaitingTasks(ctx context.Context, _ int) ([]reaper.TaskRow, int, error) {
 	<-s.release
 	return nil, 0, nil
@@ -29,9 +30,9 @@ func (slowSource) ExplainOn(context.Context, *reaper.Inspection, string) (reaper
 func TestPassDoneNeverWaitsForABuild(t *testing.T) {
 	src := slowSource{release: make(chan struct{})}
 	s := New(src, Options{})
-	at := func(n int) (*reaper.Snapshot, *reaper.Report) {
+	at := func(n int) (*judge.Snapshot, *reaper.Report) {
 		now := time.Date(2026, 7, 24, 12, n, 0, 0, time.UTC)
-		return &reaper.Snapshot{Now: now}, &reaper.Report{Mode: reaper.ModeOnce, StartedAt: now}
+		return &judge.Snapshot{Now: now}, &reaper.Report{Mode: reaper.ModeOnce, StartedAt: now}
 	}
 	for n := range 3 {
 		snap, rep := at(n)

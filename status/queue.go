@@ -25,7 +25,7 @@ type Queued struct {
 type Link struct {
 	// Resource is the reserved resource; "" for the task's own task lock.
 	Resource string
-	Need     reaper.Kind
+	Need     judge.Kind
 	Holder   reaper.Holder
 	// Freed says when the holding goes: at the next pass, once confirmed,
 	// or never while its owner lives.
@@ -43,7 +43,7 @@ func (q Queued) Blocked() bool {
 		return false
 	}
 	for _, l := range q.Chain {
-		if !l.Released && l.Holder.Action != reaper.ActionKeep {
+		if !l.Released && l.Holder.Action != judge.ActionKeep {
 			return true
 		}
 	}
@@ -107,11 +107,11 @@ func aheadOf(i int, rows []reaper.TaskRow, byForm map[string][]int) ([]reaper.Ta
 }
 
 // chain lists the holdings in the way of an explained waiting task.
-func (v *View) chain(e reaper.Explanation, judged []reaper.Judgement) []Link {
+func (v *View) chain(e reaper.Explanation, judged []judge.Judgement) []Link {
 	var out []Link
 	for _, h := range e.TaskLocks {
 		if h.Blocks {
-			out = append(out, v.link("", reaper.KindExclusive, h, judged))
+			out = append(out, v.link("", judge.KindExclusive, h, judged))
 		}
 	}
 	for _, rn := range e.Resources {
@@ -124,20 +124,20 @@ func (v *View) chain(e reaper.Explanation, judged []reaper.Judgement) []Link {
 	return out
 }
 
-func (v *View) link(resource string, need reaper.Kind, h reaper.Holder, judged []reaper.Judgement) Link {
+func (v *View) link(resource string, need judge.Kind, h reaper.Holder, judged []judge.Judgement) Link {
 	l := Link{Resource: resource, Need: need, Holder: h}
 	switch {
 	case v.Released(h.Key, h.Owner):
 		l.Released, l.FreedAt = true, v.Report.StartedAt
 		l.Freed = "released by the pass of " + clock(v.Report.StartedAt)
-	case h.Action == reaper.ActionRelease && h.Deferred != "":
+	case h.Action == judge.ActionRelease && h.Deferred != "":
 		l.Freed = "not yet: a pass would release it but " + h.Deferred + " holds it back"
-	case h.Action == reaper.ActionRelease && !v.NextPass.IsZero():
+	case h.Action == judge.ActionRelease && !v.NextPass.IsZero():
 		l.FreedAt = v.NextPass
 		l.Freed = "next pass at " + clock(v.NextPass)
-	case h.Action == reaper.ActionRelease:
+	case h.Action == judge.ActionRelease:
 		l.Freed = "at the next pass"
-	case h.Action == reaper.ActionSuspect:
+	case h.Action == judge.ActionSuspect:
 		first := v.Now()
 		for _, jd := range judged {
 			if jd.Key == h.Key && jd.Owner == h.Owner && jd.FirstSeen != nil {

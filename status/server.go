@@ -17,12 +17,13 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/doctor"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // Source is what the pages read beside a snapshot: *reaper.Reaper is one.
 type Source interface {
-	Policy() reaper.Policy
+	Policy() judge.Policy
 	// WaitingTasks lists the waiting, unclaimed tasks in fetch order.
 	WaitingTasks(ctx context.Context, limit int) ([]reaper.TaskRow, int, error)
 	// ExplainOn explains a task on an inspection already made.
@@ -95,7 +96,7 @@ type Server struct {
 // job is a pass or inspection to build a view of.
 type job struct {
 	in    *reaper.Inspection
-	snap  *reaper.Snapshot
+	snap  *judge.Snapshot
 	rep   *reaper.Report
 	taken time.Time
 	next  time.Time
@@ -115,7 +116,7 @@ func New(src Source, opts Options) *Server {
 // and report, and when the next pass is due. It returns at once: the view is
 // judged and built in the background, the newest pass winning over one not
 // yet started, so a pass never waits for the page.
-func (s *Server) PassDone(snap *reaper.Snapshot, rep *reaper.Report, next time.Time) {
+func (s *Server) PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Time) {
 	s.submit(&job{snap: snap, rep: rep, taken: time.Now(), next: next})
 }
 

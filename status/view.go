@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/doctor"
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -42,7 +41,7 @@ type View struct {
 	History []PassPoint
 	Doctor  *doctor.Report
 	// released are the holdings the pass released, by key and owner.
-	released map[reaper.SuspectKey]bool
+	released map[judge.SuspectKey]bool
 	// byKey lists the positions in In.Plan.Holdings of each lock key.
 	byKey map[string][]int
 	// holdingTask is the task each holding is held for, by position.
@@ -51,14 +50,15 @@ type View struct {
 
 // VerdictCount is one verdict and how many holdings have it.
 type VerdictCount struct {
-	Verdict reaper.Verdict
+	Verdict judge.Verdict
 	Count   int
 }
 
 // OwnerRow is one lock owner: the plan's report of it and its counts.
 type OwnerRow struct {
-	reaper.OwnerReport
-	ByVerdict map[reaper.Verdict]int
+	judge.OwnerReport
+
+	ByVerdict map[judge.Verdict]int
 	Stale     int
 }
 
@@ -66,7 +66,7 @@ type OwnerRow struct {
 // its owner has not beaten, or its task has been finished.
 type Staleness struct {
 	Key, Owner string
-	Verdict    reaper.Verdict
+	Verdict    judge.Verdict
 	Age        time.Duration
 	Why        string
 }
@@ -90,7 +90,7 @@ func (v *View) Now() time.Time { return v.In.Snapshot.Now }
 
 // Guards are the guards that held work back: the pass's, or those the plan
 // of an inspection would trip.
-func (v *View) Guards() []reaper.Guard {
+func (v *View) Guards() []judge.Guard {
 	if v.Report != nil {
 		return v.Report.Guards
 	}
@@ -106,26 +106,26 @@ func (v *View) Kubernetes() *reaper.KubernetesReport {
 }
 
 // Tasks are the lost, orphaned and stuck tasks the plan judged.
-func (v *View) Tasks() []reaper.TaskJudgement { return v.In.Plan.Tasks }
+func (v *View) Tasks() []judge.TaskJudgement { return v.In.Plan.Tasks }
 
 // Holdings are the plan's judgements, in the order a pass handles them.
-func (v *View) Holdings() []reaper.Judgement { return v.In.Plan.Holdings }
+func (v *View) Holdings() []judge.Judgement { return v.In.Plan.Holdings }
 
 // index builds what the pages look holdings up by, and the counts.
 func (v *View) index() {
 	hs := v.In.Plan.Holdings
 	v.byKey = make(map[string][]int, len(hs))
-	stale := map[reaper.Verdict]int{}
+	stale := map[judge.Verdict]int{}
 	owners := map[string]*OwnerRow{}
 	for _, o := range v.In.Plan.LockOwners {
-		owners[o.Name] = &OwnerRow{OwnerReport: o, ByVerdict: map[reaper.Verdict]int{}}
+		owners[o.Name] = &OwnerRow{OwnerReport: o, ByVerdict: map[judge.Verdict]int{}}
 	}
 	for i := range hs {
 		jd := &hs[i]
 		v.byKey[jd.Key] = append(v.byKey[jd.Key], i)
 		o := owners[jd.Owner]
 		if o == nil {
-			o = &OwnerRow{OwnerReport: reaper.OwnerReport{Name: jd.Owner, Liveness: v.In.Owner(jd.Owner).Liveness.String()}, ByVerdict: map[reaper.Verdict]int{}}
+			o = &OwnerRow{OwnerReport: judge.OwnerReport{Name: jd.Owner, Liveness: v.In.Owner(jd.Owner).Liveness.String()}, ByVerdict: map[judge.Verdict]int{}}
 			owners[jd.Owner] = o
 		}
 		o.ByVerdict[jd.Verdict]++
@@ -156,13 +156,13 @@ func (v *View) index() {
 
 // staleness is a stale holding's age: that of its finished task, its
 // suspicion, or its owner's last heartbeat, the first known.
-func staleness(jd *reaper.Judgement) (Staleness, bool) {
+func staleness(jd *judge.Judgement) (Staleness, bool) {
 	e := jd.Evidence()
 	s := Staleness{Key: jd.Key, Owner: jd.Owner, Verdict: jd.Verdict}
 	switch {
 	case e.FinishedAge != nil:
 		s.Age, s.Why = time.Duration(*e.FinishedAge), "its task finished"
-	case e.HeartbeatAge != nil && e.OwnerLiveness != heartbeat.Alive:
+	case e.HeartbeatAge != nil && e.OwnerLiveness != judge.Alive:
 		s.Age, s.Why = time.Duration(*e.HeartbeatAge), "its owner's last heartbeat"
 	default:
 		return s, false
@@ -179,16 +179,16 @@ func (v *View) markReleased() {
 	for _, f := range v.Report.Findings {
 		if f.Result == reaper.ResultReleased || f.Result == reaper.ResultAlreadyGone {
 			if v.released == nil {
-				v.released = map[reaper.SuspectKey]bool{}
+				v.released = map[judge.SuspectKey]bool{}
 			}
-			v.released[reaper.SuspectKey{Key: f.Key, Owner: f.Owner}] = true
+			v.released[judge.SuspectKey{Key: f.Key, Owner: f.Owner}] = true
 		}
 	}
 }
 
 // Released says the view's pass released the holding.
 func (v *View) Released(key, owner string) bool {
-	return v.released[reaper.SuspectKey{Key: key, Owner: owner}]
+	return v.released[judge.SuspectKey{Key: key, Owner: owner}]
 }
 
 // Owner is the row of a lock owner; ok is false when it holds nothing.
@@ -201,9 +201,9 @@ func (v *View) Owner(name string) (OwnerRow, bool) {
 }
 
 // holdingsOf returns the judgements of the holdings of key.
-func (v *View) holdingsOf(key string) []reaper.Judgement {
+func (v *View) holdingsOf(key string) []judge.Judgement {
 	at := v.byKey[key]
-	out := make([]reaper.Judgement, len(at))
+	out := make([]judge.Judgement, len(at))
 	for i, n := range at {
 		out[i] = v.In.Plan.Holdings[n]
 	}
@@ -212,15 +212,15 @@ func (v *View) holdingsOf(key string) []reaper.Judgement {
 
 // relevant returns the judgements that matter to a task reserving record:
 // its own task lock and every holding of the resources it reserves.
-func (v *View) relevant(taskID string, record []string) []reaper.Judgement {
-	out := v.holdingsOf(reaper.TaskKeyPrefix + taskID)
+func (v *View) relevant(taskID string, record []string) []judge.Judgement {
+	out := v.holdingsOf(judge.TaskKeyPrefix + taskID)
 	seen := map[string]bool{}
 	for _, n := range judge.Reservations(record) {
 		if seen[n.Resource] {
 			continue
 		}
 		seen[n.Resource] = true
-		out = append(out, v.holdingsOf(reaper.ResourceKeyPrefix+n.Resource)...)
+		out = append(out, v.holdingsOf(judge.ResourceKeyPrefix+n.Resource)...)
 	}
 	return out
 }

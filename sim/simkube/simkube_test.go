@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/kube"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
@@ -48,7 +48,7 @@ func TestSourceReadsThePodsAsTheRulesNeed(t *testing.T) {
 	require.Contains(t, src.Where(), simkube.Namespace)
 	pods, err := src.ListPods(context.Background())
 	require.NoError(t, err)
-	byName := map[string]heartbeat.Pod{}
+	byName := map[string]judge.Pod{}
 	for _, p := range pods {
 		byName[p.Name] = p
 	}

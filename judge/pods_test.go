@@ -1,4 +1,4 @@
-package heartbeat
+package judge
 
 import (
 	"testing"
@@ -82,7 +82,7 @@ func ptSeen(names ...string) map[string]SeenPod {
 	return out
 }
 
-type ptCase struct {
+type podCase struct {
 	name     string
 	row      AppStatus
 	pods     []Pod
@@ -94,7 +94,7 @@ type ptCase struct {
 	wantRule PodRule
 }
 
-func (tc ptCase) run(t *testing.T) {
+func (tc podCase) run(t *testing.T) {
 	t.Helper()
 	rows := append([]AppStatus{tc.row}, tc.extra...)
 	pods := tc.pods
@@ -118,7 +118,7 @@ func (tc ptCase) run(t *testing.T) {
 	require.Equal(t, tc.wantRule, o.Kubernetes.Rule)
 }
 
-func ptRun(t *testing.T, cases []ptCase) {
+func podRun(t *testing.T, cases []podCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -141,7 +141,7 @@ func ptAPI(r AppStatus) AppStatus {
 // trusted view.
 func TestPodRulesAbsence(t *testing.T) {
 	t.Parallel()
-	ptRun(t, []ptCase{
+	podRun(t, []podCase{
 		{name: "seen pod gone, late: dead now", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"}, want: Dead, wantRule: PodGone},
 		{name: "seen pod gone, already dead", row: ptWorker("r", "1@w", ptDead, time.Hour), seen: []string{"w"}, want: Dead, wantRule: PodGone},
 		{name: "never seen (VM worker, relabelled pod): left alone", row: ptWorker("r", "1@vm", ptLate, time.Hour), want: Late, wantRule: PodNotInView},
@@ -169,7 +169,7 @@ func TestPodRulesEndedIncarnation(t *testing.T) {
 			p.Container.LastTerminated = &Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: ptAt(started + time.Second)}
 		})
 	}
-	ptRun(t, []ptCase{
+	podRun(t, []podCase{
 		{name: "OOM-killed 3 s ago, heartbeat 8 s ago (alive): dead at once", row: ptWorker("r", "1@w", 8*time.Second, time.Hour), pods: []Pod{oom(ptRunning("w", 2*time.Hour, 0))}, want: Dead, wantRule: PodContainerEnded},
 		{name: "OOM-killed and restarted 2 s ago, heartbeat 8 s ago: dead at once", row: ptWorker("r", "1@w", 8*time.Second, time.Hour), pods: []Pod{restartedOOM(2 * time.Second)}, want: Dead, wantRule: PodRestarted},
 		{name: "restarted, late: dead now", row: ptWorker("r", "1@w", ptLate, time.Hour), pods: []Pod{ptRunning("w", ptLate-5*time.Second, 1)}, want: Dead, wantRule: PodRestarted},
@@ -207,7 +207,7 @@ func TestPodRulesEndedIncarnation(t *testing.T) {
 func TestPodRulesHold(t *testing.T) {
 	t.Parallel()
 	running := ptRunning("w", 2*time.Hour, 0)
-	ptRun(t, []ptCase{
+	podRun(t, []podCase{
 		{name: "could run, running since before its row: held", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{running}, want: Late, wantRule: PodAliveNotHeartbeating},
 		{name: "restarts before the row count for nothing", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 4)}, want: Late, wantRule: PodAliveNotHeartbeating},
 		{name: "started within the margin after the row", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptRunning("w", time.Hour-time.Second, 0)}, want: Late, wantRule: PodAliveNotHeartbeating},

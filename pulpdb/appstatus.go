@@ -1,13 +1,17 @@
-package heartbeat
+// Package pulpdb is lock-reaper's access to pulpcore's PostgreSQL: the
+// snapshot's read and decoding, the task updates, the pass lock and the
+// checks that the database can be written.
+package pulpdb
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
-// Rows is the part of pgx.Rows that Read needs. The package names no driver:
-// its liveness rules are the judge's, which imports nothing that does I/O.
+// Rows is the part of pgx.Rows that ReadAppStatuses needs.
 type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
@@ -15,7 +19,7 @@ type Rows interface {
 	Close()
 }
 
-// Querier is the part of pgx.Tx and pgx.Conn that Read needs; R is inferred
+// Querier is the part of pgx.Tx and pgx.Conn that ReadAppStatuses needs; R is inferred
 // from the caller's Query (pgx.Rows for pgx).
 type Querier[R Rows] interface {
 	Query(ctx context.Context, sql string, args ...any) (R, error)
@@ -31,16 +35,16 @@ FROM core_appstatus`
 // maxTTL caps absurd ttl values so that duration arithmetic never overflows.
 const maxTTL = 100 * 365 * 24 * time.Hour
 
-// Read loads every core_appstatus row.
-func Read[R Rows](ctx context.Context, q Querier[R]) ([]AppStatus, error) {
+// ReadAppStatuses loads every core_appstatus row.
+func ReadAppStatuses[R Rows](ctx context.Context, q Querier[R]) ([]judge.AppStatus, error) {
 	rows, err := q.Query(ctx, readSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read core_appstatus: %w", err)
 	}
 	defer rows.Close()
-	var out []AppStatus
+	var out []judge.AppStatus
 	for rows.Next() {
-		var r AppStatus
+		var r judge.AppStatus
 		var ttlMicros float64
 		if err := rows.Scan(&r.ID, &r.Name, &r.AppType, &ttlMicros, &r.LastHeartbeat); err != nil {
 			return nil, fmt.Errorf("read core_appstatus: %w", err)

@@ -1,9 +1,8 @@
-// Package heartbeat knows whether a Pulp lock owner is alive, from the rows of
-// core_appstatus and the database's clock.
-//
-// Judging is pure: NewFleet takes the rows and the database's now and never reads
-// a clock of its own. Read loads the rows inside the caller's transaction.
-package heartbeat
+package judge
+
+// Liveness: whether a Pulp lock owner is alive, from the rows of
+// core_appstatus and the database's clock. NewFleet takes the rows and the
+// database's now and never reads a clock of its own.
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package heartbeat
+package pulpdb
 
 import (
 	"encoding/hex"
