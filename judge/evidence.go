@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"maps"
 	"slices"
 )
 
@@ -12,9 +13,7 @@ import (
 // points to, one per value, so that a hundred thousand task locks do not
 // each allocate one.
 type ownerCache struct {
-	evidence map[string]Evidence
-	// numbered is the evidence of each owner of index.owners, by number.
-	numbered   []Evidence
+	evidence   map[string]Evidence
 	livenesses *[4]Liveness
 	// facts holds one copy of each distinct evidence without a Via that
 	// judgements share (see Judgement.facts).
@@ -109,19 +108,11 @@ func (j *judge) taskLockEvidence(e Evidence, t Task, found bool) Evidence {
 	return e
 }
 
-// numberOwners gives each owner of index.owners its evidence, by number.
-func (j *judge) numberOwners() {
-	j.owners.numbered = make([]Evidence, len(j.ix.owners))
-	for n, name := range j.ix.owners {
-		j.owners.numbered[n] = j.ownerEvidence(name)
-	}
-}
-
 // lockOwners reports each owner of a holding, by name.
 func (j *judge) lockOwners() []OwnerReport {
-	out := make([]OwnerReport, len(j.ix.owners))
-	for n, name := range j.ix.owners {
-		out[n] = ownerReport(name, j.owners.numbered[n], j.byOwner[n])
+	out := make([]OwnerReport, 0, len(j.byOwner))
+	for _, name := range slices.Sorted(maps.Keys(j.byOwner)) {
+		out = append(out, ownerReport(name, j.ownerEvidence(name), j.byOwner[name]))
 	}
 	return out
 }
@@ -149,33 +140,6 @@ func taskLocksSeen(holdings []Holding, listed []Judgement) map[string][]string {
 	for _, h := range holdings {
 		if keys, want := seen[h.Owner]; want && h.Kind == KindTask {
 			seen[h.Owner] = append(keys, h.Key)
-		}
-	}
-	return sortedSeen(seen)
-}
-
-// taskLocksSeen is taskLocksSeen of the judged snapshot, found among its
-// task locks by owner number.
-func (j *judge) taskLocksSeen(listed []Judgement) map[string][]string {
-	seen := map[string][]string{}
-	var want []bool
-	for _, jd := range listed {
-		if jd.Action != ActionRelease || !Guarded(jd) {
-			continue
-		}
-		if want == nil {
-			want = make([]bool, len(j.ix.owners))
-		}
-		n, _ := slices.BinarySearch(j.ix.owners, jd.Owner)
-		want[n], seen[jd.Owner] = true, []string{}
-	}
-	if want == nil {
-		return seen
-	}
-	for _, p := range j.ix.tasks.placed {
-		if want[p.owner] {
-			name := j.ix.owners[p.owner]
-			seen[name] = append(seen[name], j.snap.Holdings[p.at].Key)
 		}
 	}
 	return sortedSeen(seen)

@@ -68,36 +68,3 @@ func TestPlanListsInKeyOrder(t *testing.T) {
 		require.Equal(t, first.Tasks, plan.Tasks)
 	}
 }
-
-// TestSearchFindsEveryKeyAndOwner: the walk's index finds each holding by
-// key and owner, and every holding of a key by key alone.
-func TestSearchFindsEveryKeyAndOwner(t *testing.T) {
-	t.Parallel()
-	hs, _ := orderFixture(t, 7)
-	ix := indexOf(hs)
-	for _, g := range []group{ix.tasks, ix.resources} {
-		ps := g.placed
-		for _, p := range ps {
-			h := hs[p.at]
-			prefix := prefixOf(h.Kind)
-			name := h.Key[len(prefix):]
-			require.Equal(t, h.Owner, ix.owners[p.owner])
-			at := g.search(hs, prefix, name, p.owner)
-			require.Less(t, at, len(ps))
-			require.Equal(t, h.Key, hs[ps[at].at].Key)
-			require.Equal(t, h.Owner, hs[ps[at].at].Owner)
-			var holders []Holding
-			g.holdersOf(hs, prefix, name, func(n int) { holders = append(holders, hs[ps[n].at]) })
-			var want []Holding
-			for _, other := range hs {
-				if other.Key == h.Key {
-					want = append(want, other)
-				}
-			}
-			require.ElementsMatch(t, want, holders)
-		}
-		var none []int
-		g.holdersOf(hs, TaskKeyPrefix, "no-such-task", func(n int) { none = append(none, n) })
-		require.Empty(t, none)
-	}
-}

@@ -9,11 +9,6 @@
 // predicate, guards.go the guards, evidence.go what the report shows.
 package judge
 
-import (
-	"maps"
-	"sync"
-)
-
 // All decides every holding and every incomplete task of a snapshot, with a
 // judgement of every holding in the plan.
 func All(snap Snapshot, p Policy) Plan {
@@ -39,15 +34,14 @@ type judge struct {
 	snap  Snapshot
 	p     Policy
 	fleet *Fleet
-	// ix is the order the holdings are walked in.
-	ix index
 	// listAll keeps a judgement of every holding in the plan, not only of
 	// the findings.
 	listAll bool
-	// onePart judges the task locks in one walk, as a test compares.
-	onePart bool
 	// suspects is what to remember after this pass.
 	suspects map[SuspectKey]Suspect
+	// reserves names, for each resource holding a task lock's task
+	// reserves, the task locks that do (see reserve).
+	reserves map[holdingKey]reservedBy
 	// opaque names the owners holding a kept task lock whose task row the
 	// snapshot lacks (an immediate task's row not committed yet): what that
 	// task reserves is unknown, so a shared membership of the owner may be
@@ -57,40 +51,47 @@ type judge struct {
 	// rowReserved is what running tasks of live claims reserve, gathered
 	// when a holding first asks (see reservingRow).
 	rowReserved map[rowReservation]string
+	// holders lists each resource's holders, for the unprotected tasks.
+	holders map[string][]ResourceHolder
+	// reasons are the lost tasks' messages, by owner and state.
+	reasons map[[2]string]string
 	// counts of every holding judged, listed or not.
 	byVerdict map[Verdict]int
-	// byOwner counts holdings by owner number (index.owners).
-	byOwner []int
+	byOwner   map[string]int
 }
 
-// run judges the task locks, then the resource holdings (which inherit from
-// or are justified by the task locks), and beside them the tasks; then the
-// guards, which cut what the plan lists in the order of CompareHoldings.
+// run walks the snapshot twice: the task locks, then the resource holdings
+// (which inherit from or are justified by the task locks); then the tasks,
+// and the guards, which cut what the plan lists in the order of
+// CompareHoldings.
 func (j *judge) run() Plan {
 	j.suspects = map[SuspectKey]Suspect{}
-	j.ix = indexOf(j.snap.Holdings)
-	j.byVerdict, j.byOwner = map[Verdict]int{}, make([]int, len(j.ix.owners))
-	j.numberOwners()
+	j.byVerdict, j.byOwner = map[Verdict]int{}, map[string]int{}
+	// Most reservations name a holding of the snapshot: the map is made
+	// once at about its size, not grown through copies.
+	resources := 0
+	for i := range j.snap.Holdings {
+		if j.snap.Holdings[i].Kind != KindTask {
+			resources++
+		}
+	}
+	j.reserves, j.opaque = make(map[holdingKey]reservedBy, resources), map[string]bool{}
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
 	if n := j.expectedListed(); n > 0 {
 		plan.Holdings = make([]Judgement, 0, n)
 	}
-
-	// The tasks need only the snapshot and its order: they are judged beside
-	// the holdings, by a part with state of its own.
-	tasks := j.tasksPart()
-	inParallel(func() {
-		plan.Tasks = tasks.taskJudgements()
-	}, func() {
-		taskLocks := make([]judgedTaskLock, len(j.ix.tasks.placed))
-		reserved := j.judgeTaskLocks(&plan.Holdings, taskLocks)
-		j.opaque = opaqueOwners(j.snap.Holdings, taskLocks)
-		for n, p := range j.ix.resources.placed {
-			j.add(&plan.Holdings, j.resourceJudgement(p, reserved[n], taskLocks), p)
+	for i := range j.snap.Holdings {
+		if j.snap.Holdings[i].Kind == KindTask {
+			j.judgeTaskLock(&plan.Holdings, i)
 		}
-		sortJudgements(plan.Holdings)
-	})
-	maps.Copy(j.suspects, tasks.suspects)
+	}
+	for i := range j.snap.Holdings {
+		if h := &j.snap.Holdings[i]; h.Kind != KindTask {
+			j.add(&plan.Holdings, j.resourceJudgement(h))
+		}
+	}
+	sortJudgements(plan.Holdings)
+	plan.Tasks = j.taskJudgements()
 
 	plan.ByVerdict = j.byVerdict
 	plan.LockOwners = j.lockOwners()
@@ -98,8 +99,28 @@ func (j *judge) run() Plan {
 	j.carryUnobservedSuspects(&plan)
 	applyGuards(&plan, j.fleet, j.snap.SeenAlive, j.p)
 	plan.SeenAlive = RememberAlive(j.fleet.WorkerRows(), j.snap.SeenAlive, j.snap.Now, MassDeathWindow, j.p.Force)
-	plan.TaskLocksSeen = j.taskLocksSeen(plan.Holdings)
+	plan.TaskLocksSeen = taskLocksSeen(j.snap.Holdings, plan.Holdings)
 	return plan
+}
+
+// judgeTaskLock judges the task lock at position at of the snapshot and
+// offers its task's reservations to the resource holdings.
+func (j *judge) judgeTaskLock(listed *[]Judgement, at int) {
+	h := &j.snap.Holdings[at]
+	t, found := j.snap.Tasks[h.TaskID()]
+	jd := j.confirm(j.decidedTaskLock(h, t, found))
+	released := jd.Action == ActionRelease
+	if !found && !released {
+		j.opaque[h.Owner] = true
+	}
+	j.add(listed, jd)
+	for _, entry := range t.Reserved {
+		r := ParseReservation(entry)
+		k := holdingKey{owner: h.Owner, resource: r.Resource, kind: r.Kind}
+		rb := j.reserves[k]
+		rb.offer(j.snap.Holdings, at, released)
+		j.reserves[k] = rb
+	}
 }
 
 // expectedListed is how many judgements the plan will likely list, so that
@@ -108,66 +129,28 @@ func (j *judge) run() Plan {
 // everything, a list grown by appending would hold its last two copies at
 // once: tens of megabytes at the peak of a pass.
 func (j *judge) expectedListed() int {
-	return j.expectedListedOf(j.ix.tasks.placed) + j.expectedListedOf(j.ix.resources.placed)
-}
-
-// expectedListedOf is expectedListed of some of the holdings.
-func (j *judge) expectedListedOf(ps []placed) int {
 	if j.listAll {
-		return len(ps)
+		return len(j.snap.Holdings)
 	}
 	n := 0
-	for _, p := range ps {
-		if j.owners.numbered[p.owner].OwnerLiveness != Alive {
+	for i := range j.snap.Holdings {
+		if j.ownerEvidence(j.snap.Holdings[i].Owner).OwnerLiveness != Alive {
 			n++
 		}
 	}
 	// A few findings of live owners (finished tasks, unclaimed locks).
-	return n + (len(ps)-n)/32
+	return n + (len(j.snap.Holdings)-n)/32
 }
 
 // lists says the plan lists judgements with verdict v: every one, or the
 // findings.
 func (j *judge) lists(v Verdict) bool { return j.listAll || v.Finding() }
 
-// add counts a judgement of the holding at p and adds it to listed when
-// the plan lists it.
-func (j *judge) add(listed *[]Judgement, jd Judgement, p placed) {
+// add counts a judgement and adds it to listed when the plan lists it.
+func (j *judge) add(listed *[]Judgement, jd Judgement) {
 	j.byVerdict[jd.Verdict]++
-	j.byOwner[p.owner]++
+	j.byOwner[jd.Owner]++
 	if j.lists(jd.Verdict) {
 		*listed = append(*listed, jd)
 	}
-}
-
-// judgedTaskLock is what judging the resource holdings and the tasks needs
-// of a judged task lock, without keeping a judgement of every one.
-type judgedTaskLock struct {
-	// at is the task lock's position in the snapshot's holdings.
-	at       int32
-	released bool
-	missing  bool
-}
-
-// opaqueOwners names the owners of a kept task lock whose task the snapshot
-// lacks.
-func opaqueOwners(holdings []Holding, taskLocks []judgedTaskLock) map[string]bool {
-	opaque := map[string]bool{}
-	for _, tl := range taskLocks {
-		if tl.missing && !tl.released {
-			opaque[holdings[tl.at].Owner] = true
-		}
-	}
-	return opaque
-}
-
-// inParallel runs each part at once and returns when all are done. Each
-// part owns what it writes; what they share they only read.
-func inParallel(parts ...func()) {
-	var wg sync.WaitGroup
-	for _, part := range parts[1:] {
-		wg.Go(part)
-	}
-	parts[0]()
-	wg.Wait()
 }

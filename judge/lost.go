@@ -79,27 +79,9 @@ func decideTask(f taskFacts) Verdict {
 	return ""
 }
 
-// tasksPart judges the incomplete tasks. It runs beside the judging of the
-// holdings, so it has state of its own: it reads the snapshot, the fleet and
-// the order of the holdings, and writes only its suspects (stuck claims) and
-// its reasons.
-type tasksPart struct {
-	snap     *Snapshot
-	p        Policy
-	fleet    *Fleet
-	ix       *index
-	suspects map[SuspectKey]Suspect
-	// reasons are the lost tasks' messages, by owner and state.
-	reasons map[[2]string]string
-}
-
-func (j *judge) tasksPart() *tasksPart {
-	return &tasksPart{snap: &j.snap, p: j.p, fleet: j.fleet, ix: &j.ix, suspects: map[SuspectKey]Suspect{}}
-}
-
 // taskFactsOf gathers what the snapshot says of task t's claim; the lock
 // facts are added from the task locks.
-func (j *tasksPart) taskFactsOf(t Task) taskFacts {
+func (j *judge) taskFactsOf(t Task) taskFacts {
 	f := taskFacts{state: t.State, claimed: t.AppLockID != "", fullScan: j.snap.FullScan}
 	if _, live, ok := j.fleet.Row(t.AppLockID); ok {
 		f.claim = live
@@ -112,7 +94,7 @@ func (j *tasksPart) taskFactsOf(t Task) taskFacts {
 // and claim (most run under a live claim and are never looked at again),
 // then the candidates' task locks are looked up and the table decides, and
 // a verdict that needs it is confirmed.
-func (j *tasksPart) taskJudgements() []TaskJudgement {
+func (j *judge) taskJudgements() []TaskJudgement {
 	// The tasks of owners not alive are most of the verdicts, and when one
 	// worker dies holding everything there is one per task: the list is
 	// made once at about its size instead of grown by copies.
@@ -126,15 +108,18 @@ func (j *tasksPart) taskJudgements() []TaskJudgement {
 	if expected > 0 {
 		out = make([]TaskJudgement, 0, expected)
 	}
+	held := j.taskLocksOf(expected, func(id string) bool {
+		t, ok := j.snap.Tasks[id]
+		return ok && mayBeLost(j.taskFactsOf(t))
+	})
 	for id, t := range j.snap.Tasks {
 		f := j.taskFactsOf(t)
 		if !mayBeLost(f) {
 			continue
 		}
-		held := j.taskLocksHeld(id)
-		f.locks, f.immediate = held.count, isImmediateOwnerOf(held.owner, id)
+		f.locks, f.immediate = int(held[id].count), isImmediateOwnerOf(j.lastHolder(held[id]).Owner, id)
 		if v := decideTask(f); v != "" {
-			out = append(out, j.taskJudgement(id, t, v, held))
+			out = append(out, j.taskJudgement(id, t, v, held[id]))
 		}
 	}
 	slices.SortFunc(out, func(a, b TaskJudgement) int { return strings.Compare(a.ID, b.ID) })
@@ -142,28 +127,39 @@ func (j *tasksPart) taskJudgements() []TaskJudgement {
 }
 
 // taskLocksHeld is what the snapshot holds of one task's lock: how many
-// holdings of its key, the key, and the last holder.
-type taskLocksHeld struct {
-	count      int
-	key, owner string
-}
+// holdings of its key, and where the last of them is in the snapshot. It
+// is kept for each task that may be lost, which when one worker dies
+// holding everything is every task: two numbers, not the key and owner.
+type taskLocksHeld struct{ count, last int32 }
 
-// taskLocksHeld finds the holdings of task:<id> among the task locks.
-func (j *tasksPart) taskLocksHeld(id string) taskLocksHeld {
-	var held taskLocksHeld
-	j.ix.tasks.holdersOf(j.snap.Holdings, TaskKeyPrefix, id, func(n int) {
-		h := &j.snap.Holdings[j.ix.tasks.placed[n].at]
-		held = taskLocksHeld{count: held.count + 1, key: h.Key, owner: h.Owner}
-	})
+// taskLocksOf finds the holdings of task:<id> for each id that want
+// accepts, in one walk of the snapshot.
+func (j *judge) taskLocksOf(expected int, want func(id string) bool) map[string]taskLocksHeld {
+	held := make(map[string]taskLocksHeld, expected)
+	for i := range j.snap.Holdings {
+		if id := j.snap.Holdings[i].TaskID(); id != "" && want(id) {
+			held[id] = taskLocksHeld{count: held[id].count + 1, last: int32(i)}
+		}
+	}
 	return held
 }
 
+// lastHolder is the last holding of a task's lock, the zero holding when
+// none is held.
+func (j *judge) lastHolder(held taskLocksHeld) Holding {
+	if held.count == 0 {
+		return Holding{}
+	}
+	return j.snap.Holdings[held.last]
+}
+
 // taskJudgement is what verdict v does to task t, given its task locks.
-func (j *tasksPart) taskJudgement(id string, t Task, v Verdict, locks taskLocksHeld) TaskJudgement {
+func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) TaskJudgement {
+	last := j.lastHolder(held)
 	row, _, _ := j.fleet.Row(t.AppLockID)
 	owner := row.Name
 	if owner == "" {
-		owner = locks.owner
+		owner = last.Owner
 	}
 	tj := TaskJudgement{ID: id, Name: t.Name, Verdict: v, Action: v.action(), StateBefore: t.State, AppLockID: t.AppLockID, Owner: owner}
 	switch v {
@@ -174,8 +170,8 @@ func (j *tasksPart) taskJudgement(id string, t Task, v Verdict, locks taskLocksH
 		}
 		tj.Reason = j.lostReason(owner, tj.StateAfter)
 	case VerdictOrphanedClaim:
-		if locks.count > 0 {
-			tj.details().AfterRelease = []string{locks.key}
+		if held.count > 0 {
+			tj.details().AfterRelease = []string{last.Key}
 		}
 		if j.p.OrphanedWaiting == WaitingCancel {
 			tj.StateAfter, tj.Reason = StateCanceled, j.lostReason(owner, StateCanceled)
@@ -184,7 +180,7 @@ func (j *tasksPart) taskJudgement(id string, t Task, v Verdict, locks taskLocksH
 		}
 	case VerdictStuckClaim:
 		tj.StateAfter, tj.ClearClaim = StateWaiting, true
-		s := remember(j.suspects, j.snap, stuckClaimKey(id, t.AppLockID), v)
+		s := remember(j.suspects, &j.snap, stuckClaimKey(id, t.AppLockID), v)
 		tj.details().FirstSeen = &s.FirstSeen
 		if !confirmed(s.FirstSeen, j.snap.Now, j.p) {
 			tj.Action = ActionSuspect
@@ -200,7 +196,7 @@ func (j *tasksPart) taskJudgement(id string, t Task, v Verdict, locks taskLocksH
 // lostReason is the message a lost task is finished with. It is one string
 // per owner and state, however many tasks the owner lost: a dead worker may
 // leave a hundred thousand.
-func (j *tasksPart) lostReason(owner, stateAfter string) string {
+func (j *judge) lostReason(owner, stateAfter string) string {
 	key := [2]string{owner, stateAfter}
 	if r, ok := j.reasons[key]; ok {
 		return r

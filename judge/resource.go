@@ -1,50 +1,28 @@
 package judge
 
-// reservedBy names, for one resource holding, the first kept and the first
-// released task lock of its owner whose task reserves it: positions among
-// the task locks, -1 for none.
+// holdingKey is a resource holding as a task's reservation names it: the
+// owner, the resource, and the kind of lock.
+type holdingKey struct {
+	owner, resource string
+	kind            Kind
+}
+
+// reservedBy names, for one resource holding, the kept and the released
+// task lock of its owner whose task reserves it, by position in the
+// snapshot plus one (0 for none). Of several, the one with the smallest key
+// is named, so that the same snapshot names the same lock whatever its
+// order.
 type reservedBy struct{ kept, released int32 }
 
-// offerReservations offers task lock n, held by owner and released or not,
-// to each resource holding its task reserves: the owner's holdings of each
-// reserved resource, found in the index. Of several task locks reserving a
-// holding, the first in the walk's order is named: an order of the keys
-// themselves (their hash, owner and key), so the same whatever the
-// snapshot's order. A holding repeated in a snapshot built by hand gets what
-// the first did.
-func (j *judge) offerReservations(by []reservedBy, n int32, owner int32, released bool, reserved []string) {
-	hs, resources := j.snap.Holdings, j.ix.resources
-	for _, entry := range reserved {
-		r := ParseReservation(entry)
-		for i := resources.search(hs, ResourceKeyPrefix, r.Resource, owner); i < len(resources.placed); i++ {
-			h := &hs[resources.placed[i].at]
-			if resources.placed[i].owner != owner || !isKey(h.Key, ResourceKeyPrefix, r.Resource) {
-				break
-			}
-			if h.Kind == r.Kind {
-				by[i].offer(n, released)
-			}
-		}
+// offer records the task lock at position at of holdings, unless one of
+// its kind (kept or released) with a smaller key came before it.
+func (rb *reservedBy) offer(holdings []Holding, at int, released bool) {
+	named := &rb.kept
+	if released {
+		named = &rb.released
 	}
-}
-
-// noReservations is a list of reservedBy naming no task lock.
-func noReservations(n int) []reservedBy {
-	by := make([]reservedBy, n)
-	for i := range by {
-		by[i] = reservedBy{-1, -1}
-	}
-	return by
-}
-
-// offer records task lock n, unless one of its kind (kept or released) came
-// before it in the walk.
-func (rb *reservedBy) offer(n int32, released bool) {
-	switch {
-	case released && rb.released < 0:
-		rb.released = n
-	case !released && rb.kept < 0:
-		rb.kept = n
+	if *named == 0 || holdings[at].Key < holdings[*named-1].Key {
+		*named = int32(at) + 1
 	}
 }
 
@@ -90,8 +68,9 @@ func decideResource(f resourceFacts) (v Verdict, inherited bool) {
 // resourceJudgement judges one resource holding. An inherited verdict carries
 // its task lock's action: a confirmed task lock releases its resources in the
 // same pass, without a confirmation of their own.
-func (j *judge) resourceJudgement(p placed, rb reservedBy, taskLocks []judgedTaskLock) Judgement {
-	h, e := j.snap.Holdings[p.at], j.owners.numbered[p.owner]
+func (j *judge) resourceJudgement(h *Holding) Judgement {
+	e := j.ownerEvidence(h.Owner)
+	rb := j.reserves[holdingKey{owner: h.Owner, resource: h.Resource(), kind: h.Kind}]
 	// A shared membership is one set member for every task of its owner on
 	// that resource, so while the owner also holds a kept task lock whose
 	// reservations are unknown, it may be that task's too: it is then judged
@@ -99,10 +78,10 @@ func (j *judge) resourceJudgement(p placed, rb reservedBy, taskLocks []judgedTas
 	// unknown task's own resources are. An exclusive lock was taken together
 	// with the released task lock that reserves it, and is that task's alone.
 	opaque := h.Kind == KindShared && j.opaque[h.Owner]
-	f := resourceFacts{owner: e.OwnerLiveness, kept: rb.kept >= 0, released: rb.released >= 0, inherits: !opaque}
+	f := resourceFacts{owner: e.OwnerLiveness, kept: rb.kept > 0, released: rb.released > 0, inherits: !opaque}
 	var byRow string
 	if !f.kept && (f.owner == Alive || f.owner == Late) {
-		byRow = j.reservingRow(&h)
+		byRow = j.reservingRow(h)
 		f.rowReserves = byRow != ""
 	}
 	v, inherited := decideResource(f)
@@ -111,26 +90,26 @@ func (j *judge) resourceJudgement(p placed, rb reservedBy, taskLocks []judgedTas
 		// Named by its task key, as a kept task lock would be, though
 		// that lock may be gone.
 		e.Via, e.TaskState = TaskKeyPrefix+byRow, j.snap.Tasks[byRow].State
-		return j.judgement(Judgement{Holding: h, Verdict: v, Action: ActionKeep}, e)
+		return j.judgement(Judgement{Holding: *h, Verdict: v, Action: ActionKeep}, e)
 	case v == VerdictJustified:
-		tl := j.snap.Holdings[taskLocks[rb.kept].at]
-		e.Via = tl.Key
+		kept := &j.snap.Holdings[rb.kept-1]
+		e.Via = kept.Key
 		if j.listAll {
-			e.TaskState = j.snap.Tasks[tl.TaskID()].State
+			e.TaskState = j.snap.Tasks[kept.TaskID()].State
 		}
-		return j.judgement(Judgement{Holding: h, Verdict: v, Action: ActionKeep}, e)
+		return j.judgement(Judgement{Holding: *h, Verdict: v, Action: ActionKeep}, e)
 	case inherited:
 		// The task lock's verdict and evidence are decided again: a
 		// confirmation changes only its action.
-		lock := j.ix.tasks.placed[rb.released]
-		t, found := j.snap.Tasks[j.snap.Holdings[lock.at].TaskID()]
-		tl := j.decidedTaskLock(lock, t, found)
+		released := &j.snap.Holdings[rb.released-1]
+		t, found := j.snap.Tasks[released.TaskID()]
+		tl := j.decidedTaskLock(released, t, found)
 		te := tl.Evidence()
 		e.Via, e.TaskState = tl.Key, te.TaskState
 		e.FinishedAge, e.AppLock, e.AppLockLiveness = te.FinishedAge, te.AppLock, te.AppLockLiveness
-		return j.judgement(Judgement{Holding: h, Verdict: tl.Verdict, Action: ActionRelease}, e)
+		return j.judgement(Judgement{Holding: *h, Verdict: tl.Verdict, Action: ActionRelease}, e)
 	}
-	jd := j.confirm(j.judgement(Judgement{Holding: h, Verdict: v, Action: v.action()}, e))
+	jd := j.confirm(j.judgement(Judgement{Holding: *h, Verdict: v, Action: v.action()}, e))
 	if jd.Action == ActionRelease && v == VerdictNoTask && opaque {
 		// The suspect may predate the invisible task that now shares this
 		// membership: wait until that task lock is settled, so a

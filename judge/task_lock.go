@@ -72,8 +72,8 @@ func (j *judge) taskLockFactsOf(h *Holding, owner Liveness, t Task, found bool) 
 // decidedTaskLock is the verdict on task lock h, whose task is t when
 // found, with its evidence and the action the verdict calls for, before
 // confirmation; confirm makes it the lock's judgement.
-func (j *judge) decidedTaskLock(p placed, t Task, found bool) Judgement {
-	h, owner := &j.snap.Holdings[p.at], j.owners.numbered[p.owner]
+func (j *judge) decidedTaskLock(h *Holding, t Task, found bool) Judgement {
+	owner := j.ownerEvidence(h.Owner)
 	v := decideTaskLock(j.taskLockFactsOf(h, owner.OwnerLiveness, t, found), j.p)
 	jd := Judgement{Holding: *h, Verdict: v, Action: v.action()}
 	if !j.lists(v) {

@@ -23,30 +23,46 @@ type ResourceHolder struct {
 }
 
 // unguarded lists what task t reserves, in record order, with the other
-// holders of each: holdings whose owner is not worker, found by the key's
-// hash rather than by walking every holding, since a Redis that lost its
-// keys makes every running task unprotected at once.
-func (j *tasksPart) unguarded(t Task, worker string) []UnguardedResource {
+// holders of each: holdings whose owner is not worker.
+func (j *judge) unguarded(t Task, worker string) []UnguardedResource {
 	reserved := Reservations(t.Reserved)
 	out := make([]UnguardedResource, len(reserved))
-	listed := make(map[string]bool, len(reserved))
-	resources := j.ix.resources
+	// first is each resource's first reservation: a resource reserved both
+	// ways lists its holders once, there.
+	first := make(map[string]int, len(reserved))
 	for i, r := range reserved {
 		out[i] = UnguardedResource{Resource: r.Resource, Need: r.Kind, OtherHolders: []ResourceHolder{}}
-		if listed[r.Resource] {
-			// A resource reserved both ways lists its holders once, at its
-			// first reservation.
-			continue
+		if _, seen := first[r.Resource]; !seen {
+			first[r.Resource] = i
 		}
-		listed[r.Resource] = true
-		resources.holdersOf(j.snap.Holdings, ResourceKeyPrefix, r.Resource, func(n int) {
-			if h := &j.snap.Holdings[resources.placed[n].at]; h.Owner != worker {
-				out[i].OtherHolders = append(out[i].OtherHolders, ResourceHolder{Owner: h.Owner, Kind: h.Kind})
+	}
+	if j.holders == nil {
+		j.holders = resourceHolders(j.snap.Holdings)
+	}
+	for resource, n := range first {
+		for _, h := range j.holders[resource] {
+			if h.Owner != worker {
+				out[n].OtherHolders = append(out[n].OtherHolders, h)
 			}
-		})
+		}
+	}
+	for i := range out {
 		slices.SortFunc(out[i].OtherHolders, func(a, b ResourceHolder) int {
 			return cmp.Or(strings.Compare(a.Owner, b.Owner), cmp.Compare(a.Kind, b.Kind))
 		})
+	}
+	return out
+}
+
+// resourceHolders lists the holders of each resource, gathered once when an
+// unprotected task first asks: a Redis that lost its keys makes every
+// running task unprotected at once.
+func resourceHolders(holdings []Holding) map[string][]ResourceHolder {
+	out := map[string][]ResourceHolder{}
+	for i := range holdings {
+		if h := &holdings[i]; h.Kind != KindTask {
+			out[h.Resource()] = append(out[h.Resource()], ResourceHolder{Owner: h.Owner, Kind: h.Kind})
+		}
 	}
 	return out
 }
