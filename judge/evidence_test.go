@@ -2,8 +2,6 @@ package judge
 
 import (
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestTaskLocksSeenListsEachKeyOnce: the release script counts the seen

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 func TestJudgeMassDeathGuard(t *testing.T) {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestJudgeMaxReleasesKeepsTaskHoldingsTogether: max_releases cuts between

@@ -4,8 +4,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // orderFixture is a few hundred holdings of every kind, shuffled, some with

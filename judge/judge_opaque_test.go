@@ -3,8 +3,6 @@ package judge
 import (
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // A no-task suspect on a shared membership is not confirmed while its owner

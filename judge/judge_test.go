@@ -9,8 +9,6 @@ package judge
 
 import (
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 func TestJudgeTaskLocksBeforeResources(t *testing.T) {

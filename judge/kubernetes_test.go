@@ -3,8 +3,6 @@ package judge
 import (
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // kjAt is a time ago before jtNow.

@@ -108,6 +108,10 @@ type Fleet struct {
 	// pod is gone, or its container restarted since the last heartbeat),
 	// dead by their heartbeat already or made dead by the rules.
 	podProven map[string]bool
+	// rowRules is the rule that decided each row the pods speak of, and
+	// viewTrusted whether the pod list could prove an absence (WithPods).
+	rowRules    map[string]PodRule
+	viewTrusted bool
 }
 
 // NewFleet computes the liveness of every row and every owner name.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 var ltNow = time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)

@@ -10,8 +10,6 @@ package judge
 import (
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 func TestJudgeOwnerLiveness(t *testing.T) {

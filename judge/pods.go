@@ -205,7 +205,7 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 		return f
 	}
 	trusted := viewTrusted(f.rows, f.Now, f.Grace, v)
-	f.podLiveness = map[string]Liveness{}
+	f.podLiveness, f.rowRules, f.viewTrusted = map[string]Liveness{}, map[string]PodRule{}, trusted
 	type decided struct {
 		live Liveness
 		hb   time.Time
@@ -216,6 +216,9 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 	for _, r := range f.rows {
 		base := r.Liveness(f.Now, f.Grace)
 		rule, pod, live := rowRule(r, base, f.Now, f.Grace, v, rules, trusted)
+		if rule != "" {
+			f.rowRules[r.ID] = rule
+		}
 		if live != base {
 			f.podLiveness[r.ID] = live
 		}
@@ -248,6 +251,14 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 	}
 	return f
 }
+
+// RowRule is the Kubernetes rule that decided the row with pulp_id id, ""
+// when none did (no pods were read, or the row names no pod).
+func (f *Fleet) RowRule(id string) PodRule { return f.rowRules[id] }
+
+// PodViewTrusted says the pass's pod list may prove a pod gone or an
+// incarnation ended (see viewTrusted); false when no pods were read.
+func (f *Fleet) PodViewTrusted() bool { return f.viewTrusted }
 
 // explainsBetter orders the rows of one name: better liveness, then newer
 // heartbeat, then the smaller id, so that the choice never depends on map order.

@@ -3,8 +3,6 @@ package judge
 import (
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 var ptRules = PodRules{HungWorkerGrace: DefaultHungWorkerGrace, ClockSkew: DefaultClockSkew}

@@ -3,8 +3,6 @@ package judge
 import (
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestJudgeUnprotected: a running task of a live claim whose task lock a

@@ -1,38 +1,40 @@
-package judge
+package judgeprop
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"pgregory.net/rapid"
 )
 
 // ptDrawContainer draws a container status as the kubelet reports one.
-func ptDrawContainer(t *rapid.T, name string) *Container {
+func ptDrawContainer(t *rapid.T, name string) *judge.Container {
 	if !rapid.Bool().Draw(t, "has "+name) {
 		return nil
 	}
-	c := &Container{Name: name, Running: rapid.Bool().Draw(t, name+" running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, name+" restarts"))}
+	c := &judge.Container{Name: name, Running: rapid.Bool().Draw(t, name+" running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, name+" restarts"))}
 	at := func(label string) *time.Time {
 		return ptAt(time.Duration(rapid.Int64Range(0, 7200).Draw(t, name+" "+label)) * time.Second)
 	}
 	if c.Running {
 		c.StartedAt = at("started")
 	} else if rapid.Bool().Draw(t, name+" terminated") {
-		c.Terminated = &Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
+		c.Terminated = &judge.Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
 		c.FinishedAt = c.Terminated.FinishedAt
 	}
 	if rapid.Bool().Draw(t, name+" last terminated") {
-		c.LastTerminated = &Termination{Reason: "Error", ExitCode: 1, FinishedAt: at("last finished")}
+		c.LastTerminated = &judge.Termination{Reason: "Error", ExitCode: 1, FinishedAt: at("last finished")}
 	}
 	return c
 }
 
 // ptDrawPod draws a pod in any state Kubernetes' controllers and the kubelet
 // leave one in.
-func ptDrawPod(t *rapid.T, host string) Pod {
-	p := Pod{
+func ptDrawPod(t *rapid.T, host string) judge.Pod {
+	p := judge.Pod{
 		Name: host, UID: "uid-" + host,
 		Phase:           rapid.SampledFrom([]string{"Running", "Pending", "Failed", "Succeeded", "Unknown"}).Draw(t, "phase"),
 		Terminating:     rapid.Bool().Draw(t, "terminating"),
@@ -61,7 +63,7 @@ func TestPodRulesProperty(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		hosts := []string{"a", "b", "c", "d"}
-		var rows []AppStatus
+		var rows []judge.AppStatus
 		for i := range rapid.IntRange(0, 6).Draw(t, "rows") {
 			pid := rapid.SampledFrom([]string{"1", "7"}).Draw(t, "pid")
 			host := rapid.SampledFrom(hosts).Draw(t, "host")
@@ -71,30 +73,30 @@ func TestPodRulesProperty(t *testing.T) {
 			r.AppType = rapid.SampledFrom([]string{"worker", "api", "content"}).Draw(t, "app_type")
 			rows = append(rows, r)
 		}
-		var pods []Pod
-		seen := map[string]SeenPod{}
+		var pods []judge.Pod
+		seen := map[string]judge.SeenPod{}
 		for _, host := range hosts {
 			if rapid.Bool().Draw(t, "seen "+host) {
-				seen[host] = SeenPod{UID: "uid-" + host}
+				seen[host] = judge.SeenPod{UID: "uid-" + host}
 			}
 			if rapid.Bool().Draw(t, "has pod "+host) {
 				pods = append(pods, ptDrawPod(t, host))
 			}
 		}
-		view := NewPodView(pods, seen)
-		plain := NewFleet(rows, ltNow, ltGrace)
-		withPods := NewFleet(rows, ltNow, ltGrace).WithPods(view, ptRules)
-		trusted := viewTrusted(plain.rows, ltNow, ltGrace, view)
-		byName := map[string]Pod{}
+		view := judge.NewPodView(pods, seen)
+		plain := judge.NewFleet(rows, ltNow, ltGrace)
+		withPods := judge.NewFleet(rows, ltNow, ltGrace).WithPods(view, ptRules)
+		trusted := withPods.PodViewTrusted()
+		byName := map[string]judge.Pod{}
 		for _, p := range pods {
 			byName[p.Name] = p
 		}
 		for _, r := range rows {
 			_, before, _ := plain.Row(r.ID)
 			_, after, _ := withPods.Row(r.ID)
-			rule, _, _ := rowRule(r, before, ltNow, ltGrace, view, ptRules, trusted)
-			_, host, _ := splitOwner(r.Name)
-			if rule == PodGone && !view.SeenBefore(host) {
+			rule := withPods.RowRule(r.ID)
+			_, host, _ := strings.Cut(r.Name, "@")
+			if rule == judge.PodGone && !view.SeenBefore(host) {
 				t.Fatalf("row %s judged pod-gone, no earlier list showed %s", r.Name, host)
 			}
 			switch {
@@ -103,11 +105,11 @@ func TestPodRulesProperty(t *testing.T) {
 					t.Fatalf("row %s %s → %s by %q in an untrusted view", r.Name, before, after, rule)
 				}
 				switch rule {
-				case PodGone:
-					if before == Alive {
+				case judge.PodGone:
+					if before == judge.Alive {
 						t.Fatalf("row %s alive by its heartbeat judged pod-gone", r.Name)
 					}
-				case PodRestarted, PodContainerEnded:
+				case judge.PodRestarted, judge.PodContainerEnded:
 					if !byName[host].IncarnationEnded() {
 						t.Fatalf("row %s %s → %s by %q, the kubelet reports no end", r.Name, before, after, rule)
 					}
@@ -115,14 +117,14 @@ func TestPodRulesProperty(t *testing.T) {
 					t.Fatalf("row %s %s → %s by %q", r.Name, before, after, rule)
 				}
 			case after > before:
-				if rule != PodAliveNotHeartbeating || before != Dead || after != Late || !byName[host].CouldRun() {
+				if rule != judge.PodAliveNotHeartbeating || before != judge.Dead || after != judge.Late || !byName[host].CouldRun() {
 					t.Fatalf("row %s %s → %s by %q (pod %+v)", r.Name, before, after, rule, byName[host])
 				}
 			}
 		}
 		for _, o := range plain.Owners() {
 			after := withPods.Owner(o.Name)
-			if after.Liveness == Alive && o.Liveness != Alive {
+			if after.Liveness == judge.Alive && o.Liveness != judge.Alive {
 				t.Fatalf("owner %s made alive by Kubernetes", o.Name)
 			}
 		}

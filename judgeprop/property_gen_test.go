@@ -1,4 +1,4 @@
-package judge
+package judgeprop
 
 // Property tests of the judge (All, Findings) over random fleets. Every property is stated from
 // verdicts.md and pulp-protocol.md, not from the rules' code: the helpers below
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"pgregory.net/rapid"
 )
 
@@ -17,14 +18,14 @@ import (
 
 // ptCase is one random snapshot with the policy to judge it by.
 type ptCase struct {
-	snap Snapshot
-	p    Policy
+	snap judge.Snapshot
+	p    judge.Policy
 }
 
 var (
 	ptWorkerNames = []string{"1@worker-0", "1@worker-1", "1@worker-2", "2@worker-2", "1@worker-3"}
 	ptAPINames    = []string{"7@api-0", "8@api-1"}
-	ptStates      = []string{StateWaiting, StateRunning, StateCanceling, StateCompleted, StateFailed, StateCanceled, StateSkipped}
+	ptStates      = []string{judge.StateWaiting, judge.StateRunning, judge.StateCanceling, judge.StateCompleted, judge.StateFailed, judge.StateCanceled, judge.StateSkipped}
 	ptResources   = []string{
 		"prn:core.domain:00000000-0000-4000-8000-000000000001",
 		"prn:core.domain:00000000-0000-4000-8000-000000000002",
@@ -33,10 +34,10 @@ var (
 		"prn:file.filerepository:0198a5c4-0000-7000-8000-0000000000b1",
 		"/pulp/api/v3/distributions/",
 	}
-	ptAllVerdicts = []Verdict{
-		VerdictHealthy, VerdictPending, VerdictTaskFinished, VerdictOwnerDead, VerdictOwnerGone,
-		VerdictTaskMissing, VerdictTaskLost, VerdictUnclaimed, VerdictNoTask, VerdictJustified,
-		VerdictLost, VerdictOrphanedClaim, VerdictStuckClaim,
+	ptAllVerdicts = []judge.Verdict{
+		judge.VerdictHealthy, judge.VerdictPending, judge.VerdictTaskFinished, judge.VerdictOwnerDead, judge.VerdictOwnerGone,
+		judge.VerdictTaskMissing, judge.VerdictTaskLost, judge.VerdictUnclaimed, judge.VerdictNoTask, judge.VerdictJustified,
+		judge.VerdictLost, judge.VerdictOrphanedClaim, judge.VerdictStuckClaim,
 	}
 )
 
@@ -78,7 +79,7 @@ type ptRedis struct {
 	tasks     map[string]string
 	exclusive map[string]string
 	shared    map[string]map[string]bool
-	holdings  []Holding
+	holdings  []judge.Holding
 }
 
 func (r *ptRedis) acquire(t *rapid.T, owner, taskID string, reserved []string) bool {
@@ -108,10 +109,10 @@ func (r *ptRedis) acquire(t *rapid.T, owner, taskID string, reserved []string) b
 	}
 	registered := rapid.Bool().Draw(t, "registered")
 	r.tasks[taskID] = owner
-	r.holdings = append(r.holdings, Holding{Key: TaskKeyPrefix + taskID, Kind: KindTask, Owner: owner, Registered: registered})
+	r.holdings = append(r.holdings, judge.Holding{Key: judge.TaskKeyPrefix + taskID, Kind: judge.KindTask, Owner: owner, Registered: registered})
 	for _, name := range excl {
 		r.exclusive[name] = owner
-		r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: KindExclusive, Owner: owner, Registered: registered})
+		r.holdings = append(r.holdings, judge.Holding{Key: judge.ResourceKeyPrefix + name, Kind: judge.KindExclusive, Owner: owner, Registered: registered})
 	}
 	for _, name := range shared {
 		if r.shared[name] == nil {
@@ -119,16 +120,16 @@ func (r *ptRedis) acquire(t *rapid.T, owner, taskID string, reserved []string) b
 		}
 		if !r.shared[name][owner] {
 			r.shared[name][owner] = true
-			r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: KindShared, Owner: owner, Registered: registered})
+			r.holdings = append(r.holdings, judge.Holding{Key: judge.ResourceKeyPrefix + name, Kind: judge.KindShared, Owner: owner, Registered: registered})
 		}
 	}
 	return true
 }
 
 // stray adds a leaked resource holding, if Redis could hold it.
-func (r *ptRedis) stray(owner, name string, kind Kind) {
+func (r *ptRedis) stray(owner, name string, kind judge.Kind) {
 	switch kind {
-	case KindExclusive:
+	case judge.KindExclusive:
 		if _, ok := r.exclusive[name]; ok {
 			return
 		}
@@ -136,7 +137,7 @@ func (r *ptRedis) stray(owner, name string, kind Kind) {
 			return
 		}
 		r.exclusive[name] = owner
-	case KindShared:
+	case judge.KindShared:
 		if _, ok := r.exclusive[name]; ok {
 			return
 		}
@@ -148,7 +149,7 @@ func (r *ptRedis) stray(owner, name string, kind Kind) {
 		}
 		r.shared[name][owner] = true
 	}
-	r.holdings = append(r.holdings, Holding{Key: ResourceKeyPrefix + name, Kind: kind, Owner: owner, Registered: false})
+	r.holdings = append(r.holdings, judge.Holding{Key: judge.ResourceKeyPrefix + name, Kind: kind, Owner: owner, Registered: false})
 }
 
 // ptGen draws a random fleet: AppStatus rows with colliding names, tasks in
@@ -159,19 +160,19 @@ func ptGen(t *rapid.T) ptCase { return ptGenerate(t, rapid.IntRange(0, 2).Draw(t
 // ptGenerate draws a fleet; in an outage most rows are dead.
 func ptGenerate(t *rapid.T, outage bool) ptCase {
 	now := jtNow
-	p := Policy{
+	p := judge.Policy{
 		HeartbeatGrace:  ptSeconds(t, 0, 60, "heartbeat_grace"),
 		FinishedGrace:   ptSeconds(t, 0, 120, "finished_grace"),
 		ConfirmAfter:    ptSeconds(t, 0, 300, "confirm_after"),
-		LostRunning:     rapid.SampledFrom([]string{StateCanceled, StateFailed}).Draw(t, "lost_running"),
-		OrphanedWaiting: rapid.SampledFrom([]string{WaitingRequeue, WaitingCancel}).Draw(t, "orphaned_waiting"),
+		LostRunning:     rapid.SampledFrom([]string{judge.StateCanceled, judge.StateFailed}).Draw(t, "lost_running"),
+		OrphanedWaiting: rapid.SampledFrom([]string{judge.WaitingRequeue, judge.WaitingCancel}).Draw(t, "orphaned_waiting"),
 		MaxDeadFraction: rapid.SampledFrom([]float64{0, 0.25, 0.5, 0.75, 1}).Draw(t, "max_dead_fraction"),
 		MinWorkers:      rapid.IntRange(0, 6).Draw(t, "min_workers"),
 		Force:           rapid.IntRange(0, 3).Draw(t, "force") == 0,
 		MaxReleases:     rapid.IntRange(0, 40).Draw(t, "max_releases"),
 		MaxTaskUpdates:  rapid.IntRange(0, 12).Draw(t, "max_task_updates"),
 	}
-	snap := Snapshot{Now: now, Tasks: map[string]Task{}, Suspects: map[SuspectKey]Suspect{}, FullScan: rapid.Bool().Draw(t, "full scan")}
+	snap := judge.Snapshot{Now: now, Tasks: map[string]judge.Task{}, Suspects: map[judge.SuspectKey]judge.Suspect{}, FullScan: rapid.Bool().Draw(t, "full scan")}
 	next := 0
 	newID := func() string { next++; return jtID(next) }
 
@@ -183,7 +184,7 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 			names = ptAPINames
 		}
 		ttl := ptSeconds(t, 1, 120, "ttl")
-		snap.AppStatuses = append(snap.AppStatuses, AppStatus{
+		snap.AppStatuses = append(snap.AppStatuses, judge.AppStatus{
 			ID: newID(), Name: rapid.SampledFrom(names).Draw(t, "row name"), AppType: appType,
 			TTL: ttl, LastHeartbeat: now.Add(-ptAge(t, ttl, p.HeartbeatGrace, outage)),
 		})
@@ -196,9 +197,9 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 	// the dead row's tasks are the lost ones.
 	for range rapid.IntRange(0, 2).Draw(t, "restarts") {
 		name := rapid.SampledFrom(ptWorkerNames).Draw(t, "restarted name")
-		dead := AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL,
+		dead := judge.AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL,
 			LastHeartbeat: now.Add(-jtWorkerTTL - p.HeartbeatGrace - ptSeconds(t, 0, 600, "dead for") - 1)}
-		live := AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL,
+		live := judge.AppStatus{ID: newID(), Name: name, AppType: "worker", TTL: jtWorkerTTL,
 			LastHeartbeat: now.Add(-ptSeconds(t, 0, 10, "beat"))}
 		snap.AppStatuses = append(snap.AppStatuses, dead, live)
 		rowIDs = append(rowIDs, dead.ID, dead.ID, dead.ID, dead.ID, live.ID, live.ID)
@@ -207,10 +208,10 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 	// The mass-death guard's memory: rows earlier passes saw alive, and one
 	// pulpcore has deleted since.
 	if rapid.Bool().Draw(t, "seen alive") {
-		snap.SeenAlive = map[string]SeenAlive{jtID(9998): {Name: "1@deleted", At: now.Add(-time.Hour)}}
+		snap.SeenAlive = map[string]judge.SeenAlive{jtID(9998): {Name: "1@deleted", At: now.Add(-time.Hour)}}
 		for _, r := range snap.AppStatuses {
 			if rapid.Bool().Draw(t, "row seen alive") {
-				snap.SeenAlive[r.ID] = SeenAlive{Name: r.Name, At: now.Add(-ptSeconds(t, 0, 3600, "seen ago"))}
+				snap.SeenAlive[r.ID] = judge.SeenAlive{Name: r.Name, At: now.Add(-ptSeconds(t, 0, 3600, "seen ago"))}
 			}
 		}
 	}
@@ -219,8 +220,8 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 	var taskIDs []string
 	for range rapid.IntRange(0, 14).Draw(t, "tasks") {
 		id := newID()
-		state := rapid.SampledFrom(append([]string{StateWaiting, StateRunning, StateRunning}, ptStates...)).Draw(t, "state")
-		task := Task{ID: id, Name: "pulp_rpm.app.tasks.synchronize", State: state}
+		state := rapid.SampledFrom(append([]string{judge.StateWaiting, judge.StateRunning, judge.StateRunning}, ptStates...)).Draw(t, "state")
+		task := judge.Task{ID: id, Name: "pulp_rpm.app.tasks.synchronize", State: state}
 		task.AppLockID = rapid.SampledFrom(rowIDs).Draw(t, "app_lock")
 		for _, res := range ptResources {
 			switch rapid.IntRange(0, 3).Draw(t, "reserve") {
@@ -230,7 +231,7 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 				task.Reserved = append(task.Reserved, "shared:"+res)
 			}
 		}
-		if Final(task.State) && rapid.IntRange(0, 4).Draw(t, "finished_at set") > 0 {
+		if judge.Final(task.State) && rapid.IntRange(0, 4).Draw(t, "finished_at set") > 0 {
 			var ago time.Duration
 			if rapid.Bool().Draw(t, "finished at grace") {
 				ago = p.FinishedGrace + time.Duration(rapid.IntRange(-1, 1).Draw(t, "grace offset"))
@@ -253,21 +254,21 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 		if rapid.IntRange(0, 3).Draw(t, "locked") == 0 {
 			continue
 		}
-		candidates := []string{rapid.SampledFrom(ownerPool).Draw(t, "any owner"), immediateOwnerPrefix + id}
+		candidates := []string{rapid.SampledFrom(ownerPool).Draw(t, "any owner"), judge.ImmediateOwnerPrefix + id}
 		for _, r := range snap.AppStatuses {
 			if r.ID == task.AppLockID {
 				candidates = append(candidates, r.Name, r.Name, r.Name)
 			}
 		}
 		if len(taskIDs) > 0 {
-			candidates = append(candidates, immediateOwnerPrefix+rapid.SampledFrom(taskIDs).Draw(t, "other immediate"))
+			candidates = append(candidates, judge.ImmediateOwnerPrefix+rapid.SampledFrom(taskIDs).Draw(t, "other immediate"))
 		}
 		redis.acquire(t, rapid.SampledFrom(candidates).Draw(t, "owner"), id, task.Reserved)
 	}
 	// Task locks of tasks the database does not have.
 	for i := range rapid.IntRange(0, 2).Draw(t, "missing tasks") {
 		id := jtID(5000 + i)
-		owner := rapid.SampledFrom(append(slices.Clone(ownerPool), immediateOwnerPrefix+id)).Draw(t, "missing task owner")
+		owner := rapid.SampledFrom(append(slices.Clone(ownerPool), judge.ImmediateOwnerPrefix+id)).Draw(t, "missing task owner")
 		var reserved []string
 		if rapid.Bool().Draw(t, "missing task reserves") {
 			reserved = []string{"shared:" + ptResources[0]}
@@ -278,10 +279,10 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 	for range rapid.IntRange(0, 4).Draw(t, "strays") {
 		owners := ownerPool
 		if len(taskIDs) > 0 {
-			owners = append(slices.Clone(ownerPool), immediateOwnerPrefix+rapid.SampledFrom(taskIDs).Draw(t, "stray immediate"))
+			owners = append(slices.Clone(ownerPool), judge.ImmediateOwnerPrefix+rapid.SampledFrom(taskIDs).Draw(t, "stray immediate"))
 		}
 		redis.stray(rapid.SampledFrom(owners).Draw(t, "stray owner"), rapid.SampledFrom(ptResources).Draw(t, "stray resource"),
-			rapid.SampledFrom([]Kind{KindExclusive, KindShared}).Draw(t, "stray kind"))
+			rapid.SampledFrom([]judge.Kind{judge.KindExclusive, judge.KindShared}).Draw(t, "stray kind"))
 	}
 	// Holdings a non-atomic read may see together although Redis never held
 	// them at once (a key that changed type between the SCAN and the read):
@@ -289,19 +290,19 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 	for range rapid.IntRange(0, 2).Draw(t, "racy") {
 		owner := rapid.SampledFrom(ownerPool).Draw(t, "racy owner")
 		name := rapid.SampledFrom(ptResources).Draw(t, "racy resource")
-		key := ResourceKeyPrefix + name
-		if !slices.ContainsFunc(redis.holdings, func(h Holding) bool { return h.Key == key && h.Owner == owner }) {
-			kind := rapid.SampledFrom([]Kind{KindExclusive, KindShared}).Draw(t, "racy kind")
-			redis.holdings = append(redis.holdings, Holding{Key: key, Kind: kind, Owner: owner, Registered: true})
+		key := judge.ResourceKeyPrefix + name
+		if !slices.ContainsFunc(redis.holdings, func(h judge.Holding) bool { return h.Key == key && h.Owner == owner }) {
+			kind := rapid.SampledFrom([]judge.Kind{judge.KindExclusive, judge.KindShared}).Draw(t, "racy kind")
+			redis.holdings = append(redis.holdings, judge.Holding{Key: key, Kind: kind, Owner: owner, Registered: true})
 		}
 	}
 	if n := len(redis.holdings); n > 0 && rapid.IntRange(0, 2).Draw(t, "flip kind") == 0 {
 		i := rapid.IntRange(0, n-1).Draw(t, "flip")
 		switch redis.holdings[i].Kind {
-		case KindExclusive:
-			redis.holdings[i].Kind = KindShared
-		case KindShared:
-			redis.holdings[i].Kind = KindExclusive
+		case judge.KindExclusive:
+			redis.holdings[i].Kind = judge.KindShared
+		case judge.KindShared:
+			redis.holdings[i].Kind = judge.KindExclusive
 		}
 	}
 	// Partial leftovers: a release the reaper deferred, or a sweep that
@@ -314,8 +315,8 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 	// Task locks lost alone (an eviction under allkeys-lru, a failover
 	// that lost a write, an operator's DEL): their resources stay.
 	if rapid.IntRange(0, 2).Draw(t, "evict task locks") == 0 {
-		holdings = slices.DeleteFunc(slices.Clone(holdings), func(h Holding) bool {
-			return h.Kind == KindTask && rapid.Bool().Draw(t, "evicted")
+		holdings = slices.DeleteFunc(slices.Clone(holdings), func(h judge.Holding) bool {
+			return h.Kind == judge.KindTask && rapid.Bool().Draw(t, "evicted")
 		})
 	}
 	snap.Holdings = rapid.Permutation(holdings).Draw(t, "holding order")
@@ -324,16 +325,16 @@ func ptGenerate(t *rapid.T, outage bool) ptCase {
 	suspectAge := func() time.Time { return now.Add(-ptSeconds(t, -60, 600, "suspect age")) }
 	for _, h := range snap.Holdings {
 		if rapid.IntRange(0, 2).Draw(t, "suspect holding") == 0 {
-			snap.Suspects[SuspectKey{Key: h.Key, Owner: h.Owner}] = Suspect{Verdict: rapid.SampledFrom(ptAllVerdicts).Draw(t, "suspect verdict"), FirstSeen: suspectAge()}
+			snap.Suspects[judge.SuspectKey{Key: h.Key, Owner: h.Owner}] = judge.Suspect{Verdict: rapid.SampledFrom(ptAllVerdicts).Draw(t, "suspect verdict"), FirstSeen: suspectAge()}
 		}
 	}
 	for _, id := range taskIDs {
 		if task := snap.Tasks[id]; task.AppLockID != "" && rapid.IntRange(0, 2).Draw(t, "suspect claim") == 0 {
-			snap.Suspects[stuckClaimKey(id, task.AppLockID)] = Suspect{Verdict: rapid.SampledFrom([]Verdict{VerdictStuckClaim, VerdictUnclaimed}).Draw(t, "claim verdict"), FirstSeen: suspectAge()}
+			snap.Suspects[judge.StuckClaimKey(id, task.AppLockID)] = judge.Suspect{Verdict: rapid.SampledFrom([]judge.Verdict{judge.VerdictStuckClaim, judge.VerdictUnclaimed}).Draw(t, "claim verdict"), FirstSeen: suspectAge()}
 		}
 	}
 	if rapid.Bool().Draw(t, "forgotten suspect") {
-		snap.Suspects[SuspectKey{Key: ResourceKeyPrefix + "long-gone", Owner: "1@worker-0"}] = Suspect{Verdict: VerdictNoTask, FirstSeen: suspectAge()}
+		snap.Suspects[judge.SuspectKey{Key: judge.ResourceKeyPrefix + "long-gone", Owner: "1@worker-0"}] = judge.Suspect{Verdict: judge.VerdictNoTask, FirstSeen: suspectAge()}
 	}
 	return ptCase{snap: snap, p: p}
 }

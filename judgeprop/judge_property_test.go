@@ -1,4 +1,4 @@
-package judge
+package judgeprop
 
 // Property tests of the judge (All, Findings) over random fleets. Every property is stated from
 // verdicts.md and pulp-protocol.md, not from the rules' code: the helpers below
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -19,31 +20,31 @@ func TestJudgePropertyHealthyNeverReleased(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := All(c.snap, c.p)
+		plan := judge.All(c.snap, c.p)
 		require.Len(t, plan.Holdings, len(c.snap.Holdings))
 		healthy := 0
 		for _, h := range c.snap.Holdings {
 			jd := ptJudgement(t, plan, h)
 			if ptHealthy(c, h) {
 				healthy++
-				require.NotEqual(t, ActionRelease, jd.Action, "healthy holding %+v released as %s", h, jd.Verdict)
-				require.Contains(t, []Verdict{VerdictHealthy, VerdictJustified}, jd.Verdict, "healthy holding %+v", h)
+				require.NotEqual(t, judge.ActionRelease, jd.Action, "healthy holding %+v released as %s", h, jd.Verdict)
+				require.Contains(t, []judge.Verdict{judge.VerdictHealthy, judge.VerdictJustified}, jd.Verdict, "healthy holding %+v", h)
 			}
 		}
 		// A task whose worker is online and holds its lock is not lost.
 		for _, tj := range plan.Tasks {
-			if tj.Action != ActionUpdate {
+			if tj.Action != judge.ActionUpdate {
 				continue
 			}
 			for _, h := range c.snap.Holdings {
-				if h.Kind == KindTask && h.TaskID() == tj.ID && !strings.HasPrefix(h.Owner, "immediate-") {
+				if h.Kind == judge.KindTask && h.TaskID() == tj.ID && !strings.HasPrefix(h.Owner, "immediate-") {
 					require.False(t, ptHealthyTask(c, h.Owner, h.TaskID()), "healthy task %s updated as %s", tj.ID, tj.Verdict)
 				}
 			}
 		}
 		released := 0
 		for _, jd := range plan.Holdings {
-			if jd.Action == ActionRelease {
+			if jd.Action == judge.ActionRelease {
 				released++
 			}
 		}
@@ -58,7 +59,7 @@ func TestJudgePropertyRunningTaskRowKeepsItsResources(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		for _, plan := range []Plan{All(c.snap, c.p), Findings(c.snap, c.p)} {
+		for _, plan := range []judge.Plan{judge.All(c.snap, c.p), judge.Findings(c.snap, c.p)} {
 			for _, h := range c.snap.Holdings {
 				id := ptRunningReserver(c, h)
 				if id == "" {
@@ -66,8 +67,8 @@ func TestJudgePropertyRunningTaskRowKeepsItsResources(t *testing.T) {
 				}
 				for _, jd := range plan.Holdings {
 					if jd.Key == h.Key && jd.Owner == h.Owner {
-						require.NotEqual(t, ActionRelease, jd.Action, "%s of %s, reserved by running task %s, released as %s", h.Key, h.Owner, id, jd.Verdict)
-						require.Equal(t, VerdictJustified, jd.Verdict, "%s of %s", h.Key, h.Owner)
+						require.NotEqual(t, judge.ActionRelease, jd.Action, "%s of %s, reserved by running task %s, released as %s", h.Key, h.Owner, id, jd.Verdict)
+						require.Equal(t, judge.VerdictJustified, jd.Verdict, "%s of %s", h.Key, h.Owner)
 					}
 				}
 			}
@@ -78,15 +79,15 @@ func TestJudgePropertyRunningTaskRowKeepsItsResources(t *testing.T) {
 // ptRunningReserver names a running or canceling task reserving resource
 // holding h whose claim is a live or late row named after h's owner (or,
 // for immediate-<T>, T itself), as verdicts.md states it; "" for none.
-func ptRunningReserver(c ptCase, h Holding) string {
-	if h.Kind == KindTask {
+func ptRunningReserver(c ptCase, h judge.Holding) string {
+	if h.Kind == judge.KindTask {
 		return ""
 	}
-	if live := ptLiveness(c, h.Owner); live != Alive && live != Late {
+	if live := ptLiveness(c, h.Owner); live != judge.Alive && live != judge.Late {
 		return ""
 	}
 	for id, task := range c.snap.Tasks {
-		if task.State != StateRunning && task.State != StateCanceling || !ptReserves(task, h) {
+		if task.State != judge.StateRunning && task.State != judge.StateCanceling || !ptReserves(task, h) {
 			continue
 		}
 		if h.Owner == "immediate-"+id {
@@ -106,18 +107,18 @@ func TestJudgePropertyDeterministic(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
 		holdings := slices.Clone(c.snap.Holdings)
-		suspects := map[SuspectKey]Suspect{}
+		suspects := map[judge.SuspectKey]judge.Suspect{}
 		for k, s := range c.snap.Suspects {
 			suspects[k] = s
 		}
-		first := All(c.snap, c.p)
+		first := judge.All(c.snap, c.p)
 		require.Equal(t, holdings, c.snap.Holdings, "Judge reordered the snapshot's holdings")
 		require.Equal(t, suspects, c.snap.Suspects, "Judge changed the remembered suspects")
 
-		require.Equal(t, first, All(c.snap, c.p))
+		require.Equal(t, first, judge.All(c.snap, c.p))
 		shuffled := c.snap
 		shuffled.Holdings = rapid.Permutation(holdings).Draw(t, "reorder")
-		require.Equal(t, first, All(shuffled, c.p))
+		require.Equal(t, first, judge.All(shuffled, c.p))
 	})
 }
 
@@ -128,16 +129,16 @@ func TestJudgePropertyLateOwnersLeftAlone(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := All(c.snap, c.p)
+		plan := judge.All(c.snap, c.p)
 		for _, jd := range plan.Holdings {
-			if jd.Action != ActionRelease || ptLiveness(c, jd.Owner) != Late {
+			if jd.Action != judge.ActionRelease || ptLiveness(c, jd.Owner) != judge.Late {
 				continue
 			}
-			require.Contains(t, []Verdict{VerdictTaskFinished, VerdictTaskLost, VerdictNoTask}, jd.Verdict, "late owner's %s released", jd.Key)
-			if jd.Verdict == VerdictNoTask {
-				s, ok := c.snap.Suspects[SuspectKey{Key: jd.Key, Owner: jd.Owner}]
+			require.Contains(t, []judge.Verdict{judge.VerdictTaskFinished, judge.VerdictTaskLost, judge.VerdictNoTask}, jd.Verdict, "late owner's %s released", jd.Key)
+			if jd.Verdict == judge.VerdictNoTask {
+				s, ok := c.snap.Suspects[judge.SuspectKey{Key: jd.Key, Owner: jd.Owner}]
 				require.True(t, ok)
-				require.Equal(t, VerdictNoTask, s.Verdict)
+				require.Equal(t, judge.VerdictNoTask, s.Verdict)
 			}
 		}
 	})
@@ -149,8 +150,8 @@ func TestJudgePropertyConfirmationBeforeRelease(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := All(c.snap, c.p)
-		confirmed := func(k SuspectKey, v Verdict) {
+		plan := judge.All(c.snap, c.p)
+		confirmed := func(k judge.SuspectKey, v judge.Verdict) {
 			s, ok := c.snap.Suspects[k]
 			require.True(t, ok, "%s of %+v released without a suspect", v, k)
 			require.Equal(t, v, s.Verdict, "%+v", k)
@@ -158,23 +159,23 @@ func TestJudgePropertyConfirmationBeforeRelease(t *testing.T) {
 			require.GreaterOrEqual(t, c.snap.Now.Sub(s.FirstSeen), c.p.ConfirmAfter, "%+v", k)
 		}
 		for _, jd := range plan.Holdings {
-			if jd.Action == ActionSuspect {
+			if jd.Action == judge.ActionSuspect {
 				require.True(t, ptNeedsConfirmation(jd.Verdict), "%s suspected", jd.Verdict)
-				require.Contains(t, plan.Suspects, SuspectKey{Key: jd.Key, Owner: jd.Owner})
+				require.Contains(t, plan.Suspects, judge.SuspectKey{Key: jd.Key, Owner: jd.Owner})
 			}
-			if jd.Action != ActionRelease || !ptNeedsConfirmation(jd.Verdict) {
+			if jd.Action != judge.ActionRelease || !ptNeedsConfirmation(jd.Verdict) {
 				continue
 			}
-			if jd.Kind != KindTask && jd.Evidence().Via != "" {
+			if jd.Kind != judge.KindTask && jd.Evidence().Via != "" {
 				// Inherited from the task lock that was confirmed.
-				confirmed(SuspectKey{Key: jd.Evidence().Via, Owner: jd.Owner}, jd.Verdict)
+				confirmed(judge.SuspectKey{Key: jd.Evidence().Via, Owner: jd.Owner}, jd.Verdict)
 			} else {
-				confirmed(SuspectKey{Key: jd.Key, Owner: jd.Owner}, jd.Verdict)
+				confirmed(judge.SuspectKey{Key: jd.Key, Owner: jd.Owner}, jd.Verdict)
 			}
 		}
 		for _, tj := range plan.Tasks {
-			if tj.Verdict == VerdictStuckClaim && tj.Action == ActionUpdate {
-				confirmed(SuspectKey{Key: "stuck-claim:" + tj.ID, Owner: tj.AppLockID}, VerdictStuckClaim)
+			if tj.Verdict == judge.VerdictStuckClaim && tj.Action == judge.ActionUpdate {
+				confirmed(judge.SuspectKey{Key: "stuck-claim:" + tj.ID, Owner: tj.AppLockID}, judge.VerdictStuckClaim)
 			}
 		}
 		// On a full scan, only what this pass saw is remembered.
@@ -193,7 +194,7 @@ func TestJudgePropertyMassDeathGuard(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGenerate(t, rapid.IntRange(0, 3).Draw(t, "outage") > 0)
-		plan := All(c.snap, c.p)
+		plan := judge.All(c.snap, c.p)
 		trips := ptMassDeath(c)
 		require.Equal(t, trips, jtHasGuard(plan, "mass-death"))
 		for _, jd := range plan.Holdings {
@@ -201,12 +202,12 @@ func TestJudgePropertyMassDeathGuard(t *testing.T) {
 				require.NotEqual(t, "mass-death guard", jd.Deferred)
 				continue
 			}
-			if jd.Action == ActionRelease && (jd.Verdict == VerdictOwnerDead || jd.Verdict == VerdictTaskLost) {
+			if jd.Action == judge.ActionRelease && (jd.Verdict == judge.VerdictOwnerDead || jd.Verdict == judge.VerdictTaskLost) {
 				require.NotEmpty(t, jd.Deferred, "%s released on dead grounds (%s) under mass death", jd.Key, jd.Verdict)
 			}
 		}
 		for _, tj := range plan.Tasks {
-			if trips && tj.Action == ActionUpdate {
+			if trips && tj.Action == judge.ActionUpdate {
 				require.NotEmpty(t, tj.Deferred, "task %s updated under mass death", tj.ID)
 			}
 			if !trips {
@@ -222,28 +223,28 @@ func TestJudgePropertyLimits(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := All(c.snap, c.p)
+		plan := judge.All(c.snap, c.p)
 		// A release goes with its unit: a task lock and the resource
 		// holdings that inherit its verdict. Units are taken in plan order
 		// until the next does not fit; a first unit larger than the limit
 		// goes alone.
-		unitOf := func(jd Judgement) SuspectKey {
-			if jd.Kind != KindTask && jd.Evidence().Via != "" {
-				return SuspectKey{Key: jd.Evidence().Via, Owner: jd.Owner}
+		unitOf := func(jd judge.Judgement) judge.SuspectKey {
+			if jd.Kind != judge.KindTask && jd.Evidence().Via != "" {
+				return judge.SuspectKey{Key: jd.Evidence().Via, Owner: jd.Owner}
 			}
-			return SuspectKey{Key: jd.Key, Owner: jd.Owner}
+			return judge.SuspectKey{Key: jd.Key, Owner: jd.Owner}
 		}
 		releases, wanted, cut := 0, 0, false
-		unitSize, unitReleased := map[SuspectKey]int{}, map[SuspectKey]int{}
+		unitSize, unitReleased := map[judge.SuspectKey]int{}, map[judge.SuspectKey]int{}
 		for _, jd := range plan.Holdings {
 			if jd.Deferred != "" {
-				require.Equal(t, ActionRelease, jd.Action)
+				require.Equal(t, judge.ActionRelease, jd.Action)
 			}
-			if jd.Action == ActionRelease && jd.Deferred != "mass-death guard" {
+			if jd.Action == judge.ActionRelease && jd.Deferred != "mass-death guard" {
 				wanted++
 				unitSize[unitOf(jd)]++
 			}
-			if jd.Action == ActionRelease && jd.Deferred == "" {
+			if jd.Action == judge.ActionRelease && jd.Deferred == "" {
 				releases++
 				unitReleased[unitOf(jd)]++
 			}
@@ -267,12 +268,12 @@ func TestJudgePropertyLimits(t *testing.T) {
 		updates, wantedUpdates := 0, 0
 		for _, tj := range plan.Tasks {
 			if tj.Deferred != "" {
-				require.Equal(t, ActionUpdate, tj.Action)
+				require.Equal(t, judge.ActionUpdate, tj.Action)
 			}
-			if tj.Action == ActionUpdate && tj.Deferred != "mass-death guard" {
+			if tj.Action == judge.ActionUpdate && tj.Deferred != "mass-death guard" {
 				wantedUpdates++
 			}
-			if tj.Action == ActionUpdate && tj.Deferred == "" {
+			if tj.Action == judge.ActionUpdate && tj.Deferred == "" {
 				updates++
 			}
 		}
@@ -287,10 +288,10 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		plan := All(c.snap, c.p)
+		plan := judge.All(c.snap, c.p)
 		taskLocked := map[string]bool{}
 		for _, h := range c.snap.Holdings {
-			if h.Kind == KindTask {
+			if h.Kind == judge.KindTask {
 				taskLocked[h.TaskID()] = true
 			}
 		}
@@ -298,13 +299,13 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 			live := ptLiveness(c, jd.Owner)
 			require.Equal(t, live, jd.Evidence().OwnerLiveness, "%s of %s", jd.Key, jd.Owner)
 			taskID := jd.TaskID()
-			if jd.Kind != KindTask {
-				if !slices.Contains([]Verdict{VerdictNoTask, VerdictOwnerDead, VerdictOwnerGone}, jd.Verdict) {
+			if jd.Kind != judge.KindTask {
+				if !slices.Contains([]judge.Verdict{judge.VerdictNoTask, judge.VerdictOwnerDead, judge.VerdictOwnerGone}, jd.Verdict) {
 					require.NotEmpty(t, jd.Evidence().Via, "%s %s: justified or inherited", jd.Key, jd.Verdict)
 				}
 				if jd.Evidence().Via != "" {
-					id, ok := strings.CutPrefix(jd.Evidence().Via, TaskKeyPrefix)
-					require.True(t, ok && IsTaskUUID(id))
+					id, ok := strings.CutPrefix(jd.Evidence().Via, judge.TaskKeyPrefix)
+					require.True(t, ok && judge.IsTaskUUID(id))
 					taskID = id
 					require.True(t, ptReserves(c.snap.Tasks[id], jd.Holding), "%s via %s", jd.Key, jd.Evidence().Via)
 				}
@@ -312,37 +313,37 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 			task, found := c.snap.Tasks[taskID]
 			what := fmt.Sprintf("%s held by %s: %s", jd.Key, jd.Owner, jd.Verdict)
 			switch jd.Verdict {
-			case VerdictTaskFinished:
+			case judge.VerdictTaskFinished:
 				require.True(t, found && ptFinal(task.State), what)
 				require.True(t, task.FinishedAt == nil || c.snap.Now.Sub(*task.FinishedAt) > c.p.FinishedGrace, what)
-			case VerdictOwnerDead:
-				require.Equal(t, Dead, live, what)
-			case VerdictOwnerGone:
-				require.Equal(t, Gone, live, what)
-			case VerdictTaskMissing:
+			case judge.VerdictOwnerDead:
+				require.Equal(t, judge.Dead, live, what)
+			case judge.VerdictOwnerGone:
+				require.Equal(t, judge.Gone, live, what)
+			case judge.VerdictTaskMissing:
 				require.False(t, found, what)
-				require.Equal(t, Alive, live, what)
-			case VerdictTaskLost:
+				require.Equal(t, judge.Alive, live, what)
+			case judge.VerdictTaskLost:
 				require.True(t, found && !ptFinal(task.State), what)
 				row, ok := ptRow(c, task.AppLockID)
 				require.True(t, ok && row.Name == jd.Owner && ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace), what)
-				require.Equal(t, Alive, live, what)
-			case VerdictUnclaimed:
+				require.Equal(t, judge.Alive, live, what)
+			case judge.VerdictUnclaimed:
 				require.True(t, found && !ptFinal(task.State), what)
-				require.Equal(t, Alive, live, what)
+				require.Equal(t, judge.Alive, live, what)
 				row, ok := ptRow(c, task.AppLockID)
 				require.True(t, !ok || row.Name != jd.Owner, what)
-			case VerdictNoTask:
-				require.Contains(t, []Liveness{Alive, Late}, live, what)
-			case VerdictHealthy:
+			case judge.VerdictNoTask:
+				require.Contains(t, []judge.Liveness{judge.Alive, judge.Late}, live, what)
+			case judge.VerdictHealthy:
 				require.True(t, ptHealthyTask(c, jd.Owner, taskID), what)
-			case VerdictPending:
-				require.True(t, live == Late || found && ptFinal(task.State) || found && func() bool {
+			case judge.VerdictPending:
+				require.True(t, live == judge.Late || found && ptFinal(task.State) || found && func() bool {
 					row, ok := ptRow(c, task.AppLockID)
 					return ok && row.Name == jd.Owner && !ptOnline(row, c.snap.Now) && !ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace)
 				}(), what)
-			case VerdictJustified:
-				require.Equal(t, ActionKeep, jd.Action, what)
+			case judge.VerdictJustified:
+				require.Equal(t, judge.ActionKeep, jd.Action, what)
 			default:
 				require.Failf(t, "unexpected verdict", what)
 			}
@@ -354,43 +355,43 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 			require.Equal(t, task.State, tj.StateBefore, what)
 			require.Equal(t, task.AppLockID, tj.AppLockID, what)
 			switch tj.Verdict {
-			case VerdictLost:
-				require.Contains(t, []string{StateRunning, StateCanceling}, task.State, what)
+			case judge.VerdictLost:
+				require.Contains(t, []string{judge.StateRunning, judge.StateCanceling}, task.State, what)
 				require.True(t, task.AppLockID == "" || !claimed || ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace), what)
-				want := StateCanceled
-				if task.State == StateRunning {
+				want := judge.StateCanceled
+				if task.State == judge.StateRunning {
 					want = c.p.LostRunning
 				}
 				require.Equal(t, want, tj.StateAfter, what)
 				require.True(t, strings.HasPrefix(tj.Reason, "Worker ") && strings.HasSuffix(tj.Reason, " has gone missing; lock reaper "+want+"."), what)
-			case VerdictOrphanedClaim:
-				require.Equal(t, StateWaiting, task.State, what)
+			case judge.VerdictOrphanedClaim:
+				require.Equal(t, judge.StateWaiting, task.State, what)
 				require.NotEmpty(t, task.AppLockID, what)
 				require.True(t, !claimed || ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace), what)
-				if c.p.OrphanedWaiting == WaitingRequeue {
+				if c.p.OrphanedWaiting == judge.WaitingRequeue {
 					require.True(t, tj.ClearClaim, what)
-					require.Equal(t, StateWaiting, tj.StateAfter, what)
+					require.Equal(t, judge.StateWaiting, tj.StateAfter, what)
 				} else {
 					require.False(t, tj.ClearClaim, what)
-					require.Equal(t, StateCanceled, tj.StateAfter, what)
+					require.Equal(t, judge.StateCanceled, tj.StateAfter, what)
 				}
 				if taskLocked[tj.ID] {
-					require.Equal(t, []string{TaskKeyPrefix + tj.ID}, tj.Details().AfterRelease, what)
+					require.Equal(t, []string{judge.TaskKeyPrefix + tj.ID}, tj.Details().AfterRelease, what)
 				}
-			case VerdictStuckClaim:
-				require.Equal(t, StateWaiting, task.State, what)
+			case judge.VerdictStuckClaim:
+				require.Equal(t, judge.StateWaiting, task.State, what)
 				require.True(t, c.snap.FullScan, what)
 				require.True(t, claimed && ptOnline(row, c.snap.Now), what)
 				require.False(t, taskLocked[tj.ID], what)
-			case VerdictUnprotected:
+			case judge.VerdictUnprotected:
 				// Reported only: a running task of a live claim whose lock
 				// a full scan did not find.
-				require.Equal(t, StateRunning, task.State, what)
+				require.Equal(t, judge.StateRunning, task.State, what)
 				require.True(t, c.snap.FullScan, what)
 				require.True(t, claimed && !ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace), what)
 				require.False(t, taskLocked[tj.ID], what)
-				require.Equal(t, ActionReport, tj.Action, what)
-				require.Equal(t, StateRunning, tj.StateAfter, what)
+				require.Equal(t, judge.ActionReport, tj.Action, what)
+				require.Equal(t, judge.StateRunning, tj.StateAfter, what)
 			default:
 				require.Failf(t, "unexpected task verdict", what)
 			}

@@ -1,4 +1,4 @@
-package judge
+package judgeprop
 
 // Property tests of the judge (All, Findings) over random fleets. Every property is stated from
 // verdicts.md and pulp-protocol.md, not from the rules' code: the helpers below
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -16,26 +17,26 @@ import (
 // An independent model of verdicts.md for the property tests: liveness,
 // health and the guards recomputed without the judge's code.
 func ptFinal(state string) bool {
-	return state == StateCompleted || state == StateFailed || state == StateCanceled || state == StateSkipped
+	return state == judge.StateCompleted || state == judge.StateFailed || state == judge.StateCanceled || state == judge.StateSkipped
 }
 
 // ptOnline is "last_heartbeat >= now() - ttl".
-func ptOnline(r AppStatus, now time.Time) bool {
+func ptOnline(r judge.AppStatus, now time.Time) bool {
 	return !r.LastHeartbeat.Before(now.Add(-r.TTL))
 }
 
 // ptRowDead is "last_heartbeat < now() - ttl - heartbeat_grace".
-func ptRowDead(r AppStatus, now time.Time, grace time.Duration) bool {
+func ptRowDead(r judge.AppStatus, now time.Time, grace time.Duration) bool {
 	return r.LastHeartbeat.Before(now.Add(-r.TTL - grace))
 }
 
-func ptRow(c ptCase, id string) (AppStatus, bool) {
+func ptRow(c ptCase, id string) (judge.AppStatus, bool) {
 	for _, r := range c.snap.AppStatuses {
 		if id != "" && r.ID == id {
 			return r, true
 		}
 	}
-	return AppStatus{}, false
+	return judge.AppStatus{}, false
 }
 
 // ptImmediateTask returns T of an immediate-<T> owner.
@@ -59,14 +60,14 @@ func ptImmediateTask(owner string) (string, bool) {
 // ptLiveness is the owner liveness table of verdicts.md. For a name whose
 // rows have different ttls, "late" is taken generously: some row within its
 // ttl+grace and none online.
-func ptLiveness(c ptCase, owner string) Liveness {
+func ptLiveness(c ptCase, owner string) judge.Liveness {
 	if id, ok := ptImmediateTask(owner); ok {
 		if t, found := c.snap.Tasks[id]; found && ptFinal(t.State) {
-			return Gone
+			return judge.Gone
 		}
 		// Incomplete, or not visible yet: judge.go counts it alive; see
 		// TestJudgeImmediateOwnerWithMissingTask.
-		return Alive
+		return judge.Alive
 	}
 	rows, online, withinGrace := 0, false, false
 	for _, r := range c.snap.AppStatuses {
@@ -79,13 +80,13 @@ func ptLiveness(c ptCase, owner string) Liveness {
 	}
 	switch {
 	case rows == 0:
-		return Gone
+		return judge.Gone
 	case online:
-		return Alive
+		return judge.Alive
 	case withinGrace:
-		return Late
+		return judge.Late
 	default:
-		return Dead
+		return judge.Dead
 	}
 }
 
@@ -99,16 +100,16 @@ func ptHealthyTask(c ptCase, owner, taskID string) bool {
 	if owner == "immediate-"+taskID {
 		return true
 	}
-	if ptLiveness(c, owner) != Alive {
+	if ptLiveness(c, owner) != judge.Alive {
 		return false
 	}
 	row, ok := ptRow(c, t.AppLockID)
 	return ok && row.Name == owner && ptOnline(row, c.snap.Now)
 }
 
-func ptReserves(t Task, h Holding) bool {
+func ptReserves(t judge.Task, h judge.Holding) bool {
 	want := h.Resource()
-	if h.Kind == KindShared {
+	if h.Kind == judge.KindShared {
 		want = "shared:" + h.Resource()
 	}
 	return slices.Contains(t.Reserved, want)
@@ -117,12 +118,12 @@ func ptReserves(t Task, h Holding) bool {
 // ptHealthy says whether a holding belongs to a healthy task: a healthy task
 // lock, or a resource that a healthy task lock of the same owner reserves
 // with the same kind.
-func ptHealthy(c ptCase, h Holding) bool {
-	if h.Kind == KindTask {
+func ptHealthy(c ptCase, h judge.Holding) bool {
+	if h.Kind == judge.KindTask {
 		return ptHealthyTask(c, h.Owner, h.TaskID())
 	}
 	for _, tl := range c.snap.Holdings {
-		if tl.Kind == KindTask && tl.Owner == h.Owner && ptHealthyTask(c, tl.Owner, tl.TaskID()) && ptReserves(c.snap.Tasks[tl.TaskID()], h) {
+		if tl.Kind == judge.KindTask && tl.Owner == h.Owner && ptHealthyTask(c, tl.Owner, tl.TaskID()) && ptReserves(c.snap.Tasks[tl.TaskID()], h) {
 			return true
 		}
 	}
@@ -146,7 +147,7 @@ func ptMassDeath(c ptCase) bool {
 	workers, dead := 0, 0
 	for _, r := range c.snap.AppStatuses {
 		rowDead := ptRowDead(r, c.snap.Now, c.p.HeartbeatGrace)
-		longDead := c.snap.Now.Sub(r.LastHeartbeat) > r.TTL+c.p.HeartbeatGrace+MassDeathWindow
+		longDead := c.snap.Now.Sub(r.LastHeartbeat) > r.TTL+c.p.HeartbeatGrace+judge.MassDeathWindow
 		_, seen := c.snap.SeenAlive[r.ID]
 		if r.AppType != "worker" || (rowDead && restarted[r.Name]) || (rowDead && anyLive && longDead && !seen) {
 			continue
@@ -159,13 +160,13 @@ func ptMassDeath(c ptCase) bool {
 	return !c.p.Force && workers > 0 && workers >= c.p.MinWorkers && float64(dead) > c.p.MaxDeadFraction*float64(workers)
 }
 
-func ptNeedsConfirmation(v Verdict) bool {
-	return v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim
+func ptNeedsConfirmation(v judge.Verdict) bool {
+	return v == judge.VerdictTaskMissing || v == judge.VerdictUnclaimed || v == judge.VerdictNoTask || v == judge.VerdictStuckClaim
 }
 
 // ptJudgement finds the one judgement of a holding.
-func ptJudgement(t *rapid.T, plan Plan, h Holding) Judgement {
-	var found []Judgement
+func ptJudgement(t *rapid.T, plan judge.Plan, h judge.Holding) judge.Judgement {
+	var found []judge.Judgement
 	for _, jd := range plan.Holdings {
 		if jd.Key == h.Key && jd.Owner == h.Owner && jd.Kind == h.Kind {
 			found = append(found, jd)

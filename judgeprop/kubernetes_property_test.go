@@ -1,10 +1,11 @@
-package judge
+package judgeprop
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/judge"
 	"pgregory.net/rapid"
 )
 
@@ -13,7 +14,7 @@ import (
 // deletion, DisruptionTarget, phases, running, restarted and ended
 // containers), a memory of earlier lists, and gives each AppStatus row a
 // creation time.
-func kpPods(t *rapid.T, c *ptCase) *PodView {
+func kpPods(t *rapid.T, c *ptCase) *judge.PodView {
 	for i := range c.snap.AppStatuses {
 		r := &c.snap.AppStatuses[i]
 		r.PulpCreated = r.LastHeartbeat.Add(-ptSeconds(t, 0, 3600, "row lifetime"))
@@ -23,19 +24,19 @@ func kpPods(t *rapid.T, c *ptCase) *PodView {
 		_, host, _ := strings.Cut(n, "@")
 		hosts[host] = true
 	}
-	var pods []Pod
-	seen := map[string]SeenPod{}
+	var pods []judge.Pod
+	seen := map[string]judge.SeenPod{}
 	for _, host := range []string{"worker-0", "worker-1", "worker-2", "worker-3", "api-0", "api-1"} {
 		if !hosts[host] {
 			continue
 		}
 		if rapid.Bool().Draw(t, "seen "+host) {
-			seen[host] = SeenPod{UID: "uid-" + host}
+			seen[host] = judge.SeenPod{UID: "uid-" + host}
 		}
 		if !rapid.Bool().Draw(t, "pod of "+host) {
 			continue
 		}
-		p := Pod{
+		p := judge.Pod{
 			Name: host, UID: "uid-" + host,
 			Phase:           rapid.SampledFrom([]string{"Running", "Running", "Pending", "Succeeded", "Failed"}).Draw(t, "phase"),
 			Terminating:     rapid.IntRange(0, 3).Draw(t, "terminating") == 0,
@@ -50,12 +51,12 @@ func kpPods(t *rapid.T, c *ptCase) *PodView {
 		p.Container, p.API = kpContainer(t, c, "worker"), kpContainer(t, c, "api")
 		pods = append(pods, p)
 	}
-	c.p.Kubernetes = PodRules{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
-	return NewPodView(pods, seen)
+	c.p.Kubernetes = judge.PodRules{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
+	return judge.NewPodView(pods, seen)
 }
 
 // kpContainer draws a container status as the kubelet reports one, or nil.
-func kpContainer(t *rapid.T, c *ptCase, name string) *Container {
+func kpContainer(t *rapid.T, c *ptCase, name string) *judge.Container {
 	if rapid.IntRange(0, 4).Draw(t, name+" status") == 0 {
 		return nil
 	}
@@ -63,25 +64,25 @@ func kpContainer(t *rapid.T, c *ptCase, name string) *Container {
 		v := c.snap.Now.Add(-ptSeconds(t, 0, 7200, name+" "+label))
 		return &v
 	}
-	ct := &Container{Name: name, Running: rapid.Bool().Draw(t, name+" running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, name+" restarts"))}
+	ct := &judge.Container{Name: name, Running: rapid.Bool().Draw(t, name+" running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, name+" restarts"))}
 	switch {
 	case ct.Running:
 		ct.StartedAt = at("started")
 	case rapid.Bool().Draw(t, name+" terminated"):
-		ct.Terminated = &Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
+		ct.Terminated = &judge.Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
 		ct.FinishedAt = ct.Terminated.FinishedAt
 	}
 	if ct.Restarts > 0 {
-		ct.LastTerminated = &Termination{Reason: "Error", ExitCode: 1, FinishedAt: at("last finished")}
+		ct.LastTerminated = &judge.Termination{Reason: "Error", ExitCode: 1, FinishedAt: at("last finished")}
 	}
 	return ct
 }
 
 // kpHastened names the owners and rows Kubernetes made more dead than their
 // heartbeats did.
-func kpHastened(c ptCase, view *PodView) (names, rows map[string]bool) {
-	plain := NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace)
-	withPods := NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace).WithPods(view, c.p.Kubernetes)
+func kpHastened(c ptCase, view *judge.PodView) (names, rows map[string]bool) {
+	plain := judge.NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace)
+	withPods := judge.NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace).WithPods(view, c.p.Kubernetes)
 	names, rows = map[string]bool{}, map[string]bool{}
 	for _, r := range c.snap.AppStatuses {
 		_, before, _ := plain.Row(r.ID)
@@ -102,15 +103,15 @@ func TestKubernetesPropertyOnlyCertainDeathReleases(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
 		view := kpPods(t, &c)
-		without := All(c.snap, c.p)
+		without := judge.All(c.snap, c.p)
 		snapWith := c.snap
 		snapWith.Pods = view
-		with := All(snapWith, c.p)
+		with := judge.All(snapWith, c.p)
 		names, rows := kpHastened(c, view)
 		// The contract's decision is the action; a max_releases cut may move
 		// as other holdings are kept, so deferral is compared only for the
 		// mass-death guard, which pod evidence must never lift.
-		released := func(jd Judgement) bool { return jd.Action == ActionRelease }
+		released := func(jd judge.Judgement) bool { return jd.Action == judge.ActionRelease }
 		if kpGuarded(without) && !kpGuarded(with) {
 			t.Fatalf("the mass-death guard tripped without pods, not with them")
 		}
@@ -123,12 +124,12 @@ func TestKubernetesPropertyOnlyCertainDeathReleases(t *testing.T) {
 		}
 		updated := map[string]bool{}
 		for _, tj := range without.Tasks {
-			if tj.Action == ActionUpdate {
+			if tj.Action == judge.ActionUpdate {
 				updated[tj.ID] = true
 			}
 		}
 		for _, tj := range with.Tasks {
-			if tj.Action == ActionUpdate && !updated[tj.ID] && !rows[tj.AppLockID] {
+			if tj.Action == judge.ActionUpdate && !updated[tj.ID] && !rows[tj.AppLockID] {
 				t.Fatalf("task %s updated as %s only with pods, its app_lock row %q not dead by Kubernetes", tj.ID, tj.Verdict, tj.AppLockID)
 			}
 		}
@@ -143,22 +144,22 @@ func TestKubernetesPropertyNeverLaterButForALivePod(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
 		view := kpPods(t, &c)
-		without := All(c.snap, c.p)
+		without := judge.All(c.snap, c.p)
 		snapWith := c.snap
 		snapWith.Pods = view
-		with := All(snapWith, c.p)
+		with := judge.All(snapWith, c.p)
 		for _, h := range c.snap.Holdings {
 			before, after := ptJudgement(t, without, h), ptJudgement(t, with, h)
-			if before.Action != ActionRelease || after.Action == ActionRelease {
+			if before.Action != judge.ActionRelease || after.Action == judge.ActionRelease {
 				continue
 			}
 			e := after.Evidence().Kubernetes
-			if e == nil || e.Rule != PodAliveNotHeartbeating || !e.CouldRun() {
+			if e == nil || e.Rule != judge.PodAliveNotHeartbeating || !e.CouldRun() {
 				t.Fatalf("%s of %s released without pods (%s), kept with them (%s) by %+v", h.Key, h.Owner, before.Verdict, after.Verdict, e)
 			}
 		}
 		for _, o := range with.FleetOwners {
-			if o.Kubernetes == nil || o.Kubernetes.Rule != PodGone {
+			if o.Kubernetes == nil || o.Kubernetes.Rule != judge.PodGone {
 				continue
 			}
 			if !view.SeenBefore(o.Kubernetes.Name) {
@@ -174,8 +175,8 @@ func TestKubernetesPropertyNoViewNoChange(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		c.p.Kubernetes = PodRules{HungWorkerGrace: time.Minute, ClockSkew: time.Second}
-		a, b := All(c.snap, c.p), All(c.snap, withDefaultPodRules(c.p))
+		c.p.Kubernetes = judge.PodRules{HungWorkerGrace: time.Minute, ClockSkew: time.Second}
+		a, b := judge.All(c.snap, c.p), judge.All(c.snap, withDefaultPodRules(c.p))
 		if len(a.Holdings) != len(b.Holdings) || len(a.Tasks) != len(b.Tasks) {
 			t.Fatalf("plans differ")
 		}
@@ -189,12 +190,12 @@ func TestKubernetesPropertyNoViewNoChange(t *testing.T) {
 
 // withDefaultPodRules is p with the Kubernetes rules' defaults: without a view
 // they must not matter.
-func withDefaultPodRules(p Policy) Policy {
-	p.Kubernetes = DefaultPolicy().Kubernetes
+func withDefaultPodRules(p judge.Policy) judge.Policy {
+	p.Kubernetes = judge.DefaultPolicy().Kubernetes
 	return p
 }
 
-func kpGuarded(p Plan) bool {
+func kpGuarded(p judge.Plan) bool {
 	for _, g := range p.Guards {
 		if g.Name == "mass-death" {
 			return true

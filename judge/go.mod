@@ -1,0 +1,3 @@
+module github.com/lock-reaper/lock-reaper/judge
+
+go 1.26.8
