@@ -85,9 +85,6 @@ func (f lockFilter) match(l LockLine) bool {
 		(f.verdict == "" || l.Verdict == f.verdict)
 }
 
-// holdingVerdicts are the verdicts a holding can get, for checking --verdict.
-var holdingVerdicts = []judge.Verdict{judge.VerdictHealthy, judge.VerdictJustified, judge.VerdictPending, judge.VerdictTaskFinished, judge.VerdictOwnerDead, judge.VerdictOwnerGone, judge.VerdictTaskLost, judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask}
-
 // runLocks lists the holdings of one snapshot. It reads as a pass does and
 // writes nothing, not even suspects. Exit 0, 1 when the read failed, 2 on
 // usage errors.
@@ -194,7 +191,7 @@ func ageOrDash(d *judge.Duration) string {
 }
 
 func knownVerdict(v judge.Verdict) bool {
-	for _, k := range holdingVerdicts {
+	for _, k := range judge.HoldingVerdicts {
 		if k == v {
 			return true
 		}
@@ -203,8 +200,8 @@ func knownVerdict(v judge.Verdict) bool {
 }
 
 func verdictNames() string {
-	names := make([]string, len(holdingVerdicts))
-	for i, v := range holdingVerdicts {
+	names := make([]string, len(judge.HoldingVerdicts))
+	for i, v := range judge.HoldingVerdicts {
 		names[i] = string(v)
 	}
 	return strings.Join(names, ", ")

@@ -164,7 +164,7 @@ func confirmRelease(env Env, in *reaper.Inspection, owner string) (int, bool) {
 // online AppStatus row, unless --force made the plan leave it be.
 func refuseAliveOwner(env Env, in *reaper.Inspection, owner string) (int, bool) {
 	for _, g := range in.OwnerRelease(owner).Guards {
-		if g.Name == "alive-owner" {
+		if g.Name == judge.GuardAliveOwner {
 			fmt.Fprintf(env.Stderr, "lock-reaper release: refused: %s\n", g.Reason)
 			return reaper.ExitGuarded, true
 		}

@@ -57,17 +57,8 @@ func envLookup(env Env) func(string) (string, bool) {
 	return os.LookupEnv
 }
 
-// severity ranks verdicts, most severe first: a dead owner's running task
-// and a lost task block work now; a finished task's leftover lock only
-// waits for its release.
-var severity = map[judge.Verdict]int{judge.VerdictTaskLost: 0, judge.VerdictLost: 0, judge.VerdictOwnerDead: 1, judge.VerdictOwnerGone: 2, judge.VerdictTaskMissing: 3, judge.VerdictUnclaimed: 4, judge.VerdictNoTask: 5, judge.VerdictOrphanedClaim: 6, judge.VerdictStuckClaim: 7, judge.VerdictTaskFinished: 8, judge.VerdictPending: 9, judge.VerdictJustified: 10, judge.VerdictHealthy: 11}
-
-func severityOf(v judge.Verdict) int {
-	if s, ok := severity[v]; ok {
-		return s
-	}
-	return 5 // a verdict added later sorts among the ones that need a look
-}
+// severityOf ranks verdicts, most severe first (judge.Verdicts).
+func severityOf(v judge.Verdict) int { return v.Severity() }
 
 const (
 	ansiRed    = "\x1b[31m"
@@ -80,10 +71,10 @@ const (
 // verdictColor is red for what blocks work now, yellow for leftovers and
 // suspects, green for what is kept.
 func verdictColor(v judge.Verdict) string {
-	switch s := severityOf(v); {
-	case s <= 1:
+	switch v {
+	case judge.VerdictTaskLost, judge.VerdictLost, judge.VerdictOwnerDead:
 		return ansiRed
-	case s >= 10:
+	case judge.VerdictJustified, judge.VerdictHealthy:
 		return ansiGreen
 	default:
 		return ansiYellow

@@ -152,7 +152,7 @@ func massDeathReason(c MassDeathCount, p Policy) string {
 // forbid. Held-back work is reported as deferred and waits for the next pass.
 func applyGuards(plan *Plan, fleet *Fleet, seen map[string]SeenAlive, p Policy) {
 	if c := CountMassDeath(fleet.WorkerRows(), seen, MassDeathWindow); massDeath(c, p) {
-		plan.Guards = append(plan.Guards, Guard{Name: "mass-death", Reason: massDeathReason(c, p)})
+		plan.Guards = append(plan.Guards, Guard{Name: GuardMassDeath, Reason: massDeathReason(c, p)})
 		for i := range plan.Holdings {
 			if jd := &plan.Holdings[i]; jd.Action == ActionRelease && jd.Verdict.onDeadGrounds() {
 				jd.Deferred = "mass-death guard"
@@ -169,13 +169,13 @@ func applyGuards(plan *Plan, fleet *Fleet, seen map[string]SeenAlive, p Policy) 
 		jd := &holdings[i]
 		return releaseUnit(jd), jd.Action == ActionRelease && jd.Deferred == ""
 	}, func(i int) { holdings[i].Deferred = "max_releases" }); deferred > 0 {
-		plan.Guards = append(plan.Guards, Guard{Name: "max-releases", Reason: fmt.Sprintf("%d holdings to release, at most %d per pass (max_releases): the rest waits for the next pass", wanted, p.MaxReleases)})
+		plan.Guards = append(plan.Guards, Guard{Name: GuardMaxReleases, Reason: fmt.Sprintf("%d holdings to release, at most %d per pass (max_releases): the rest waits for the next pass", wanted, p.MaxReleases)})
 	}
 	tasks := plan.Tasks
 	if wanted, deferred := limitPerPass(len(tasks), p.MaxTaskUpdates, func(i int) (int, bool) {
 		return i, tasks[i].Action == ActionUpdate && tasks[i].Deferred == ""
 	}, func(i int) { tasks[i].Deferred = "max_task_updates" }); deferred > 0 {
-		plan.Guards = append(plan.Guards, Guard{Name: "max-task-updates", Reason: fmt.Sprintf("%d tasks to update, at most %d per pass (max_task_updates): the rest waits for the next pass", wanted, p.MaxTaskUpdates)})
+		plan.Guards = append(plan.Guards, Guard{Name: GuardMaxTaskUpdates, Reason: fmt.Sprintf("%d tasks to update, at most %d per pass (max_task_updates): the rest waits for the next pass", wanted, p.MaxTaskUpdates)})
 	}
 }
 

@@ -146,7 +146,7 @@ func refuseAliveOwner(snap Snapshot, p Policy, o Owner) Plan {
 			rows[a.ID] = true
 		}
 	}
-	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects), Guards: []Guard{{Name: "alive-owner", Reason: fmt.Sprintf(
+	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects), Guards: []Guard{{Name: GuardAliveOwner, Reason: fmt.Sprintf(
 		"%s has an online AppStatus row (heartbeat %s ago): its locks are most likely healthy; nothing is released and no task is updated; rerun with --force if it is really dead",
 		o.Name, Duration(o.HeartbeatAge))}}}
 	if plan.Suspects == nil {

@@ -146,11 +146,22 @@ func New(version string) *Metrics {
 // the reaper later still appear, from their first occurrence.
 var (
 	outcomes        = []Outcome{OutcomeSuccess, OutcomeFailed, OutcomeSkipped, OutcomeGuarded}
-	releaseVerdicts = []judge.Verdict{judge.VerdictTaskFinished, judge.VerdictOwnerDead, judge.VerdictOwnerGone, judge.VerdictTaskLost, judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask}
+	releaseVerdicts = writing(judge.HoldingVerdicts)
 	holdingKinds    = []judge.Kind{judge.KindTask, judge.KindExclusive, judge.KindShared}
-	taskVerdicts    = []judge.Verdict{judge.VerdictLost, judge.VerdictOrphanedClaim, judge.VerdictStuckClaim}
-	guardNames      = []string{"mass-death", "max-releases", "max-task-updates"}
+	taskVerdicts    = writing(judge.TaskVerdicts)
+	guardNames      = judge.PassGuards
 )
+
+// writing is the verdicts of vs that are acted on (judge.Verdict.Writes).
+func writing(vs []judge.Verdict) []judge.Verdict {
+	var out []judge.Verdict
+	for _, v := range vs {
+		if v.Writes() {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 // Label values of the gauges that split holdings from tasks.
 const (

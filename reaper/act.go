@@ -214,8 +214,7 @@ func (a *actor) logHolding(jd judge.Judgement, res Result) {
 // waits until its task lock is gone: a task requeued while its old lock
 // remains would block the next worker that picks it up.
 func (a *actor) updateTasks(ctx context.Context) error {
-	gone := map[string]bool{}
-	held := map[string]bool{}
+	gone, held := map[string]bool{}, map[string]bool{}
 	for i, jd := range a.plan.Holdings {
 		if jd.Kind != judge.KindTask {
 			continue
@@ -226,19 +225,16 @@ func (a *actor) updateTasks(ctx context.Context) error {
 			held[jd.Key] = true
 		}
 	}
+	for k := range gone {
+		delete(held, k)
+	}
 	var todo []int
-	for i, tj := range a.plan.Tasks {
+	for i := range a.plan.Tasks {
 		if a.taskResults[i] != "" {
 			continue
 		}
-		blocked := false
-		for _, k := range tj.Details().AfterRelease {
-			if held[k] && !gone[k] {
-				blocked = true
-			}
-		}
-		if blocked {
-			a.taskResults[i], a.taskDeferred[i] = ResultDeferred, "its task lock is still held"
+		if judge.UpdateWaits(&a.plan.Tasks[i], held) {
+			a.taskResults[i], a.taskDeferred[i] = ResultDeferred, judge.DeferredTaskLockHeld
 			continue
 		}
 		todo = append(todo, i)
@@ -257,7 +253,7 @@ func (a *actor) updateTasks(ctx context.Context) error {
 		for n, i := range idx {
 			a.taskResults[i] = results[n]
 			a.logTask(a.plan.Tasks[i], results[n])
-			if results[n] == ResultUpdated && needsCancelSignal(a.plan.Tasks[i]) {
+			if results[n] == ResultUpdated && judge.NeedsCancelSignal(&a.plan.Tasks[i]) {
 				signal = append(signal, a.plan.Tasks[i].ID)
 			}
 		}

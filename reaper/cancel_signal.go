@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,14 +17,6 @@ const (
 	cancelSignalValue  = "cancel"
 	cancelSignalTTL    = 24 * time.Hour
 )
-
-// needsCancelSignal says a task update finished a task that a worker may
-// still be running: a worker that was only late then aborts it, rather than
-// run on beside the next holder of its resources.
-func needsCancelSignal(tj judge.TaskJudgement) bool {
-	return !tj.ClearClaim && (tj.StateBefore == judge.StateRunning || tj.StateBefore == judge.StateCanceling) &&
-		(tj.StateAfter == judge.StateCanceled || tj.StateAfter == judge.StateFailed)
-}
 
 // publishCancelSignals sets pulpcore's cancel signal of each task, in one
 // pipelined round trip, once its update is committed.

@@ -1,5 +1,8 @@
 package judge
 
+// The catalogue: every verdict, action and guard name the judge gives, in
+// one place that the metrics, the report and the command line range over.
+
 // Verdict names the rule of verdicts.md that decided a holding or a task.
 type Verdict string
 
@@ -27,6 +30,45 @@ const (
 	// a full scan did not find: reported, never written.
 	VerdictUnprotected Verdict = "unprotected"
 )
+
+// Verdicts is every verdict, most severe first: a dead owner's running
+// task and a lost task block work now; a finished task's leftover lock only
+// waits for its release. Reports sort by it.
+var Verdicts = []Verdict{
+	VerdictTaskLost, VerdictLost, VerdictOwnerDead, VerdictOwnerGone, VerdictTaskMissing,
+	VerdictUnclaimed, VerdictNoTask, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
+	VerdictTaskFinished, VerdictPending, VerdictJustified, VerdictHealthy,
+}
+
+// HoldingVerdicts are the verdicts a holding can get, most severe first.
+var HoldingVerdicts = []Verdict{
+	VerdictTaskLost, VerdictOwnerDead, VerdictOwnerGone, VerdictTaskMissing, VerdictUnclaimed,
+	VerdictNoTask, VerdictTaskFinished, VerdictPending, VerdictJustified, VerdictHealthy,
+}
+
+// TaskVerdicts are the verdicts an incomplete task can get, most severe first.
+var TaskVerdicts = []Verdict{VerdictLost, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim}
+
+// Severity ranks a verdict among Verdicts, 0 the most severe; a verdict
+// the catalogue does not know ranks among those that need a look.
+func (v Verdict) Severity() int {
+	for i, known := range Verdicts {
+		if v == known {
+			return i
+		}
+	}
+	return 6
+}
+
+// Writes says a finding with this verdict is acted on, now or once
+// confirmed: a release or a task update, not a report only.
+func (v Verdict) Writes() bool {
+	switch v.action() {
+	case ActionRelease, ActionUpdate, ActionSuspect:
+		return true
+	}
+	return false
+}
 
 // needsConfirmation lists the verdicts whose finding is only released on a
 // later pass that sees it again: a live owner may be between two legitimate
@@ -80,3 +122,24 @@ const (
 	// ActionReport only reports a task: nothing is written for it.
 	ActionReport Action = "report"
 )
+
+// Actions is every action, in the order a plan's summary lists them.
+var Actions = []Action{ActionRelease, ActionUpdate, ActionSuspect, ActionReport, ActionKeep}
+
+// Names of the guards that hold back a plan's work (Plan.Guards).
+const (
+	// GuardMassDeath holds back every release on dead grounds and every
+	// task update when much of the fleet died at once (guards.go).
+	GuardMassDeath = "mass-death"
+	// GuardMaxReleases and GuardMaxTaskUpdates cut a pass's work to the
+	// policy's limits; the rest waits for the next pass.
+	GuardMaxReleases    = "max-releases"
+	GuardMaxTaskUpdates = "max-task-updates"
+	// GuardAliveOwner refuses a break-glass release of an owner whose
+	// heartbeat is current (release_owner.go).
+	GuardAliveOwner = "alive-owner"
+)
+
+// PassGuards are the guards a pass can raise; GuardAliveOwner is the
+// break-glass release's.
+var PassGuards = []string{GuardMassDeath, GuardMaxReleases, GuardMaxTaskUpdates}

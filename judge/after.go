@@ -1,0 +1,29 @@
+package judge
+
+// What a pass decides after acting: rules whose facts include what the
+// release did, applied by the actor between its steps.
+
+// DeferredTaskLockHeld is why a task update waits for a later pass.
+const DeferredTaskLockHeld = "its task lock is still held"
+
+// NeedsCancelSignal says a task update finished a task that a worker may
+// still be running: pulpcore's cancel signal then makes a worker that was
+// only late abort it, rather than run on beside the next holder of its
+// resources.
+func NeedsCancelSignal(tj *TaskJudgement) bool {
+	return !tj.ClearClaim && runs(tj.StateBefore) && (tj.StateAfter == StateCanceled || tj.StateAfter == StateFailed)
+}
+
+// UpdateWaits says a task update must wait for a later pass: a task lock
+// its update needs gone (TaskDetails.AfterRelease) is still held after the
+// release. A task requeued while its old lock remains would block the next
+// worker that picks it up. stillHeld names the task lock keys the plan
+// listed that the release left in place.
+func UpdateWaits(tj *TaskJudgement, stillHeld map[string]bool) bool {
+	for _, k := range tj.Details().AfterRelease {
+		if stillHeld[k] {
+			return true
+		}
+	}
+	return false
+}
