@@ -1,7 +1,7 @@
 package judge
 
 import (
-	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -44,11 +44,6 @@ type Judgement struct {
 	FirstSeen *time.Time `json:"first_seen,omitempty"`
 	// Deferred says why a release was held back this pass.
 	Deferred string `json:"deferred,omitempty"`
-	// Result is what acting on the judgement did. The judge leaves it
-	// empty; whoever acts on the plan sets it, so that a report lists the
-	// plan's own judgements rather than a copy of each: an incident's
-	// findings are hundreds of thousands.
-	Result Result `json:"result"`
 }
 
 // Evidence is what the verdict rested on, a copy the caller may change.
@@ -73,9 +68,6 @@ func (jd Judgement) WithEvidence(e Evidence) Judgement {
 	return jd
 }
 
-// Result is what acting on a holding or a task did (the reaper names them).
-type Result string
-
 // TaskJudgement is the verdict on one lost, orphaned or stuck task. Its
 // fields are in the order a report writes them.
 type TaskJudgement struct {
@@ -93,9 +85,7 @@ type TaskJudgement struct {
 	// is finished with Reason.
 	ClearClaim bool   `json:"requeue,omitempty"`
 	Reason     string `json:"reason,omitempty"`
-	// Result is what acting on the judgement did, set as a holding's is.
-	Result   Result `json:"result"`
-	Deferred string `json:"deferred,omitempty"`
+	Deferred   string `json:"deferred,omitempty"`
 	// TaskDetails is what few task judgements carry, nil for the others:
 	// the hundred thousand lost tasks of one dead worker carry none of it,
 	// and a pointer is a sixth of the room its fields would take in each.
@@ -222,9 +212,9 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the seconds MarshalJSON wrote.
 func (d *Duration) UnmarshalJSON(b []byte) error {
-	var secs float64
-	if err := json.Unmarshal(b, &secs); err != nil {
-		return err
+	secs, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("a duration in seconds: %w", err)
 	}
 	*d = Duration(secs * float64(time.Second))
 	return nil
