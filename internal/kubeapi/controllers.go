@@ -59,20 +59,27 @@ func (s *Server) update(namespace, name string, f func(*corev1.Pod) error) error
 	return ferr
 }
 
-// ContainerStarted is the kubelet's status update once a pod's container
-// first runs: running since at, ready, and the pod Running and Ready.
-func (s *Server) ContainerStarted(namespace, name, container string, at time.Time) error {
+// updateContainer is update for a change to one container's status.
+func (s *Server) updateContainer(namespace, name, container string, f func(*corev1.Pod, *corev1.ContainerStatus)) error {
 	return s.update(namespace, name, func(p *corev1.Pod) error {
 		cs, err := containerStatus(p, container)
 		if err != nil {
 			return err
 		}
+		f(p, cs)
+		return nil
+	})
+}
+
+// ContainerStarted is the kubelet's status update once a pod's container
+// first runs: running since at, ready, and the pod Running and Ready.
+func (s *Server) ContainerStarted(namespace, name, container string, at time.Time) error {
+	return s.updateContainer(namespace, name, container, func(p *corev1.Pod, cs *corev1.ContainerStatus) {
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at.Truncate(time.Second))}}
 		cs.Ready, cs.Started = true, ptr(true)
 		p.Status.Phase = corev1.PodRunning
 		setCondition(p, corev1.ContainersReady, corev1.ConditionTrue, "", "", at)
 		setCondition(p, corev1.PodReady, corev1.ConditionTrue, "", "", at)
-		return nil
 	})
 }
 
@@ -97,11 +104,7 @@ func Waiting(p *corev1.Pod) *corev1.Pod {
 // pod's Ready and ContainersReady False. With restartPolicy Always the pod
 // stays Running; the restart comes later (ContainerRestarted).
 func (s *Server) ContainerTerminated(namespace, name, container string, exitCode int32, reason string, at time.Time) error {
-	return s.update(namespace, name, func(p *corev1.Pod) error {
-		cs, err := containerStatus(p, container)
-		if err != nil {
-			return err
-		}
+	return s.updateContainer(namespace, name, container, func(p *corev1.Pod, cs *corev1.ContainerStatus) {
 		t := &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: reason, ContainerID: cs.ContainerID,
 			FinishedAt: metav1.NewTime(at.Truncate(time.Second))}
 		if r := cs.State.Running; r != nil {
@@ -112,7 +115,6 @@ func (s *Server) ContainerTerminated(namespace, name, container string, exitCode
 		msg := "containers with unready status: [" + container + "]"
 		setCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", msg, at)
 		setCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", msg, at)
-		return nil
 	})
 }
 
@@ -122,11 +124,7 @@ func (s *Server) ContainerTerminated(namespace, name, container string, exitCode
 // was still running (an OOM kill and restart between two status updates)
 // gets its end at at, exit code 137, OOMKilled.
 func (s *Server) ContainerRestarted(namespace, name, container string, at time.Time) error {
-	return s.update(namespace, name, func(p *corev1.Pod) error {
-		cs, err := containerStatus(p, container)
-		if err != nil {
-			return err
-		}
+	return s.updateContainer(namespace, name, container, func(p *corev1.Pod, cs *corev1.ContainerStatus) {
 		ended := cs.State.Terminated
 		if ended == nil {
 			ended = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", ContainerID: cs.ContainerID,
@@ -143,7 +141,6 @@ func (s *Server) ContainerRestarted(namespace, name, container string, at time.T
 		cs.Ready, cs.Started = true, ptr(true)
 		setCondition(p, corev1.ContainersReady, corev1.ConditionTrue, "", "", at)
 		setCondition(p, corev1.PodReady, corev1.ConditionTrue, "", "", at)
-		return nil
 	})
 }
 
