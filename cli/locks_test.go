@@ -10,6 +10,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // opsLocksFleet is a dead worker with a lost task and a leaked finished one,
@@ -95,7 +96,7 @@ func TestLocks(t *testing.T) {
 	require.Equal(t, exitUnknownOwner, code)
 	require.Contains(t, stderr, "owner 7@nobody holds no lock and has no AppStatus row")
 
-	_, err := f.r.Client.Get(f.ctx, reaper.SuspectsKey).Result()
+	_, err := f.r.Client.Get(f.ctx, redislocks.SuspectsKey).Result()
 	require.Error(t, err, "locks writes nothing, not even suspects")
 	require.Equal(t, "1@dead", f.get("task:"+f.lost))
 	state, _ := f.state(f.lost)

@@ -16,6 +16,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 func init() {
@@ -74,7 +75,7 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "lock-reaper release: --owner is required")
 		return reaper.ExitUsage
 	}
-	if problem := reaper.OwnerProblem(rf.owner); problem != "" {
+	if problem := redislocks.OwnerProblem(rf.owner); problem != "" {
 		fmt.Fprintf(env.Stderr, "lock-reaper release: --owner: %s\n", problem)
 		return reaper.ExitUsage
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 func randomSuffix() string {
@@ -88,8 +89,8 @@ func registeredLock(t *testing.T, rdb *redis.Client, owner string) {
 	ctx := context.Background()
 	key := judge.TaskKeyPrefix + "6f1c4a52-7a3e-4c59-9d1a-0f6e2b8f1c11"
 	require.NoError(t, rdb.Set(ctx, key, owner, 0).Err())
-	require.NoError(t, rdb.SAdd(ctx, reaper.OwnerLocksPrefix+owner, key).Err())
-	require.NoError(t, rdb.SAdd(ctx, reaper.ActiveOwnersKey, owner).Err())
+	require.NoError(t, rdb.SAdd(ctx, redislocks.OwnerLocksPrefix+owner, key).Err())
+	require.NoError(t, rdb.SAdd(ctx, redislocks.ActiveOwnersKey, owner).Err())
 }
 
 func runCheck(t *testing.T, fn func(context.Context, Target) Result, target Target) Result {
@@ -290,11 +291,11 @@ func TestRedisWorkerNotInUse(t *testing.T) {
 	require.Contains(t, res.Fix, `WORKER_TYPE = "redis"`)
 	require.Contains(t, res.Fix, "spec.custom_pulp_settings")
 
-	require.NoError(t, rdb.Client.SAdd(ctx, reaper.ActiveOwnersKey, "1@pulp-worker-0").Err())
+	require.NoError(t, rdb.Client.SAdd(ctx, redislocks.ActiveOwnersKey, "1@pulp-worker-0").Err())
 	res = runCheck(t, checkRedisWorker, target)
 	require.Equal(t, OK, res.Status, res.Evidence)
 
-	require.NoError(t, rdb.Client.Del(ctx, reaper.ActiveOwnersKey).Err())
+	require.NoError(t, rdb.Client.Del(ctx, redislocks.ActiveOwnersKey).Err())
 	registeredLock(t, rdb.Client, "1@pulp-worker-0")
 	res = runCheck(t, checkRedisWorker, target)
 	require.Equal(t, OK, res.Status, res.Evidence)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // checkRedisWorker asks whether Pulp runs the Redis worker at all: pulpcore's
@@ -31,7 +32,7 @@ func evalRedisWorker(in *reaper.Inspection) Result {
 		return Result{Status: Warn, Evidence: note, Fix: reaper.WorkerTypeFix}
 	}
 	return Result{Status: OK, Evidence: fmt.Sprintf("%d holdings, %d owners in %s: Pulp's workers use the Redis worker's locks, or none is alive",
-		holdings, owners, reaper.ActiveOwnersKey)}
+		holdings, owners, redislocks.ActiveOwnersKey)}
 }
 
 // inspectOnce reads one snapshot for every check that needs it.

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // holdingRef names one holding: a lock key and one owner.
@@ -154,5 +155,5 @@ func isReleaseScript(name string, args []any) bool {
 		sum := sha1.Sum([]byte(script))
 		script = hex.EncodeToString(sum[:])
 	}
-	return script == reaper.ReleaseScriptSHA()
+	return script == redislocks.ReleaseScriptSHA()
 }

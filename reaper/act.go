@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // actor carries out a plan: releases first, then task updates, then the
@@ -36,18 +37,18 @@ func (a *actor) run(ctx context.Context) error {
 		// Owners with nothing left and no live row leave the registry, as
 		// pulpcore's cleanup would have them.
 		if ctx.Err() == nil {
-			retireErr = inStep("retiring owners from "+ActiveOwnersKey+" in", SystemRedis,
-				retireOwners(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, a.plan.FleetOwners))
+			retireErr = inStep("retiring owners from "+redislocks.ActiveOwnersKey+" in", SystemRedis,
+				redislocks.RetireOwners(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, a.plan.FleetOwners))
 		}
 	} else {
 		a.failPendingTasks()
 	}
 	suspectErr := inStep("remembering suspects in", SystemRedis,
-		writeSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep()))
+		redislocks.WriteSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep()))
 	var seenErr error
 	if a.plan.SeenAlive != nil {
 		seenErr = inStep("remembering the mass-death guard's memory in", SystemRedis,
-			writeSeenAlive(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.plan.SeenAlive))
+			redislocks.WriteSeenAlive(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.plan.SeenAlive))
 	}
 	return errors.Join(releaseErr, updateErr, retireErr, suspectErr, seenErr)
 }
@@ -111,8 +112,8 @@ func (a *actor) release(ctx context.Context) error {
 		}
 		return strings.Compare(gx.Owner, gy.Owner)
 	})
-	rel := &releaser{rdb: a.r.rdb, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.RedisTimeout}
-	end, err := a.releaseBatchEnds(ctx, todo, rel.batchSize)
+	rel := &redislocks.Releaser{RDB: a.r.rdb, Timeout: a.r.cfg.RedisTimeout, Log: a.r.log}
+	end, err := rel.BatchEnds(ctx, a.plan.Holdings, todo, a.r.cfg.BatchSize)
 	if err != nil {
 		a.failHoldings(todo)
 		return err
@@ -120,31 +121,38 @@ func (a *actor) release(ctx context.Context) error {
 	logs := a.startReleaseLog()
 	defer logs.wait()
 	return inBatchesCut(ctx, todo, end, a.failHoldings, func(done int, idx []int) error {
-		b := releaseBatch{holdings: make([]judge.Holding, len(idx)), guarded: make([]bool, len(idx)), seen: map[string][]string{}}
+		b := redislocks.Batch{Holdings: make([]judge.Holding, len(idx)), Guarded: make([]bool, len(idx)), Seen: map[string][]string{}}
 		retired := map[string]bool{}
 		for n, i := range idx {
 			jd := a.plan.Holdings[i]
-			b.holdings[n] = jd.Holding
+			b.Holdings[n] = jd.Holding
 			switch l := jd.Evidence().OwnerLiveness; {
 			case (l == judge.Dead || l == judge.Gone) && !retired[jd.Owner]:
 				retired[jd.Owner] = true
-				b.retire = append(b.retire, jd.Owner)
+				b.Retire = append(b.Retire, jd.Owner)
 			case judge.Guarded(jd):
-				b.guarded[n] = true
-				b.seen[jd.Owner] = a.plan.TaskLocksSeen[jd.Owner]
+				b.Guarded[n] = true
+				b.Seen[jd.Owner] = a.plan.TaskLocksSeen[jd.Owner]
 			}
 		}
-		results, err := rel.release(context.WithoutCancel(ctx), b)
+		outcomes, err := rel.Release(context.WithoutCancel(ctx), b)
 		if err != nil {
 			return err
 		}
+		results := make([]Result, len(idx))
 		for n, i := range idx {
+			results[n] = releaseResults[outcomes[n]]
 			a.holdingResults[i] = results[n]
 		}
 		logs.add(idx, results)
 		a.progress(PhaseReleasing, done+len(idx), len(todo))
 		return nil
 	})
+}
+
+// releaseResults are the results of the release script's outcomes.
+var releaseResults = map[redislocks.Outcome]Result{
+	redislocks.Released: ResultReleased, redislocks.AlreadyGone: ResultAlreadyGone, redislocks.OwnerChanged: ResultOwnerChanged,
 }
 
 // inBatches calls do with consecutive batches of at most size of todo, and
@@ -257,12 +265,12 @@ func (a *actor) updateTasks(ctx context.Context) error {
 		for n, i := range idx {
 			a.taskResults[i] = results[n]
 			a.logTask(a.plan.Tasks[i], results[n])
-			if results[n] == ResultUpdated && needsCancelSignal(a.plan.Tasks[i]) {
+			if results[n] == ResultUpdated && redislocks.NeedsCancelSignal(a.plan.Tasks[i]) {
 				signal = append(signal, a.plan.Tasks[i].ID)
 			}
 		}
 		// The batch's updates stand: a failed signal fails the tasks after it.
-		if err := publishCancelSignals(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, signal); err != nil {
+		if err := redislocks.PublishCancelSignals(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, signal); err != nil {
 			return inStep("publishing cancel signals in", SystemRedis, err)
 		}
 		a.progress(PhaseUpdatingTasks, done+len(idx), len(todo))

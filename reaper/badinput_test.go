@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -138,19 +139,19 @@ func TestBadInputRegistryOfWrongTypes(t *testing.T) {
 	task := f.task(judge.StateRunning, dead, nil, -1)
 	require.NoError(t, f.redis.Client.Set(f.ctx, judge.TaskKeyPrefix+task, "5@dead", 0).Err())
 	ctx, rdb := f.ctx, f.redis.Client
-	require.NoError(t, rdb.Set(ctx, ActiveOwnersKey, "not a set", 0).Err())
-	require.NoError(t, rdb.HSet(ctx, OwnerLocksPrefix+"5@dead", "a", "b").Err())
-	require.NoError(t, rdb.Set(ctx, SuspectsKey, "not a hash", 0).Err())
+	require.NoError(t, rdb.Set(ctx, redislocks.ActiveOwnersKey, "not a set", 0).Err())
+	require.NoError(t, rdb.HSet(ctx, redislocks.OwnerLocksPrefix+"5@dead", "a", "b").Err())
+	require.NoError(t, rdb.Set(ctx, redislocks.SuspectsKey, "not a hash", 0).Err())
 
 	rep := f.pass(f.reaper(nil), ModeOnce)
 	require.Empty(t, rep.Error)
 	require.Equal(t, ResultReleased, findingFor(rep, judge.TaskKeyPrefix+task, "5@dead").Result)
-	require.Equal(t, "not a set", f.get(ActiveOwnersKey), "a registry of the wrong type is not the reaper's to fix")
+	require.Equal(t, "not a set", f.get(redislocks.ActiveOwnersKey), "a registry of the wrong type is not the reaper's to fix")
 
 	// A registry naming keys that are not locks, or locks that are gone.
-	require.NoError(t, rdb.Del(ctx, ActiveOwnersKey).Err())
-	require.NoError(t, rdb.SAdd(ctx, ActiveOwnersKey, "5@live-0", "").Err())
-	require.NoError(t, rdb.SAdd(ctx, OwnerLocksPrefix+"5@live-0", "unrelated", judge.TaskKeyPrefix+newUUID()).Err())
+	require.NoError(t, rdb.Del(ctx, redislocks.ActiveOwnersKey).Err())
+	require.NoError(t, rdb.SAdd(ctx, redislocks.ActiveOwnersKey, "5@live-0", "").Err())
+	require.NoError(t, rdb.SAdd(ctx, redislocks.OwnerLocksPrefix+"5@live-0", "unrelated", judge.TaskKeyPrefix+newUUID()).Err())
 	require.NoError(t, rdb.Set(ctx, "unrelated", "5@live-0", 0).Err())
 	rep = f.pass(f.reaper(nil), ModeOnce)
 	require.Empty(t, rep.Error)
@@ -335,6 +336,6 @@ func TestBadInputOwnerNames(t *testing.T) {
 		require.Equal(t, judge.VerdictOwnerDead, findingFor(rep, p.task.key, p.task.owner).Verdict)
 		require.False(t, sfHolds(f, p.task), p.task.owner)
 		require.False(t, sfHolds(f, p.res), p.res.owner)
-		require.Empty(t, f.members(OwnerLocksPrefix+p.task.owner), "registry emptied")
+		require.Empty(t, f.members(redislocks.OwnerLocksPrefix+p.task.owner), "registry emptied")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -16,7 +17,7 @@ import (
 // a waiting task it requeues, and a task whose update lost a race, get none.
 func TestCancelSignalForFinishedRunningTasks(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, sim.CancelKeyPrefix, CancelSignalPrefix, "the simulator's workers poll the same key")
+	require.Equal(t, sim.CancelKeyPrefix, redislocks.CancelSignalPrefix, "the simulator's workers poll the same key")
 	for _, lost := range []string{judge.StateCanceled, judge.StateFailed} {
 		t.Run(lost, func(t *testing.T) {
 			f := newFixture(t)
@@ -36,12 +37,12 @@ func TestCancelSignalForFinishedRunningTasks(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, ResultSkipped, taskFindingFor(rep, raced).Result)
 			for _, id := range []string{running, canceling} {
-				require.Equal(t, "cancel", f.get(CancelSignalPrefix+id), id)
-				ttl := f.redis.Client.TTL(f.ctx, CancelSignalPrefix+id).Val()
+				require.Equal(t, "cancel", f.get(redislocks.CancelSignalPrefix+id), id)
+				ttl := f.redis.Client.TTL(f.ctx, redislocks.CancelSignalPrefix+id).Val()
 				require.InDelta(t, (24 * time.Hour).Seconds(), ttl.Seconds(), 60)
 			}
 			for _, id := range []string{waiting, raced} {
-				require.Zero(t, f.redis.Client.Exists(f.ctx, CancelSignalPrefix+id).Val(), id)
+				require.Zero(t, f.redis.Client.Exists(f.ctx, redislocks.CancelSignalPrefix+id).Val(), id)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -34,7 +35,7 @@ func (a *ccActing) enter() {
 // leaveHook ends a reaper's acting once its suspects write came back.
 func (a *ccActing) leaveHook() redis.Hook {
 	return sfHook{after: func(cmd redis.Cmder) {
-		if args := cmd.Args(); cmd.Name() == "del" && len(args) == 2 && args[1] == SuspectsKey {
+		if args := cmd.Args(); cmd.Name() == "del" && len(args) == 2 && args[1] == redislocks.SuspectsKey {
 			a.now.Add(-1)
 		}
 	}}

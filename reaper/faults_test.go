@@ -16,6 +16,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/faultproxy"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // The fault tests put a fault-injecting TCP proxy between the reaper and the
@@ -449,7 +450,7 @@ func TestFaultPostgresCommitReplyLost(t *testing.T) {
 		}
 		require.Equal(t, ResultUpdated, tf.Result, tf.ID)
 		require.Equal(t, tf.StateAfter, state, "the report says what the database holds: %s", tf.ID)
-		signalled := f.redis.Client.Exists(f.ctx, CancelSignalPrefix+tf.ID).Val() == 1
+		signalled := f.redis.Client.Exists(f.ctx, redislocks.CancelSignalPrefix+tf.ID).Val() == 1
 		require.Equal(t, tf.StateBefore == judge.StateRunning, signalled, "the cancel signal of %s (%s)", tf.ID, tf.StateBefore)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // fixture is a real Redis database and a real PostgreSQL database holding
@@ -103,9 +104,9 @@ func (f *fixture) acquire(owner, taskID string, reserved []string, legacy bool) 
 		return
 	}
 	for _, k := range keys {
-		require.NoError(f.t, rdb.SAdd(f.ctx, OwnerLocksPrefix+owner, k).Err())
+		require.NoError(f.t, rdb.SAdd(f.ctx, redislocks.OwnerLocksPrefix+owner, k).Err())
 	}
-	require.NoError(f.t, rdb.SAdd(f.ctx, ActiveOwnersKey, owner).Err())
+	require.NoError(f.t, rdb.SAdd(f.ctx, redislocks.ActiveOwnersKey, owner).Err())
 }
 
 func cutShared(r string) (string, bool) {
@@ -166,13 +167,13 @@ func (f *fixture) taskRow(id string) (state string, appLock *string, reason *str
 // confirm_after had passed.
 func (f *fixture) ageSuspects(by time.Duration) {
 	f.t.Helper()
-	s, err := readSuspects(f.ctx, f.redis.Client, time.Second)
+	s, err := redislocks.ReadSuspects(f.ctx, f.redis.Client, time.Second)
 	require.NoError(f.t, err)
 	for k, v := range s {
 		v.FirstSeen = v.FirstSeen.Add(-by)
 		s[k] = v
 	}
-	require.NoError(f.t, writeSuspects(f.ctx, f.redis.Client, time.Second, time.Hour, s))
+	require.NoError(f.t, redislocks.WriteSuspects(f.ctx, f.redis.Client, time.Second, time.Hour, s))
 }
 
 func findingFor(rep *Report, key, owner string) *Finding {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // createdAgo moves a task's pulp_created back, on the database clock.
@@ -61,7 +62,7 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	in, err := r.Inspect(f.ctx, InspectOptions{})
 	require.NoError(t, err)
 	require.Equal(t, before, f.redisDump(), "an inspection writes nothing to Redis")
-	require.NotContains(t, before, SuspectsKey)
+	require.NotContains(t, before, redislocks.SuspectsKey)
 	state, _, _, _ := f.taskRow(dead)
 	require.Equal(t, "running", state)
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/kube"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // The passes of these tests read pod objects as Kubernetes' own controllers
@@ -421,10 +422,10 @@ func TestKubernetesPassAuditRemembersNothing(t *testing.T) {
 	f := newFixture(t)
 	cluster := newKPCluster(t, f.kpFleet()...)
 	f.kpPass(cluster, ModeAudit)
-	require.Zero(t, f.redis.Client.Exists(f.ctx, PodsSeenKey).Val())
+	require.Zero(t, f.redis.Client.Exists(f.ctx, redislocks.PodsSeenKey).Val())
 	f.kpPass(cluster, ModeOnce)
-	require.Len(t, f.redis.Client.HGetAll(f.ctx, PodsSeenKey).Val(), 3)
-	require.Positive(t, f.redis.Client.TTL(f.ctx, PodsSeenKey).Val())
+	require.Len(t, f.redis.Client.HGetAll(f.ctx, redislocks.PodsSeenKey).Val(), 3)
+	require.Positive(t, f.redis.Client.TTL(f.ctx, redislocks.PodsSeenKey).Val())
 }
 
 func kpOwner(rep *Report, name string) *judge.OwnerReport {

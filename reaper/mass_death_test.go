@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/stretchr/testify/require"
 )
 
@@ -150,7 +151,7 @@ func TestMassDeathGuardRemembersAcrossPasses(t *testing.T) {
 	for _, h := range m.held {
 		require.False(t, sfHolds(f, h), "released: %v", h)
 	}
-	seen, err := readSeenAlive(f.ctx, f.redis.Client, time.Second)
+	seen, err := redislocks.ReadSeenAlive(f.ctx, f.redis.Client, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, []string{m.live}, slices.Collect(maps.Keys(seen)), "--force forgets the dead")
 }
@@ -181,7 +182,7 @@ func TestMassDeathGuardEndsWhenPulpcoreDeletesTheRows(t *testing.T) {
 		require.Equal(t, judge.VerdictOwnerGone, findingFor(rep, h.key, h.owner).Verdict, h.key)
 		require.False(t, sfHolds(f, h), "released: %v", h)
 	}
-	seen, err := readSeenAlive(f.ctx, f.redis.Client, time.Second)
+	seen, err := redislocks.ReadSeenAlive(f.ctx, f.redis.Client, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, []string{m.live}, slices.Collect(maps.Keys(seen)), "deleted rows are forgotten")
 }
@@ -203,7 +204,7 @@ func TestMassDeathGuardRollingRestartAfterPasses(t *testing.T) {
 		require.False(t, sfHolds(f, h), "released: %v", h)
 	}
 	require.Equal(t, 5, rep.Summary.TasksUpdated)
-	seen, err := readSeenAlive(f.ctx, f.redis.Client, time.Second)
+	seen, err := redislocks.ReadSeenAlive(f.ctx, f.redis.Client, time.Second)
 	require.NoError(t, err)
 	require.Len(t, seen, 4, "only the live rows are remembered")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 const domain = "prn:core.domain:00000000-0000-4000-8000-000000000001"
@@ -134,9 +135,9 @@ func TestPassVerdicts(t *testing.T) {
 	for _, h := range release {
 		require.False(t, holds(h), "stale holding kept: %v", h)
 	}
-	require.NotContains(t, f.members(ActiveOwnersKey), "1@dead", "a dead owner with an empty registry leaves active_owners")
-	require.Empty(t, f.members(OwnerLocksPrefix+"1@dead"))
-	require.Contains(t, f.members(ActiveOwnersKey), "1@live")
+	require.NotContains(t, f.members(redislocks.ActiveOwnersKey), "1@dead", "a dead owner with an empty registry leaves active_owners")
+	require.Empty(t, f.members(redislocks.OwnerLocksPrefix+"1@dead"))
+	require.Contains(t, f.members(redislocks.ActiveOwnersKey), "1@live")
 
 	// Confirmation: the same suspects seen again after confirm_after go.
 	f.ageSuspects(3 * time.Minute)

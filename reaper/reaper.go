@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -209,30 +210,30 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 // weighed against heartbeats older than itself.
 func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (judge.Snapshot, error) {
 	pods := r.readPods(ctx, rep, opts.Mode == ModeAudit)
-	suspects, err := readSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
+	suspects, err := redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
 		return judge.Snapshot{}, inStep("reading the remembered suspects from", SystemRedis, err)
 	}
-	seenAlive, err := readSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
+	seenAlive, err := redislocks.ReadSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
 		return judge.Snapshot{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
 	}
-	rr := &redisReader{rdb: r.rdb, scanCount: r.cfg.ScanCount, batchSize: r.cfg.BatchSize, timeout: r.cfg.RedisTimeout, progress: opts.Progress, log: r.log}
-	rs, err := rr.read(ctx, !opts.RegistryOnly)
+	rr := &redislocks.Reader{RDB: r.rdb, ScanCount: r.cfg.ScanCount, BatchSize: r.cfg.BatchSize, Timeout: r.cfg.RedisTimeout, Progress: opts.Progress, Log: r.log}
+	rs, err := rr.Read(ctx, !opts.RegistryOnly)
 	if err != nil {
 		return judge.Snapshot{}, inStep("reading Pulp's locks from", SystemRedis, err)
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
-	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskRefsOf(rs.holdings))
+	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskRefsOf(rs.Holdings))
 	if err != nil {
 		return judge.Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
 	}
-	if rs.holdings, err = recheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.holdings, ds.tasks); err != nil {
+	if rs.Holdings, err = redislocks.RecheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.Holdings, ds.tasks); err != nil {
 		return judge.Snapshot{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
 	}
 	snap := judge.Snapshot{
-		Now: ds.now, Holdings: rs.holdings, Ignored: rs.ignored, AppStatuses: ds.appStatuses,
-		Tasks: ds.tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly, KeysScanned: rs.keys,
+		Now: ds.now, Holdings: rs.Holdings, Ignored: rs.Ignored, AppStatuses: ds.appStatuses,
+		Tasks: ds.tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly, KeysScanned: rs.Keys,
 		Pods: pods,
 	}
 	rep.DBNow = ds.now
@@ -240,20 +241,20 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (j
 		// Only an audit gets here: a pass that writes checked first.
 		rep.Guards = append(rep.Guards, judge.Guard{Name: GuardWritablePrimary, Reason: ds.notWritable.Error() + "; a pass would stop before its first write"})
 	}
-	rep.Ignored = rs.ignored
-	rep.Scanned = Scanned{Keys: rs.keys, Owners: len(ds.appStatuses), Tasks: len(ds.tasks), Ignored: len(rs.ignored), FullScan: !opts.RegistryOnly}
-	for _, h := range rs.holdings {
+	rep.Ignored = rs.Ignored
+	rep.Scanned = Scanned{Keys: rs.Keys, Owners: len(ds.appStatuses), Tasks: len(ds.tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
+	for _, h := range rs.Holdings {
 		if h.Kind == judge.KindTask {
 			rep.Scanned.TaskLocks++
 		} else {
 			rep.Scanned.ResourceHoldings++
 		}
 	}
-	rep.activeOwners = rs.activeOwners
-	if note := WorkerTypeNote(len(rs.holdings), rs.activeOwners, ds.appStatuses, ds.now); note != "" {
+	rep.activeOwners = rs.ActiveOwners
+	if note := WorkerTypeNote(len(rs.Holdings), rs.ActiveOwners, ds.appStatuses, ds.now); note != "" {
 		rep.Notes = append(rep.Notes, note+". To check: "+WorkerTypeFix)
 	}
-	for _, ig := range rs.ignored {
+	for _, ig := range rs.Ignored {
 		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
 	}
 	return snap, nil

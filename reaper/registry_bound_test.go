@@ -12,6 +12,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // TestNoCommandBlocksRedisOnAHugeRegistry: a live owner whose registry lists
@@ -37,15 +38,15 @@ func TestNoCommandBlocksRedisOnAHugeRegistry(t *testing.T) {
 	f.acquire(live, running, []string{"repo-run"}, false)
 	leak := judge.ResourceKeyPrefix + "repo-leak"
 	require.NoError(t, rdb.Set(f.ctx, leak, live, 0).Err())
-	require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+live, leak).Err())
-	require.NoError(t, rdb.SAdd(f.ctx, ActiveOwnersKey, dead).Err())
+	require.NoError(t, rdb.SAdd(f.ctx, redislocks.OwnerLocksPrefix+live, leak).Err())
+	require.NoError(t, rdb.SAdd(f.ctx, redislocks.ActiveOwnersKey, dead).Err())
 	addStale := func(owner string, n int) {
 		for start := 0; start < n; start += 10_000 {
 			batch := make([]any, 0, 10_000)
 			for i := start; i < min(start+10_000, n); i++ {
 				batch = append(batch, fmt.Sprintf("%sstale-%s-%07d", judge.TaskKeyPrefix, owner, i))
 			}
-			require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+owner, batch...).Err())
+			require.NoError(t, rdb.SAdd(f.ctx, redislocks.OwnerLocksPrefix+owner, batch...).Err())
 		}
 	}
 	addStale(live, 1_000_000)
@@ -54,7 +55,7 @@ func TestNoCommandBlocksRedisOnAHugeRegistry(t *testing.T) {
 	walk := `local c, n = '0', 0
 repeat local p = redis.call('SSCAN', KEYS[1], c, 'MATCH', 'task:*', 'COUNT', 1000); c, n = p[1], n + #p[2] until c == '0'
 return n`
-	require.EqualValues(t, 1_000_001, rdb.Eval(f.ctx, walk, []string{OwnerLocksPrefix + live}).Val())
+	require.EqualValues(t, 1_000_001, rdb.Eval(f.ctx, walk, []string{redislocks.OwnerLocksPrefix + live}).Val())
 	baseline := longestCommand(t, rdb)
 	require.NoError(t, rdb.Do(f.ctx, "SLOWLOG", "RESET").Err())
 
@@ -76,13 +77,13 @@ return n`
 	t.Logf("longest command of the passes %v, one walk of the registry %v", longest.Duration, baseline.Duration)
 	require.Less(t, longest.Duration, baseline.Duration/8, "a command of the passes blocked Redis: %s", describeSlow(longest))
 
-	require.ElementsMatch(t, []string{judge.TaskKeyPrefix + running, judge.ResourceKeyPrefix + "repo-run"}, f.members(OwnerLocksPrefix+live),
+	require.ElementsMatch(t, []string{judge.TaskKeyPrefix + running, judge.ResourceKeyPrefix + "repo-run"}, f.members(redislocks.OwnerLocksPrefix+live),
 		"every stale entry is pruned, the live ones stay")
 	require.Equal(t, live, f.get(judge.TaskKeyPrefix+running))
 	require.Equal(t, live, f.get(judge.ResourceKeyPrefix+"repo-run"))
 	require.Equal(t, "", f.get(leak))
-	require.Empty(t, f.members(OwnerLocksPrefix+dead))
-	require.ElementsMatch(t, []string{live}, f.members(ActiveOwnersKey), "the dead owner left, the live one stays")
+	require.Empty(t, f.members(redislocks.OwnerLocksPrefix+dead))
+	require.ElementsMatch(t, []string{live}, f.members(redislocks.ActiveOwnersKey), "the dead owner left, the live one stays")
 	state, _, _, _ := f.taskRow(running)
 	require.Equal(t, judge.StateRunning, state)
 }

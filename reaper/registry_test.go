@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,9 +24,9 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 	f.acquire(owner, running, []string{"repo-run"}, false)
 	leak := judge.ResourceKeyPrefix + "repo-leak"
 	require.NoError(t, f.redis.Client.Set(f.ctx, leak, owner, 0).Err())
-	require.NoError(t, f.redis.Client.SAdd(f.ctx, OwnerLocksPrefix+owner, leak).Err())
+	require.NoError(t, f.redis.Client.SAdd(f.ctx, redislocks.OwnerLocksPrefix+owner, leak).Err())
 	stale := judge.TaskKeyPrefix + newUUID()
-	require.NoError(t, f.redis.Client.SAdd(f.ctx, OwnerLocksPrefix+owner, stale).Err())
+	require.NoError(t, f.redis.Client.SAdd(f.ctx, redislocks.OwnerLocksPrefix+owner, stale).Err())
 	r := f.reaper(nil)
 
 	rep := f.pass(r, ModeOnce)
@@ -46,11 +47,11 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 	require.NotNil(t, fd)
 	require.Equal(t, ResultReleased, fd.Result, "the stale entry held the release back")
 	require.Equal(t, "", f.get(leak))
-	registry := f.members(OwnerLocksPrefix + owner)
+	registry := f.members(redislocks.OwnerLocksPrefix + owner)
 	require.NotContains(t, registry, stale, "the stale entry is pruned")
 	require.Contains(t, registry, judge.TaskKeyPrefix+running)
 	require.Equal(t, owner, f.get(judge.TaskKeyPrefix+running))
-	require.Contains(t, f.members(ActiveOwnersKey), owner)
+	require.Contains(t, f.members(redislocks.ActiveOwnersKey), owner)
 
 	// A registered task lock that exists but was not seen is a new task.
 	other := newUUID()
@@ -88,22 +89,22 @@ func TestPassLeavesRedisAsPulpcoreExpects(t *testing.T) {
 
 	emptyDead := "1@dead-holding-nothing"
 	f.worker(emptyDead, time.Hour)
-	require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+emptyDead, judge.TaskKeyPrefix+newUUID(), judge.ResourceKeyPrefix+"gone").Err())
-	require.NoError(t, rdb.SAdd(f.ctx, ActiveOwnersKey, emptyDead).Err())
+	require.NoError(t, rdb.SAdd(f.ctx, redislocks.OwnerLocksPrefix+emptyDead, judge.TaskKeyPrefix+newUUID(), judge.ResourceKeyPrefix+"gone").Err())
+	require.NoError(t, rdb.SAdd(f.ctx, redislocks.ActiveOwnersKey, emptyDead).Err())
 	rowless := "immediate-" + newUUID()
-	require.NoError(t, rdb.SAdd(f.ctx, ActiveOwnersKey, rowless).Err())
+	require.NoError(t, rdb.SAdd(f.ctx, redislocks.ActiveOwnersKey, rowless).Err())
 
 	dead := "1@dead"
 	deadRow := f.worker(dead, time.Hour)
 	deadTask := f.task(judge.StateRunning, deadRow, []string{"repo-dead"}, -1)
 	f.acquire(dead, deadTask, []string{"repo-dead"}, false)
-	require.NoError(t, rdb.SAdd(f.ctx, OwnerLocksPrefix+dead, judge.TaskKeyPrefix+newUUID()).Err())
+	require.NoError(t, rdb.SAdd(f.ctx, redislocks.OwnerLocksPrefix+dead, judge.TaskKeyPrefix+newUUID()).Err())
 
 	f.pass(f.reaper(nil), ModeOnce)
 
 	require.ElementsMatch(t, []string{live}, collectLockOwners(f))
 	for _, o := range []string{emptyDead, rowless, dead} {
-		require.Zero(t, rdb.Exists(f.ctx, OwnerLocksPrefix+o).Val(), "registry of %s", o)
+		require.Zero(t, rdb.Exists(f.ctx, redislocks.OwnerLocksPrefix+o).Val(), "registry of %s", o)
 	}
 	require.Equal(t, live, f.get(judge.TaskKeyPrefix+liveTask))
 
@@ -115,8 +116,8 @@ func TestPassLeavesRedisAsPulpcoreExpects(t *testing.T) {
 		f.acquire(held, id, nil, false)
 	}
 	f.pass(f.reaper(func(c *Config) { c.MaxReleases = 1 }), ModeOnce)
-	require.Contains(t, f.members(ActiveOwnersKey), held)
-	require.Len(t, f.members(OwnerLocksPrefix+held), 2)
+	require.Contains(t, f.members(redislocks.ActiveOwnersKey), held)
+	require.Len(t, f.members(redislocks.OwnerLocksPrefix+held), 2)
 }
 
 // collectLockOwners is what pulpcore's collect_lock_owners returns with its
@@ -125,7 +126,7 @@ func TestPassLeavesRedisAsPulpcoreExpects(t *testing.T) {
 func collectLockOwners(f *fixture) []string {
 	f.t.Helper()
 	owners := map[string]bool{}
-	for _, o := range f.members(ActiveOwnersKey) {
+	for _, o := range f.members(redislocks.ActiveOwnersKey) {
 		owners[o] = true
 	}
 	for _, pattern := range []string{judge.TaskKeyPrefix + "*", judge.ResourceKeyPrefix + "*"} {

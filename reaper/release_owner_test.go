@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // TestJudgeOwnerRelease checks the plan of a break-glass release on pure
@@ -212,8 +213,8 @@ func TestReleaseOwnerPass(t *testing.T) {
 		require.Empty(t, f.get(judge.ResourceKeyPrefix+r))
 	}
 	require.ElementsMatch(t, []string{"2@dead", "1@live"}, f.members(judge.ResourceKeyPrefix+domain))
-	require.Empty(t, f.members(OwnerLocksPrefix+"1@target"))
-	require.NotContains(t, f.members(ActiveOwnersKey), "1@target")
+	require.Empty(t, f.members(redislocks.OwnerLocksPrefix+"1@target"))
+	require.NotContains(t, f.members(redislocks.ActiveOwnersKey), "1@target")
 	require.Equal(t, "2@dead", f.get(judge.TaskKeyPrefix+othersTask), "another dead owner is not this release's")
 	require.Equal(t, "2@dead", f.get(judge.ResourceKeyPrefix+rOther))
 	require.Equal(t, "1@live", f.get(judge.TaskKeyPrefix+healthy))

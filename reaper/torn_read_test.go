@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,7 +47,7 @@ func TestTornReadImmediateTaskStartsDuringAPass(t *testing.T) {
 		// The immediate task ends as pulpcore ends it, before the next trial.
 		_, err = f.db.Pool.Exec(f.ctx, "UPDATE core_task SET state = 'completed', finished_at = now() WHERE pulp_id = $1", immediate)
 		require.NoError(t, err)
-		require.NoError(t, f.redis.Client.Del(f.ctx, judge.TaskKeyPrefix+immediate, judge.ResourceKeyPrefix+"repo-imm", OwnerLocksPrefix+owner).Err())
-		require.NoError(t, f.redis.Client.SRem(f.ctx, ActiveOwnersKey, owner).Err())
+		require.NoError(t, f.redis.Client.Del(f.ctx, judge.TaskKeyPrefix+immediate, judge.ResourceKeyPrefix+"repo-imm", redislocks.OwnerLocksPrefix+owner).Err())
+		require.NoError(t, f.redis.Client.SRem(f.ctx, redislocks.ActiveOwnersKey, owner).Err())
 	}
 }

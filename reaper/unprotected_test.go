@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/stretchr/testify/require"
 )
 
@@ -103,7 +104,7 @@ func (f *fixture) keyspace() []string {
 	require.NoError(f.t, err)
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
-		if k == SeenAliveKey {
+		if k == redislocks.SeenAliveKey {
 			continue
 		}
 		typ, err := f.redis.Client.Type(f.ctx, k).Result()

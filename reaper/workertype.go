@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // WorkerTypeFix says where the worker type is set, for doctor and audit alike.
@@ -40,5 +41,5 @@ func WorkerTypeNote(holdings, activeOwners int, rows []judge.AppStatus, now time
 	return fmt.Sprintf("%d Pulp workers heartbeat in core_appstatus, but Redis holds no Redis-worker lock and %s lists no owner: "+
 		"Pulp most likely runs pulpcore's default worker (WORKER_TYPE \"pulpcore\", PostgreSQL advisory locks), "+
 		"which lock-reaper does not watch; unless no task has run since the workers started, it finds nothing to do",
-		workers, ActiveOwnersKey)
+		workers, redislocks.ActiveOwnersKey)
 }

@@ -1,8 +1,9 @@
-package reaper
+package redislocks
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
@@ -21,7 +22,7 @@ import (
 // A string lock is deleted only while its value is still the observed owner;
 // a shared set loses only that member. A key leaves the owner's registry once
 // the owner no longer holds it. It returns one string of n result codes
-// (resultCodes). The flags and the results travel as one string each rather
+// (Outcome). The flags and the results travel as one string each rather
 // than an argument or a reply per holding: each of those costs the call
 // about as much as a command inside it.
 //
@@ -205,23 +206,39 @@ end
 return table.concat(out)
 `)
 
-// releaser applies the releases of a plan in batches, one Lua call each.
-type releaser struct {
-	rdb       redis.UniversalClient
-	batchSize int
-	timeout   time.Duration
+// Releaser applies the releases of a plan in batches, one Lua call each.
+type Releaser struct {
+	RDB redis.UniversalClient
+	// Timeout is the deadline of each Redis call.
+	Timeout time.Duration
+	// Log is told of the registry entries pruned before the releases.
+	Log *slog.Logger
 }
 
-// releaseBatch is one call of the release script.
-type releaseBatch struct {
-	holdings []judge.Holding
-	// guarded parallels holdings: release only while the owner took no new task.
-	guarded []bool
-	// seen lists, per guarded owner, the task lock keys the snapshot saw.
-	seen map[string][]string
-	// retire names the owners judged dead or gone in this batch.
-	retire []string
+// Batch is one call of the release script.
+type Batch struct {
+	Holdings []judge.Holding
+	// Guarded parallels Holdings: release only while the owner took no new task.
+	Guarded []bool
+	// Seen lists, per guarded owner, the task lock keys the snapshot saw.
+	Seen map[string][]string
+	// Retire names the owners judged dead or gone in this batch.
+	Retire []string
 }
+
+// Outcome is what the release script did with one holding.
+type Outcome byte
+
+// The release script's one-letter results.
+const (
+	// Released: the lock, or the owner's membership, is gone.
+	Released Outcome = 'r'
+	// AlreadyGone: the holding was gone before the script came to it.
+	AlreadyGone Outcome = 'g'
+	// OwnerChanged: the key holds something else now, or a guarded owner
+	// took a new task since the snapshot; it is left alone.
+	OwnerChanged Outcome = 'o'
+)
 
 // releaseFlag is a holding's flag for the release script: "s" for a shared
 // member, "x" for a string lock, in capitals when guarded.
@@ -237,22 +254,19 @@ func releaseFlag(kind judge.Kind, guarded bool) byte {
 	return 'x'
 }
 
-// resultCodes are the release script's one-letter results.
-var resultCodes = map[byte]Result{'r': ResultReleased, 'g': ResultAlreadyGone, 'o': ResultOwnerChanged}
-
-// release runs one batch and returns one Result per holding.
-func (r *releaser) release(ctx context.Context, b releaseBatch) ([]Result, error) {
-	n := len(b.holdings)
+// Release runs one batch and returns one Outcome per holding.
+func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
+	n := len(b.Holdings)
 	keys := make([]string, n)
 	flags := make([]byte, n)
-	args := make([]any, 0, 3+2*n+len(b.retire))
+	args := make([]any, 0, 3+2*n+len(b.Retire))
 	args = append(args, n, nil)
 	var guardedOwners []string
 	listed := map[string]bool{}
-	for i, h := range b.holdings {
+	for i, h := range b.Holdings {
 		keys[i] = h.Key
-		flags[i] = releaseFlag(h.Kind, b.guarded[i])
-		if b.guarded[i] && !listed[h.Owner] {
+		flags[i] = releaseFlag(h.Kind, b.Guarded[i])
+		if b.Guarded[i] && !listed[h.Owner] {
 			listed[h.Owner] = true
 			guardedOwners = append(guardedOwners, h.Owner)
 		}
@@ -261,30 +275,31 @@ func (r *releaser) release(ctx context.Context, b releaseBatch) ([]Result, error
 	args[1] = string(flags)
 	args = append(args, len(guardedOwners))
 	for _, o := range guardedOwners {
-		args = append(args, o, len(b.seen[o]))
-		for _, k := range b.seen[o] {
+		args = append(args, o, len(b.Seen[o]))
+		for _, k := range b.Seen[o] {
 			args = append(args, k)
 		}
 	}
-	for _, o := range b.retire {
+	for _, o := range b.Retire {
 		args = append(args, o)
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	raw, err := releaseScript.Run(cctx, r.rdb, keys, args...).Text()
+	raw, err := releaseScript.Run(cctx, r.RDB, keys, args...).Text()
 	if err != nil {
 		return nil, fmt.Errorf("release batch of %d holdings: %w", n, err)
 	}
 	if len(raw) != n {
 		return nil, fmt.Errorf("release batch: %d results for %d holdings", len(raw), n)
 	}
-	out := make([]Result, n)
+	out := make([]Outcome, n)
 	for i := range n {
-		res, ok := resultCodes[raw[i]]
-		if !ok {
+		switch res := Outcome(raw[i]); res {
+		case Released, AlreadyGone, OwnerChanged:
+			out[i] = res
+		default:
 			return nil, fmt.Errorf("release batch: result %q of %s is none the script gives", raw[i], keys[i])
 		}
-		out[i] = res
 	}
 	return out, nil
 }

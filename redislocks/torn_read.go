@@ -1,4 +1,4 @@
-package reaper
+package redislocks
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 // the task with it. Only that owner is added: a lock read after the database
 // has evidence older than itself, which may only protect, never condemn.
 
-// recheckImmediateLocks returns holdings with the immediate-<T> task locks
+// RecheckImmediateLocks returns holdings with the immediate-<T> task locks
 // of the unclaimed running or canceling tasks that holdings lack, appended.
-func recheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, holdings []judge.Holding, tasks map[string]judge.Task) ([]judge.Holding, error) {
+func RecheckImmediateLocks(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, holdings []judge.Holding, tasks map[string]judge.Task) ([]judge.Holding, error) {
 	want := map[string]bool{}
 	for id, t := range tasks {
 		if t.AppLockID == "" && (t.State == judge.StateRunning || t.State == judge.StateCanceling) {

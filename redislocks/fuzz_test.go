@@ -1,12 +1,13 @@
-package reaper
+package redislocks
 
 import (
-	"github.com/lock-reaper/lock-reaper/judge"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // fzCanonicalTaskKey is pulp-protocol.md's task key: "task:" and the canonical

@@ -1,4 +1,4 @@
-package reaper
+package redislocks
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ const (
 	// alive: the mass-death guard's memory.
 	SeenAliveKey = "pulp:lock_reaper:seen_alive"
 	// PodsSeenKey is lock-reaper's own hash of the pods earlier complete
-	// lists showed (pod_memory.go).
+	// lists showed (pods_seen.go).
 	PodsSeenKey = "pulp:lock_reaper:pods_seen"
 )
 

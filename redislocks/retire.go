@@ -1,4 +1,4 @@
-package reaper
+package redislocks
 
 import (
 	"context"
@@ -77,12 +77,12 @@ return {pruned, retired, large, i}
 // retireOwnersPerCall bounds the owners one retire call is given.
 const retireOwnersPerCall = 1000
 
-// retireOwners runs retireScript for the owners of pulp:active_owners that
+// RetireOwners runs retireScript for the owners of pulp:active_owners that
 // have no live (or late) row in the snapshot, read with SSCAN a page at a
 // time. An owner that takes a lock after the snapshot is in its registry
 // again by then (pulpcore's acquire script writes both at once), so it
 // stays.
-func retireOwners(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, log *slog.Logger, owners []judge.Owner) error {
+func RetireOwners(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, log *slog.Logger, owners []judge.Owner) error {
 	live := make(map[string]bool, len(owners))
 	for _, o := range owners {
 		if o.Liveness == judge.Alive || o.Liveness == judge.Late {

@@ -1,4 +1,4 @@
-package reaper
+package redislocks
 
 import (
 	"context"
@@ -19,17 +19,17 @@ const (
 	cancelSignalTTL    = 24 * time.Hour
 )
 
-// needsCancelSignal says a task update finished a task that a worker may
+// NeedsCancelSignal says a task update finished a task that a worker may
 // still be running: a worker that was only late then aborts it, rather than
 // run on beside the next holder of its resources.
-func needsCancelSignal(tj judge.TaskJudgement) bool {
+func NeedsCancelSignal(tj judge.TaskJudgement) bool {
 	return !tj.ClearClaim && (tj.StateBefore == judge.StateRunning || tj.StateBefore == judge.StateCanceling) &&
 		(tj.StateAfter == judge.StateCanceled || tj.StateAfter == judge.StateFailed)
 }
 
-// publishCancelSignals sets pulpcore's cancel signal of each task, in one
+// PublishCancelSignals sets pulpcore's cancel signal of each task, in one
 // pipelined round trip, once its update is committed.
-func publishCancelSignals(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, log *slog.Logger, ids []string) error {
+func PublishCancelSignals(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, log *slog.Logger, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}

@@ -1,42 +1,43 @@
-package reaper
+package redislocks
 
 import (
 	"context"
-	"github.com/lock-reaper/lock-reaper/judge"
 	"log/slog"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
-// releaseBatchEnds readies the registries of the guarded owners among the
-// holdings to release (todo, in release order) for the release script's
+// BatchEnds readies the registries of the guarded owners among the
+// holdings to release (todo, indexes of holdings in release order) for the release script's
 // new-task check, and returns where each batch ends. A registry of more
 // than one SSCAN page is pruned first, a page per call; the batches are then
 // cut at batchSize holdings, and earlier when the registries of their
 // guarded owners would together pass registryCallBudget entries (a batch
 // starts with at least one holding whatever its owner's size).
-func (a *actor) releaseBatchEnds(ctx context.Context, todo []int, batchSize int) (func(start int) int, error) {
+func (r *Releaser) BatchEnds(ctx context.Context, holdings []judge.Judgement, todo []int, batchSize int) (func(start int) int, error) {
 	var owners []string
 	listed := map[string]bool{}
 	for _, i := range todo {
-		if jd := a.plan.Holdings[i]; judge.Guarded(jd) && !listed[jd.Owner] {
+		if jd := holdings[i]; judge.Guarded(jd) && !listed[jd.Owner] {
 			listed[jd.Owner] = true
 			owners = append(owners, jd.Owner)
 		}
 	}
-	sizes, large, err := registrySizes(ctx, a.r.rdb, a.r.cfg.RedisTimeout, owners)
+	sizes, large, err := registrySizes(ctx, r.RDB, r.Timeout, owners)
 	if err != nil {
 		return nil, err
 	}
 	for _, o := range large {
-		pruned, _, err := pruneRegistry(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, o, false)
+		pruned, _, err := pruneRegistry(context.WithoutCancel(ctx), r.RDB, r.Timeout, o, false)
 		if err != nil {
 			return nil, err
 		}
 		if pruned > 0 {
-			a.r.log.Info("pruned owner registry entries of keys that are gone", slog.String("owner", o), slog.Int64("entries", pruned))
+			r.Log.Info("pruned owner registry entries of keys that are gone", slog.String("owner", o), slog.Int64("entries", pruned))
 		}
 	}
 	if len(large) > 0 {
-		after, _, err := registrySizes(ctx, a.r.rdb, a.r.cfg.RedisTimeout, large)
+		after, _, err := registrySizes(ctx, r.RDB, r.Timeout, large)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +50,7 @@ func (a *actor) releaseBatchEnds(ctx context.Context, todo []int, batchSize int)
 		inBatch := map[string]bool{}
 		end := start
 		for end < len(todo) && end-start < batchSize {
-			jd := a.plan.Holdings[todo[end]]
+			jd := holdings[todo[end]]
 			if judge.Guarded(jd) && !inBatch[jd.Owner] {
 				cost := sizes[jd.Owner]
 				if end > start && walked+cost > registryCallBudget {

@@ -1,4 +1,4 @@
-package reaper
+package redislocks
 
 import (
 	"context"
@@ -31,10 +31,10 @@ func decodeSuspect(field, value string) (judge.SuspectKey, judge.Suspect, bool) 
 	return judge.SuspectKey{Key: kv[0], Owner: kv[1]}, s, true
 }
 
-// readSuspects loads the suspects remembered by earlier passes. Entries that
+// ReadSuspects loads the suspects remembered by earlier passes. Entries that
 // do not decode are dropped: a suspect that is forgotten only delays a
 // release, it never causes one.
-func readSuspects(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) (map[judge.SuspectKey]judge.Suspect, error) {
+func ReadSuspects(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) (map[judge.SuspectKey]judge.Suspect, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	raw, err := rdb.HGetAll(cctx, SuspectsKey).Result()
@@ -53,8 +53,8 @@ func readSuspects(ctx context.Context, rdb redis.UniversalClient, timeout time.D
 	return out, nil
 }
 
-// writeSuspects replaces the remembered suspects atomically.
-func writeSuspects(ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, suspects map[judge.SuspectKey]judge.Suspect) error {
+// WriteSuspects replaces the remembered suspects atomically.
+func WriteSuspects(ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, suspects map[judge.SuspectKey]judge.Suspect) error {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {

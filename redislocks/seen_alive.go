@@ -1,4 +1,4 @@
-package reaper
+package redislocks
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 // pass that writes rewrites it, so it expires only when passes stop for
 // longer than suspect_ttl.
 
-// readSeenAlive loads the worker rows earlier passes saw alive. Entries that
+// ReadSeenAlive loads the worker rows earlier passes saw alive. Entries that
 // do not decode are dropped, and a key of another type reads as empty: a
 // forgotten row makes the guard no stricter than its window rule.
-func readSeenAlive(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) (map[string]judge.SeenAlive, error) {
+func ReadSeenAlive(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) (map[string]judge.SeenAlive, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	raw, err := rdb.HGetAll(cctx, SeenAliveKey).Result()
@@ -40,8 +40,8 @@ func readSeenAlive(ctx context.Context, rdb redis.UniversalClient, timeout time.
 	return out, nil
 }
 
-// writeSeenAlive replaces the guard's memory atomically.
-func writeSeenAlive(ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, seen map[string]judge.SeenAlive) error {
+// WriteSeenAlive replaces the guard's memory atomically.
+func WriteSeenAlive(ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, seen map[string]judge.SeenAlive) error {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	_, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {
