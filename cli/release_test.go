@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/jackc/pgx/v5"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -327,7 +329,7 @@ func TestReleaseWhilePassLockHeld(t *testing.T) {
 	conn, err := pgx.Connect(f.ctx, f.db.URL)
 	require.NoError(t, err)
 	defer conn.Close(f.ctx)
-	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_lock($1)", reaper.PassLockKey) // another lock-reaper's pass
+	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_lock($1)", pulpdb.PassLockKey) // another lock-reaper's pass
 	require.NoError(t, err)
 
 	code, out, stderr := run(t, f.env, "release", "--owner", "1@dead", "--yes", "--output", "json")
@@ -340,7 +342,7 @@ func TestReleaseWhilePassLockHeld(t *testing.T) {
 	require.True(t, f.holds("1@dead", f.running))
 	f.requireUntouched()
 
-	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_unlock($1)", reaper.PassLockKey)
+	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_unlock($1)", pulpdb.PassLockKey)
 	require.NoError(t, err)
 	code, _, stderr = run(t, f.env, "release", "--owner", "1@dead", "--yes")
 	require.Equal(t, reaper.ExitOK, code, stderr)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/faultproxy"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
@@ -193,10 +194,10 @@ func sgAwaitPassLockFree(t *testing.T, db *testenv.Database) {
 		var got bool
 		// A session lock, taken and given back on the same connection.
 		err := db.Pool.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
-			if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", reaper.PassLockKey).Scan(&got); err != nil || !got {
+			if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", pulpdb.PassLockKey).Scan(&got); err != nil || !got {
 				return err
 			}
-			_, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", reaper.PassLockKey)
+			_, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", pulpdb.PassLockKey)
 			return err
 		})
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -67,7 +68,7 @@ func writeExplanationText(w io.Writer, ex reaper.Explanation, l layout) {
 		}
 		t.write(w, l)
 		if rest := ex.AheadTotal - n; rest > 0 {
-			fmt.Fprintf(w, "  … and %d more (--limit 0 shows the first %d, --output json lists them)\n", rest, min(ex.AheadTotal, reaper.MaxAhead))
+			fmt.Fprintf(w, "  … and %d more (--limit 0 shows the first %d, --output json lists them)\n", rest, min(ex.AheadTotal, pulpdb.MaxAhead))
 		}
 	}
 	fmt.Fprintln(w)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -32,10 +33,10 @@ func goldenExplanation() reaper.Explanation {
 	}
 	return reaper.Explanation{
 		TaskID: goldenQueued, DBNow: now,
-		Task: &reaper.TaskRow{Task: judge.Task{ID: goldenQueued, Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"},
+		Task: &pulpdb.TaskRow{Task: judge.Task{ID: goldenQueued, Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"},
 			Created: now.Add(-2 * time.Hour)},
 		Resources: []reaper.ResourceNeed{{Resource: goldenResource, Need: judge.KindExclusive, Holders: []reaper.Holder{holder}}},
-		Ahead: []reaper.TaskAhead{{TaskRow: reaper.TaskRow{Task: judge.Task{ID: "0190c2d1-bbbb-7ccc-8ddd-000000000041",
+		Ahead: []reaper.TaskAhead{{TaskRow: pulpdb.TaskRow{Task: judge.Task{ID: "0190c2d1-bbbb-7ccc-8ddd-000000000041",
 			Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"}, Created: now.Add(-3 * time.Hour)},
 			Conflicts: []string{goldenResource}}},
 		AheadTotal: 1,

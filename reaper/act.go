@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
@@ -251,15 +252,22 @@ func (a *actor) updateTasks(ctx context.Context) error {
 		}
 		todo = append(todo, i)
 	}
-	up := &taskUpdater{pool: a.r.pool, batchSize: a.r.cfg.BatchSize, timeout: a.r.cfg.DatabaseTimeout, log: a.r.log}
-	return inBatches(ctx, todo, up.batchSize, a.failTasks, func(done int, idx []int) error {
+	up := &pulpdb.TaskUpdater{Pool: a.r.pool, Timeout: a.r.cfg.DatabaseTimeout, Log: a.r.log}
+	return inBatches(ctx, todo, a.r.cfg.BatchSize, a.failTasks, func(done int, idx []int) error {
 		batch := make([]judge.TaskJudgement, len(idx))
 		for n, i := range idx {
 			batch[n] = a.plan.Tasks[i]
 		}
-		results, err := up.updateBatch(context.WithoutCancel(ctx), batch)
+		updated, err := up.UpdateBatch(context.WithoutCancel(ctx), batch)
 		if err != nil {
 			return inStep("updating Pulp's tasks in", SystemDatabase, err)
+		}
+		results := make([]Result, len(idx))
+		for n, ok := range updated {
+			results[n] = ResultSkipped
+			if ok {
+				results[n] = ResultUpdated
+			}
 		}
 		var signal []string
 		for n, i := range idx {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -176,7 +177,7 @@ func TestConcurrentReaperSkipsWhileLocked(t *testing.T) {
 	coordinated := f.reaper(nil)
 	uncoordinated := f.reaper(func(c *Config) { c.CoordinateWithPulpcore = false })
 
-	unlock := holdLock("SELECT pg_advisory_lock($1)", PassLockKey) // another lock-reaper's pass
+	unlock := holdLock("SELECT pg_advisory_lock($1)", pulpdb.PassLockKey) // another lock-reaper's pass
 	for _, r := range []*Reaper{coordinated, uncoordinated} {
 		rep := f.pass(r, ModeOnce)
 		require.NotEmpty(t, rep.Skipped)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // Status sums up why a task is where it is.
@@ -43,7 +44,7 @@ type Explanation struct {
 	// DBNow is the database clock every age was measured against.
 	DBNow time.Time `json:"db_now"`
 	// Task is the task's row; nil when it has none.
-	Task *TaskRow `json:"task,omitempty"`
+	Task *pulpdb.TaskRow `json:"task,omitempty"`
 	// Claim is the process the task's app_lock_id points at.
 	Claim *Process `json:"claim,omitempty"`
 	// TaskLocks are the holdings of task:<id> (normally none or one).
@@ -113,7 +114,7 @@ type TaskRef struct {
 
 // TaskAhead is an older waiting task that goes first.
 type TaskAhead struct {
-	TaskRow
+	pulpdb.TaskRow
 	// Conflicts lists the explained task's resources it needs in a
 	// conflicting way.
 	Conflicts []string `json:"conflicts"`
@@ -159,13 +160,13 @@ func (x *explainer) run() Explanation {
 
 // taskRow prefers the row read for explain, which has pulp_created, and falls
 // back on the snapshot's.
-func (x *explainer) taskRow() *TaskRow {
+func (x *explainer) taskRow() *pulpdb.TaskRow {
 	if ex := x.in.Explained; ex != nil && ex.TaskID == x.id && ex.Row != nil {
 		row := *ex.Row
 		return &row
 	}
 	if t, ok := x.in.Snapshot.Tasks[x.id]; ok {
-		return &TaskRow{Task: t}
+		return &pulpdb.TaskRow{Task: t}
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 var exNow = time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
@@ -28,7 +29,7 @@ const (
 type exWorld struct {
 	snap   judge.Snapshot
 	policy judge.Policy
-	ahead  []TaskRow
+	ahead  []pulpdb.TaskRow
 	next   int
 }
 
@@ -79,15 +80,15 @@ func (w *exWorld) hold(owner, taskID string, reserved ...string) {
 // older adds an older incomplete task that explain's own query found.
 func (w *exWorld) older(state, appLock string, reserved ...string) string {
 	id := w.task("", state, appLock, reserved...)
-	w.ahead = append(w.ahead, TaskRow{Task: w.snap.Tasks[id], Created: exNow.Add(-time.Hour)})
+	w.ahead = append(w.ahead, pulpdb.TaskRow{Task: w.snap.Tasks[id], Created: exNow.Add(-time.Hour)})
 	return id
 }
 
 func (w *exWorld) explain() Explanation {
 	in := &Inspection{Snapshot: w.snap, Plan: judge.All(w.snap, w.policy), Policy: w.policy}
-	ex := &ExplainedTask{TaskID: exTarget, Ahead: w.ahead, AheadTotal: len(w.ahead)}
+	ex := &pulpdb.ExplainedTask{TaskID: exTarget, Ahead: w.ahead, AheadTotal: len(w.ahead)}
 	if t, ok := w.snap.Tasks[exTarget]; ok {
-		ex.Row = &TaskRow{Task: t, Created: exNow.Add(-time.Minute)}
+		ex.Row = &pulpdb.TaskRow{Task: t, Created: exNow.Add(-time.Minute)}
 	}
 	in.Explained = ex
 	return Explain(in, exTarget)

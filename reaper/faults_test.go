@@ -16,6 +16,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/faultproxy"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
@@ -87,10 +88,10 @@ func ftAwaitPassLockFree(f *fixture) {
 		var got bool
 		// A session lock, taken and given back on the same connection.
 		err := f.db.Pool.AcquireFunc(f.ctx, func(conn *pgxpool.Conn) error {
-			if err := conn.QueryRow(f.ctx, "SELECT pg_try_advisory_lock($1)", PassLockKey).Scan(&got); err != nil || !got {
+			if err := conn.QueryRow(f.ctx, "SELECT pg_try_advisory_lock($1)", pulpdb.PassLockKey).Scan(&got); err != nil || !got {
 				return err
 			}
-			_, err := conn.Exec(f.ctx, "SELECT pg_advisory_unlock($1)", PassLockKey)
+			_, err := conn.Exec(f.ctx, "SELECT pg_advisory_unlock($1)", pulpdb.PassLockKey)
 			return err
 		})
 		require.NoError(f.t, err)

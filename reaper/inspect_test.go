@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
@@ -157,7 +158,7 @@ func TestInspectExplainedTask(t *testing.T) {
 	require.Nil(t, in.Explained.Row)
 }
 
-// TestInspectAheadLimit checks that only MaxAhead older tasks are loaded but
+// TestInspectAheadLimit checks that only pulpdb.MaxAhead older tasks are loaded but
 // all are counted.
 func TestInspectAheadLimit(t *testing.T) {
 	t.Parallel()
@@ -165,12 +166,12 @@ func TestInspectAheadLimit(t *testing.T) {
 	r1 := repo()
 	_, err := f.db.Pool.Exec(f.ctx, `INSERT INTO core_task (pulp_id, pulp_created, state, name, reserved_resources_record, pulp_domain_id)
 		SELECT gen_random_uuid(), now() - make_interval(secs => 100 + g), 'waiting', 'sync', ARRAY[$1], '00000000-0000-4000-8000-000000000001'
-		FROM generate_series(1, $2) g`, r1, MaxAhead+7)
+		FROM generate_series(1, $2) g`, r1, pulpdb.MaxAhead+7)
 	require.NoError(t, err)
 	target := f.task("waiting", "", []string{r1}, -1)
 	in, err := f.reaper(nil).Inspect(f.ctx, InspectOptions{TaskID: target})
 	require.NoError(t, err)
-	require.Len(t, in.Explained.Ahead, MaxAhead)
-	require.Equal(t, MaxAhead+7, in.Explained.AheadTotal)
+	require.Len(t, in.Explained.Ahead, pulpdb.MaxAhead)
+	require.Equal(t, pulpdb.MaxAhead+7, in.Explained.AheadTotal)
 	require.Contains(t, Explain(in, target).Conclusion, "(and 56 more older tasks)")
 }

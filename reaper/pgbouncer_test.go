@@ -14,6 +14,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // TestPgBouncerTransactionPooling runs eight reapers at once, three passes
@@ -76,7 +77,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 // TestPgBouncerSingleServerConnection: through PgBouncer in transaction
 // pooling with pool_size = 1, a pass that writes cannot get the second
 // server connection it needs while its lock holds the first. It stops at
-// start with SecondConnectionError, naming the fix, having read and written
+// start with pulpdb.SecondConnectionError, naming the fix, having read and written
 // nothing; an audit, which takes no lock, works; and a client pool of one
 // connection fails at once with its own fix.
 func TestPgBouncerSingleServerConnection(t *testing.T) {
@@ -109,7 +110,7 @@ func TestPgBouncerSingleServerConnection(t *testing.T) {
 
 	start := time.Now()
 	rep, err := sfReaper(f, f.redis.Client, newPool(0), short).RunOnce(f.ctx, PassOptions{Mode: ModeOnce})
-	var sce *SecondConnectionError
+	var sce *pulpdb.SecondConnectionError
 	require.ErrorAs(t, err, &sce, "%v\n%s", err, bouncer.Log())
 	require.Less(t, time.Since(start), 5*time.Second, "the pass fails at start, within its database timeout")
 	require.Contains(t, err.Error(), "pool_size")

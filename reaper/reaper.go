@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/redis/go-redis/v9"
 )
@@ -25,6 +26,10 @@ const (
 	ModeOnce    = "once"
 	ModeRelease = "release"
 )
+
+// GuardWritablePrimary names the guard an audit reports when a pass could not
+// write to the database: a hot standby, or a read-only session.
+const GuardWritablePrimary = "writable-primary"
 
 // Defaults of Config besides the Policy.
 const (
@@ -163,8 +168,11 @@ func (r *Reaper) RunOnce(ctx context.Context, opts PassOptions) (*Report, error)
 func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) error {
 	dryRun := opts.Mode == ModeAudit
 	if !dryRun {
-		lock, got, err := acquirePassLock(ctx, r.pool, r.cfg.DatabaseTimeout, r.cfg.CoordinateWithPulpcore)
+		lock, got, err := pulpdb.AcquirePassLock(ctx, r.pool, r.cfg.DatabaseTimeout, r.cfg.CoordinateWithPulpcore)
 		if err != nil {
+			if wc := (*pulpdb.WritableCheckError)(nil); errors.As(err, &wc) {
+				err = inStep("checking that the database takes writes in", SystemDatabase, wc.Err)
+			}
 			return inStep("taking the pass lock in", SystemDatabase, err)
 		}
 		if !got {
@@ -172,8 +180,8 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 			r.log.Info("pass skipped", slog.String("reason", rep.Skipped))
 			return nil
 		}
-		defer lock.release()
-		if err := checkSecondConnection(ctx, r.pool, r.cfg.DatabaseTimeout); err != nil {
+		defer lock.Release()
+		if err := pulpdb.CheckSecondConnection(ctx, r.pool, r.cfg.DatabaseTimeout); err != nil {
 			return fmt.Errorf("%w: %w", errNoSnapshot, err)
 		}
 	}
@@ -224,25 +232,25 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (j
 		return judge.Snapshot{}, inStep("reading Pulp's locks from", SystemRedis, err)
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
-	ds, err := readDatabase(ctx, r.pool, r.cfg.DatabaseTimeout, taskRefsOf(rs.Holdings))
+	ds, err := pulpdb.ReadSnapshot(ctx, r.pool, r.cfg.DatabaseTimeout, pulpdb.TaskRefsOf(rs.Holdings))
 	if err != nil {
 		return judge.Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
 	}
-	if rs.Holdings, err = redislocks.RecheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.Holdings, ds.tasks); err != nil {
+	if rs.Holdings, err = redislocks.RecheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.Holdings, ds.Tasks); err != nil {
 		return judge.Snapshot{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
 	}
 	snap := judge.Snapshot{
-		Now: ds.now, Holdings: rs.Holdings, Ignored: rs.Ignored, AppStatuses: ds.appStatuses,
-		Tasks: ds.tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly, KeysScanned: rs.Keys,
+		Now: ds.Now, Holdings: rs.Holdings, Ignored: rs.Ignored, AppStatuses: ds.AppStatuses,
+		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly, KeysScanned: rs.Keys,
 		Pods: pods,
 	}
-	rep.DBNow = ds.now
-	if ds.notWritable != nil {
+	rep.DBNow = ds.Now
+	if ds.NotWritable != nil {
 		// Only an audit gets here: a pass that writes checked first.
-		rep.Guards = append(rep.Guards, judge.Guard{Name: GuardWritablePrimary, Reason: ds.notWritable.Error() + "; a pass would stop before its first write"})
+		rep.Guards = append(rep.Guards, judge.Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
 	}
 	rep.Ignored = rs.Ignored
-	rep.Scanned = Scanned{Keys: rs.Keys, Owners: len(ds.appStatuses), Tasks: len(ds.tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
+	rep.Scanned = Scanned{Keys: rs.Keys, Owners: len(ds.AppStatuses), Tasks: len(ds.Tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
 	for _, h := range rs.Holdings {
 		if h.Kind == judge.KindTask {
 			rep.Scanned.TaskLocks++
@@ -251,7 +259,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (j
 		}
 	}
 	rep.activeOwners = rs.ActiveOwners
-	if note := WorkerTypeNote(len(rs.Holdings), rs.ActiveOwners, ds.appStatuses, ds.now); note != "" {
+	if note := WorkerTypeNote(len(rs.Holdings), rs.ActiveOwners, ds.AppStatuses, ds.Now); note != "" {
 		rep.Notes = append(rep.Notes, note+". To check: "+WorkerTypeFix)
 	}
 	for _, ig := range rs.Ignored {

@@ -2,9 +2,10 @@ package reaper
 
 import (
 	"fmt"
-	"github.com/lock-reaper/lock-reaper/judge"
 	"net/url"
 	"strings"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // taskPRNPrefix starts the Pulp Resource Name of a task: pulpcore's get_prn

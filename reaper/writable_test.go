@@ -18,6 +18,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // clusterFixture is a fixture whose database is pulpcore's schema in a
@@ -49,15 +50,15 @@ func deadWorkerFleet(f *fixture) (taskID string) {
 }
 
 // requireNoWrites runs a pass against pool and checks that it fails with
-// NotWritableError and wrote nothing, then that an audit reports the guard.
-func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string, check func(*NotWritableError)) {
+// pulpdb.NotWritableError and wrote nothing, then that an audit reports the guard.
+func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string, check func(*pulpdb.NotWritableError)) {
 	t.Helper()
 	before := sfRedisState(f)
 	r, err := New(DefaultConfig(), f.redis.Client, pool, testLogger())
 	require.NoError(t, err)
 	rep, err := r.RunOnce(f.ctx, PassOptions{Mode: ModeOnce})
-	var nw *NotWritableError
-	require.True(t, errors.As(err, &nw), "want NotWritableError, got %v", err)
+	var nw *pulpdb.NotWritableError
+	require.True(t, errors.As(err, &nw), "want pulpdb.NotWritableError, got %v", err)
 	check(nw)
 	require.Contains(t, err.Error(), fmt.Sprintf("on 127.0.0.1:%d", pool.Config().ConnConfig.Port))
 	require.Contains(t, err.Error(), `database "pulp"`)
@@ -86,7 +87,7 @@ func TestWritablePrimaryOrNoWrites(t *testing.T) {
 	t.Run("hot standby", func(t *testing.T) {
 		standby := primary.StartStandby(t)
 		standby.WaitReplayed(t, primary)
-		requireNoWrites(t, f, openPool(t, standby.URL("pulp")), taskID, func(nw *NotWritableError) {
+		requireNoWrites(t, f, openPool(t, standby.URL("pulp")), taskID, func(nw *pulpdb.NotWritableError) {
 			require.True(t, nw.Standby)
 			require.Contains(t, nw.Error(), "hot standby")
 			require.Contains(t, nw.Error(), "point database.url at the primary")
@@ -100,7 +101,7 @@ func TestWritablePrimaryOrNoWrites(t *testing.T) {
 		u, err := url.Parse(primary.URL("pulp"))
 		require.NoError(t, err)
 		u.User = url.User(role)
-		requireNoWrites(t, f, openPool(t, u.String()), taskID, func(nw *NotWritableError) {
+		requireNoWrites(t, f, openPool(t, u.String()), taskID, func(nw *pulpdb.NotWritableError) {
 			require.True(t, nw.ReadOnly)
 			require.False(t, nw.Standby)
 			require.Equal(t, role, nw.User)

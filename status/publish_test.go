@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -16,7 +17,7 @@ import (
 type slowSource struct{ release chan struct{} }
 
 func (slowSource) Policy() judge.Policy { return judge.DefaultPolicy() }
-func (s slowSource) WaitingTasks(ctx context.Context, _ int) ([]reaper.TaskRow, int, error) {
+func (s slowSource) WaitingTasks(ctx context.Context, _ int) ([]pulpdb.TaskRow, int, error) {
 	<-s.release
 	return nil, 0, nil
 }

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // Queued is one waiting, unclaimed task and what explain says of it.
 type Queued struct {
-	Row reaper.TaskRow
+	Row pulpdb.TaskRow
 	// Position is its place in Pulp's fetch order, from 1.
 	Position int
 	// Wait is how long it has waited, on the database clock.
@@ -55,7 +56,7 @@ func (q Queued) Blocked() bool {
 // holdings of its resources) and the older waiting tasks that conflict with
 // it, taken from the queue itself: each task costs what it reserves, not what
 // the snapshot holds.
-func (v *View) queue(rows []reaper.TaskRow) {
+func (v *View) queue(rows []pulpdb.TaskRow) {
 	byForm := map[string][]int{}
 	for i, r := range rows {
 		for _, f := range r.Reserved {
@@ -67,7 +68,7 @@ func (v *View) queue(rows []reaper.TaskRow) {
 		ahead, total := aheadOf(i, rows, byForm)
 		sub := *v.In
 		sub.Plan.Holdings = v.relevant(r.ID, r.Reserved)
-		sub.Explained = &reaper.ExplainedTask{TaskID: r.ID, Row: &rows[i], Ahead: ahead, AheadTotal: total}
+		sub.Explained = &pulpdb.ExplainedTask{TaskID: r.ID, Row: &rows[i], Ahead: ahead, AheadTotal: total}
 		q := Queued{Row: r, Position: i + 1, Wait: v.Now().Sub(r.Created), Explanation: reaper.Explain(&sub, r.ID)}
 		q.Chain = v.chain(q.Explanation, sub.Plan.Holdings)
 		if q.Blocked() {
@@ -78,9 +79,9 @@ func (v *View) queue(rows []reaper.TaskRow) {
 }
 
 // aheadOf lists the tasks before position i that reserve a form conflicting
-// with its reservations, in fetch order, at most reaper.MaxAhead, and how
+// with its reservations, in fetch order, at most pulpdb.MaxAhead, and how
 // many there are.
-func aheadOf(i int, rows []reaper.TaskRow, byForm map[string][]int) ([]reaper.TaskRow, int) {
+func aheadOf(i int, rows []pulpdb.TaskRow, byForm map[string][]int) ([]pulpdb.TaskRow, int) {
 	seen := map[int]bool{}
 	for _, f := range judge.ConflictingEntries(rows[i].Reserved) {
 		for _, j := range byForm[f] {
@@ -96,10 +97,10 @@ func aheadOf(i int, rows []reaper.TaskRow, byForm map[string][]int) ([]reaper.Ta
 	}
 	sort.Ints(at)
 	total := len(at)
-	if len(at) > reaper.MaxAhead {
-		at = at[:reaper.MaxAhead]
+	if len(at) > pulpdb.MaxAhead {
+		at = at[:pulpdb.MaxAhead]
 	}
-	out := make([]reaper.TaskRow, len(at))
+	out := make([]pulpdb.TaskRow, len(at))
 	for k, j := range at {
 		out[k] = rows[j]
 	}

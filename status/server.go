@@ -18,6 +18,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/doctor"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -25,7 +26,7 @@ import (
 type Source interface {
 	Policy() judge.Policy
 	// WaitingTasks lists the waiting, unclaimed tasks in fetch order.
-	WaitingTasks(ctx context.Context, limit int) ([]reaper.TaskRow, int, error)
+	WaitingTasks(ctx context.Context, limit int) ([]pulpdb.TaskRow, int, error)
 	// ExplainOn explains a task on an inspection already made.
 	ExplainOn(ctx context.Context, in *reaper.Inspection, taskID string) (reaper.Explanation, error)
 }

@@ -1,4 +1,4 @@
-package reaper
+package pulpdb
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lock-reaper/lock-reaper/internal/passtest"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/stretchr/testify/require"
 )
@@ -16,26 +17,26 @@ import (
 // elements as pgx gives them, nothing that is neither named nor open.
 func TestReadTasksAsPlainScan(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	w := f.worker("1@w", 0)
-	open := f.task(judge.StateRunning, w, []string{"prn:rpm.rpmrepository:r1", "shared:prn:core.domain:d1"}, -1)
-	openNamed := f.task(judge.StateRunning, w, []string{"prn:rpm.rpmrepository:r2", "shared:prn:core.domain:d1"}, -1)
-	unclaimedRunning := f.task(judge.StateRunning, "", nil, -1)
-	finishedEmpty := f.task(judge.StateCompleted, w, []string{}, time.Hour)
-	waitingNull := f.task(judge.StateWaiting, "", nil, -1)
-	nullElements := f.task(judge.StateCanceled, "", nil, time.Minute)
-	_, err := f.db.Pool.Exec(f.ctx, `UPDATE core_task SET reserved_resources_record = ARRAY[NULL, 'x', NULL, 'shared:y']::text[] WHERE pulp_id = $1`, nullElements)
+	f := passtest.New(t)
+	w := f.Worker("1@w", 0)
+	open := f.Task(judge.StateRunning, w, []string{"prn:rpm.rpmrepository:r1", "shared:prn:core.domain:d1"}, -1)
+	openNamed := f.Task(judge.StateRunning, w, []string{"prn:rpm.rpmrepository:r2", "shared:prn:core.domain:d1"}, -1)
+	unclaimedRunning := f.Task(judge.StateRunning, "", nil, -1)
+	finishedEmpty := f.Task(judge.StateCompleted, w, []string{}, time.Hour)
+	waitingNull := f.Task(judge.StateWaiting, "", nil, -1)
+	nullElements := f.Task(judge.StateCanceled, "", nil, time.Minute)
+	_, err := f.DB.Pool.Exec(f.Ctx, `UPDATE core_task SET reserved_resources_record = ARRAY[NULL, 'x', NULL, 'shared:y']::text[] WHERE pulp_id = $1`, nullElements)
 	require.NoError(t, err)
-	f.task(judge.StateCompleted, w, []string{"prn:rpm.rpmrepository:elsewhere"}, time.Hour) // neither named nor open
-	ids := []string{openNamed, finishedEmpty, waitingNull, nullElements, finishedEmpty, newUUID()}
+	f.Task(judge.StateCompleted, w, []string{"prn:rpm.rpmrepository:elsewhere"}, time.Hour) // neither named nor open
+	ids := []string{openNamed, finishedEmpty, waitingNull, nullElements, finishedEmpty, passtest.NewUUID()}
 
-	tx, err := f.db.Pool.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := f.DB.Pool.BeginTx(f.Ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	require.NoError(t, err)
-	defer tx.Rollback(f.ctx) // error dropped: read-only
-	got, err := readTasks(f.ctx, tx, taskRefs{ids: ids})
+	defer tx.Rollback(f.Ctx) // error dropped: read-only
+	got, err := readTasks(f.Ctx, tx, TaskRefs{ids: ids})
 	require.NoError(t, err)
 
-	rows, err := tx.Query(f.ctx, `SELECT pulp_id::text, name, state, app_lock_id::text,
+	rows, err := tx.Query(f.Ctx, `SELECT pulp_id::text, name, state, app_lock_id::text,
 	       array_remove(reserved_resources_record, NULL), finished_at
 	FROM core_task WHERE pulp_id = ANY($1::uuid[])
 	   OR (state IN ('waiting', 'running', 'canceling') AND (app_lock_id IS NOT NULL OR state <> 'waiting'))`, ids)
@@ -74,20 +75,20 @@ func keysOf(m map[string]judge.Task) []string {
 // which is most of what a hundred thousand task rows would cost.
 func TestReadTasksSharesHoldingStrings(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	w := f.worker("1@w", 0)
-	own := "prn:rpm.rpmrepository:" + newUUID()
-	id := f.task(judge.StateRunning, w, []string{own, "shared:prn:core.domain:d1", "prn:rpm.rpmrepository:unlocked"}, -1)
+	f := passtest.New(t)
+	w := f.Worker("1@w", 0)
+	own := "prn:rpm.rpmrepository:" + passtest.NewUUID()
+	id := f.Task(judge.StateRunning, w, []string{own, "shared:prn:core.domain:d1", "prn:rpm.rpmrepository:unlocked"}, -1)
 	holdings := []judge.Holding{
 		{Key: judge.TaskKeyPrefix + id, Kind: judge.KindTask, Owner: "1@w"},
 		{Key: judge.ResourceKeyPrefix + own, Kind: judge.KindExclusive, Owner: "1@w"},
 	}
-	refs := taskRefsOf(holdings)
+	refs := TaskRefsOf(holdings)
 
-	tx, err := f.db.Pool.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := f.DB.Pool.BeginTx(f.Ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	require.NoError(t, err)
-	defer tx.Rollback(f.ctx) // error dropped: read-only
-	got, err := readTasks(f.ctx, tx, refs)
+	defer tx.Rollback(f.Ctx) // error dropped: read-only
+	got, err := readTasks(f.Ctx, tx, refs)
 	require.NoError(t, err)
 
 	task := got[id]

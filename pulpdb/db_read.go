@@ -1,4 +1,4 @@
-package reaper
+package pulpdb
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
-// dbSnapshot is what one read of the database found.
-type dbSnapshot struct {
-	now         time.Time
-	appStatuses []judge.AppStatus
-	tasks       map[string]judge.Task
-	// notWritable is set when a pass could not write to this database (a hot
+// Snapshot is what one read of the database found.
+type Snapshot struct {
+	// Now is the database clock every age is measured against.
+	Now         time.Time
+	AppStatuses []judge.AppStatus
+	Tasks       map[string]judge.Task
+	// NotWritable is set when a pass could not write to this database (a hot
 	// standby, or a session whose transactions are read-only by default).
-	notWritable *NotWritableError
+	NotWritable *NotWritableError
 }
 
 // Tasks are read in two statements of the snapshot transaction: first the
@@ -44,35 +44,35 @@ WHERE state IN ('waiting', 'running', 'canceling')
 WHERE pulp_id = ANY($1::text[]::uuid[])`
 )
 
-// readDatabase reads the fleet and the tasks in one read-only REPEATABLE READ
+// ReadSnapshot reads the fleet and the tasks in one read-only REPEATABLE READ
 // transaction, so that every row is judged against the same instant: the
 // database's now(), never the reaper's clock. It runs a fixed number of
 // statements whatever the number of locks.
-func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, refs taskRefs) (dbSnapshot, error) {
+func ReadSnapshot(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, refs TaskRefs) (Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tx, err := beginWithTimeout(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, timeout)
 	if err != nil {
-		return dbSnapshot{}, fmt.Errorf("begin snapshot transaction: %w", err)
+		return Snapshot{}, fmt.Errorf("begin snapshot transaction: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // error dropped: read-only
 
-	var snap dbSnapshot
+	var snap Snapshot
 	// This transaction is read-only by request: whether a pass could write
 	// is the session's default.
 	nw := NotWritableError{Host: serverAddr(pool.Config().ConnConfig)}
 	if err := tx.QueryRow(ctx, `SELECT now(), pg_is_in_recovery(), current_setting('default_transaction_read_only') = 'on',
-  current_user, current_database()`).Scan(&snap.now, &nw.Standby, &nw.ReadOnly, &nw.User, &nw.Database); err != nil {
-		return dbSnapshot{}, fmt.Errorf("read database clock: %w", err)
+  current_user, current_database()`).Scan(&snap.Now, &nw.Standby, &nw.ReadOnly, &nw.User, &nw.Database); err != nil {
+		return Snapshot{}, fmt.Errorf("read database clock: %w", err)
 	}
 	if nw.Standby || nw.ReadOnly {
-		snap.notWritable = &nw
+		snap.NotWritable = &nw
 	}
-	if snap.appStatuses, err = pulpdb.ReadAppStatuses(ctx, tx); err != nil {
-		return dbSnapshot{}, err
+	if snap.AppStatuses, err = ReadAppStatuses(ctx, tx); err != nil {
+		return Snapshot{}, err
 	}
-	if snap.tasks, err = readTasks(ctx, tx, refs); err != nil {
-		return dbSnapshot{}, err
+	if snap.Tasks, err = readTasks(ctx, tx, refs); err != nil {
+		return Snapshot{}, err
 	}
 	return snap, nil
 }
@@ -81,7 +81,7 @@ func readDatabase(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 // PostgreSQL text cannot hold a NUL byte, so no row has this state.
 const unread = "\x00"
 
-func readTasks(ctx context.Context, tx pgx.Tx, refs taskRefs) (map[string]judge.Task, error) {
+func readTasks(ctx context.Context, tx pgx.Tx, refs TaskRefs) (map[string]judge.Task, error) {
 	// Each task a holding names gets its entry first, under the holding's
 	// own string, which its row then shares (see uuidText.named).
 	tasks := make(map[string]judge.Task, len(refs.ids))
@@ -130,21 +130,21 @@ func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]judg
 	return nil
 }
 
-// taskRefs is what the task read needs of the holdings: the tasks to read,
+// TaskRefs is what the task read needs of the holdings: the tasks to read,
 // and the resource names the holdings already hold, so that a task row
 // shares them rather than keeping copies of its own: with a hundred
 // thousand task locks that is much of a task row's memory.
-type taskRefs struct {
+type TaskRefs struct {
 	ids       []string
 	resources map[string]string
 }
 
-// taskRefsOf lists the tasks a set of holdings refers to: the task of every
+// TaskRefsOf lists the tasks a set of holdings refers to: the task of every
 // task lock and the task of every immediate-<uuid> owner. A task may be
 // listed twice (a statement reads each row once whatever its argument
 // holds); only the many holdings of one immediate owner are folded.
-func taskRefsOf(holdings []judge.Holding) taskRefs {
-	refs := taskRefs{resources: map[string]string{}}
+func TaskRefsOf(holdings []judge.Holding) TaskRefs {
+	refs := TaskRefs{resources: map[string]string{}}
 	var immediate map[string]struct{}
 	for i := range holdings {
 		h := &holdings[i]

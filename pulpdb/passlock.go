@@ -1,4 +1,4 @@
-package reaper
+package pulpdb
 
 import (
 	"context"
@@ -22,61 +22,70 @@ const (
 	pulpcoreCleanupLock = 11
 )
 
-// passLock is the transaction that spans a pass: it holds the pass's
+// PassLock is the transaction that spans a pass: it holds the pass's
 // advisory locks as transaction-level locks, so that they end with the
 // transaction whatever happens to the session. A transaction pooler such as
 // PgBouncer keeps one server connection for a transaction and hands it to
 // other clients afterwards, so a session lock would outlive the pass on a
 // pooled connection, and two reapers could both get it; a transaction lock
 // cannot.
-type passLock struct {
+type PassLock struct {
 	conn    *pgxpool.Conn
 	tx      pgx.Tx
 	timeout time.Duration
 }
 
-// acquirePassLock begins the pass's transaction on a connection of its own,
+// WritableCheckError is the pass lock's check that the database takes
+// writes failing: a *NotWritableError, or the check's own error. Its text
+// is the wrapped error's.
+type WritableCheckError struct{ Err error }
+
+func (e *WritableCheckError) Error() string { return e.Err.Error() }
+
+func (e *WritableCheckError) Unwrap() error { return e.Err }
+
+// AcquirePassLock begins the pass's transaction on a connection of its own,
 // checks that the database takes writes (see checkWritable), and takes
 // lock-reaper's lock and, when coordinating, pulpcore's cleanup lock. got is
 // false when another reaper or pulpcore's cleanup holds one of them.
-func acquirePassLock(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, coordinate bool) (*passLock, bool, error) {
+func AcquirePassLock(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, coordinate bool) (*PassLock, bool, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := pool.Acquire(cctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("connect for the pass lock: %w", err)
 	}
-	l := &passLock{conn: conn, timeout: timeout}
+	l := &PassLock{conn: conn, timeout: timeout}
 	if l.tx, err = beginWithTimeout(cctx, conn, pgx.TxOptions{}, timeout); err != nil {
-		l.release()
+		l.Release()
 		return nil, false, fmt.Errorf("begin the pass transaction: %w", err)
 	}
 	if err := checkWritable(cctx, l.tx, pool.Config().ConnConfig); err != nil {
-		l.release()
-		return nil, false, inStep("checking that the database takes writes in", SystemDatabase, err)
+		l.Release()
+		return nil, false, &WritableCheckError{Err: err}
 	}
 	var got bool
 	if err := l.tx.QueryRow(cctx, "SELECT pg_try_advisory_xact_lock($1::int8)", PassLockKey).Scan(&got); err != nil {
-		l.release()
+		l.Release()
 		return nil, false, fmt.Errorf("take the pass lock: %w", err)
 	}
 	if got && coordinate {
 		if err := l.tx.QueryRow(cctx, "SELECT pg_try_advisory_xact_lock($1::int4, $2::int4)", pulpcoreLockGroup, pulpcoreCleanupLock).Scan(&got); err != nil {
-			l.release()
+			l.Release()
 			return nil, false, fmt.Errorf("take pulpcore's cleanup lock: %w", err)
 		}
 	}
 	if !got {
-		l.release()
+		l.Release()
 		return nil, false, nil
 	}
 	return l, true, nil
 }
 
-// release ends the transaction, which gives both locks back. If the
+// Release ends the transaction, which gives both locks back. If the
 // connection is broken the server ends the transaction when it notices the
 // session is gone, so the connection is then destroyed rather than reused.
-func (l *passLock) release() {
+func (l *PassLock) Release() {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	if l.tx != nil && l.tx.Rollback(ctx) != nil {

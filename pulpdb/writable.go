@@ -1,4 +1,4 @@
-package reaper
+package pulpdb
 
 import (
 	"context"
@@ -8,10 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 )
-
-// GuardWritablePrimary names the guard an audit reports when a pass could not
-// write to the database: a hot standby, or a read-only session.
-const GuardWritablePrimary = "writable-primary"
 
 // NotWritableError says the database a pass would write to takes no writes.
 // A pass that gets it writes nothing at all, to Redis or PostgreSQL: on a

@@ -1,4 +1,4 @@
-package reaper
+package pulpdb
 
 import (
 	"context"
@@ -42,16 +42,18 @@ WITH input AS (
 )
 SELECT pulp_id::text FROM updated`
 
-// taskUpdater applies the task updates of a plan in batches.
-type taskUpdater struct {
-	pool      *pgxpool.Pool
-	batchSize int
-	timeout   time.Duration
-	log       *slog.Logger
+// TaskUpdater applies the task updates of a plan in batches.
+type TaskUpdater struct {
+	Pool *pgxpool.Pool
+	// Timeout is the deadline of each batch's transaction.
+	Timeout time.Duration
+	// Log is told when a lost commit reply was read back.
+	Log *slog.Logger
 }
 
-// updateBatch applies the updates and returns, per task, updated or skipped.
-func (u *taskUpdater) updateBatch(ctx context.Context, batch []judge.TaskJudgement) ([]Result, error) {
+// UpdateBatch applies the updates and returns, per task, whether it was
+// updated; a task not updated lost a race (skipped): nothing changed.
+func (u *TaskUpdater) UpdateBatch(ctx context.Context, batch []judge.TaskJudgement) ([]bool, error) {
 	n := len(batch)
 	ids, states, newStates, reasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	locks := make([]*string, n)
@@ -63,17 +65,17 @@ func (u *taskUpdater) updateBatch(ctx context.Context, batch []judge.TaskJudgeme
 			locks[i] = &lock
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, u.timeout)
+	cctx, cancel := context.WithTimeout(ctx, u.Timeout)
 	defer cancel()
 	// Each batch is a transaction of its own, committed before the next
 	// starts, checked to be writable on the connection that writes it.
-	tx, err := beginWithTimeout(cctx, u.pool, pgx.TxOptions{}, u.timeout)
+	tx, err := beginWithTimeout(cctx, u.Pool, pgx.TxOptions{}, u.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("update %d tasks: %w", n, err)
 	}
 	// Rollback's error is dropped: after Commit, a no-op.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(cctx)) }()
-	if err := checkWritable(cctx, tx, u.pool.Config().ConnConfig); err != nil {
+	if err := checkWritable(cctx, tx, u.Pool.Config().ConnConfig); err != nil {
 		return nil, err
 	}
 	done, err := runTaskUpdates(cctx, tx, ids, states, locks, newStates, clear, reasons)
@@ -91,13 +93,9 @@ func (u *taskUpdater) updateBatch(ctx context.Context, batch []judge.TaskJudgeme
 			return nil, err
 		}
 	}
-	out := make([]Result, n)
+	out := make([]bool, n)
 	for i, tj := range batch {
-		if done[tj.ID] {
-			out[i] = ResultUpdated
-		} else {
-			out[i] = ResultSkipped
-		}
+		out[i] = done[tj.ID]
 	}
 	return out, nil
 }
@@ -143,10 +141,10 @@ WHERE t.state = i.new_state
 // none holds what the update wrote, the commit is taken as not applied and
 // commitErr returned: the tasks are reported failed, and the next pass
 // finds them as they are. When the read fails too, so does the batch.
-func (u *taskUpdater) readBack(ctx context.Context, ids, newStates []string, clear []bool, reasons []string, commitErr error) (map[string]bool, error) {
-	cctx, cancel := context.WithTimeout(ctx, u.timeout)
+func (u *TaskUpdater) readBack(ctx context.Context, ids, newStates []string, clear []bool, reasons []string, commitErr error) (map[string]bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, u.Timeout)
 	defer cancel()
-	rows, err := u.pool.Query(cctx, readBackTasksSQL, ids, newStates, clear, reasons)
+	rows, err := u.Pool.Query(cctx, readBackTasksSQL, ids, newStates, clear, reasons)
 	if err != nil {
 		return nil, fmt.Errorf("%w; reading the tasks back from PostgreSQL failed too, so whether they were updated is unknown: %w", commitErr, err)
 	}
@@ -164,7 +162,7 @@ func (u *taskUpdater) readBack(ctx context.Context, ids, newStates []string, cle
 	for _, id := range done {
 		out[id] = true
 	}
-	u.log.Warn("the reply to a task update's commit was lost; the tasks read back show it applied",
+	u.Log.Warn("the reply to a task update's commit was lost; the tasks read back show it applied",
 		slog.Int("tasks", len(ids)), slog.Int("updated", len(done)), slog.String("error", commitErr.Error()))
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package reaper
+package pulpdb
 
 import (
 	"encoding/hex"

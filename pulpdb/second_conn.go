@@ -1,4 +1,4 @@
-package reaper
+package pulpdb
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // SecondConnectionError says a pass that writes could not get the second
 // server connection it needs while it holds its lock. A pass holds its
-// advisory locks in one transaction from start to end (see passLock), and
+// advisory locks in one transaction from start to end (see PassLock), and
 // reads its snapshot (REPEATABLE READ) and writes its task updates (each
 // batch a READ COMMITTED transaction committed before the next) in others:
 // transactions of different isolation that cannot share one server
@@ -40,10 +40,10 @@ func (e *SecondConnectionError) Error() string {
 
 func (e *SecondConnectionError) Unwrap() error { return e.Err }
 
-// checkSecondConnection runs one statement on a second connection while the
+// CheckSecondConnection runs one statement on a second connection while the
 // pass lock holds the first, and fails with SecondConnectionError when the
 // pool or the pooler behind it cannot give one within timeout.
-func checkSecondConnection(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error {
+func CheckSecondConnection(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error {
 	host := serverAddr(pool.Config().ConnConfig)
 	if n := pool.Config().MaxConns; n < 2 {
 		return &SecondConnectionError{Host: host, MaxConns: n}
