@@ -19,7 +19,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
@@ -260,10 +260,10 @@ func TestLegacyOwner(t *testing.T) {
 	registeredLock(t, rdb.Client, "1@registered-gone")
 	require.NoError(t, rdb.Client.Set(ctx, judge.TaskKeyPrefix+"0b0c7d7e-1111-4c59-9d1a-0f6e2b8f1c11", "1@legacy", 0).Err())
 	require.NoError(t, rdb.Client.Set(ctx, judge.ResourceKeyPrefix+"prn:core.domain:x", "1@legacy", 0).Err())
-	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := pass.New(pass.DefaultConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
-	res := runCheck(t, checkLegacyOwners, Target{Inspect: func(ctx context.Context) (*reaper.Inspection, error) {
-		return r.Inspect(ctx, reaper.InspectOptions{})
+	res := runCheck(t, checkLegacyOwners, Target{Inspect: func(ctx context.Context) (*pass.Inspection, error) {
+		return r.Inspect(ctx, pass.InspectOptions{})
 	}})
 	require.Equal(t, Warn, res.Status, res.Evidence)
 	require.Contains(t, res.Evidence, `1 owners with no AppStatus row and no registry hold 2 holdings ("1@legacy" 2)`)
@@ -280,9 +280,9 @@ func TestRedisWorkerNotInUse(t *testing.T) {
 	addWorker(t, db, "1@pulp-worker-0", "3.117.0", 0)
 	addWorker(t, db, "1@pulp-worker-1", "3.117.0", 0)
 	addWorker(t, db, "1@pulp-worker-old", "3.117.0", -time.Hour) // dead: not counted
-	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := pass.New(pass.DefaultConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
-	target := Target{Inspect: func(ctx context.Context) (*reaper.Inspection, error) { return r.Inspect(ctx, reaper.InspectOptions{}) }}
+	target := Target{Inspect: func(ctx context.Context) (*pass.Inspection, error) { return r.Inspect(ctx, pass.InspectOptions{}) }}
 
 	res := runCheck(t, checkRedisWorker, target)
 	require.Equal(t, Warn, res.Status, res.Evidence)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
@@ -125,7 +125,7 @@ func decodeRelease(cmd redis.Cmder) ([]holdingRef, []string, error) {
 // releaseResultCodes are the release script's one-letter results, spelled
 // out as the reports spell them.
 var releaseResultCodes = map[byte]string{
-	'r': string(reaper.ResultReleased), 'g': string(reaper.ResultAlreadyGone), 'o': string(reaper.ResultOwnerChanged),
+	'r': string(pass.ResultReleased), 'g': string(pass.ResultAlreadyGone), 'o': string(pass.ResultOwnerChanged),
 }
 
 // snapshot returns copies of what was recorded.
