@@ -26,7 +26,7 @@ func (h holdingRef) String() string { return h.Key + " held by " + h.Owner }
 // by the reaper from the same replies, so a report that drops, doubles or
 // invents a release disagrees with this log.
 //
-// It decodes the release script's calling convention (reaper/release.go):
+// It decodes the release script's calling convention (redislocks/release.go):
 // KEYS are the lock keys, ARGV[1] is their number n, ARGV[2] their flags
 // and ARGV[3..n+2] their owners; the reply is a string of one result code
 // per key. Any call of the release script that does not fit is recorded as
