@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // walkResult is what the baseline walk saw.
@@ -25,7 +25,7 @@ type walkResult struct {
 func baselineWalk(ctx context.Context, rdb *redis.Client, scanCount, batchSize int) (walkResult, error) {
 	var res walkResult
 	var lockKeys []string
-	iter := rdb.Scan(ctx, 0, reaper.ScanMatch, int64(scanCount)).Iterator()
+	iter := rdb.Scan(ctx, 0, redislocks.ScanMatch, int64(scanCount)).Iterator()
 	for iter.Next(ctx) {
 		res.keys++
 		k := iter.Val()

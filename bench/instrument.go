@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // redisCounter is a go-redis hook that counts round trips (one per command
@@ -76,10 +75,10 @@ func isReleaseCall(cmd redis.Cmder) bool {
 	}
 	switch strings.ToLower(cmd.Name()) {
 	case "evalsha":
-		return args[1] == reaper.ReleaseScriptSHA()
+		return args[1] == redislocks.ReleaseScriptSHA()
 	case "eval":
 		src, ok := args[1].(string)
-		return ok && fmt.Sprintf("%x", sha1.Sum([]byte(src))) == reaper.ReleaseScriptSHA()
+		return ok && fmt.Sprintf("%x", sha1.Sum([]byte(src))) == redislocks.ReleaseScriptSHA()
 	}
 	return false
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -113,7 +113,7 @@ func benchmark(ctx context.Context, o options, logf func(string, ...any)) (*Resu
 	keys := build.DBSize(ctx).Val()
 	logf("built %d keys in %v", keys, took.Round(time.Millisecond))
 
-	cfg := reaper.DefaultConfig()
+	cfg := pass.DefaultConfig()
 	cfg.ScanCount, cfg.BatchSize = o.scanCount, o.batchSize
 	// One pass does all the work of the fleet, so that the release rate is
 	// measured on every stale holding, not on the first max_releases.

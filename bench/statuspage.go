@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 	"github.com/lock-reaper/lock-reaper/status"
 )
@@ -75,8 +75,8 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 	}
 	stopBeat := inc.KeepAliveInBackground(context.WithoutCancel(ctx), pool)
 	defer func() { _ = stopBeat() }()
-	cfg := reaper.DefaultConfig()
-	r, err := reaper.New(cfg, rdb, pool, nil)
+	cfg := pass.DefaultConfig()
+	r, err := pass.New(cfg, rdb, pool, nil)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 	var inspects, builds []float64
 	for range o.runs {
 		start := time.Now()
-		in, err := r.Inspect(ctx, reaper.InspectOptions{})
+		in, err := r.Inspect(ctx, pass.InspectOptions{})
 		if err != nil {
 			return err
 		}

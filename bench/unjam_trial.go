@@ -14,7 +14,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/daemon"
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 	"github.com/lock-reaper/lock-reaper/sim/simkube"
 )
@@ -245,7 +245,7 @@ func (o options) releasedBy(p passRecord, key, owner string, lastBeat time.Time)
 // passRecorder is the daemon's runner: a real reaper, whose reports it keeps
 // with the moment each pass ended.
 type passRecorder struct {
-	r *reaper.Reaper
+	r *pass.Reaper
 
 	mu     sync.Mutex
 	passes []passRecord
@@ -253,7 +253,7 @@ type passRecorder struct {
 
 type passRecord struct {
 	start, end time.Time
-	rep        *reaper.Report
+	rep        *pass.Report
 }
 
 // startAfter is the start of the first pass at or after t; t itself when
@@ -269,7 +269,7 @@ func (p *passRecorder) startAfter(t time.Time) time.Time {
 	return t
 }
 
-func (p passRecord) finding(key, owner string) *reaper.Finding {
+func (p passRecord) finding(key, owner string) *pass.Finding {
 	if p.rep == nil {
 		return nil
 	}
@@ -284,7 +284,7 @@ func (p passRecord) finding(key, owner string) *reaper.Finding {
 // newPassRecorder makes the reaper with the defaults, scaled, and with the
 // fleet's pods as its pod source when kubernetes is on.
 func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *sim.Fleet, kubernetes bool, watched *watchedPods) (*passRecorder, error) {
-	cfg := reaper.DefaultConfig()
+	cfg := pass.DefaultConfig()
 	cfg.HeartbeatGrace = o.scaled(unjamGrace)
 	cfg.FinishedGrace, cfg.ConfirmAfter = o.scaled(cfg.FinishedGrace), o.scaled(cfg.ConfirmAfter)
 	cfg.Kubernetes = judge.PodRules{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
@@ -298,14 +298,14 @@ func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *s
 		}
 		cfg.PodSource = src
 	}
-	r, err := reaper.New(cfg, rdb, pool, nil)
+	r, err := pass.New(cfg, rdb, pool, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &passRecorder{r: r}, nil
 }
 
-func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+func (p *passRecorder) RunOnce(ctx context.Context, opts pass.PassOptions) (*pass.Report, error) {
 	start := time.Now()
 	rep, err := p.r.RunOnce(ctx, opts)
 	p.mu.Lock()
@@ -349,7 +349,7 @@ func (p *passRecorder) waitRelease(ctx context.Context, rdb *redis.Client, key, 
 				continue
 			}
 			n++
-			if fd := pr.finding(key, owner); fd != nil && fd.Result == reaper.ResultReleased {
+			if fd := pr.finding(key, owner); fd != nil && fd.Result == pass.ResultReleased {
 				found = pr
 				return true
 			}

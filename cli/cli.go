@@ -10,7 +10,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Env is the process environment a command runs in.
@@ -57,7 +57,7 @@ func Main(ctx context.Context, env Env) int {
 	}
 	if len(env.Args) == 0 {
 		usage(env.Stderr)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	switch env.Args[0] {
 	case "-h", "-help", "--help", "help":
@@ -67,7 +67,7 @@ func Main(ctx context.Context, env Env) int {
 			}
 		}
 		usage(env.Stdout)
-		return reaper.ExitOK
+		return pass.ExitOK
 	case "-version", "--version":
 		return runVersion(ctx, env, nil)
 	}
@@ -75,7 +75,7 @@ func Main(ctx context.Context, env Env) int {
 	if !ok {
 		fmt.Fprintf(env.Stderr, "lock-reaper: unknown command %q\n\n", env.Args[0])
 		usage(env.Stderr)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	return cmd.run(ctx, env, env.Args[1:])
 }
@@ -102,11 +102,11 @@ func runVersion(_ context.Context, env Env, args []string) int {
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 			writeHelp(env.Stdout, "version", nil)
-			return reaper.ExitOK
+			return pass.ExitOK
 		}
 		fmt.Fprintf(env.Stderr, "lock-reaper version: unexpected argument %q\n", args[0])
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	fmt.Fprintf(env.Stdout, "lock-reaper %s\n", env.Version)
-	return reaper.ExitOK
+	return pass.ExitOK
 }

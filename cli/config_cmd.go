@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/lock-reaper/lock-reaper/config"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // runConfig validates the configuration and prints the effective values,
@@ -24,16 +24,16 @@ func runConfig(_ context.Context, env Env, args []string) int {
 	}
 	if err := reaperConfig(cfg, false).Validate(); err != nil {
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", err)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	if err := cfg.Redacted().WriteYAML(env.Stdout); err != nil {
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
 	if err := writeResolved(env.Stdout, cfg); err != nil {
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", err)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
-	return reaper.ExitOK
+	return pass.ExitOK
 }
 
 // writeResolved prints, as YAML comments so that the output stays a valid

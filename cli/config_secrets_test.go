@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // TestConfigRedactsDiscretePasswords: `lock-reaper config` shows the
@@ -19,7 +19,7 @@ func TestConfigRedactsDiscretePasswords(t *testing.T) {
 		"REAPER_REDIS_PASSWORD": "hunter2-redis",
 	}
 	code, out, stderr := run(t, env, "config")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.NotContains(t, out+stderr, "hunter2")
 	require.Contains(t, out, "host: pulp-database-svc")
 	require.Contains(t, out, "host: pulp-redis-svc")
@@ -27,7 +27,7 @@ func TestConfigRedactsDiscretePasswords(t *testing.T) {
 
 	env["REAPER_DATABASE_PORT"] = "five"
 	code, out, stderr = run(t, env, "config")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "REAPER_DATABASE_PORT")
 	require.NotContains(t, out+stderr, "hunter2")
 }

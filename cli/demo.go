@@ -14,7 +14,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
 	"github.com/lock-reaper/lock-reaper/internal/throwaway"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -47,13 +47,13 @@ func runDemo(ctx context.Context, env Env, args []string) int {
 	}
 	if *keep && (*redisURL == "" || *dbURL == "") {
 		fmt.Fprintln(env.Stderr, "lock-reaper demo: --keep needs --redis-url and --database-url: the servers the demo starts itself stop with it")
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	d := &demo{env: env, out: env.Stdout, keep: *keep}
 	defer d.cleanup()
 	if err := d.setUp(ctx, *redisURL, *dbURL); err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper demo: %v\n", err)
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
 	return d.play(ctx, *limit)
 }

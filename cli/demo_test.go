@@ -12,7 +12,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // usedServers are a Redis and a PostgreSQL holding someone's data, as a
@@ -58,7 +58,7 @@ func TestDemo(t *testing.T) {
 	t.Parallel()
 	used := startUsedServers(t)
 	code, out, stderr := run(t, used.env(), "demo")
-	require.Equal(t, reaper.ExitOK, code, "%s\n%s", out, stderr)
+	require.Equal(t, pass.ExitOK, code, "%s\n%s", out, stderr)
 	require.Contains(t, out, "still holds 543 task locks")
 	require.Contains(t, out, "and 524 resource locks")
 	require.Contains(t, out, "released 1067 holdings")
@@ -91,11 +91,11 @@ func TestDemoRefusesServersWithData(t *testing.T) {
 	used := startUsedServers(t)
 	empty := redisserver.Start(t)
 	code, out, stderr := run(t, nil, "demo", "--redis-url", used.redis.URL(0), "--database-url", used.pg.URL("postgres"))
-	require.Equal(t, reaper.ExitFailed, code, "%s\n%s", out, stderr)
+	require.Equal(t, pass.ExitFailed, code, "%s\n%s", out, stderr)
 	require.Contains(t, stderr, "database 0) holds 1 keys the demo did not make")
 
 	code, out, stderr = run(t, nil, "demo", "--redis-url", empty.URL(3), "--database-url", used.pg.URL("postgres"))
-	require.Equal(t, reaper.ExitFailed, code, "%s\n%s", out, stderr)
+	require.Equal(t, pass.ExitFailed, code, "%s\n%s", out, stderr)
 	require.Contains(t, stderr, "holds 1 databases the demo did not make (pulp)")
 	used.requireUntouched(t)
 	n, err := empty.Client.Do(context.Background(), "INFO", "keyspace").Text()
@@ -103,7 +103,7 @@ func TestDemoRefusesServersWithData(t *testing.T) {
 	require.NotContains(t, n, "keys=", "nothing left in the empty Redis")
 
 	code, _, stderr = run(t, nil, "demo", "--keep")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "--keep needs --redis-url and --database-url")
 }
 
@@ -123,7 +123,7 @@ func TestDemoKeep(t *testing.T) {
 	t.Parallel()
 	rs, pg := redisserver.Start(t), pgcluster.StartPrimary(t)
 	code, out, stderr := run(t, nil, "demo", "--keep", "--redis-url", rs.URL(5), "--database-url", pg.URL("postgres"))
-	require.Equal(t, reaper.ExitOK, code, "%s\n%s", out, stderr)
+	require.Equal(t, pass.ExitOK, code, "%s\n%s", out, stderr)
 	require.Contains(t, out, "The demo's state is kept (--keep)")
 	name := regexp.MustCompile(`lock_reaper_demo_[0-9a-f]+`).FindString(out)
 	require.NotEmpty(t, name)
@@ -136,6 +136,6 @@ func TestDemoKeep(t *testing.T) {
 	// The kept state answers the commands it prints.
 	code, locks, stderr := run(t, nil, "locks", "--by-owner", "--redis-url", redisURL[1], "--database-url",
 		regexp.MustCompile(`--database-url '([^']+)'`).FindStringSubmatch(out)[1])
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.Contains(t, locks, "1@pulp-worker-incident-1")
 }

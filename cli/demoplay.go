@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -42,17 +42,17 @@ func (d *demo) play(ctx context.Context, limit int) int {
 		want  int
 		after func()
 	}{
-		{title: "1. lock-reaper explain: why a queued task does not start", args: []string{"explain", blocked}, want: reaper.ExitOK},
-		{title: "2. lock-reaper audit: what a pass would do (writes nothing)", args: []string{"audit"}, want: reaper.ExitFindings, after: func() {
+		{title: "1. lock-reaper explain: why a queued task does not start", args: []string{"explain", blocked}, want: pass.ExitOK},
+		{title: "2. lock-reaper audit: what a pass would do (writes nothing)", args: []string{"audit"}, want: pass.ExitFindings, after: func() {
 			fmt.Fprintf(d.out, "Most of the dead worker's locks (the task-finished ones, %d tasks) belong to tasks that\n"+
 				"completed long ago: the worker finished them but their locks were never released, and\n"+
 				"no one else releases a lock in Pulp. They go because their task is over. The ones that\n"+
 				"block the queue now are the owner-dead ones, listed first: the locks of tasks that were\n"+
 				"running when the worker died, among them exclusive repository locks the queued tasks need.\n\n", len(inc.Finished))
 		}},
-		{title: "3. lock-reaper once: release the stale locks, cancel and requeue the lost tasks", args: []string{"once"}, want: reaper.ExitOK},
-		{title: "4. lock-reaper audit again: nothing left to do", args: []string{"audit"}, want: reaper.ExitOK},
-		{title: "5. lock-reaper explain again: the queued task is free to run", args: []string{"explain", blocked}, want: reaper.ExitOK},
+		{title: "3. lock-reaper once: release the stale locks, cancel and requeue the lost tasks", args: []string{"once"}, want: pass.ExitOK},
+		{title: "4. lock-reaper audit again: nothing left to do", args: []string{"audit"}, want: pass.ExitOK},
+		{title: "5. lock-reaper explain again: the queued task is free to run", args: []string{"explain", blocked}, want: pass.ExitOK},
 	}
 	for _, s := range steps {
 		fmt.Fprintf(d.out, "━━ %s\n$ lock-reaper %s\n\n", s.title, strings.Join(s.args, " "))
@@ -64,7 +64,7 @@ func (d *demo) play(ctx context.Context, limit int) int {
 		fmt.Fprintf(d.out, "(exit code %d)\n\n", code)
 		if code != s.want {
 			fmt.Fprintf(d.env.Stderr, "lock-reaper demo: step %q exited %d, expected %d\n", s.title, code, s.want)
-			return reaper.ExitFailed
+			return pass.ExitFailed
 		}
 		if s.after != nil {
 			s.after()
@@ -74,7 +74,7 @@ func (d *demo) play(ctx context.Context, limit int) int {
 		"%d claimed waiting tasks requeued; every healthy lock of the live workers is intact, and the\n"+
 		"queue moves: the next free worker takes the queued tasks.\n", len(inc.Stale), len(inc.Cancel), len(inc.Requeue))
 	d.doctor(ctx)
-	return reaper.ExitOK
+	return pass.ExitOK
 }
 
 // layout is the demo's text layout: grouped by owner and verdict, as on a

@@ -10,7 +10,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/daemon"
 	"github.com/lock-reaper/lock-reaper/doctor"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 func init() {
@@ -34,7 +34,7 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 	rep := doctor.Run(ctx, doctorTarget(r, s))
 	if isJSON(s.cfg.Output) {
 		if err := writeJSON(env.Stdout, s.cfg.Output, rep); err != nil {
-			return reaper.ExitFailed
+			return pass.ExitFailed
 		}
 	} else {
 		writeDoctorText(env.Stdout, rep)
@@ -44,17 +44,17 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 
 // doctorTarget points the checks at the clients a pass uses; the
 // legacy-owners check reads one snapshot exactly as a pass does.
-func doctorTarget(r *reaper.Reaper, s *setup) doctor.Target {
+func doctorTarget(r *pass.Reaper, s *setup) doctor.Target {
 	return doctor.Target{
 		Redis: s.rdb, Postgres: s.pool, Timeout: max(s.cfg.Redis.Timeout, s.cfg.Database.Timeout),
-		Inspect: func(ctx context.Context) (*reaper.Inspection, error) {
-			return r.Inspect(ctx, reaper.InspectOptions{})
+		Inspect: func(ctx context.Context) (*pass.Inspection, error) {
+			return r.Inspect(ctx, pass.InspectOptions{})
 		},
 	}
 }
 
 // withDoctor makes `run` check the deployment once at start.
-func withDoctor(dc daemon.Config, r *reaper.Reaper, s *setup) daemon.Config {
+func withDoctor(dc daemon.Config, r *pass.Reaper, s *setup) daemon.Config {
 	dc.Doctor = func(ctx context.Context) doctor.Report { return doctor.Run(ctx, doctorTarget(r, s)) }
 	return dc
 }

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/config"
+	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 func init() {
@@ -36,7 +37,7 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 	taskID, err := taskIDOf(taskID)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper explain: %v\n", err)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	r, s, code, ok := newReaper(fs, loader, env, false)
 	if !ok {
@@ -44,21 +45,21 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 	}
 	defer s.close()
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	in, err := r.Inspect(ctx, reaper.InspectOptions{TaskID: taskID, Progress: progress.keys})
+	in, err := r.Inspect(ctx, pass.InspectOptions{TaskID: taskID, Progress: progress.keys})
 	progress.done()
 	if err != nil {
 		f := s.failed(err)
 		fmt.Fprintf(env.Stderr, "lock-reaper explain: %s\n", f.message)
 		return failureCode(f)
 	}
-	ex := reaper.Explain(in, taskID)
+	ex := explain.Explain(in, taskID)
 	if err := writeExplanation(env.Stdout, s.cfg.Output, ex, layoutFor(env.Stdout, envLookup(env), limit)); err != nil {
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
-	if ex.Status == reaper.StatusNotFound {
-		return reaper.ExitFailed
+	if ex.Status == explain.StatusNotFound {
+		return pass.ExitFailed
 	}
-	return reaper.ExitOK
+	return pass.ExitOK
 }
 
 // parseWithPositional parses flags on either side of one required
@@ -70,15 +71,15 @@ func parseWithPositional(fs *flag.FlagSet, env Env, args []string, name string) 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeHelp(env.Stdout, fs.Name(), fs)
-			return "", reaper.ExitOK, false
+			return "", pass.ExitOK, false
 		}
 		fmt.Fprintf(env.Stderr, "Run 'lock-reaper %s -h' for its flags.\n", fs.Name())
-		return "", reaper.ExitUsage, false
+		return "", pass.ExitUsage, false
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintf(env.Stderr, "lock-reaper %s: missing %s\nUsage: lock-reaper %s %s [flags]; 'lock-reaper %s -h' for help.\n",
 			fs.Name(), name, fs.Name(), name, fs.Name())
-		return "", reaper.ExitUsage, false
+		return "", pass.ExitUsage, false
 	}
 	arg := fs.Arg(0)
 	if code, ok := parseFlags(fs, env, fs.Args()[1:], 0); !ok {
@@ -87,7 +88,7 @@ func parseWithPositional(fs *flag.FlagSet, env Env, args []string, name string) 
 	return arg, 0, true
 }
 
-func claimText(p *reaper.Process) string {
+func claimText(p *explain.Process) string {
 	if p == nil {
 		return "none"
 	}

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // TestTaskIDOf: explain takes a task as Pulp shows it, in every form.
@@ -63,6 +62,6 @@ func TestExplainAcceptsHrefAndPRN(t *testing.T) {
 	for _, arg := range []string{target, "/pulp/api/v3/tasks/" + target + "/", "/pulp/default/api/v3/tasks/" + target + "/", "prn:core.task:" + target} {
 		ex := f.explain(arg)
 		require.Equal(t, target, ex.TaskID, arg)
-		require.Equal(t, reaper.StatusReady, ex.Status, arg)
+		require.Equal(t, explain.StatusReady, ex.Status, arg)
 	}
 }

@@ -11,9 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // opsFleet is a real Redis and PostgreSQL with helpers that write what Pulp
@@ -116,11 +117,11 @@ func (f *opsFleet) state(taskID string) (string, bool) {
 }
 
 // explain runs `explain --output json` and decodes the explanation.
-func (f *opsFleet) explain(taskID string) reaper.Explanation {
+func (f *opsFleet) explain(taskID string) explain.Explanation {
 	f.t.Helper()
 	code, out, stderr := run(f.t, f.env, "explain", taskID, "--output", "json")
-	require.Equal(f.t, reaper.ExitOK, code, stderr)
-	var ex reaper.Explanation
+	require.Equal(f.t, pass.ExitOK, code, stderr)
+	var ex explain.Explanation
 	require.NoError(f.t, json.Unmarshal([]byte(out), &ex), out)
 	return ex
 }
@@ -135,7 +136,7 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 	target := f.task("waiting", "", []string{repo, "shared:" + opsDomain}, time.Minute)
 
 	ex := f.explain(target)
-	require.Equal(t, reaper.StatusBlocked, ex.Status)
+	require.Equal(t, explain.StatusBlocked, ex.Status)
 	require.Equal(t, "blocked by a stale lock of dead worker 1@pulp-worker-0 (owner-dead, heartbeat 1h0m0s ago): the next pass releases it", ex.Conclusion)
 	require.Equal(t, "waiting", ex.Task.State)
 	require.Nil(t, ex.Claim)
@@ -155,7 +156,7 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 
 	// The text form says the same, ending with the conclusion.
 	code, out, stderr := run(t, f.env, "explain", "--output", "text", strings.ToUpper(target))
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.Contains(t, out, "Task "+target)
 	require.Contains(t, out, "for task "+lost+" (running)")
 	require.Contains(t, out, "owner-dead -> release")
@@ -164,7 +165,7 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 
 	// The lost task itself.
 	ex = f.explain(lost)
-	require.Equal(t, reaper.StatusLost, ex.Status)
+	require.Equal(t, explain.StatusLost, ex.Status)
 	require.Equal(t, "lost: claimed by dead worker 1@pulp-worker-0 (heartbeat 1h0m0s ago); the next pass cancels it", ex.Conclusion)
 	require.Equal(t, "1@pulp-worker-0", ex.Claim.Name)
 	require.Equal(t, judge.VerdictLost, ex.TaskVerdict.Verdict)
@@ -180,7 +181,7 @@ func TestExplainBlockedByLiveOwner(t *testing.T) {
 	target := f.task("waiting", "", []string{repo, "shared:" + opsDomain}, time.Minute)
 
 	ex := f.explain(target)
-	require.Equal(t, reaper.StatusWaiting, ex.Status)
+	require.Equal(t, explain.StatusWaiting, ex.Status)
 	require.Regexp(t, `^waiting behind task `+running+` \(pulp_rpm.app.tasks.synchronize\), running on live worker 1@pulp-worker-1 \(heartbeat [0-9.]+m?s ago\)$`, ex.Conclusion)
 	h := ex.Resources[0].Holders[0]
 	require.Equal(t, judge.VerdictJustified, h.Verdict)
@@ -188,7 +189,7 @@ func TestExplainBlockedByLiveOwner(t *testing.T) {
 	require.True(t, h.Blocks)
 
 	ex = f.explain(running)
-	require.Equal(t, reaper.StatusRunning, ex.Status)
+	require.Equal(t, explain.StatusRunning, ex.Status)
 	require.True(t, strings.HasPrefix(ex.Conclusion, "running on live worker 1@pulp-worker-1 (heartbeat "), ex.Conclusion)
 	require.Len(t, ex.TaskLocks, 1)
 	require.True(t, ex.TaskLocks[0].Own)
@@ -204,20 +205,20 @@ func TestExplainBehindOlderTask(t *testing.T) {
 	target := f.task("waiting", "", []string{"shared:" + repo, "shared:" + opsDomain}, time.Minute)
 
 	ex := f.explain(target)
-	require.Equal(t, reaper.StatusWaiting, ex.Status)
+	require.Equal(t, explain.StatusWaiting, ex.Status)
 	require.Equal(t, fmt.Sprintf("waiting behind older task %s (pulp_rpm.app.tasks.synchronize), waiting, unclaimed, which needs %s first", older, repo), ex.Conclusion)
 	require.Len(t, ex.Ahead, 1)
 	require.Equal(t, 1, ex.AheadTotal)
 	require.Equal(t, []string{repo}, ex.Ahead[0].Conflicts)
 
 	code, out, _ := run(t, f.env, "explain", target)
-	require.Equal(t, reaper.ExitOK, code)
+	require.Equal(t, pass.ExitOK, code)
 	require.Contains(t, out, "Older tasks that need the same resources and go first (1)")
 
 	// The text lists at most --limit of them.
 	f.task("waiting", "", []string{repo}, 3*time.Minute)
 	code, out, _ = run(t, f.env, "explain", target, "--limit", "1")
-	require.Equal(t, reaper.ExitOK, code)
+	require.Equal(t, pass.ExitOK, code)
 	require.Contains(t, out, "Older tasks that need the same resources and go first (2)")
 	require.Contains(t, out, "… and 1 more (--limit 0 shows")
 	require.Contains(t, out, "(and 1 more older task)")
@@ -233,11 +234,11 @@ func TestExplainReadyToRun(t *testing.T) {
 	finished := f.task("completed", live, []string{opsRepo()}, time.Hour)
 
 	ex := f.explain(target)
-	require.Equal(t, reaper.StatusReady, ex.Status)
+	require.Equal(t, explain.StatusReady, ex.Status)
 	require.Equal(t, "ready to run: nothing holds its resources and no older task needs them", ex.Conclusion)
 
 	ex = f.explain(finished)
-	require.Equal(t, reaper.StatusFinished, ex.Status)
+	require.Equal(t, explain.StatusFinished, ex.Status)
 	require.Equal(t, "finished (completed)", ex.Conclusion)
 }
 
@@ -246,25 +247,25 @@ func TestExplainUsageAndMissingTask(t *testing.T) {
 	f := newOpsFleet(t)
 	missing := opsUUID()
 	code, out, _ := run(t, f.env, "explain", missing, "--output", "json")
-	require.Equal(t, reaper.ExitFailed, code, "a task that does not exist")
-	var ex reaper.Explanation
+	require.Equal(t, pass.ExitFailed, code, "a task that does not exist")
+	var ex explain.Explanation
 	require.NoError(t, json.Unmarshal([]byte(out), &ex))
-	require.Equal(t, reaper.StatusNotFound, ex.Status)
+	require.Equal(t, explain.StatusNotFound, ex.Status)
 
 	code, _, stderr := run(t, f.env, "explain")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "missing TASK_ID")
 	code, _, stderr = run(t, f.env, "explain", "not-a-uuid")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "is not a task UUID")
 	code, _, _ = run(t, f.env, "explain", missing, missing)
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 
 	// A pass that cannot read the database fails with 1.
 	env := servicesEnv(f.r, f.db)
 	env["REAPER_DATABASE_URL"] = "postgres://postgres@127.0.0.1:1/nowhere?connect_timeout=1"
 	code, _, stderr = run(t, env, "explain", missing)
-	require.Equal(t, reaper.ExitFailed, code)
+	require.Equal(t, pass.ExitFailed, code)
 	require.Contains(t, stderr, "lock-reaper explain:")
 }
 
@@ -276,19 +277,19 @@ func TestAuditNotesRedisWorkerNotInUse(t *testing.T) {
 	f := newOpsFleet(t)
 	w := f.worker("1@pulp-worker-0", 0)
 	code, out, stderr := run(t, f.env, "audit")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.Contains(t, out, "Note: 1 Pulp workers heartbeat in core_appstatus, but Redis holds no Redis-worker lock")
 	require.Contains(t, out, "spec.custom_pulp_settings")
 
 	code, out, stderr = run(t, f.env, "audit", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code, stderr)
-	var rep reaper.Report
+	require.Equal(t, pass.ExitOK, code, stderr)
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Len(t, rep.Notes, 1)
 	require.Contains(t, rep.Notes[0], `WORKER_TYPE = "redis"`)
 
 	f.acquire("1@pulp-worker-0", f.task("running", w, nil, time.Minute))
 	code, out, stderr = run(t, f.env, "audit")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.NotContains(t, out, "Note:")
 }

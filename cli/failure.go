@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // failure is an error of Redis or PostgreSQL put in an operator's words:
@@ -35,9 +35,9 @@ func explainFailure(err error, t targets) failure {
 	// guessed from when it names none.
 	database := isDatabaseError(err)
 	dbStep, redisStep := databaseActivity(raw), redisActivity(raw)
-	var se *reaper.StepError
+	var se *pass.StepError
 	if errors.As(err, &se) {
-		database = se.System == reaper.SystemDatabase
+		database = se.System == pass.SystemDatabase
 		dbStep, redisStep = se.Activity(), se.Activity()
 	}
 	if errors.Is(err, context.Canceled) {
@@ -145,7 +145,7 @@ func dropRefusedTLS(msg string) string {
 // what is wrong (it will not go away by retrying), else 1.
 func failureCode(f failure) int {
 	if f.configuration {
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
-	return reaper.ExitFailed
+	return pass.ExitFailed
 }

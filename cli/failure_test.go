@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // A port nobody listens on.
@@ -38,7 +38,7 @@ func TestFailuresNameTheTargetAndTheActivity(t *testing.T) {
 	port := closedPort(t)
 
 	code, out, _ := run(t, map[string]string{"REAPER_REDIS_URL": fmt.Sprintf("redis://127.0.0.1:%d/0", port), "REAPER_DATABASE_URL": db.URL, "REAPER_REDIS_TIMEOUT": "1s"}, "audit")
-	require.Equal(t, reaper.ExitFailed, code, out)
+	require.Equal(t, pass.ExitFailed, code, out)
 	require.Contains(t, out, fmt.Sprintf("reading the remembered suspects from Redis at 127.0.0.1:%d (database 0): ", port))
 	require.Contains(t, out, "is the address right and reachable from here?")
 
@@ -47,7 +47,7 @@ func TestFailuresNameTheTargetAndTheActivity(t *testing.T) {
 	require.NoError(t, err)
 	u.Path = "/99"
 	code, out, _ = run(t, map[string]string{"REAPER_REDIS_URL": u.String(), "REAPER_DATABASE_URL": db.URL}, "audit")
-	require.Equal(t, reaper.ExitUsage, code, out)
+	require.Equal(t, pass.ExitUsage, code, out)
 	require.Contains(t, out, "(database 99): ")
 	require.Contains(t, out, "higher than this Redis has")
 
@@ -57,13 +57,13 @@ func TestFailuresNameTheTargetAndTheActivity(t *testing.T) {
 		"authentication":   {withDatabase(t, db.URL, db.Name, "lr_no_such_role"), "Authentication failed"},
 	} {
 		code, out, stderr := run(t, map[string]string{"REAPER_REDIS_URL": r.URL, "REAPER_DATABASE_URL": c.url}, "audit")
-		require.Equal(t, reaper.ExitUsage, code, "%s: %s%s", name, out, stderr)
+		require.Equal(t, pass.ExitUsage, code, "%s: %s%s", name, out, stderr)
 		require.Contains(t, out, "reading Pulp's workers and tasks from PostgreSQL at ", name)
 		require.Contains(t, out, c.want, name)
 		require.NotContains(t, out+stderr, "s3cretpw", name)
 		// The commands that only read say the same.
 		code, _, stderr = run(t, map[string]string{"REAPER_REDIS_URL": r.URL, "REAPER_DATABASE_URL": c.url}, "locks")
-		require.Equal(t, reaper.ExitUsage, code, name)
+		require.Equal(t, pass.ExitUsage, code, name)
 		require.Contains(t, stderr, c.want, name)
 	}
 }
@@ -84,7 +84,7 @@ func TestRefusedTLSAttemptIsDropped(t *testing.T) {
 func TestConfigShowsWhatTheDatabaseResolvesTo(t *testing.T) {
 	t.Parallel()
 	code, out, stderr := run(t, map[string]string{"REAPER_DATABASE_URL": "postgres://pulp:s3cretpw@db.example:5433/pulp?sslmode=prefer"}, "config")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	for _, want := range []string{"#     host: db.example:5433", "#     database: pulp", "#     user: pulp", "#     password: xxxxx (set)", "sslmode=prefer", "#   redis: localhost:6379 (database 0)"} {
 		require.Contains(t, out, want)
 	}
@@ -103,7 +103,7 @@ func TestFailureNamesTheStepThatFailed(t *testing.T) {
 	q.Set("default_transaction_read_only", "on")
 	u.RawQuery = q.Encode()
 	code, out, stderr := run(t, map[string]string{"REAPER_REDIS_URL": r.URL, "REAPER_DATABASE_URL": u.String()}, "once")
-	require.Equal(t, reaper.ExitFailed, code, out+stderr)
+	require.Equal(t, pass.ExitFailed, code, out+stderr)
 	require.Contains(t, out+stderr, "checking that the database takes writes in PostgreSQL at ")
 	require.Contains(t, out+stderr, "gives read-only transactions")
 	require.NotContains(t, out+stderr, "from Redis")

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/lock-reaper/lock-reaper/config"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // command is one subcommand: one entry of the table is all a new command
@@ -209,18 +209,18 @@ func parseFlags(fs *flag.FlagSet, env Env, args []string, maxArgs int) (int, boo
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeHelp(env.Stdout, fs.Name(), fs)
-			return reaper.ExitOK, false
+			return pass.ExitOK, false
 		}
 		fmt.Fprintf(env.Stderr, "Run 'lock-reaper %s -h' for its flags.\n", fs.Name())
-		return reaper.ExitUsage, false
+		return pass.ExitUsage, false
 	}
 	if fs.NArg() > maxArgs {
 		fmt.Fprintf(env.Stderr, "lock-reaper %s: unexpected argument %q\n", fs.Name(), fs.Arg(maxArgs))
-		return reaper.ExitUsage, false
+		return pass.ExitUsage, false
 	}
 	if err := checkUnusedKeys(fs); err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper %s: %v\n", fs.Name(), err)
-		return reaper.ExitUsage, false
+		return pass.ExitUsage, false
 	}
 	return 0, true
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Every command's help: on stdout with exit 0, starting with what it does,
@@ -17,7 +17,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	for name, c := range commands {
 		for _, flag := range []string{"-h", "--help"} {
 			code, out, stderr := run(t, nil, name, flag)
-			require.Equal(t, reaper.ExitOK, code, name)
+			require.Equal(t, pass.ExitOK, code, name)
 			require.Empty(t, stderr, name)
 			require.True(t, strings.HasPrefix(out, "lock-reaper "+name+": "+c.summary+"\n"), "%s: %q", name, firstLine(out))
 			last := c.exits[len(c.exits)-1]
@@ -25,7 +25,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			require.True(t, strings.HasSuffix(strings.TrimSpace(out), lastWords(last.what)), "%s ends with %q", name, lastLine(out))
 		}
 		code, out, _ := run(t, nil, "help", name)
-		require.Equal(t, reaper.ExitOK, code)
+		require.Equal(t, pass.ExitOK, code)
 		require.True(t, strings.HasPrefix(out, "lock-reaper "+name+": "), name)
 	}
 }
@@ -50,10 +50,10 @@ func TestHelpListsOnlyTheFlagsACommandUses(t *testing.T) {
 	require.Contains(t, once, "--force\n")
 
 	code, _, stderr := run(t, nil, "audit", "--schedule", "@hourly")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "--schedule (schedule) is not used by audit")
 	code, _, stderr = run(t, nil, "audit", "--no-such-flag")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "flag provided but not defined: -no-such-flag")
 	require.Contains(t, stderr, "Run 'lock-reaper audit -h' for its flags.")
 }
@@ -62,15 +62,15 @@ func TestTopLevelHelpAndVersion(t *testing.T) {
 	t.Parallel()
 	for _, arg := range []string{"-h", "--help", "help"} {
 		code, out, stderr := run(t, nil, arg)
-		require.Equal(t, reaper.ExitOK, code)
+		require.Equal(t, pass.ExitOK, code)
 		require.Empty(t, stderr)
 		require.Contains(t, out, "Usage: lock-reaper COMMAND [flags]")
 	}
 	code, out, _ := run(t, nil, "--version")
-	require.Equal(t, reaper.ExitOK, code)
+	require.Equal(t, pass.ExitOK, code)
 	require.Equal(t, "lock-reaper test\n", out)
 	code, out, stderr := run(t, nil)
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Empty(t, out)
 	require.Contains(t, stderr, "Usage: lock-reaper COMMAND")
 }

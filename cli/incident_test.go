@@ -10,7 +10,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -57,16 +57,16 @@ func TestIncident(t *testing.T) {
 	env := servicesEnv(r, db)
 
 	code, out, stderr := run(t, env, "audit", "--output", "json")
-	require.Equal(t, reaper.ExitFindings, code, stderr)
-	var audit reaper.Report
+	require.Equal(t, pass.ExitFindings, code, stderr)
+	var audit pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &audit))
 	require.Equal(t, "audit", audit.Mode)
-	require.Equal(t, len(inc.Stale), audit.Summary.FindingsByResult[reaper.ResultWouldRelease])
+	require.Equal(t, len(inc.Stale), audit.Summary.FindingsByResult[pass.ResultWouldRelease])
 	require.Len(t, audit.Findings, len(inc.Stale))
 
 	code, out, stderr = run(t, env, "once", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code, stderr)
-	var once reaper.Report
+	require.Equal(t, pass.ExitOK, code, stderr)
+	var once pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &once))
 	require.Equal(t, len(inc.Stale), once.Summary.Released)
 	for _, f := range once.Findings {
@@ -92,7 +92,7 @@ func TestIncident(t *testing.T) {
 	require.Equal(t, len(inc.Cancel)+len(inc.Requeue), once.Summary.TasksUpdated)
 
 	code, out, stderr = run(t, env, "audit")
-	require.Equal(t, reaper.ExitOK, code, "second audit: %s\n%s", out, stderr)
+	require.Equal(t, pass.ExitOK, code, "second audit: %s\n%s", out, stderr)
 }
 
 type taskState struct {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Formats of what a command prints on standard output (the output setting).
@@ -41,7 +41,7 @@ func writeJSON(w io.Writer, format string, v any) error {
 // document in a buffer before writing it (and json-pretty a second one).
 // The long lists are marshaled as null with the rest of the report, then
 // each is written in their place one member at a time.
-func writeJSONReport(w io.Writer, format string, rep *reaper.Report) error {
+func writeJSONReport(w io.Writer, format string, rep *pass.Report) error {
 	pretty := format == formatJSONPretty
 	lists := []jsonList{
 		listOf("owners", rep.LockOwners),

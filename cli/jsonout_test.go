@@ -10,31 +10,31 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // richReport has a member in every list the JSON report streams, and
 // strings a naive splice would trip on.
-func richReport() *reaper.Report {
+func richReport() *pass.Report {
 	age := judge.Duration(90 * time.Minute)
 	seen := time.Date(2026, 7, 24, 9, 58, 0, 0, time.UTC)
-	return &reaper.Report{
-		Mode: reaper.ModeOnce, StartedAt: seen, DurationMS: 1234, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
-		Scanned: reaper.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, Owners: 2, Tasks: 1, FullScan: true},
+	return &pass.Report{
+		Mode: pass.ModeOnce, StartedAt: seen, DurationMS: 1234, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
+		Scanned: pass.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, Owners: 2, Tasks: 1, FullScan: true},
 		LockOwners: []judge.OwnerReport{
 			{Name: `1@w","findings":null,"x`, Liveness: "dead", HeartbeatAge: &age, Holdings: 3},
 			{Name: "2@<w>&", Liveness: "alive", Holdings: 1},
 		},
-		Findings: []reaper.Finding{
-			reaper.Finding{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Result: reaper.ResultReleased}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: &age, TaskState: "running"}),
-			{Holding: judge.Holding{Key: "pulp:resource_lock:r", Kind: judge.KindExclusive, Owner: "1@w"}, Verdict: judge.VerdictNoTask, Action: judge.ActionSuspect, Result: reaper.ResultSuspected, FirstSeen: &seen},
+		Findings: []pass.Finding{
+			{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: &age, TaskState: "running"})), Result: pass.ResultReleased},
+			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:r", Kind: judge.KindExclusive, Owner: "1@w"}, Verdict: judge.VerdictNoTask, Action: judge.ActionSuspect, FirstSeen: &seen}, Result: pass.ResultSuspected},
 		},
-		Tasks: []reaper.TaskFinding{{ID: "a", Name: "sync", Verdict: judge.VerdictLost, Action: judge.ActionUpdate, StateBefore: "running",
-			StateAfter: "canceled", Result: reaper.ResultUpdated}},
+		Tasks: []pass.TaskFinding{{TaskJudgement: &judge.TaskJudgement{ID: "a", Name: "sync", Verdict: judge.VerdictLost, Action: judge.ActionUpdate, StateBefore: "running",
+			StateAfter: "canceled"}, Result: pass.ResultUpdated}},
 		Ignored: []judge.Ignored{{Key: "task:\x1b[2J", Type: "hash", Reason: `"tasks":null`}},
 		Guards:  []judge.Guard{{Name: "max-releases", Reason: "limit"}},
-		Summary: reaper.Summary{HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 1, judge.VerdictNoTask: 1},
-			FindingsByResult: map[reaper.Result]int{reaper.ResultReleased: 1}, Released: 1},
+		Summary: pass.Summary{HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 1, judge.VerdictNoTask: 1},
+			FindingsByResult: map[pass.Result]int{pass.ResultReleased: 1}, Released: 1},
 		Error: "partial",
 	}
 }
@@ -44,8 +44,8 @@ func richReport() *reaper.Report {
 // json, indented for json-pretty; with lists full, empty or null.
 func TestJSONReportStreamsWhatEncodingJSONWrites(t *testing.T) {
 	t.Parallel()
-	empty := &reaper.Report{Mode: reaper.ModeAudit, LockOwners: []judge.OwnerReport{}, Findings: []reaper.Finding{}, Tasks: []reaper.TaskFinding{}}
-	for name, rep := range map[string]*reaper.Report{"rich": richReport(), "empty lists": empty, "nil lists": {Mode: reaper.ModeAudit}} {
+	empty := &pass.Report{Mode: pass.ModeAudit, LockOwners: []judge.OwnerReport{}, Findings: []pass.Finding{}, Tasks: []pass.TaskFinding{}}
+	for name, rep := range map[string]*pass.Report{"rich": richReport(), "empty lists": empty, "nil lists": {Mode: pass.ModeAudit}} {
 		for _, format := range []string{formatJSON, formatJSONPretty} {
 			var want bytes.Buffer
 			require.NoError(t, writeJSON(&want, format, rep))
@@ -55,7 +55,7 @@ func TestJSONReportStreamsWhatEncodingJSONWrites(t *testing.T) {
 			if format == formatJSON {
 				require.Equal(t, 1, strings.Count(got.String(), "\n"), "%s: one line", name)
 			}
-			var back reaper.Report
+			var back pass.Report
 			require.NoError(t, json.Unmarshal(got.Bytes(), &back))
 			require.Len(t, back.Findings, len(rep.Findings), "JSON is always complete")
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // TestKubernetesNeverBlocksRelease: under kubernetes.enabled auto, a
@@ -40,14 +40,14 @@ func TestKubernetesNeverBlocksRelease(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want int
-	}{{[]string{"locks"}, reaper.ExitOK}, {[]string{"audit"}, reaper.ExitGuarded}} {
+	}{{[]string{"locks"}, pass.ExitOK}, {[]string{"audit"}, pass.ExitGuarded}} {
 		code, _, stderr := run(t, broken, tc.args...)
 		require.Equal(t, tc.want, code, stderr)
 		require.Equal(t, 1, strings.Count(stderr, "kubernetes evidence off"), stderr)
 		require.Contains(t, stderr, "KUBECONFIG "+filepath.Join(dir, "missing"))
 	}
 	code, _, stderr := run(t, env(map[string]string{"KUBECONFIG": filepath.Join(dir, "missing"), "REAPER_KUBERNETES_ENABLED": "true"}), "locks")
-	require.Equal(t, reaper.ExitUsage, code, "under true the kubeconfig is the user's to fix")
+	require.Equal(t, pass.ExitUsage, code, "under true the kubeconfig is the user's to fix")
 	require.Contains(t, stderr, "none of its files exists; point KUBECONFIG at")
 
 	api := kubeapi.New(t)
@@ -63,9 +63,9 @@ current-context: test
 	hangs := env(map[string]string{"KUBECONFIG": filepath.Join(dir, "missing") + ":" + kubeconfig, "REAPER_KUBERNETES_TIMEOUT": "300ms"})
 	start := time.Now()
 	code, out, stderr := run(t, hangs, "release", "--owner", "1@dead", "--yes", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.Less(t, time.Since(start), 20*time.Second)
-	var rep reaper.Report
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Equal(t, 6, rep.Summary.Released, "the break-glass release works whatever the API does")
 }
@@ -100,5 +100,5 @@ current-context: test
 	r.waitFor(t, msgIs("worker container ended: pass now"))
 	woken := r.waitFor(t, msgIs("pass completed"))
 	require.Equal(t, "kubernetes: a worker container ended", woken["started_by"])
-	require.Equal(t, reaper.ExitOK, r.stop(t))
+	require.Equal(t, pass.ExitOK, r.stop(t))
 }

@@ -11,13 +11,13 @@ import (
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/kube"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // openPods decides whether passes read Kubernetes pods (kubernetes.enabled)
 // and returns the source they list, nil when off. An error is a
 // configuration to fix; auto never fails.
-func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (reaper.PodSource, error) {
+func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (pass.PodSource, error) {
 	d, err := kube.Open(ctx, kube.Config{
 		Enabled: c.Kubernetes.Enabled, Namespace: c.Kubernetes.Namespace, Selector: c.Kubernetes.Selector,
 		Container: c.Kubernetes.Container, APIContainer: c.Kubernetes.APIContainer, Timeout: c.Kubernetes.Timeout, Kubeconfig: c.Kubernetes.Kubeconfig,
@@ -61,11 +61,11 @@ func podText(e *judge.PodEvidence) string {
 }
 
 // writeKubernetes says what the pass read from Kubernetes, when that is on.
-func writeKubernetes(w io.Writer, k *reaper.KubernetesReport) {
+func writeKubernetes(w io.Writer, k *pass.KubernetesReport) {
 	if k == nil {
 		return
 	}
-	if k.Read != reaper.KubernetesRead {
+	if k.Read != pass.KubernetesRead {
 		fmt.Fprintf(w, "\nKubernetes: unavailable (%s): judged by heartbeats alone: %s\n", k.Where, k.Error)
 		return
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 func TestPodText(t *testing.T) {
@@ -27,10 +27,10 @@ func TestWriteKubernetes(t *testing.T) {
 	var b bytes.Buffer
 	writeKubernetes(&b, nil)
 	require.Empty(t, b.String())
-	writeKubernetes(&b, &reaper.KubernetesReport{Read: reaper.KubernetesUnavailable, Where: "namespace pulp, selector app=x", Error: "forbidden"})
+	writeKubernetes(&b, &pass.KubernetesReport{Read: pass.KubernetesUnavailable, Where: "namespace pulp, selector app=x", Error: "forbidden"})
 	require.Contains(t, b.String(), "Kubernetes: unavailable (namespace pulp, selector app=x): judged by heartbeats alone: forbidden")
 	b.Reset()
-	writeKubernetes(&b, &reaper.KubernetesReport{Read: reaper.KubernetesRead, Where: "namespace pulp", Pods: 4,
+	writeKubernetes(&b, &pass.KubernetesReport{Read: pass.KubernetesRead, Where: "namespace pulp", Pods: 4,
 		OwnersByEvidence: map[judge.PodRule]int{judge.PodAliveNotHeartbeating: 1}})
 	require.Equal(t, "\nKubernetes: 4 pods read (namespace pulp); 1 workers alive by Kubernetes but not heartbeating\n", b.String())
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 func init() {
@@ -106,7 +106,7 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	f.verdict, f.task = judge.Verdict(verdict), strings.ToLower(f.task)
 	if verdict != "" && !knownVerdict(f.verdict) {
 		fmt.Fprintf(env.Stderr, "lock-reaper locks: --verdict must be one of %s, got %q\n", verdictNames(), verdict)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	r, s, code, ok := newReaper(fs, loader, env, false)
 	if !ok {
@@ -114,7 +114,7 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	}
 	defer s.close()
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: *registryOnly, Progress: progress.keys})
+	in, err := r.Inspect(ctx, pass.InspectOptions{RegistryOnly: *registryOnly, Progress: progress.keys})
 	progress.done()
 	if err != nil {
 		f := s.failed(err)
@@ -133,9 +133,9 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 		err = writeLocks(env.Stdout, s.cfg.Output, LocksOutput{DBNow: in.Snapshot.Now, Holdings: lines}, l)
 	}
 	if err != nil {
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
-	return reaper.ExitOK
+	return pass.ExitOK
 }
 
 // lockLines turns a plan's judgements into lines, in the plan's order.

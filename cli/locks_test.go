@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // opsLocksFleet is a dead worker with a lost task and a leaked finished one,
@@ -37,7 +38,7 @@ func newOpsLocksFleet(t *testing.T) *opsLocksFleet {
 func (f *opsLocksFleet) lines(args ...string) []LockLine {
 	f.t.Helper()
 	code, out, stderr := run(f.t, f.env, append([]string{"locks", "--output", "json"}, args...)...)
-	require.Equal(f.t, reaper.ExitOK, code, stderr)
+	require.Equal(f.t, pass.ExitOK, code, stderr)
 	var lo LocksOutput
 	require.NoError(f.t, json.Unmarshal([]byte(out), &lo), out)
 	require.False(f.t, lo.DBNow.IsZero())
@@ -95,7 +96,7 @@ func TestLocks(t *testing.T) {
 	require.Equal(t, exitUnknownOwner, code)
 	require.Contains(t, stderr, "owner 7@nobody holds no lock and has no AppStatus row")
 
-	_, err := f.r.Client.Get(f.ctx, reaper.SuspectsKey).Result()
+	_, err := f.r.Client.Get(f.ctx, redislocks.SuspectsKey).Result()
 	require.Error(t, err, "locks writes nothing, not even suspects")
 	require.Equal(t, "1@dead", f.get("task:"+f.lost))
 	state, _ := f.state(f.lost)
@@ -106,7 +107,7 @@ func TestLocksByOwner(t *testing.T) {
 	t.Parallel()
 	f := newOpsLocksFleet(t)
 	code, out, stderr := run(t, f.env, "locks", "--by-owner", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	var bo LocksByOwnerOutput
 	require.NoError(t, json.Unmarshal([]byte(out), &bo), out)
 	require.Len(t, bo.Owners, 2)
@@ -122,7 +123,7 @@ func TestLocksByOwner(t *testing.T) {
 
 	// Filters apply before counting.
 	code, out, _ = run(t, f.env, "locks", "--by-owner", "--verdict", "no-task", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code)
+	require.Equal(t, pass.ExitOK, code)
 	require.NoError(t, json.Unmarshal([]byte(out), &bo))
 	require.Len(t, bo.Owners, 1)
 	require.Equal(t, 1, bo.Owners[0].Holdings)
@@ -132,7 +133,7 @@ func TestLocksByOwner(t *testing.T) {
 	require.Empty(t, out)
 
 	code, out, _ = run(t, f.env, "locks", "--by-owner")
-	require.Equal(t, reaper.ExitOK, code)
+	require.Equal(t, pass.ExitOK, code)
 	require.Contains(t, out, "OWNER")
 	require.Contains(t, out, "owner-dead 3, task-finished 2")
 	require.Contains(t, out, "2 owners at ")
@@ -142,7 +143,7 @@ func TestLocksText(t *testing.T) {
 	t.Parallel()
 	f := newOpsLocksFleet(t)
 	code, out, stderr := run(t, f.env, "locks", "--owner", "1@dead", "--verdict", "owner-dead")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 5, out)
 	require.True(t, strings.HasPrefix(lines[0], "KEY "), out)
@@ -152,8 +153,8 @@ func TestLocksText(t *testing.T) {
 	require.True(t, strings.HasPrefix(lines[4], "3 holdings at "), out)
 
 	code, _, stderr = run(t, f.env, "locks", "--verdict", "stale")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "--verdict must be one of")
 	code, _, _ = run(t, f.env, "locks", "extra")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // TestJSONLogDurationsInSeconds: a duration in a JSON log is a number of
@@ -61,9 +61,9 @@ func TestJSONLogsWithRedisDown(t *testing.T) {
 	raw, err := os.ReadFile(stderrFile.Name())
 	require.NoError(t, err)
 	stderr := string(raw)
-	require.Equal(t, reaper.ExitFailed, code, stderr)
+	require.Equal(t, pass.ExitFailed, code, stderr)
 	require.Equal(t, 1, strings.Count(out.String(), "\n"), "the report is one line")
-	var rep reaper.Report
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
 	require.NotEmpty(t, rep.Error)
 
@@ -98,7 +98,7 @@ func TestConfigurationErrorIsAJSONRecord(t *testing.T) {
 		"bad url":     {map[string]string{"REAPER_LOG_FORMAT": "json", "REAPER_REDIS_URL": "http://nowhere"}, []string{"once"}},
 	} {
 		code, _, stderr := run(t, c.env, c.args...)
-		require.Equal(t, reaper.ExitUsage, code, name)
+		require.Equal(t, pass.ExitUsage, code, name)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		require.Len(t, lines, 1, "%s: one record: %s", name, stderr)
 		var rec map[string]any
@@ -109,6 +109,6 @@ func TestConfigurationErrorIsAJSONRecord(t *testing.T) {
 		require.NotEmpty(t, rec["error"], name)
 	}
 	code, _, stderr := run(t, map[string]string{"REAPER_REDIS_TIMEOUT": "soon"}, "once", "--log-format", "text")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.True(t, strings.HasPrefix(stderr, "lock-reaper: configuration: "), stderr)
 }

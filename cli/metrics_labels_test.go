@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/metrics"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // TestFreshReaperMetricsHaveKnownLabels scrapes /metrics of a freshly
@@ -31,12 +31,12 @@ func TestFreshReaperMetricsHaveKnownLabels(t *testing.T) {
 	first := 0
 	r.logs.waitFor(t, &first, msgIs("pass will be retried"))
 	requireKnownLabelValues(t, r.scrape(t))
-	require.Equal(t, reaper.ExitOK, r.stop(t))
+	require.Equal(t, pass.ExitOK, r.stop(t))
 
 	gw := newFakePushgateway(t)
 	env["REAPER_PUSHGATEWAY_URL"] = gw.url()
 	code, _, stderr := run(t, env, "once")
-	require.Equal(t, reaper.ExitFailed, code, stderr)
+	require.Equal(t, pass.ExitFailed, code, stderr)
 	pushes := gw.received()
 	require.Len(t, pushes, 1)
 	requireKnownLabelValues(t, pushes[0].samples)

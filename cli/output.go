@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // writeReport prints the report as text or as one JSON document. limit
 // bounds the rows of each text table (0: all); JSON is always complete.
-func writeReport(w io.Writer, format string, rep *reaper.Report, limit int) error {
+func writeReport(w io.Writer, format string, rep *pass.Report, limit int) error {
 	if isJSON(format) {
 		return writeJSONReport(w, format, rep)
 	}
@@ -28,14 +28,14 @@ func shown(n, limit int) int {
 	return n
 }
 
-func resultText(r reaper.Result, deferred string) string {
+func resultText(r pass.Result, deferred string) string {
 	if deferred != "" {
 		return string(r) + " (" + deferred + ")"
 	}
 	return string(r)
 }
 
-func evidenceText(f reaper.Finding) string {
+func evidenceText(f pass.Finding) string {
 	e := f.Evidence()
 	parts := []string{"owner " + e.OwnerLiveness.String()}
 	if e.HeartbeatAge != nil {
@@ -63,26 +63,26 @@ func evidenceText(f reaper.Finding) string {
 	return strings.Join(parts, "; ")
 }
 
-func summaryText(rep *reaper.Report) string {
+func summaryText(rep *pass.Report) string {
 	s := rep.Summary
 	var b strings.Builder
-	released, wouldRelease := s.FindingsByResult[reaper.ResultReleased], s.FindingsByResult[reaper.ResultWouldRelease]
-	if rep.Mode == reaper.ModeAudit {
+	released, wouldRelease := s.FindingsByResult[pass.ResultReleased], s.FindingsByResult[pass.ResultWouldRelease]
+	if rep.Mode == pass.ModeAudit {
 		fmt.Fprintf(&b, "would release %d holdings", wouldRelease)
 	} else {
 		fmt.Fprintf(&b, "released %d holdings", released)
-		if n := s.FindingsByResult[reaper.ResultAlreadyGone] + s.FindingsByResult[reaper.ResultOwnerChanged]; n > 0 {
+		if n := s.FindingsByResult[pass.ResultAlreadyGone] + s.FindingsByResult[pass.ResultOwnerChanged]; n > 0 {
 			fmt.Fprintf(&b, " (%d already gone or re-owned, left alone)", n)
 		}
 	}
 	fmt.Fprintf(&b, "; %d suspects awaiting confirmation", s.Suspects)
-	tasks := s.TasksByResult[reaper.ResultUpdated]
-	if rep.Mode == reaper.ModeAudit {
-		tasks = s.TasksByResult[reaper.ResultWouldUpdate]
+	tasks := s.TasksByResult[pass.ResultUpdated]
+	if rep.Mode == pass.ModeAudit {
+		tasks = s.TasksByResult[pass.ResultWouldUpdate]
 		fmt.Fprintf(&b, "; would update %d tasks", tasks)
 	} else {
 		fmt.Fprintf(&b, "; updated %d tasks", tasks)
-		if n := s.TasksByResult[reaper.ResultSkipped]; n > 0 {
+		if n := s.TasksByResult[pass.ResultSkipped]; n > 0 {
 			fmt.Fprintf(&b, " (%d skipped: changed meanwhile)", n)
 		}
 	}

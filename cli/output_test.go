@@ -9,21 +9,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 func TestTextReport(t *testing.T) {
 	t.Parallel()
 	age := judge.Duration(90 * time.Minute)
-	rep := &reaper.Report{
-		Mode: reaper.ModeOnce, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
-		Scanned:    reaper.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, FullScan: true},
+	rep := &pass.Report{
+		Mode: pass.ModeOnce, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
+		Scanned:    pass.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, FullScan: true},
 		LockOwners: []judge.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
-		Findings: []reaper.Finding{
-			reaper.Finding{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultReleased}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: &age, TaskState: "running"}),
-			{Holding: judge.Holding{Key: "task:b", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultDeferred, Deferred: "max_releases"},
+		Findings: []pass.Finding{
+			{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: &age, TaskState: "running"})), Result: pass.ResultReleased},
+			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "task:b", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Deferred: "max_releases"}, Result: pass.ResultDeferred},
 		},
-		Summary: reaper.Summary{FindingsByResult: map[reaper.Result]int{reaper.ResultReleased: 1, reaper.ResultDeferred: 1}, Released: 1, Deferred: 1,
+		Summary: pass.Summary{FindingsByResult: map[pass.Result]int{pass.ResultReleased: 1, pass.ResultDeferred: 1}, Released: 1, Deferred: 1,
 			HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 2}},
 	}
 	var b bytes.Buffer
@@ -38,16 +38,16 @@ func TestTextReport(t *testing.T) {
 
 	b.Reset()
 	require.NoError(t, writeReport(&b, "json", rep, 1))
-	var back reaper.Report
+	var back pass.Report
 	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
 	require.Len(t, back.Findings, 2, "JSON is always complete")
 
 	b.Reset()
-	require.NoError(t, writeReport(&b, "text", &reaper.Report{Mode: reaper.ModeAudit, Error: "read owner registry: connection refused"}, 0))
+	require.NoError(t, writeReport(&b, "text", &pass.Report{Mode: pass.ModeAudit, Error: "read owner registry: connection refused"}, 0))
 	require.Contains(t, b.String(), "the pass did not complete")
 	require.Contains(t, b.String(), "Nothing was released")
 
 	b.Reset()
-	require.NoError(t, writeReport(&b, "text", &reaper.Report{Mode: reaper.ModeOnce, Skipped: "another lock-reaper holds the lock"}, 0))
+	require.NoError(t, writeReport(&b, "text", &pass.Report{Mode: pass.ModeOnce, Skipped: "another lock-reaper holds the lock"}, 0))
 	require.Contains(t, b.String(), "skipped: another lock-reaper holds the lock")
 }

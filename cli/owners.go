@@ -7,13 +7,13 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/nearest"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // exitUnknownOwner is the exit code of `release --owner` and `locks --owner`
 // for an owner that holds nothing and has no AppStatus row: most likely a
 // typo, which must not read as "nothing to do".
-const exitUnknownOwner = reaper.ExitUsage
+const exitUnknownOwner = pass.ExitUsage
 
 // knownOwner says whether the snapshot knows owner: as the owner of a
 // holding or as an AppStatus name.

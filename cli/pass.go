@@ -5,7 +5,7 @@ import (
 	"flag"
 
 	"github.com/lock-reaper/lock-reaper/config"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 func runAudit(ctx context.Context, env Env, args []string) int {
@@ -39,17 +39,17 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 		return code
 	}
 	defer s.close()
-	mode := reaper.ModeOnce
+	mode := pass.ModeOnce
 	if *dryRun {
-		mode = reaper.ModeAudit
+		mode = pass.ModeAudit
 	}
 	progress.enable(s.cfg.Log.Format)
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
+	rep, err := r.RunOnce(ctx, pass.PassOptions{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
 	progress.done()
 	code = s.passExit(rep, err)
 	pushPass(ctx, s, env.Version, rep)
 	if err := writePassReport(env, s.cfg.Output, rep, limit); err != nil {
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
 	return code
 }

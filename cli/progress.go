@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // progressInterval is how often the line is redrawn within one phase; a new
@@ -68,11 +68,11 @@ func (p *progress) keys(n int) {
 // phase is called by the reaper as the pass moves on (PassOptions.Phase).
 func (p *progress) phase(name string, done, total int) {
 	switch name {
-	case reaper.PhaseReadingDatabase:
+	case pass.PhaseReadingDatabase:
 		p.show(name, "reading the database…")
-	case reaper.PhaseReleasing:
+	case pass.PhaseReleasing:
 		p.show(name, fmt.Sprintf("releasing holdings: %d of %d…", done, total))
-	case reaper.PhaseUpdatingTasks:
+	case pass.PhaseUpdatingTasks:
 		p.show(name, fmt.Sprintf("updating tasks: %d of %d…", done, total))
 	}
 }

@@ -11,17 +11,17 @@ import (
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // drive runs a pass's worth of progress calls with a log record in the
 // middle of the releases.
 func drive(p *progress, log io.Writer) {
 	p.keys(1000)
-	p.phase(reaper.PhaseReadingDatabase, 0, 0)
-	p.phase(reaper.PhaseReleasing, 1000, 2000)
+	p.phase(pass.PhaseReadingDatabase, 0, 0)
+	p.phase(pass.PhaseReleasing, 1000, 2000)
 	_, _ = io.WriteString(log, "INF released holding key=task:1\n")
-	p.phase(reaper.PhaseUpdatingTasks, 3, 3)
+	p.phase(pass.PhaseUpdatingTasks, 3, 3)
 	p.done()
 }
 
@@ -60,11 +60,11 @@ func TestProgressOnATerminal(t *testing.T) {
 	p.keys(2000) // same phase, too soon: not drawn
 	clock = clock.Add(progressInterval)
 	p.keys(3000)
-	p.phase(reaper.PhaseReadingDatabase, 0, 0)
-	p.phase(reaper.PhaseReleasing, 1000, 2000)
+	p.phase(pass.PhaseReadingDatabase, 0, 0)
+	p.phase(pass.PhaseReleasing, 1000, 2000)
 	_, _ = io.WriteString(p, "INF released holding key=task:1\n")
-	p.phase(reaper.PhaseReleasing, 2000, 2000) // too soon
-	p.phase(reaper.PhaseUpdatingTasks, 3, 3)
+	p.phase(pass.PhaseReleasing, 2000, 2000) // too soon
+	p.phase(pass.PhaseUpdatingTasks, 3, 3)
 	p.done()
 	p.done() // nothing left to clear
 
@@ -100,7 +100,7 @@ func TestProgressOnAPty(t *testing.T) {
 	require.NoError(t, err)
 	p.keys(42)
 	logger.Info("released holding")
-	p.phase(reaper.PhaseReleasing, 1, 2)
+	p.phase(pass.PhaseReleasing, 1, 2)
 	p.done()
 	require.NoError(t, tty.Close())
 	out := <-read

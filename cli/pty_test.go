@@ -11,7 +11,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // onTerminal runs the command with a pseudo-terminal as stdout and stdin,
@@ -62,7 +62,7 @@ func TestTerminalColourAndWidth(t *testing.T) {
 	t.Parallel()
 	f := newOpsReleaseFleet(t)
 	code, shown, stderr := onTerminal(t, f.env, 60, "", "audit")
-	require.Contains(t, []int{reaper.ExitFindings, reaper.ExitGuarded}, code, stderr)
+	require.Contains(t, []int{pass.ExitFindings, pass.ExitGuarded}, code, stderr)
 	require.Contains(t, shown, ansiRed+"owner-dead"+ansiReset)
 	require.Contains(t, shown, "Findings: ")
 	requireFitsWidth(t, "audit at 60 columns", stripANSI(shown), 60)
@@ -88,7 +88,7 @@ func TestReleasePromptOnTerminal(t *testing.T) {
 	f.requireUntouched()
 
 	code, shown, stderr := onTerminal(t, f.env, 100, "y\n", "release", "--owner", "1@dead")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.Contains(t, shown, "released 6 holdings")
 	require.False(t, f.holds("1@dead", f.running))
 }

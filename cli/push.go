@@ -13,7 +13,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/metrics"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // pushJob is the Pushgateway job the metrics of one-shot passes are grouped
@@ -28,8 +28,8 @@ const pushTimeout = 10 * time.Second
 // failed push is logged and leaves the exit code alone: the pass did its
 // work, and the alert on the age of the last success notices missing pushes.
 // Dry runs push nothing: their counts describe what did not happen.
-func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report) {
-	if s.cfg.PushgatewayURL == "" || rep.Mode != reaper.ModeOnce {
+func pushPass(ctx context.Context, s *setup, version string, rep *pass.Report) {
+	if s.cfg.PushgatewayURL == "" || rep.Mode != pass.ModeOnce {
 		return
 	}
 	if err := pushMetrics(ctx, s.cfg.PushgatewayURL, s.cfg.PushgatewayGrouping, version, rep); err != nil {
@@ -44,7 +44,7 @@ func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report)
 // carries, in the group of job lock_reaper and the labels of grouping
 // (pushgateway_grouping), which the Pushgateway adds to every series. The time of the last success is carried only by a pass that
 // completed, so a failed pass leaves the one an earlier run pushed in place.
-func pushMetrics(ctx context.Context, rawURL, grouping, version string, rep *reaper.Report) error {
+func pushMetrics(ctx context.Context, rawURL, grouping, version string, rep *pass.Report) error {
 	labels, err := config.ParsePushGrouping(grouping)
 	if err != nil {
 		return fmt.Errorf("pushgateway_grouping: %w", err)

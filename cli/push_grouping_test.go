@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // TestPushGrouping: pushgateway_grouping puts the push in a group of its
@@ -18,7 +18,7 @@ import (
 func TestPushGrouping(t *testing.T) {
 	t.Parallel()
 	gw := newFakePushgateway(t)
-	rep := &reaper.Report{Mode: reaper.ModeOnce}
+	rep := &pass.Report{Mode: pass.ModeOnce}
 	require.NoError(t, pushMetrics(context.Background(), gw.url(), "namespace=pulp, instance=pulp-reaper", "test", rep))
 	require.NoError(t, pushMetrics(context.Background(), gw.url(), "", "test", rep))
 	pushes := gw.received()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/promtest"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -93,11 +93,11 @@ func TestOncePushesMetrics(t *testing.T) {
 	env["REAPER_PUSHGATEWAY_URL"] = gw.url()
 
 	code, _, stderr := run(t, env, "audit")
-	require.Equal(t, reaper.ExitFindings, code, stderr)
+	require.Equal(t, pass.ExitFindings, code, stderr)
 	require.Empty(t, gw.received(), "a dry run pushes nothing")
 
 	code, _, stderr = run(t, env, "once")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.NotContains(t, stderr, "\r", "no progress line off a terminal")
 	pushes := gw.received()
 	require.Len(t, pushes, 1)
@@ -125,7 +125,7 @@ func TestOncePushesMetrics(t *testing.T) {
 	failing["REAPER_REDIS_URL"] = "redis://" + closedAddr(t) + "/0"
 	failing["REAPER_REDIS_TIMEOUT"] = "1s"
 	code, _, stderr = run(t, failing, "once")
-	require.Equal(t, reaper.ExitFailed, code, stderr)
+	require.Equal(t, pass.ExitFailed, code, stderr)
 	pushes = gw.received()
 	require.Len(t, pushes, 2)
 	require.Equal(t, http.MethodPost, pushes[1].method)
@@ -138,7 +138,7 @@ func TestOncePushesMetrics(t *testing.T) {
 	gw.status = http.StatusInternalServerError
 	gw.mu.Unlock()
 	code, _, stderr = run(t, env, "once")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.Contains(t, stderr, "metrics push failed")
 	require.NotContains(t, stderr, "s3cret")
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/config"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // requestRecorder is a real HTTP server that records the path and query of
@@ -49,7 +49,7 @@ func pushWithLog(t *testing.T, pushURL string) string {
 	t.Helper()
 	var logs bytes.Buffer
 	s := &setup{cfg: config.Config{PushgatewayURL: pushURL}, log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	pushPass(context.Background(), s, "test", &reaper.Report{Mode: reaper.ModeOnce})
+	pushPass(context.Background(), s, "test", &pass.Report{Mode: pass.ModeOnce})
 	return logs.String()
 }
 

@@ -15,7 +15,8 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 func init() {
@@ -72,11 +73,11 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	}
 	if rf.owner == "" {
 		fmt.Fprintln(env.Stderr, "lock-reaper release: --owner is required")
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
-	if problem := reaper.OwnerProblem(rf.owner); problem != "" {
+	if problem := redislocks.OwnerProblem(rf.owner); problem != "" {
 		fmt.Fprintf(env.Stderr, "lock-reaper release: --owner: %s\n", problem)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	interactive := !rf.yes && !rf.dryRun
 	r, s, code, ok := newReaper(fs, loader, env, rf.force)
@@ -88,7 +89,7 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	s.log.LogAttrs(ctx, slog.LevelWarn, "break-glass release started", append(operator,
 		slog.String("owner", rf.owner), slog.Bool("force", rf.force), slog.Bool("dry_run", rf.dryRun), slog.Bool("yes", rf.yes))...)
 
-	in, err := r.Inspect(ctx, reaper.InspectOptions{})
+	in, err := r.Inspect(ctx, pass.InspectOptions{})
 	if err != nil {
 		f := s.failed(err)
 		fmt.Fprintf(env.Stderr, "lock-reaper release: %s\n", f.message)
@@ -107,7 +108,7 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 			return code
 		}
 		fmt.Fprintf(env.Stderr, "lock-reaper release: releasing the locks of %s needs confirmation and stdin is not a terminal: rerun with --yes (or --dry-run to see what it would do)\n", rf.owner)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	if interactive {
 		if code, ok := confirmRelease(env, in, rf.owner); !ok {
@@ -116,20 +117,20 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 			return code
 		}
 	}
-	mode := reaper.ModeRelease
+	mode := pass.ModeRelease
 	if rf.dryRun {
-		mode = reaper.ModeAudit
+		mode = pass.ModeAudit
 	}
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
+	rep, err := r.RunOnce(ctx, pass.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
 	progress.done()
 	code = s.passExit(rep, err)
-	if rep.Skipped != "" && code == reaper.ExitOK {
+	if rep.Skipped != "" && code == pass.ExitOK {
 		code = exitPassLockHeld
 	}
 	logReleaseDone(ctx, s.log, operator, rf.owner, rep)
 	if err := writePassReport(env, s.cfg.Output, rep, rf.limit); err != nil {
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
 	if code == exitPassLockHeld {
 		fmt.Fprintf(env.Stderr, "lock-reaper release: nothing was released: %s; run the release again once that pass ends (exit %d)\n", rep.Skipped, exitPassLockHeld)
@@ -140,7 +141,7 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 // confirmRelease previews the release on a read-only inspection and asks the
 // operator on the terminal. It refuses an owner that is alive (exit 4, as a
 // guard does) without asking.
-func confirmRelease(env Env, in *reaper.Inspection, owner string) (int, bool) {
+func confirmRelease(env Env, in *pass.Inspection, owner string) (int, bool) {
 	if code, refused := refuseAliveOwner(env, in, owner); refused {
 		return code, false
 	}
@@ -162,11 +163,11 @@ func confirmRelease(env Env, in *reaper.Inspection, owner string) (int, bool) {
 
 // refuseAliveOwner refuses (exit 4, as a guard does) an owner with an
 // online AppStatus row, unless --force made the plan leave it be.
-func refuseAliveOwner(env Env, in *reaper.Inspection, owner string) (int, bool) {
+func refuseAliveOwner(env Env, in *pass.Inspection, owner string) (int, bool) {
 	for _, g := range in.OwnerRelease(owner).Guards {
 		if g.Name == judge.GuardAliveOwner {
 			fmt.Fprintf(env.Stderr, "lock-reaper release: refused: %s\n", g.Reason)
-			return reaper.ExitGuarded, true
+			return pass.ExitGuarded, true
 		}
 	}
 	return 0, false
@@ -238,7 +239,7 @@ func operatorAttrs() []slog.Attr {
 	return []slog.Attr{slog.String("operator", name), slog.String("operator_host", host)}
 }
 
-func logReleaseDone(ctx context.Context, log *slog.Logger, operator []slog.Attr, owner string, rep *reaper.Report) {
+func logReleaseDone(ctx context.Context, log *slog.Logger, operator []slog.Attr, owner string, rep *pass.Report) {
 	attrs := append(operator, slog.String("owner", owner), slog.String("mode", rep.Mode),
 		slog.Int("released", rep.Summary.Released), slog.Int("tasks_updated", rep.Summary.TasksUpdated),
 		slog.Int("deferred", rep.Summary.Deferred), slog.Int("exit_code", rep.ExitCode()))

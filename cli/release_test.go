@@ -4,15 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/jackc/pgx/v5"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // opsTerminal is a Stdin that says it is a terminal, with the operator's
@@ -104,27 +106,27 @@ func TestReleaseDeadOwner(t *testing.T) {
 	t.Parallel()
 	f := newOpsReleaseFleet(t)
 	code, _, _ := run(t, f.env, "audit")
-	require.Equal(t, reaper.ExitGuarded, code, "a normal pass is held back by the mass-death guard")
+	require.Equal(t, pass.ExitGuarded, code, "a normal pass is held back by the mass-death guard")
 
 	code, out, stderr := run(t, f.env, "release", "--owner", "1@dead", "--dry-run", "--output", "json")
-	require.Equal(t, reaper.ExitFindings, code, stderr)
-	var dry reaper.Report
+	require.Equal(t, pass.ExitFindings, code, stderr)
+	var dry pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &dry))
-	require.Equal(t, reaper.ModeAudit, dry.Mode)
-	require.Equal(t, 6, dry.Summary.FindingsByResult[reaper.ResultWouldRelease])
+	require.Equal(t, pass.ModeAudit, dry.Mode)
+	require.Equal(t, 6, dry.Summary.FindingsByResult[pass.ResultWouldRelease])
 	f.requireUntouched()
 
 	code, out, stderr = run(t, f.env, "release", "--owner", "1@dead", "--yes", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code, stderr)
-	var rep reaper.Report
+	require.Equal(t, pass.ExitOK, code, stderr)
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	require.Equal(t, reaper.ModeRelease, rep.Mode)
+	require.Equal(t, pass.ModeRelease, rep.Mode)
 	require.Equal(t, 6, rep.Summary.Released)
 	require.Equal(t, 2, rep.Summary.TasksUpdated)
 	require.Empty(t, rep.Guards)
 	for _, fd := range rep.Findings {
 		require.Equal(t, "1@dead", fd.Owner)
-		require.Equal(t, reaper.ResultReleased, fd.Result)
+		require.Equal(t, pass.ResultReleased, fd.Result)
 	}
 
 	for _, id := range []string{f.running, f.waiting, f.done} {
@@ -171,7 +173,7 @@ func TestReleaseDeadOwner(t *testing.T) {
 
 	// Again: nothing left, nothing to confirm.
 	code, out, stderr = run(t, f.env, "release", "--owner", "1@dead", "--yes")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.Contains(t, out, "lock-reaper release at ")
 	require.Contains(t, out, "released 0 holdings")
 }
@@ -180,8 +182,8 @@ func TestReleaseRefusesAliveOwner(t *testing.T) {
 	t.Parallel()
 	f := newOpsReleaseFleet(t)
 	code, out, _ := run(t, f.env, "release", "--owner", "1@live", "--yes", "--output", "json")
-	require.Equal(t, reaper.ExitGuarded, code)
-	var rep reaper.Report
+	require.Equal(t, pass.ExitGuarded, code)
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Equal(t, "alive-owner", rep.Guards[0].Name)
 	require.Contains(t, rep.Guards[0].Reason, "rerun with --force")
@@ -190,13 +192,13 @@ func TestReleaseRefusesAliveOwner(t *testing.T) {
 
 	// On a terminal it refuses before asking.
 	code, _, stderr := runWithStdin(t, f.env, opsTerminal{strings.NewReader("y\n")}, "release", "--owner", "1@live")
-	require.Equal(t, reaper.ExitGuarded, code)
+	require.Equal(t, pass.ExitGuarded, code)
 	require.Contains(t, stderr, "refused: 1@live has an online AppStatus row")
 	require.NotContains(t, stderr, "[y/N]")
 	require.True(t, f.holds("1@live", f.healthy))
 
 	code, out, stderr = run(t, f.env, "release", "--owner", "1@live", "--yes", "--force", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Equal(t, 3, rep.Summary.Released)
 	require.False(t, f.holds("1@live", f.healthy))
@@ -209,7 +211,7 @@ func TestReleaseNeedsYesWithoutTerminal(t *testing.T) {
 	t.Parallel()
 	f := newOpsReleaseFleet(t)
 	code, out, stderr := runWithStdin(t, f.env, strings.NewReader("y\n"), "release", "--owner", "1@dead")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Empty(t, out)
 	require.Contains(t, stderr, "stdin is not a terminal: rerun with --yes")
 	f.requireUntouched()
@@ -221,16 +223,16 @@ func TestReleaseNeedsYesWithoutTerminal(t *testing.T) {
 	require.Contains(t, stderr, "owner 1@daed holds no lock and has no AppStatus row")
 	require.NotContains(t, stderr, "--yes")
 	code, _, stderr = runWithStdin(t, f.env, strings.NewReader("y\n"), "release", "--owner", "1@live")
-	require.Equal(t, reaper.ExitGuarded, code, stderr)
+	require.Equal(t, pass.ExitGuarded, code, stderr)
 	require.Contains(t, stderr, "refused: 1@live has an online AppStatus row")
 	require.NotContains(t, stderr, "rerun with --yes")
 	f.requireUntouched()
 
 	code, _, stderr = run(t, f.env, "release")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "--owner is required")
 	code, _, _ = run(t, f.env, "release", "--owner", "bad\nname", "--yes")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 }
 
 func TestReleaseConfirmationPrompt(t *testing.T) {
@@ -248,11 +250,11 @@ func TestReleaseConfirmationPrompt(t *testing.T) {
 	f.requireUntouched()
 
 	code, out, stderr = runWithStdin(t, f.env, opsTerminal{strings.NewReader("y\n")}, "release", "--owner", "1@dead", "--output", "json")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.Contains(t, stderr, "Release 6 holdings of 1@dead and update 2 tasks? [y/N] ")
-	var rep reaper.Report
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	require.Equal(t, reaper.ModeRelease, rep.Mode)
+	require.Equal(t, pass.ModeRelease, rep.Mode)
 	require.Equal(t, 6, rep.Summary.Released)
 	require.Equal(t, 2, rep.Summary.TasksUpdated)
 	for _, id := range []string{f.running, f.waiting, f.done} {
@@ -265,8 +267,8 @@ func TestReleaseLimits(t *testing.T) {
 	t.Parallel()
 	f := newOpsReleaseFleet(t)
 	code, out, stderr := run(t, f.env, "release", "--owner", "1@dead", "--yes", "--max-releases", "2", "--output", "json")
-	require.Equal(t, reaper.ExitGuarded, code, stderr)
-	var rep reaper.Report
+	require.Equal(t, pass.ExitGuarded, code, stderr)
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	// A task's lock and the resource holdings that inherit its verdict go
 	// together (docs/verdicts.md): the cut falls between whole tasks (of 1,
@@ -314,7 +316,7 @@ func TestReleaseUnknownOwnerNamesTheNearest(t *testing.T) {
 func TestUnknownReaperVariableIsAnError(t *testing.T) {
 	t.Parallel()
 	code, out, stderr := run(t, map[string]string{"REAPER_REDIS_ULR": "redis://127.0.0.1:1/0"}, "audit")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Empty(t, out)
 	require.Contains(t, stderr, "unknown environment variable REAPER_REDIS_ULR (did you mean REAPER_REDIS_URL?)")
 }
@@ -327,12 +329,12 @@ func TestReleaseWhilePassLockHeld(t *testing.T) {
 	conn, err := pgx.Connect(f.ctx, f.db.URL)
 	require.NoError(t, err)
 	defer conn.Close(f.ctx)
-	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_lock($1)", reaper.PassLockKey) // another lock-reaper's pass
+	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_lock($1)", pulpdb.PassLockKey) // another lock-reaper's pass
 	require.NoError(t, err)
 
 	code, out, stderr := run(t, f.env, "release", "--owner", "1@dead", "--yes", "--output", "json")
 	require.Equal(t, exitPassLockHeld, code, stderr)
-	var rep reaper.Report
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.NotEmpty(t, rep.Skipped)
 	require.Zero(t, rep.Summary.Released)
@@ -340,10 +342,10 @@ func TestReleaseWhilePassLockHeld(t *testing.T) {
 	require.True(t, f.holds("1@dead", f.running))
 	f.requireUntouched()
 
-	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_unlock($1)", reaper.PassLockKey)
+	_, err = conn.Exec(f.ctx, "SELECT pg_advisory_unlock($1)", pulpdb.PassLockKey)
 	require.NoError(t, err)
 	code, _, stderr = run(t, f.env, "release", "--owner", "1@dead", "--yes")
-	require.Equal(t, reaper.ExitOK, code, stderr)
+	require.Equal(t, pass.ExitOK, code, stderr)
 	require.False(t, f.holds("1@dead", f.running))
 
 	_, help, _ := run(t, nil, "release", "-h")

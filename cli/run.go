@@ -8,7 +8,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/daemon"
 	"github.com/lock-reaper/lock-reaper/kube"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/status"
 )
 
@@ -55,11 +55,11 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	d, err := daemon.New(r, dc)
 	if err != nil {
 		configFailure(env.Stderr, s.cfg.Log.Format, "lock-reaper run", err)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	if err := d.Start(ctx); err != nil {
 		s.log.Error("daemon did not start", slog.String("error", err.Error()))
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
 	<-d.Done()
 	d.Stop()
@@ -67,10 +67,10 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 		pages.Wait()
 	}
 	if err := d.Err(); err != nil {
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
 	s.log.Info("daemon stopped")
-	return reaper.ExitOK
+	return pass.ExitOK
 }
 
 // watchPods runs the pods watch until the returned stop is called.

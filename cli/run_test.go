@@ -18,7 +18,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/promtest"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -232,7 +232,7 @@ func TestRunReapsAndServesMetrics(t *testing.T) {
 	require.Equal(t, false, next["full_scan"], "between full scans a pass reads only the registry")
 	require.Equal(t, float64(0), next["released"])
 
-	require.Equal(t, reaper.ExitOK, r.stop(t))
+	require.Equal(t, pass.ExitOK, r.stop(t))
 	r.waitFor(t, msgIs("daemon stopped"))
 	_, err = http.Get(r.base + "/livez")
 	require.Error(t, err, "the listener is closed")
@@ -268,17 +268,17 @@ func TestRunSurvivesAnUnreachableRedis(t *testing.T) {
 	require.NotContains(t, m, "lock_reaper_last_success_timestamp_seconds")
 
 	r.logs.waitFor(t, &first, msgIs("pass will be retried"))
-	require.Equal(t, reaper.ExitOK, r.stop(t), "failed passes never end the daemon; a cancel ends it with 0")
+	require.Equal(t, pass.ExitOK, r.stop(t), "failed passes never end the daemon; a cancel ends it with 0")
 }
 
 func TestRunRefusesBadConfigurationAndBusyPort(t *testing.T) {
 	t.Parallel()
 	code, _, stderr := run(t, map[string]string{"REAPER_SCHEDULE": "every minute"}, "run")
-	require.Equal(t, reaper.ExitUsage, code)
+	require.Equal(t, pass.ExitUsage, code)
 	require.Contains(t, stderr, "schedule")
 
 	code, _, _ = run(t, nil, "run", "--force")
-	require.Equal(t, reaper.ExitUsage, code, "run has no --force")
+	require.Equal(t, pass.ExitUsage, code, "run has no --force")
 
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -286,7 +286,7 @@ func TestRunRefusesBadConfigurationAndBusyPort(t *testing.T) {
 	db := testenv.NewDatabase(t)
 	code, _, stderr = run(t, map[string]string{"REAPER_DATABASE_URL": db.URL, "REAPER_LOG_FORMAT": "json"},
 		"run", "--listen", busy.Addr().String())
-	require.Equal(t, reaper.ExitFailed, code)
+	require.Equal(t, pass.ExitFailed, code)
 	require.Contains(t, stderr, "daemon did not start")
 	require.Contains(t, stderr, busy.Addr().String())
 }
@@ -294,7 +294,7 @@ func TestRunRefusesBadConfigurationAndBusyPort(t *testing.T) {
 func TestUsageListsRun(t *testing.T) {
 	t.Parallel()
 	code, stderr, _ := run(t, nil, "help")
-	require.Equal(t, reaper.ExitOK, code)
+	require.Equal(t, pass.ExitOK, code)
 	sc := bufio.NewScanner(strings.NewReader(stderr))
 	found := false
 	for sc.Scan() {

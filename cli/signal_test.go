@@ -20,7 +20,8 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/faultproxy"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -166,7 +167,7 @@ func sgStartPass(t *testing.T, bin string, env []string) (*exec.Cmd, *bytes.Buff
 }
 
 // sgRun runs the binary to its end and returns its exit code and report.
-func sgRun(t *testing.T, bin string, env []string, args ...string) (int, reaper.Report) {
+func sgRun(t *testing.T, bin string, env []string, args ...string) (int, pass.Report) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -177,7 +178,7 @@ func sgRun(t *testing.T, bin string, env []string, args ...string) (int, reaper.
 	if err != nil && !errors.As(err, &exit) {
 		require.NoError(t, err)
 	}
-	var rep reaper.Report
+	var rep pass.Report
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 	return cmd.ProcessState.ExitCode(), rep
 }
@@ -193,10 +194,10 @@ func sgAwaitPassLockFree(t *testing.T, db *testenv.Database) {
 		var got bool
 		// A session lock, taken and given back on the same connection.
 		err := db.Pool.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
-			if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", reaper.PassLockKey).Scan(&got); err != nil || !got {
+			if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", pulpdb.PassLockKey).Scan(&got); err != nil || !got {
 				return err
 			}
-			_, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", reaper.PassLockKey)
+			_, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", pulpdb.PassLockKey)
 			return err
 		})
 		require.NoError(t, err)
@@ -231,9 +232,9 @@ func TestSignalStopsBetweenBatches(t *testing.T) {
 			require.NoError(t, cmd.Process.Signal(sig))
 			var exit *exec.ExitError
 			require.ErrorAs(t, <-exited, &exit)
-			require.Equal(t, reaper.ExitFailed, exit.ExitCode())
+			require.Equal(t, pass.ExitFailed, exit.ExitCode())
 
-			var rep reaper.Report
+			var rep pass.Report
 			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
 			require.Contains(t, rep.Error, "context canceled")
 			require.Contains(t, rep.Error, "stopped while releasing locks in Redis at ", "the error names the step and the system")
@@ -243,10 +244,10 @@ func TestSignalStopsBetweenBatches(t *testing.T) {
 			for _, f := range rep.Findings {
 				h := sim.Holding{Key: f.Key, Owner: f.Owner, Kind: sim.HoldingKind(f.Kind.String())}
 				switch f.Result {
-				case reaper.ResultReleased:
+				case pass.ResultReleased:
 					released++
 					require.False(t, held[h], "reported released, still held: %+v", h)
-				case reaper.ResultFailed:
+				case pass.ResultFailed:
 					failed++
 					require.True(t, held[h], "reported failed, but gone: %+v", h)
 				default:
@@ -257,17 +258,17 @@ func TestSignalStopsBetweenBatches(t *testing.T) {
 			require.Positive(t, failed, "the pass stopped before its end")
 			require.Zero(t, released%sgBatch, "only whole batches were released")
 			for _, tf := range rep.Tasks {
-				require.Equal(t, reaper.ResultFailed, tf.Result, "no task updated after the signal")
+				require.Equal(t, pass.ResultFailed, tf.Result, "no task updated after the signal")
 			}
 			require.Equal(t, before, taskStates(t, fl.db))
 			fl.requireHealthy(t)
 
 			code, rep := sgRun(t, bin, fl.env(""), "once")
-			require.Equal(t, reaper.ExitOK, code, rep.Error)
+			require.Equal(t, pass.ExitOK, code, rep.Error)
 			require.Equal(t, failed, rep.Summary.Released)
 			fl.requireConverged(t)
 			code, _ = sgRun(t, bin, fl.env(""), "audit")
-			require.Equal(t, reaper.ExitOK, code)
+			require.Equal(t, pass.ExitOK, code)
 		})
 	}
 }
@@ -291,9 +292,9 @@ func TestSignalKillThenRerun(t *testing.T) {
 
 	sgAwaitPassLockFree(t, fl.db)
 	code, rep := sgRun(t, bin, fl.env(""), "once")
-	require.Equal(t, reaper.ExitOK, code, rep.Error)
+	require.Equal(t, pass.ExitOK, code, rep.Error)
 	require.Empty(t, rep.Skipped)
 	fl.requireConverged(t)
 	code, _ = sgRun(t, bin, fl.env(""), "audit")
-	require.Equal(t, reaper.ExitOK, code)
+	require.Equal(t, pass.ExitOK, code)
 }

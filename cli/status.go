@@ -12,7 +12,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/doctor"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/status"
 )
 
@@ -50,7 +50,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	}
 	if *every < time.Second {
 		fmt.Fprintf(env.Stderr, "lock-reaper status: --every must be at least 1s, got %v\n", *every)
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	r, s, code, ok := newReaper(fs, loader, env, false)
 	if !ok {
@@ -69,7 +69,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper status: listen on %s: %v\n", listen, err)
-		return reaper.ExitFailed
+		return pass.ExitFailed
 	}
 	pages := status.New(r, status.Options{Logger: s.log, Refresh: statusRefresh})
 	srv := &http.Server{Handler: pages, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
@@ -81,7 +81,7 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 
 	inspect := func() {
 		start := time.Now()
-		in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: *registryOnly})
+		in, err := r.Inspect(ctx, pass.InspectOptions{RegistryOnly: *registryOnly})
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("inspection failed; the page keeps the last one", slog.String("error", s.failed(err).message))
@@ -91,13 +91,13 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 		pages.Publish(ctx, in, time.Since(start), time.Now().Add(*every))
 	}
 	inspect()
-	code = reaper.ExitOK
+	code = pass.ExitOK
 loop:
 	for {
 		select {
 		case err := <-served:
 			s.log.Error("status page stopped", slog.String("error", err.Error()))
-			code = reaper.ExitFailed
+			code = pass.ExitFailed
 			break loop
 		case <-ctx.Done():
 			break loop

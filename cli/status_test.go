@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -94,7 +94,7 @@ func TestStatusServesThePages(t *testing.T) {
 	}
 	time.Sleep(1100 * time.Millisecond) // another inspection
 	cancel()
-	require.Equal(t, reaper.ExitOK, <-exit, stderr.String())
+	require.Equal(t, pass.ExitOK, <-exit, stderr.String())
 	require.Equal(t, keys, r.Client.DBSize(ctx).Val(), "status wrote nothing to Redis, not even suspects")
 }
 

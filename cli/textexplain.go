@@ -6,12 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/explain"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // writeExplanation prints the explanation as one complete JSON document or
 // as text in layout l, with at most l.limit older tasks.
-func writeExplanation(w io.Writer, format string, ex reaper.Explanation, l layout) error {
+func writeExplanation(w io.Writer, format string, ex explain.Explanation, l layout) error {
 	if isJSON(format) {
 		return writeJSON(w, format, ex)
 	}
@@ -19,7 +20,7 @@ func writeExplanation(w io.Writer, format string, ex reaper.Explanation, l layou
 	return nil
 }
 
-func writeExplanationText(w io.Writer, ex reaper.Explanation, l layout) {
+func writeExplanationText(w io.Writer, ex explain.Explanation, l layout) {
 	fmt.Fprintf(w, "Task %s at %s (database clock)\n", ex.TaskID, ex.DBNow.UTC().Format(time.RFC3339))
 	if t := ex.Task; t != nil {
 		state := quoteText(t.State)
@@ -67,14 +68,14 @@ func writeExplanationText(w io.Writer, ex reaper.Explanation, l layout) {
 		}
 		t.write(w, l)
 		if rest := ex.AheadTotal - n; rest > 0 {
-			fmt.Fprintf(w, "  … and %d more (--limit 0 shows the first %d, --output json lists them)\n", rest, min(ex.AheadTotal, reaper.MaxAhead))
+			fmt.Fprintf(w, "  … and %d more (--limit 0 shows the first %d, --output json lists them)\n", rest, min(ex.AheadTotal, pulpdb.MaxAhead))
 		}
 	}
 	fmt.Fprintln(w)
 	l.line(w, "", "Conclusion: "+quoteText(ex.Conclusion))
 }
 
-func writeHolders(w io.Writer, hs []reaper.Holder, l layout) {
+func writeHolders(w io.Writer, hs []explain.Holder, l layout) {
 	if len(hs) == 0 {
 		return
 	}

@@ -8,8 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // The incident's identifiers as an on-call engineer copies them from
@@ -22,20 +23,20 @@ const (
 	goldenResource = "prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-000000000001"
 )
 
-func goldenExplanation() reaper.Explanation {
+func goldenExplanation() explain.Explanation {
 	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
 	day := judge.Duration(23 * time.Hour)
-	holder := reaper.Holder{
+	holder := explain.Holder{
 		Key: judge.ResourceKeyPrefix + goldenResource, Kind: judge.KindExclusive, Owner: goldenOwner,
-		Liveness: judge.Dead, HeartbeatAge: &day, Task: &reaper.TaskRef{ID: goldenRunning, State: "running"},
+		Liveness: judge.Dead, HeartbeatAge: &day, Task: &explain.TaskRef{ID: goldenRunning, State: "running"},
 		Blocks: true, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease,
 	}
-	return reaper.Explanation{
+	return explain.Explanation{
 		TaskID: goldenQueued, DBNow: now,
-		Task: &reaper.TaskRow{Task: judge.Task{ID: goldenQueued, Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"},
+		Task: &pulpdb.TaskRow{Task: judge.Task{ID: goldenQueued, Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"},
 			Created: now.Add(-2 * time.Hour)},
-		Resources: []reaper.ResourceNeed{{Resource: goldenResource, Need: judge.KindExclusive, Holders: []reaper.Holder{holder}}},
-		Ahead: []reaper.TaskAhead{{TaskRow: reaper.TaskRow{Task: judge.Task{ID: "0190c2d1-bbbb-7ccc-8ddd-000000000041",
+		Resources: []explain.ResourceNeed{{Resource: goldenResource, Need: judge.KindExclusive, Holders: []explain.Holder{holder}}},
+		Ahead: []explain.TaskAhead{{TaskRow: pulpdb.TaskRow{Task: judge.Task{ID: "0190c2d1-bbbb-7ccc-8ddd-000000000041",
 			Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"}, Created: now.Add(-3 * time.Hour)},
 			Conflicts: []string{goldenResource}}},
 		AheadTotal: 1,

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // writeTextReport prints a pass's report as text in layout l. Every string
 // that came from Redis or the database goes through quoteText.
-func writeTextReport(w io.Writer, rep *reaper.Report, l layout) error {
-	verb := map[string]string{reaper.ModeAudit: "lock-reaper audit (dry run: nothing was written)", reaper.ModeOnce: "lock-reaper once", reaper.ModeRelease: "lock-reaper release"}[rep.Mode]
+func writeTextReport(w io.Writer, rep *pass.Report, l layout) error {
+	verb := map[string]string{pass.ModeAudit: "lock-reaper audit (dry run: nothing was written)", pass.ModeOnce: "lock-reaper once", pass.ModeRelease: "lock-reaper release"}[rep.Mode]
 	switch {
 	case rep.Skipped != "":
 		fmt.Fprintf(w, "%s: skipped: %s.\n", verb, rep.Skipped)
@@ -116,7 +116,7 @@ func livenessColor(l string) string {
 
 // writeFlatFindings is the piped layout: one row per finding, in the
 // report's order, every column complete.
-func writeFlatFindings(w io.Writer, findings []reaper.Finding, l layout) {
+func writeFlatFindings(w io.Writer, findings []pass.Finding, l layout) {
 	fmt.Fprintln(w, "\nFindings (holdings that are not healthy)")
 	t := &table{indent: "  ", header: []string{"KEY", "KIND", "OWNER", "VERDICT", "RESULT", "EVIDENCE"}, drop: []int{5, 1}}
 	t.each = func(emit func(...cell)) {
@@ -134,14 +134,14 @@ type findingGroup struct {
 	owner    string
 	liveness string
 	verdict  judge.Verdict
-	rows     []reaper.Finding
+	rows     []pass.Finding
 }
 
 // groupFindings groups by owner and verdict, most severe verdict first; an
 // owner's groups stay together, the owner with the most severe group first,
 // then the one with more findings. Within a group a running task's holdings
 // come first: it is what keeps other tasks waiting.
-func groupFindings(findings []reaper.Finding) []findingGroup {
+func groupFindings(findings []pass.Finding) []findingGroup {
 	byKey := map[[2]string]*findingGroup{}
 	var groups []*findingGroup
 	for _, f := range findings {
@@ -194,7 +194,7 @@ func groupFindings(findings []reaper.Finding) []findingGroup {
 }
 
 // taskRank puts holdings of running tasks first, then of waiting ones.
-func taskRank(f reaper.Finding) int {
+func taskRank(f pass.Finding) int {
 	switch f.Evidence().TaskState {
 	case "running", "canceling":
 		return 0
@@ -212,7 +212,7 @@ const minGroupRows = 3
 
 // writeGroupedFindings is the terminal layout: per owner, per verdict, a
 // count, what the pass does about them, and the first rows.
-func writeGroupedFindings(w io.Writer, findings []reaper.Finding, l layout) {
+func writeGroupedFindings(w io.Writer, findings []pass.Finding, l layout) {
 	groups := groupFindings(findings)
 	owners := map[string]bool{}
 	for _, g := range groups {
@@ -253,7 +253,7 @@ func writeGroupedFindings(w io.Writer, findings []reaper.Finding, l layout) {
 }
 
 // resultsText sums up a group's results: "would-release 36".
-func resultsText(rows []reaper.Finding) string {
+func resultsText(rows []pass.Finding) string {
 	counts := map[string]int{}
 	var order []string
 	for _, f := range rows {
@@ -272,7 +272,7 @@ func resultsText(rows []reaper.Finding) string {
 
 // taskText is the state of the task a holding is held for, without its id
 // when the key already shows it.
-func taskText(f reaper.Finding) string {
+func taskText(f pass.Finding) string {
 	e := f.Evidence()
 	state := e.TaskState
 	switch {
@@ -289,7 +289,7 @@ func taskText(f reaper.Finding) string {
 	return state
 }
 
-func hasDetail(rows []reaper.Finding) bool {
+func hasDetail(rows []pass.Finding) bool {
 	for _, f := range rows {
 		if detailText(f) != "-" {
 			return true
@@ -299,7 +299,7 @@ func hasDetail(rows []reaper.Finding) bool {
 }
 
 // detailText is the evidence the group header does not already say.
-func detailText(f reaper.Finding) string {
+func detailText(f pass.Finding) string {
 	e := f.Evidence()
 	var parts []string
 	if e.AppLock != "" && e.AppLockLiveness != nil && e.AppLock != f.Owner {
@@ -326,10 +326,10 @@ func plural(n int, one, many string) string {
 
 // writeTaskFindings prints the tasks a pass handles; on a terminal the
 // running ones of dead workers first.
-func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
+func writeTaskFindings(w io.Writer, tasks []pass.TaskFinding, l layout) {
 	list := tasks
 	if l.grouped {
-		list = append([]reaper.TaskFinding(nil), tasks...)
+		list = append([]pass.TaskFinding(nil), tasks...)
 		sort.SliceStable(list, func(a, b int) bool { return severityOf(list[a].Verdict) < severityOf(list[b].Verdict) })
 	}
 	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{1, 5, 4, 3}}
@@ -349,7 +349,7 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 
 // writePassReport prints a pass's report on the command's stdout: JSON as
 // writeReport makes it, text in the layout stdout calls for.
-func writePassReport(env Env, format string, rep *reaper.Report, limit *limitValue) error {
+func writePassReport(env Env, format string, rep *pass.Report, limit *limitValue) error {
 	if isJSON(format) {
 		return writeReport(env.Stdout, format, rep, 0)
 	}
@@ -371,7 +371,7 @@ func kindRank(k judge.Kind) int {
 
 // findingTask is the task a holding is held for: the task of a task lock,
 // or the task lock a resource holding inherited its verdict from.
-func findingTask(f reaper.Finding) string {
+func findingTask(f pass.Finding) string {
 	if f.Kind == judge.KindTask {
 		return f.TaskID()
 	}

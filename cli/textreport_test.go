@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of the text layout")
@@ -34,19 +34,19 @@ func golden(t *testing.T, name, got string) {
 // incidentReport is a small picture of 2026-07-24: a dead worker holding
 // running tasks' locks, a blocking exclusive repository lock and many
 // finished tasks' leftovers, beside a live worker.
-func incidentReport() *reaper.Report {
+func incidentReport() *pass.Report {
 	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
 	day, fresh := judge.Duration(23*time.Hour), judge.Duration(4*time.Second)
 	dead := judge.Dead
-	rep := &reaper.Report{
-		Mode: reaper.ModeAudit, DBNow: now, DurationMS: 412,
-		Scanned: reaper.Scanned{Keys: 1100, TaskLocks: 560, ResourceHoldings: 540, Owners: 3, Tasks: 600, FullScan: true},
+	rep := &pass.Report{
+		Mode: pass.ModeAudit, DBNow: now, DurationMS: 412,
+		Scanned: pass.Scanned{Keys: 1100, TaskLocks: 560, ResourceHoldings: 540, Owners: 3, Tasks: 600, FullScan: true},
 		LockOwners: []judge.OwnerReport{
 			{Name: "1@pulp-worker-7f9c", Liveness: "alive", HeartbeatAge: &fresh, Holdings: 6},
 			{Name: "1@pulp-worker-incident-0", Liveness: "dead", HeartbeatAge: &day, Holdings: 1067},
 		},
 	}
-	add := func(f reaper.Finding) {
+	add := func(f pass.Finding) {
 		e := f.Evidence()
 		e.OwnerLiveness, e.HeartbeatAge = judge.Dead, &day
 		f.SetEvidence(e)
@@ -55,20 +55,19 @@ func incidentReport() *reaper.Report {
 	}
 	for i := 0; i < 6; i++ {
 		fin := judge.Duration(time.Duration(20+i) * time.Hour)
-		add(reaper.Finding{Holding: judge.Holding{Key: fmt.Sprintf("task:0000000%d-aaaa-4bbb-8ccc-dddddddddddd", i), Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished, Result: reaper.ResultWouldRelease}.WithEvidence(judge.Evidence{TaskState: "completed", FinishedAge: &fin}))
+		add(pass.Finding{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: fmt.Sprintf("task:0000000%d-aaaa-4bbb-8ccc-dddddddddddd", i), Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished}.WithEvidence(judge.Evidence{TaskState: "completed", FinishedAge: &fin})), Result: pass.ResultWouldRelease})
 	}
 	for i := 0; i < 4; i++ {
 		id := fmt.Sprintf("9000000%d-aaaa-4bbb-8ccc-dddddddddddd", i)
-		add(reaper.Finding{Holding: judge.Holding{Key: "task:" + id, Kind: judge.KindTask}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultWouldRelease}.WithEvidence(judge.Evidence{TaskState: "running", AppLock: "1@pulp-worker-incident-0", AppLockLiveness: &dead}))
+		add(pass.Finding{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:" + id, Kind: judge.KindTask}, Verdict: judge.VerdictOwnerDead}.WithEvidence(judge.Evidence{TaskState: "running", AppLock: "1@pulp-worker-incident-0", AppLockLiveness: &dead})), Result: pass.ResultWouldRelease})
 	}
-	add(reaper.Finding{Holding: judge.Holding{Key: "pulp:resource_lock:prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Kind: judge.KindExclusive}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultWouldRelease}.WithEvidence(judge.Evidence{TaskState: "running", Via: "task:90000000-aaaa-4bbb-8ccc-dddddddddddd"}))
-	rep.Tasks = []reaper.TaskFinding{
-		{ID: "90000000-aaaa-4bbb-8ccc-dddddddddddd", Name: "pulp_rpm.app.tasks.synchronizing.synchronize", Verdict: judge.VerdictLost,
-			Owner: "1@pulp-worker-incident-0", StateBefore: "running", StateAfter: "canceled", Result: reaper.ResultWouldUpdate},
+	add(pass.Finding{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Kind: judge.KindExclusive}, Verdict: judge.VerdictOwnerDead}.WithEvidence(judge.Evidence{TaskState: "running", Via: "task:90000000-aaaa-4bbb-8ccc-dddddddddddd"})), Result: pass.ResultWouldRelease})
+	rep.Tasks = []pass.TaskFinding{
+		{TaskJudgement: &judge.TaskJudgement{ID: "90000000-aaaa-4bbb-8ccc-dddddddddddd", Name: "pulp_rpm.app.tasks.synchronizing.synchronize", Verdict: judge.VerdictLost, Owner: "1@pulp-worker-incident-0", StateBefore: "running", StateAfter: "canceled"}, Result: pass.ResultWouldUpdate},
 	}
-	rep.Summary = reaper.Summary{
-		FindingsByResult:  map[reaper.Result]int{reaper.ResultWouldRelease: len(rep.Findings)},
-		TasksByResult:     map[reaper.Result]int{reaper.ResultWouldUpdate: 1},
+	rep.Summary = pass.Summary{
+		FindingsByResult:  map[pass.Result]int{pass.ResultWouldRelease: len(rep.Findings)},
+		TasksByResult:     map[pass.Result]int{pass.ResultWouldUpdate: 1},
 		HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 5, judge.VerdictTaskFinished: 6, judge.VerdictHealthy: 6},
 	}
 	return rep

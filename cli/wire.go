@@ -11,7 +11,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/kube"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // setup is what every command that talks to Redis and PostgreSQL needs.
@@ -42,18 +42,18 @@ func loadConfig(loader *config.Loader, env Env) (config.Config, *slog.Logger, in
 	if env.Environ != nil {
 		if err := config.CheckEnviron(env.Environ()); err != nil {
 			configFailure(env.Stderr, loader.LogFormat(env.LookupEnv), "lock-reaper", err)
-			return config.Config{}, nil, reaper.ExitUsage, false
+			return config.Config{}, nil, pass.ExitUsage, false
 		}
 	}
 	cfg, err := loader.Load(env.LookupEnv)
 	if err != nil {
 		configFailure(env.Stderr, loader.LogFormat(env.LookupEnv), "lock-reaper", err)
-		return cfg, nil, reaper.ExitUsage, false
+		return cfg, nil, pass.ExitUsage, false
 	}
 	logger, err := newLogger(env.Stderr, cfg.Log.Format, cfg.Log.Level)
 	if err != nil {
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", err)
-		return cfg, nil, reaper.ExitUsage, false
+		return cfg, nil, pass.ExitUsage, false
 	}
 	return cfg, logger, 0, true
 }
@@ -65,26 +65,26 @@ func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool
 	var err error
 	if s.rdb, err = config.NewRedisClient(cfg); err != nil {
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", fmt.Errorf("redis.url: %w", err))
-		return nil, reaper.ExitUsage, false
+		return nil, pass.ExitUsage, false
 	}
 	pc, err := config.PoolConfig(cfg)
 	if err != nil {
 		s.close()
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", fmt.Errorf("database.url: %w", err))
-		return nil, reaper.ExitUsage, false
+		return nil, pass.ExitUsage, false
 	}
 	s.where = targets{redis: redisTarget(cfg.Redis.URL, s.rdb), database: databaseTarget(pc)}
 	if s.pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
 		s.close()
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", fmt.Errorf("database.url: %w", err))
-		return nil, reaper.ExitUsage, false
+		return nil, pass.ExitUsage, false
 	}
 	return s, 0, true
 }
 
 // reaperConfig is the reaper's configuration: every setting the settings
 // table binds to the reaper, and force, which only some commands take.
-func reaperConfig(c config.Config, force bool) reaper.Config {
+func reaperConfig(c config.Config, force bool) pass.Config {
 	rc := c.Reaper()
 	rc.Force = force
 	// The Kubernetes settings are kept together in the kubernetes group of
@@ -96,13 +96,13 @@ func reaperConfig(c config.Config, force bool) reaper.Config {
 }
 
 // newReaper wires a reaper for a command: config, logger, clients.
-func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*reaper.Reaper, *setup, int, bool) {
+func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*pass.Reaper, *setup, int, bool) {
 	return newReaperWith(fs, loader, env, force, false)
 }
 
 // newReaperWith is newReaper; with watchPods the passes read the pods from a
 // watch (setup.pods, which the caller runs) instead of a list per pass.
-func newReaperWith(fs *flag.FlagSet, loader *config.Loader, env Env, force, watchPods bool) (*reaper.Reaper, *setup, int, bool) {
+func newReaperWith(fs *flag.FlagSet, loader *config.Loader, env Env, force, watchPods bool) (*pass.Reaper, *setup, int, bool) {
 	cfg, logger, code, ok := loadConfig(loader, env)
 	if !ok {
 		return nil, nil, code, false
@@ -116,22 +116,22 @@ func newReaperWith(fs *flag.FlagSet, loader *config.Loader, env Env, force, watc
 	if err != nil {
 		s.close()
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper "+fs.Name(), err)
-		return nil, nil, reaper.ExitUsage, false
+		return nil, nil, pass.ExitUsage, false
 	}
 	rc.PodSource = pods
 	if src, ok := pods.(*kube.Source); ok && watchPods {
 		if s.pods, err = kube.NewWatcher(src, kube.WatchConfig{Logger: logger}); err != nil {
 			s.close()
 			fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)
-			return nil, nil, reaper.ExitUsage, false
+			return nil, nil, pass.ExitUsage, false
 		}
 		rc.PodSource = s.pods
 	}
-	r, err := reaper.New(rc, s.rdb, s.pool, logger)
+	r, err := pass.New(rc, s.rdb, s.pool, logger)
 	if err != nil {
 		s.close()
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper "+fs.Name(), err)
-		return nil, nil, reaper.ExitUsage, false
+		return nil, nil, pass.ExitUsage, false
 	}
 	return r, s, 0, true
 }
@@ -142,14 +142,14 @@ func (s *setup) failed(err error) failure { return explainFailure(err, s.where) 
 // passExit is the exit code of a pass: its report's, or 2 when it failed
 // for a reason of configuration. The report's error is put in the
 // operator's words.
-func (s *setup) passExit(rep *reaper.Report, err error) int {
+func (s *setup) passExit(rep *pass.Report, err error) int {
 	if err == nil {
 		return rep.ExitCode()
 	}
 	f := s.failed(err)
 	rep.Error = f.message
 	if f.configuration {
-		return reaper.ExitUsage
+		return pass.ExitUsage
 	}
 	return rep.ExitCode()
 }

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 var update = flag.Bool("update", false, "rewrite ../config.yaml.example from the settings table")
@@ -60,15 +60,15 @@ func TestDefault(t *testing.T) {
 	// are the configuration's own.
 	var want Config
 	want.Redis.URL = "redis://localhost:6379/0"
-	want.Redis.ScanCount = reaper.DefaultScanCount
-	want.Redis.BatchSize = reaper.DefaultBatchSize
-	want.Redis.Timeout = reaper.DefaultRedisTimeout
+	want.Redis.ScanCount = pass.DefaultScanCount
+	want.Redis.BatchSize = pass.DefaultBatchSize
+	want.Redis.Timeout = pass.DefaultRedisTimeout
 	want.Database.URL = ""
-	want.Database.Timeout = reaper.DefaultDatabaseTimeout
+	want.Database.Timeout = pass.DefaultDatabaseTimeout
 	want.HeartbeatGrace = judge.DefaultHeartbeatGrace
 	want.FinishedGrace = judge.DefaultFinishedGrace
 	want.ConfirmAfter = judge.DefaultConfirmAfter
-	want.SuspectTTL = reaper.DefaultSuspectTTL
+	want.SuspectTTL = pass.DefaultSuspectTTL
 	want.LostRunning = judge.DefaultLostRunning
 	want.OrphanedWaiting = judge.DefaultOrphanedWaiting
 	want.MaxDeadFraction = judge.DefaultMaxDeadFraction

@@ -3,31 +3,31 @@ package config
 import (
 	"fmt"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
-// A setting that is a field of reaper.Config is bound to that field as well
+// A setting that is a field of pass.Config is bound to that field as well
 // as to its own: the reaper's constants are then its only default
-// (reaper.DefaultConfig), and Reaper copies it over without a hand-written
+// (pass.DefaultConfig), and Reaper copies it over without a hand-written
 // list of fields.
 
-// reaperBinding ties a setting to a field of reaper.Config.
+// reaperBinding ties a setting to a field of pass.Config.
 type reaperBinding struct {
 	// def is the reaper's default of the field, in the setting's textual form.
 	def string
-	// copyTo copies the setting's value from a Config into a reaper.Config.
-	copyTo func(c *Config, rc *reaper.Config)
+	// copyTo copies the setting's value from a Config into a pass.Config.
+	copyTo func(c *Config, rc *pass.Config)
 }
 
 // bindReaper is bind for a setting that the reaper reads: target names the
-// reaper.Config field, whose value in reaper.DefaultConfig becomes the
+// pass.Config field, whose value in pass.DefaultConfig becomes the
 // setting's default.
-func bindReaper[T any](cd codec[T], field func(*Config) *T, target func(*reaper.Config) *T, checks ...func(T) error) binding {
+func bindReaper[T any](cd codec[T], field func(*Config) *T, target func(*pass.Config) *T, checks ...func(T) error) binding {
 	b := bind(cd, field, checks...)
-	def := reaper.DefaultConfig()
+	def := pass.DefaultConfig()
 	b.reaper = &reaperBinding{
 		def:    cd.format(*target(&def)),
-		copyTo: func(c *Config, rc *reaper.Config) { *target(rc) = *field(c) },
+		copyTo: func(c *Config, rc *pass.Config) { *target(rc) = *field(c) },
 	}
 	return b
 }
@@ -49,11 +49,11 @@ func withReaperDefaults(table []setting) []setting {
 	return table
 }
 
-// Reaper returns the reaper's configuration: reaper.DefaultConfig with every
+// Reaper returns the reaper's configuration: pass.DefaultConfig with every
 // setting bound to a reaper field copied over. Force is not a setting (it is
 // a flag of the commands that allow it), so it stays false.
-func (c Config) Reaper() reaper.Config {
-	rc := reaper.DefaultConfig()
+func (c Config) Reaper() pass.Config {
+	rc := pass.DefaultConfig()
 	for i := range settings {
 		if r := settings[i].reaper; r != nil {
 			r.copyTo(&c, &rc)

@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // TestDefaultIsTheReapersDefault ties the two sets of defaults together: the
-// configuration's defaults, handed to the reaper, are reaper.DefaultConfig.
+// configuration's defaults, handed to the reaper, are pass.DefaultConfig.
 func TestDefaultIsTheReapersDefault(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, reaper.DefaultConfig(), Default().Reaper())
+	require.Equal(t, pass.DefaultConfig(), Default().Reaper())
 	for _, s := range settings {
 		if s.reaper != nil {
 			require.Equal(t, s.reaper.def, s.def, "%s: the default is the reaper's", s.key)
@@ -24,7 +24,7 @@ func TestDefaultIsTheReapersDefault(t *testing.T) {
 
 // TestReaperGetsEverySetting changes each setting bound to the reaper and
 // checks that exactly one reaper field follows, and that every field of
-// reaper.Config but Force is some setting's: a field added to the reaper
+// pass.Config but Force is some setting's: a field added to the reaper
 // without a setting, or a setting that no longer reaches the reaper, fails.
 func TestReaperGetsEverySetting(t *testing.T) {
 	t.Parallel()
@@ -36,7 +36,7 @@ func TestReaperGetsEverySetting(t *testing.T) {
 		"lost_running": "failed", "orphaned_waiting": "cancel", "max_dead_fraction": "0.25",
 		"min_workers": "4", "max_releases": "10001", "max_task_updates": "1001", "coordinate_with_pulpcore": "false",
 	}
-	base := reflect.ValueOf(reaper.DefaultConfig())
+	base := reflect.ValueOf(pass.DefaultConfig())
 	covered := map[string]string{}
 	for i := range settings {
 		s := &settings[i]
@@ -54,14 +54,14 @@ func TestReaperGetsEverySetting(t *testing.T) {
 		require.NotContains(t, covered, changed[0], "%s and %s both set %s", s.key, covered[changed[0]], changed[0])
 		covered[changed[0]] = s.key
 	}
-	for _, f := range leafFields(reflect.TypeOf(reaper.Config{}), "") {
+	for _, f := range leafFields(reflect.TypeOf(pass.Config{}), "") {
 		switch {
 		case f == "Policy.Force":
 			continue // a flag of the commands that allow it, not a setting
 		case f == "PodSource" || f == "KubernetesTimeout" || strings.HasPrefix(f, "Policy.Kubernetes"):
 			continue // the kubernetes.* group, wired by cli.reaperConfig and newReaper
 		}
-		require.Contains(t, covered, f, "reaper.Config.%s is no setting's: bind one with bindReaper", f)
+		require.Contains(t, covered, f, "pass.Config.%s is no setting's: bind one with bindReaper", f)
 	}
 }
 

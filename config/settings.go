@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/kube"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Groups order the settings in config.yaml.example and in WriteYAML.
@@ -122,17 +122,17 @@ var settings = withReaperDefaults([]setting{
 	},
 	{
 		key: "redis.scan_count", group: groupRedis,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, func(rc *reaper.Config) *int { return &rc.ScanCount }, positive[int]),
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, func(rc *pass.Config) *int { return &rc.ScanCount }, positive[int]),
 		doc:     "COUNT hint of each SCAN call over the keyspace.",
 	},
 	{
 		key: "redis.batch_size", group: groupRedis,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.BatchSize }, func(rc *reaper.Config) *int { return &rc.BatchSize }, positive[int]),
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.BatchSize }, func(rc *pass.Config) *int { return &rc.BatchSize }, positive[int]),
 		doc:     "Keys per pipelined read, holdings per release (Lua) call and tasks per update statement.",
 	},
 	{
 		key: "redis.timeout", group: groupRedis,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Redis.Timeout }, func(rc *reaper.Config) *time.Duration { return &rc.RedisTimeout }, positive[time.Duration]),
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Redis.Timeout }, func(rc *pass.Config) *time.Duration { return &rc.RedisTimeout }, positive[time.Duration]),
 		doc:     "Deadline of each Redis call; also the dial, read and write timeout of the connections.",
 	},
 	{
@@ -182,7 +182,7 @@ var settings = withReaperDefaults([]setting{
 	},
 	{
 		key: "database.timeout", group: groupDatabase,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, func(rc *reaper.Config) *time.Duration { return &rc.DatabaseTimeout }, positive[time.Duration]),
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, func(rc *pass.Config) *time.Duration { return &rc.DatabaseTimeout }, positive[time.Duration]),
 		doc: "Deadline of each statement (set in each of lock-reaper's transactions with SET LOCAL " +
 			"statement_timeout, which PgBouncer passes on) and of connecting.",
 	},
@@ -196,58 +196,58 @@ var settings = withReaperDefaults([]setting{
 	},
 	{
 		key: "heartbeat_grace", group: groupJudge,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatGrace }, func(rc *reaper.Config) *time.Duration { return &rc.HeartbeatGrace }, nonNegative[time.Duration]),
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatGrace }, func(rc *pass.Config) *time.Duration { return &rc.HeartbeatGrace }, nonNegative[time.Duration]),
 		doc:     "How long past its expiry a worker's heartbeat may be late before the worker counts as dead.",
 	},
 	{
 		key: "finished_grace", group: groupJudge,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.FinishedGrace }, func(rc *reaper.Config) *time.Duration { return &rc.FinishedGrace }, nonNegative[time.Duration]),
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.FinishedGrace }, func(rc *pass.Config) *time.Duration { return &rc.FinishedGrace }, nonNegative[time.Duration]),
 		doc:     "How long after a task finished its locks are left for its worker to release them itself.",
 	},
 	{
 		key: "confirm_after", group: groupJudge,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.ConfirmAfter }, func(rc *reaper.Config) *time.Duration { return &rc.ConfirmAfter }, nonNegative[time.Duration]),
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.ConfirmAfter }, func(rc *pass.Config) *time.Duration { return &rc.ConfirmAfter }, nonNegative[time.Duration]),
 		doc:     "How long a suspect lock must stay suspect, across passes, before it is released.",
 	},
 	{
 		key: "suspect_ttl", group: groupJudge,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.SuspectTTL }, func(rc *reaper.Config) *time.Duration { return &rc.SuspectTTL }, positive[time.Duration]),
+		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.SuspectTTL }, func(rc *pass.Config) *time.Duration { return &rc.SuspectTTL }, positive[time.Duration]),
 		doc:     "Expiry of the hash of remembered suspects in Redis. Must be greater than confirm_after.",
 	},
 	{
 		key: "lost_running", group: groupJudge,
-		binding: bindReaper(stringCodec("canceled|failed"), func(c *Config) *string { return &c.LostRunning }, func(rc *reaper.Config) *string { return &rc.LostRunning }, oneOf("canceled", "failed")),
+		binding: bindReaper(stringCodec("canceled|failed"), func(c *Config) *string { return &c.LostRunning }, func(rc *pass.Config) *string { return &rc.LostRunning }, oneOf("canceled", "failed")),
 		doc:     "State a running task of a dead worker is moved to: canceled, or failed (what pulpcore itself does).",
 	},
 	{
 		key: "orphaned_waiting", group: groupJudge,
-		binding: bindReaper(stringCodec("requeue|cancel"), func(c *Config) *string { return &c.OrphanedWaiting }, func(rc *reaper.Config) *string { return &rc.OrphanedWaiting }, oneOf("requeue", "cancel")),
+		binding: bindReaper(stringCodec("requeue|cancel"), func(c *Config) *string { return &c.OrphanedWaiting }, func(rc *pass.Config) *string { return &rc.OrphanedWaiting }, oneOf("requeue", "cancel")),
 		doc:     "What happens to a waiting task claimed by a dead worker: requeue (clear the claim) or cancel.",
 	},
 	{
 		key: "max_dead_fraction", group: groupGuards,
-		binding: bindReaper(floatCodec, func(c *Config) *float64 { return &c.MaxDeadFraction }, func(rc *reaper.Config) *float64 { return &rc.MaxDeadFraction }, fraction),
+		binding: bindReaper(floatCodec, func(c *Config) *float64 { return &c.MaxDeadFraction }, func(rc *pass.Config) *float64 { return &rc.MaxDeadFraction }, fraction),
 		doc: "Mass-death guard: when more than this fraction (0 to 1) of at least min_workers workers " +
 			"is dead, nothing is released on dead-worker grounds and no task is updated (--force overrides).",
 	},
 	{
 		key: "min_workers", group: groupGuards,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MinWorkers }, func(rc *reaper.Config) *int { return &rc.MinWorkers }, nonNegative[int]),
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MinWorkers }, func(rc *pass.Config) *int { return &rc.MinWorkers }, nonNegative[int]),
 		doc:     "Fewest known workers for the mass-death guard to apply.",
 	},
 	{
 		key: "max_releases", group: groupGuards,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxReleases }, func(rc *reaper.Config) *int { return &rc.MaxReleases }, nonNegative[int]),
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxReleases }, func(rc *pass.Config) *int { return &rc.MaxReleases }, nonNegative[int]),
 		doc:     "Most lock holdings released in one pass; the rest waits for the next pass.",
 	},
 	{
 		key: "max_task_updates", group: groupGuards,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxTaskUpdates }, func(rc *reaper.Config) *int { return &rc.MaxTaskUpdates }, nonNegative[int]),
+		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxTaskUpdates }, func(rc *pass.Config) *int { return &rc.MaxTaskUpdates }, nonNegative[int]),
 		doc:     "Most tasks canceled, failed or requeued in one pass; the rest waits for the next pass.",
 	},
 	{
 		key: "coordinate_with_pulpcore", group: groupGuards,
-		binding: bindReaper(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }, func(rc *reaper.Config) *bool { return &rc.CoordinateWithPulpcore }),
+		binding: bindReaper(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }, func(rc *pass.Config) *bool { return &rc.CoordinateWithPulpcore }),
 		doc: "Also take pulpcore's worker-cleanup advisory lock for each pass, so the reaper never " +
 			"races pulpcore's own cleanup of dead workers.",
 	},

@@ -25,7 +25,7 @@ type binding struct {
 	set      func(c *Config, raw string) error
 	get      func(c *Config) string
 	validate func(c *Config) error
-	// reaper is set for a setting that is also a field of reaper.Config.
+	// reaper is set for a setting that is also a field of pass.Config.
 	reaper *reaperBinding
 }
 

@@ -29,7 +29,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/doctor"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/metrics"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Defaults of the Config fields left zero.
@@ -44,10 +44,10 @@ const (
 	WakeDebounceDefault         = time.Second
 )
 
-// Runner runs one pass; *reaper.Reaper is one. The report must describe the
-// pass whatever happened, as reaper.Reaper.RunOnce's does.
+// Runner runs one pass; *pass.Reaper is one. The report must describe the
+// pass whatever happened, as pass.Reaper.RunOnce's does.
 type Runner interface {
-	RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error)
+	RunOnce(ctx context.Context, opts pass.PassOptions) (*pass.Report, error)
 }
 
 // Config configures a Daemon. Zero fields take the defaults above.
@@ -110,7 +110,7 @@ type Pages interface {
 	http.Handler
 	// PassDone is handed the snapshot the pass judged (nil when it read
 	// none), its report, and when the next pass is due.
-	PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Time)
+	PassDone(snap *judge.Snapshot, rep *pass.Report, next time.Time)
 	// DoctorDone is handed doctor's results at start.
 	DoctorDone(rep doctor.Report)
 }

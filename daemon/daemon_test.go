@@ -14,7 +14,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/metrics"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -42,12 +42,12 @@ func newFleet(t *testing.T) *fleet {
 }
 
 // reaper returns a reaper of the fleet talking to Redis through rdb.
-func (f *fleet) reaper(t *testing.T, rdb redis.UniversalClient) *reaper.Reaper {
+func (f *fleet) reaper(t *testing.T, rdb redis.UniversalClient) *pass.Reaper {
 	t.Helper()
 	if rdb == nil {
 		rdb = f.redis.Client
 	}
-	r, err := reaper.New(reaper.DefaultConfig(), rdb, f.db.Pool, testLogger(t))
+	r, err := pass.New(pass.DefaultConfig(), rdb, f.db.Pool, testLogger(t))
 	require.NoError(t, err)
 	return r
 }
@@ -231,10 +231,10 @@ func TestCancelFinishesThePassUnderWay(t *testing.T) {
 func TestShutdownGraceCutsAHungPassShort(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{}, 1)
-	hung := runnerFunc(func(ctx context.Context, _ reaper.PassOptions) (*reaper.Report, error) {
+	hung := runnerFunc(func(ctx context.Context, _ pass.PassOptions) (*pass.Report, error) {
 		entered <- struct{}{}
 		<-ctx.Done()
-		return &reaper.Report{Error: ctx.Err().Error()}, ctx.Err()
+		return &pass.Report{Error: ctx.Err().Error()}, ctx.Err()
 	})
 	d, b := start(t, context.Background(), hung, Config{ShutdownGrace: time.Millisecond})
 	<-entered
@@ -248,10 +248,10 @@ func TestShutdownGraceCutsAHungPassShort(t *testing.T) {
 // the ticks it covered pass without a pass; they are counted.
 func TestSlowPassSkipsTicks(t *testing.T) {
 	t.Parallel()
-	slow := runnerFunc(func(ctx context.Context, _ reaper.PassOptions) (*reaper.Report, error) {
+	slow := runnerFunc(func(ctx context.Context, _ pass.PassOptions) (*pass.Report, error) {
 		// Wait until at least two whole ticks of @every 1s have gone by.
 		ctxwait.Sleep(ctx, 2500*time.Millisecond)
-		return &reaper.Report{StartedAt: time.Now()}, nil
+		return &pass.Report{StartedAt: time.Now()}, nil
 	})
 	_, b := start(t, context.Background(), slow, Config{Schedule: "@every 1s"})
 	r := b.waitPass(t)
@@ -262,8 +262,8 @@ func TestSlowPassSkipsTicks(t *testing.T) {
 
 func TestStartAndStopAreIdempotent(t *testing.T) {
 	t.Parallel()
-	quick := runnerFunc(func(context.Context, reaper.PassOptions) (*reaper.Report, error) {
-		return &reaper.Report{StartedAt: time.Now()}, nil
+	quick := runnerFunc(func(context.Context, pass.PassOptions) (*pass.Report, error) {
+		return &pass.Report{StartedAt: time.Now()}, nil
 	})
 	d, err := New(quick, Config{Listen: "127.0.0.1:0", Logger: testLogger(t)})
 	require.NoError(t, err)

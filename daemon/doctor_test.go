@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/doctor"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 type lockedBuffer struct {
@@ -39,8 +39,8 @@ func TestDoctorAtStart(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
 	doctorRuns := make(chan struct{}, 10)
-	runner := runnerFunc(func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
-		return &reaper.Report{Mode: reaper.ModeOnce, StartedAt: time.Now(), DBNow: time.Now(), Scanned: reaper.Scanned{FullScan: !opts.RegistryOnly}}, nil
+	runner := runnerFunc(func(ctx context.Context, opts pass.PassOptions) (*pass.Report, error) {
+		return &pass.Report{Mode: pass.ModeOnce, StartedAt: time.Now(), DBNow: time.Now(), Scanned: pass.Scanned{FullScan: !opts.RegistryOnly}}, nil
 	})
 	cfg := Config{
 		Schedule: "@every 1s", Logger: slog.New(slog.NewJSONHandler(&logs, nil)),

@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/promtest"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // runnerFunc adapts a function to Runner.
-type runnerFunc func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error)
+type runnerFunc func(ctx context.Context, opts pass.PassOptions) (*pass.Report, error)
 
-func (f runnerFunc) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+func (f runnerFunc) RunOnce(ctx context.Context, opts pass.PassOptions) (*pass.Report, error) {
 	return f(ctx, opts)
 }
 
@@ -38,7 +38,7 @@ func newGatedRunner(inner Runner) *gatedRunner {
 	return &gatedRunner{inner: inner, entered: make(chan struct{}, 100), gate: make(chan struct{})}
 }
 
-func (g *gatedRunner) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+func (g *gatedRunner) RunOnce(ctx context.Context, opts pass.PassOptions) (*pass.Report, error) {
 	g.entered <- struct{}{}
 	<-g.gate
 	return g.inner.RunOnce(ctx, opts)

@@ -11,13 +11,13 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/metrics"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // PassResult is what one scheduled pass found and did, and what comes next.
 type PassResult struct {
 	// Report is the pass's report, never nil.
-	Report *reaper.Report
+	Report *pass.Report
 	// Err is why the pass could not complete; also in Report.Error.
 	Err     error
 	Outcome metrics.Outcome
@@ -110,7 +110,7 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	full := st.lastFullScan.IsZero() || start.Sub(st.lastFullScan) >= d.cfg.FullScanInterval
 	passCtx, done := d.passContext(ctx)
 	d.health.passStarted(start)
-	opts := reaper.PassOptions{Mode: reaper.ModeOnce, RegistryOnly: !full}
+	opts := pass.PassOptions{Mode: pass.ModeOnce, RegistryOnly: !full}
 	var snap *judge.Snapshot
 	if d.cfg.Pages != nil {
 		opts.Snapshot = func(s judge.Snapshot) { snap = &s }
@@ -118,7 +118,7 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	rep, err := d.runner.RunOnce(passCtx, opts)
 	done()
 	if rep == nil {
-		rep = &reaper.Report{Mode: reaper.ModeOnce, StartedAt: start.UTC()}
+		rep = &pass.Report{Mode: pass.ModeOnce, StartedAt: start.UTC()}
 	}
 	if err != nil && rep.Error == "" {
 		rep.Error = err.Error()

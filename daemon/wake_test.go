@@ -11,7 +11,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
 	"github.com/lock-reaper/lock-reaper/kube"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // countingRunner records when each pass starts and how many run at once.
@@ -24,7 +24,7 @@ type countingRunner struct {
 	each    func(ctx context.Context)
 }
 
-func (c *countingRunner) RunOnce(ctx context.Context, _ reaper.PassOptions) (*reaper.Report, error) {
+func (c *countingRunner) RunOnce(ctx context.Context, _ pass.PassOptions) (*pass.Report, error) {
 	n := c.running.Add(1)
 	defer c.running.Add(-1)
 	for {
@@ -41,7 +41,7 @@ func (c *countingRunner) RunOnce(ctx context.Context, _ reaper.PassOptions) (*re
 		each(ctx)
 	}
 	time.Sleep(c.hold)
-	return &reaper.Report{Mode: reaper.ModeOnce}, nil
+	return &pass.Report{Mode: pass.ModeOnce}, nil
 }
 
 // wake sends a wake as kube.Watcher does: a burst collapses into one.

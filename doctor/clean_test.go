@@ -18,7 +18,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // TestCleanDeploymentEveryCheckOK runs `lock-reaper doctor` against a
@@ -48,8 +48,8 @@ func TestCleanDeploymentEveryCheckOK(t *testing.T) {
 	require.NoError(t, err)
 	key := judge.TaskKeyPrefix + "6f1c4a52-7a3e-4c59-9d1a-0f6e2b8f1c11"
 	require.NoError(t, s.Client.Set(ctx, key, "1@clean", 0).Err())
-	require.NoError(t, s.Client.SAdd(ctx, reaper.OwnerLocksPrefix+"1@clean", key).Err())
-	require.NoError(t, s.Client.SAdd(ctx, reaper.ActiveOwnersKey, "1@clean").Err())
+	require.NoError(t, s.Client.SAdd(ctx, redislocks.OwnerLocksPrefix+"1@clean", key).Err())
+	require.NoError(t, s.Client.SAdd(ctx, redislocks.ActiveOwnersKey, "1@clean").Err())
 
 	du, err := url.Parse(db.URL)
 	require.NoError(t, err)

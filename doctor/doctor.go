@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Status of one check.
@@ -128,7 +128,7 @@ type Target struct {
 	SampleKeys int
 	// Inspect reads one snapshot as a pass does (a full scan, writing
 	// nothing), for the legacy-owners check; nil leaves that check out.
-	Inspect func(ctx context.Context) (*reaper.Inspection, error)
+	Inspect func(ctx context.Context) (*pass.Inspection, error)
 }
 
 // check is one named check.

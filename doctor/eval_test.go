@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 func TestEvalEviction(t *testing.T) {
@@ -173,7 +173,7 @@ func TestEvalHeartbeats(t *testing.T) {
 func TestEvalLegacyOwners(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	in := &reaper.Inspection{Snapshot: judge.Snapshot{Now: now, AppStatuses: []judge.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}}, Policy: judge.DefaultPolicy()}
+	in := &pass.Inspection{Snapshot: judge.Snapshot{Now: now, AppStatuses: []judge.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}}, Policy: judge.DefaultPolicy()}
 	fleet := in.Fleet()
 	holdings := []judge.Holding{
 		{Key: "task:a", Owner: "1@live", Kind: judge.KindTask},

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // DefaultSampleKeys bounds the keyspace sample: enough to see what shares
@@ -31,7 +31,7 @@ const (
 func classifyKey(key string) string {
 	switch {
 	case strings.HasPrefix(key, judge.TaskKeyPrefix), strings.HasPrefix(key, judge.ResourceKeyPrefix),
-		strings.HasPrefix(key, reaper.OwnerLocksPrefix), key == reaper.ActiveOwnersKey:
+		strings.HasPrefix(key, redislocks.OwnerLocksPrefix), key == redislocks.ActiveOwnersKey:
 		return classLock
 	case strings.HasPrefix(key, "pulp:"):
 		return classPulp

@@ -78,7 +78,7 @@ func TestTransactionPooler(t *testing.T) {
 
 // TestTransactionPoolerOfOneServerConnection: behind PgBouncer with
 // pool_size = 1, a pass that writes would stop at start for want of a second
-// server connection (reaper.SecondConnectionError); the check fails and says
+// server connection (pulpdb.SecondConnectionError); the check fails and says
 // so, and so does a client pool of one connection.
 func TestTransactionPoolerOfOneServerConnection(t *testing.T) {
 	t.Parallel()

@@ -151,7 +151,7 @@ func probePooler(ctx context.Context, t Target) (poolerProbe, error) {
 }
 
 // passNeedsTwo says why a pass that writes needs two connections at once
-// (see reaper.SecondConnectionError).
+// (see pulpdb.SecondConnectionError).
 const passNeedsTwo = "a pass that writes holds its lock in one transaction and reads its snapshot and updates tasks in a second, " +
 	"so it needs two connections at once, and would stop at start"
 

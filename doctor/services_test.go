@@ -19,7 +19,8 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 func randomSuffix() string {
@@ -88,8 +89,8 @@ func registeredLock(t *testing.T, rdb *redis.Client, owner string) {
 	ctx := context.Background()
 	key := judge.TaskKeyPrefix + "6f1c4a52-7a3e-4c59-9d1a-0f6e2b8f1c11"
 	require.NoError(t, rdb.Set(ctx, key, owner, 0).Err())
-	require.NoError(t, rdb.SAdd(ctx, reaper.OwnerLocksPrefix+owner, key).Err())
-	require.NoError(t, rdb.SAdd(ctx, reaper.ActiveOwnersKey, owner).Err())
+	require.NoError(t, rdb.SAdd(ctx, redislocks.OwnerLocksPrefix+owner, key).Err())
+	require.NoError(t, rdb.SAdd(ctx, redislocks.ActiveOwnersKey, owner).Err())
 }
 
 func runCheck(t *testing.T, fn func(context.Context, Target) Result, target Target) Result {
@@ -259,10 +260,10 @@ func TestLegacyOwner(t *testing.T) {
 	registeredLock(t, rdb.Client, "1@registered-gone")
 	require.NoError(t, rdb.Client.Set(ctx, judge.TaskKeyPrefix+"0b0c7d7e-1111-4c59-9d1a-0f6e2b8f1c11", "1@legacy", 0).Err())
 	require.NoError(t, rdb.Client.Set(ctx, judge.ResourceKeyPrefix+"prn:core.domain:x", "1@legacy", 0).Err())
-	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := pass.New(pass.DefaultConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
-	res := runCheck(t, checkLegacyOwners, Target{Inspect: func(ctx context.Context) (*reaper.Inspection, error) {
-		return r.Inspect(ctx, reaper.InspectOptions{})
+	res := runCheck(t, checkLegacyOwners, Target{Inspect: func(ctx context.Context) (*pass.Inspection, error) {
+		return r.Inspect(ctx, pass.InspectOptions{})
 	}})
 	require.Equal(t, Warn, res.Status, res.Evidence)
 	require.Contains(t, res.Evidence, `1 owners with no AppStatus row and no registry hold 2 holdings ("1@legacy" 2)`)
@@ -279,9 +280,9 @@ func TestRedisWorkerNotInUse(t *testing.T) {
 	addWorker(t, db, "1@pulp-worker-0", "3.117.0", 0)
 	addWorker(t, db, "1@pulp-worker-1", "3.117.0", 0)
 	addWorker(t, db, "1@pulp-worker-old", "3.117.0", -time.Hour) // dead: not counted
-	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := pass.New(pass.DefaultConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
-	target := Target{Inspect: func(ctx context.Context) (*reaper.Inspection, error) { return r.Inspect(ctx, reaper.InspectOptions{}) }}
+	target := Target{Inspect: func(ctx context.Context) (*pass.Inspection, error) { return r.Inspect(ctx, pass.InspectOptions{}) }}
 
 	res := runCheck(t, checkRedisWorker, target)
 	require.Equal(t, Warn, res.Status, res.Evidence)
@@ -290,11 +291,11 @@ func TestRedisWorkerNotInUse(t *testing.T) {
 	require.Contains(t, res.Fix, `WORKER_TYPE = "redis"`)
 	require.Contains(t, res.Fix, "spec.custom_pulp_settings")
 
-	require.NoError(t, rdb.Client.SAdd(ctx, reaper.ActiveOwnersKey, "1@pulp-worker-0").Err())
+	require.NoError(t, rdb.Client.SAdd(ctx, redislocks.ActiveOwnersKey, "1@pulp-worker-0").Err())
 	res = runCheck(t, checkRedisWorker, target)
 	require.Equal(t, OK, res.Status, res.Evidence)
 
-	require.NoError(t, rdb.Client.Del(ctx, reaper.ActiveOwnersKey).Err())
+	require.NoError(t, rdb.Client.Del(ctx, redislocks.ActiveOwnersKey).Err())
 	registeredLock(t, rdb.Client, "1@pulp-worker-0")
 	res = runCheck(t, checkRedisWorker, target)
 	require.Equal(t, OK, res.Status, res.Evidence)

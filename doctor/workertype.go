@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // checkRedisWorker asks whether Pulp runs the Redis worker at all: pulpcore's
@@ -24,24 +25,24 @@ func checkRedisWorker(ctx context.Context, t Target) Result {
 	return evalRedisWorker(in)
 }
 
-func evalRedisWorker(in *reaper.Inspection) Result {
+func evalRedisWorker(in *pass.Inspection) Result {
 	snap := in.Snapshot
 	holdings, owners := len(snap.Holdings), in.ActiveOwners
-	if note := reaper.WorkerTypeNote(holdings, owners, snap.AppStatuses, snap.Now); note != "" {
-		return Result{Status: Warn, Evidence: note, Fix: reaper.WorkerTypeFix}
+	if note := pass.WorkerTypeNote(holdings, owners, snap.AppStatuses, snap.Now); note != "" {
+		return Result{Status: Warn, Evidence: note, Fix: pass.WorkerTypeFix}
 	}
 	return Result{Status: OK, Evidence: fmt.Sprintf("%d holdings, %d owners in %s: Pulp's workers use the Redis worker's locks, or none is alive",
-		holdings, owners, reaper.ActiveOwnersKey)}
+		holdings, owners, redislocks.ActiveOwnersKey)}
 }
 
 // inspectOnce reads one snapshot for every check that needs it.
-func inspectOnce(inspect func(context.Context) (*reaper.Inspection, error)) func(context.Context) (*reaper.Inspection, error) {
+func inspectOnce(inspect func(context.Context) (*pass.Inspection, error)) func(context.Context) (*pass.Inspection, error) {
 	var (
 		once sync.Once
-		in   *reaper.Inspection
+		in   *pass.Inspection
 		err  error
 	)
-	return func(ctx context.Context) (*reaper.Inspection, error) {
+	return func(ctx context.Context) (*pass.Inspection, error) {
 		once.Do(func() { in, err = inspect(ctx) })
 		return in, err
 	}

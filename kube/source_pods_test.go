@@ -70,15 +70,7 @@ func TestPodEvidenceOfRealisticPods(t *testing.T) {
 	api.Status.ContainerStatuses = append(api.Status.ContainerStatuses, corev1.ContainerStatus{Name: "otel-collector-sidecar",
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(stStart)}}})
 
-	client := fake.NewClientset(&lost, &evicted, &pressure, &oom, &api)
-	src, err := NewSource(client.CoreV1().Pods("pulp"), "pulp", DefaultSelector, DefaultContainer)
-	require.NoError(t, err)
-	pods, err := src.ListPods(context.Background())
-	require.NoError(t, err)
-	byName := map[string]judge.Pod{}
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
+	byName := listPodsByName(t, &lost, &evicted, &pressure, &oom, &api)
 	got := byName["example-worker-lost"]
 	require.Equal(t, "uid-example-worker-lost", got.UID)
 	require.Equal(t, stStart.Add(-time.Minute), *got.StartTime)

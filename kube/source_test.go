@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
@@ -198,6 +199,25 @@ func (f listerFunc) List(ctx context.Context, opts metav1.ListOptions) (*corev1.
 	return f(ctx, opts)
 }
 
+// listPodsByName is what a Source reads of a fake cluster (client-go's fake
+// clientset) holding pods, by pod name.
+func listPodsByName(t *testing.T, pods ...*corev1.Pod) map[string]judge.Pod {
+	t.Helper()
+	objs := make([]runtime.Object, len(pods))
+	for i, p := range pods {
+		objs[i] = p
+	}
+	src, err := NewSource(fake.NewClientset(objs...).CoreV1().Pods("pulp"), "pulp", DefaultSelector, DefaultContainer)
+	require.NoError(t, err)
+	got, err := src.ListPods(context.Background())
+	require.NoError(t, err)
+	byName := map[string]judge.Pod{}
+	for _, p := range got {
+		byName[p.Name] = p
+	}
+	return byName
+}
+
 // The evidence of container states, with client-go's fake clientset.
 func TestPodEvidenceOfContainerStates(t *testing.T) {
 	t.Parallel()
@@ -217,15 +237,7 @@ func TestPodEvidenceOfContainerStates(t *testing.T) {
 	pending := stPod("example-worker-pending", "worker", stStart, 0)
 	pending.Status = corev1.PodStatus{Phase: corev1.PodPending}
 
-	client := fake.NewClientset(&crashed, &done, &sidecar, &deleting, &pending)
-	src, err := NewSource(client.CoreV1().Pods("pulp"), "pulp", DefaultSelector, DefaultContainer)
-	require.NoError(t, err)
-	pods, err := src.ListPods(context.Background())
-	require.NoError(t, err)
-	byName := map[string]judge.Pod{}
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
+	byName := listPodsByName(t, &crashed, &done, &sidecar, &deleting, &pending)
 	require.Len(t, byName, 5)
 	require.Equal(t, &judge.Container{Name: "worker", FinishedAt: &ended, Restarts: 3, LastTerminated: &judge.Termination{FinishedAt: &ended}}, byName["example-worker-crashed"].Container)
 	require.Equal(t, "Failed", byName["example-worker-done"].Phase)

@@ -52,7 +52,7 @@ type WatchConfig struct {
 // from memory, and tells as soon as the kubelet reports that an incarnation
 // of a worker container ended (Ended), so that the daemon runs a pass then.
 //
-// It is a reaper.PodSource. While its watch is not known to be up to date
+// It is a pass.PodSource. While its watch is not known to be up to date
 // (not yet synced, failing, silent for too long), ListPods lists through
 // the Source instead, exactly as without a watch.
 type Watcher struct {

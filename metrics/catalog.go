@@ -3,7 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Family describes one metric lock-reaper exports, for tests, documentation
@@ -43,8 +43,8 @@ func Catalog() []Family {
 		{Name: NameLostTasks, Type: gauge, Labels: map[string][]string{"verdict": stringsOf(taskVerdicts)}},
 		{Name: NameOldestStaleAge, Type: gauge},
 		{Name: NameUnprotectedTasks, Type: gauge},
-		{Name: NameKubernetesReads, Type: counter, Labels: map[string][]string{"result": {reaper.KubernetesRead, reaper.KubernetesUnavailable}}},
-		{Name: NameKubernetesOwners, Type: gauge, Labels: map[string][]string{"evidence": stringsOf(reaper.PodRules())}},
+		{Name: NameKubernetesReads, Type: counter, Labels: map[string][]string{"result": {pass.KubernetesRead, pass.KubernetesUnavailable}}},
+		{Name: NameKubernetesOwners, Type: gauge, Labels: map[string][]string{"evidence": stringsOf(pass.PodRules())}},
 		// The check names are doctor's (README "Doctor"); no series exists
 		// before doctor has run, so a fresh scrape has none.
 		{Name: NameDoctorCheckStatus, Type: gauge, Labels: map[string][]string{"check": nil}},

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // TestFreshScrapeHasOnlyKnownLabelValues scrapes /metrics of fresh
@@ -219,7 +219,7 @@ func TestFleetGauges(t *testing.T) {
 		{Name: "2@worker-8", Liveness: judge.Alive.String(), Holdings: 1},
 		{Name: "3@worker-9", Liveness: judge.Alive.String(), Holdings: 4},
 	}
-	rep.Tasks = append(rep.Tasks, reaper.TaskFinding{ID: "x", Verdict: judge.VerdictStuckClaim, Result: reaper.ResultSuspected})
+	rep.Tasks = append(rep.Tasks, pass.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "x", Verdict: judge.VerdictStuckClaim}, Result: pass.ResultSuspected})
 	m.Observe(rep)
 
 	g := testutil.ToFloat64
@@ -242,16 +242,16 @@ func TestFleetGauges(t *testing.T) {
 	rep.Findings[0].SetEvidence(e)
 	m.Observe(rep)
 	require.Equal(t, 300.0, g(m.oldestStale))
-	rep.Findings = append(rep.Findings, reaper.Finding{Holding: judge.Holding{Key: "task:x", Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished, Action: judge.ActionRelease, Result: reaper.ResultDeferred}.WithEvidence(judge.Evidence{FinishedAge: &fin}))
+	rep.Findings = append(rep.Findings, pass.Finding{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:x", Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished, Action: judge.ActionRelease}.WithEvidence(judge.Evidence{FinishedAge: &fin})), Result: pass.ResultDeferred})
 	m.Observe(rep)
 	require.Equal(t, 7200.0, g(m.oldestStale))
 	// Healthy and pending holdings are not stale, however old.
-	rep.Findings = []reaper.Finding{reaper.Finding{Holding: judge.Holding{Key: "task:y", Kind: judge.KindTask}, Verdict: judge.VerdictPending, Action: judge.ActionKeep}.WithEvidence(judge.Evidence{HeartbeatAge: &fin})}
+	rep.Findings = []pass.Finding{{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:y", Kind: judge.KindTask}, Verdict: judge.VerdictPending, Action: judge.ActionKeep}.WithEvidence(judge.Evidence{HeartbeatAge: &fin}))}}
 	m.Observe(rep)
 	require.Equal(t, 0.0, g(m.oldestStale))
 
 	// The next pass finds the fleet healthy: every gauge drops back.
-	next := &reaper.Report{Mode: reaper.ModeOnce, StartedAt: started.Add(time.Minute), DBNow: started.Add(time.Minute),
+	next := &pass.Report{Mode: pass.ModeOnce, StartedAt: started.Add(time.Minute), DBNow: started.Add(time.Minute),
 		LockOwners: []judge.OwnerReport{{Name: "3@worker-9", Liveness: "alive", Holdings: 1}}}
 	m.Observe(next)
 	require.Equal(t, 1.0, g(m.holdings.WithLabelValues("alive")))

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Names of the metrics of doctor's checks and of unprotected tasks.
@@ -46,7 +46,7 @@ func (d *doctorMetrics) collectors() []prometheus.Collector {
 // observe counts the unprotected tasks of a completed pass. Only a full
 // scan can tell a lock is absent, so a registry-only pass leaves the gauge
 // as the last full scan set it.
-func (d *doctorMetrics) observe(rep *reaper.Report) {
+func (d *doctorMetrics) observe(rep *pass.Report) {
 	if !rep.Scanned.FullScan {
 		return
 	}

@@ -6,7 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // TestUnprotectedTasks: a full scan counts its unprotected tasks; a
@@ -16,8 +17,8 @@ func TestUnprotectedTasks(t *testing.T) {
 	m, reg := setup(t)
 	rep := completedReport()
 	rep.Tasks = append(rep.Tasks,
-		reaper.TaskFinding{ID: "6f1c0000-0000-4000-8000-000000000003", Verdict: unprotectedVerdict, Action: "report"},
-		reaper.TaskFinding{ID: "6f1c0000-0000-4000-8000-000000000004", Verdict: unprotectedVerdict, Action: "report"})
+		pass.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "6f1c0000-0000-4000-8000-000000000003", Verdict: unprotectedVerdict, Action: "report"}},
+		pass.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "6f1c0000-0000-4000-8000-000000000004", Verdict: unprotectedVerdict, Action: "report"}})
 	m.Observe(rep)
 	require.Equal(t, 2.0, testutil.ToFloat64(m.doctor.unprotected))
 

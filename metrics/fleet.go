@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // fleet holds the gauges that describe the lock owners and the stale work
@@ -54,7 +54,7 @@ func (f *fleet) initSeries() {
 }
 
 // observe sets the fleet gauges from a completed pass that read the locks.
-func (f *fleet) observe(rep *reaper.Report) {
+func (f *fleet) observe(rep *pass.Report) {
 	holdings := map[string]int{}
 	owners := map[string]int{}
 	for _, o := range rep.LockOwners {
@@ -98,7 +98,7 @@ func (f *fleet) observe(rep *reaper.Report) {
 // task-lost. A holding with none of these (owner-gone, first seen now)
 // counts 0. Deferred holdings count: a guard holding releases back is when
 // their age matters most.
-func oldestStaleAge(rep *reaper.Report) time.Duration {
+func oldestStaleAge(rep *pass.Report) time.Duration {
 	var oldest time.Duration
 	for _, f := range rep.Findings {
 		if f.Action != judge.ActionRelease && f.Action != judge.ActionSuspect {
@@ -111,7 +111,7 @@ func oldestStaleAge(rep *reaper.Report) time.Duration {
 	return oldest
 }
 
-func staleAge(f reaper.Finding, now time.Time) time.Duration {
+func staleAge(f pass.Finding, now time.Time) time.Duration {
 	var age time.Duration
 	if f.FirstSeen != nil && !now.IsZero() {
 		age = now.Sub(*f.FirstSeen)

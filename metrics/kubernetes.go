@@ -3,7 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Names of the Kubernetes evidence metrics.
@@ -31,25 +31,25 @@ func newKubeMetrics() *kubeMetrics {
 				"evidence=\"alive-not-heartbeating\" counts workers alive by Kubernetes but not heartbeating.",
 		}, []string{"evidence"}),
 	}
-	for _, r := range []string{reaper.KubernetesRead, reaper.KubernetesUnavailable} {
+	for _, r := range []string{pass.KubernetesRead, pass.KubernetesUnavailable} {
 		k.reads.WithLabelValues(r)
 	}
-	for _, rule := range reaper.PodRules() {
+	for _, rule := range pass.PodRules() {
 		k.owners.WithLabelValues(string(rule))
 	}
 	return k
 }
 
-func (k *kubeMetrics) observe(rep *reaper.Report) {
+func (k *kubeMetrics) observe(rep *pass.Report) {
 	kr := rep.Kubernetes
 	if kr == nil {
 		return
 	}
 	k.reads.WithLabelValues(kr.Read).Inc()
-	if kr.Read != reaper.KubernetesRead {
+	if kr.Read != pass.KubernetesRead {
 		return
 	}
-	for _, rule := range reaper.PodRules() {
+	for _, rule := range pass.PodRules() {
 		k.owners.WithLabelValues(string(rule)).Set(float64(kr.OwnersByEvidence[rule]))
 	}
 }

@@ -1,4 +1,4 @@
-// Package metrics turns a pass's reaper.Report into Prometheus metrics, so
+// Package metrics turns a pass's pass.Report into Prometheus metrics, so
 // that the `run` daemon (scraped on /metrics) and the one-shot `once` (pushed
 // to a Pushgateway) publish the same series from the same source.
 //

@@ -12,28 +12,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 var started = time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
 
 // completedReport is a pass that released a task lock and an exclusive
 // holding of a dead owner, canceled its task, and holds a suspect back.
-func completedReport() *reaper.Report {
-	return &reaper.Report{
-		Mode: reaper.ModeOnce, StartedAt: started, DurationMS: 1500,
-		Scanned: reaper.Scanned{Keys: 7, TaskLocks: 3, ResourceHoldings: 4, Ignored: 1, FullScan: true},
-		Findings: []reaper.Finding{
-			{Holding: judge.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000001", Kind: judge.KindTask, Owner: "1@worker-7"}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultReleased},
-			{Holding: judge.Holding{Key: "pulp:resource_lock:prn:repo:1", Kind: judge.KindExclusive, Owner: "1@worker-7"}, Verdict: judge.VerdictOwnerDead, Result: reaper.ResultReleased},
-			{Holding: judge.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000002", Kind: judge.KindTask, Owner: "2@worker-8"}, Verdict: judge.VerdictTaskMissing, Result: reaper.ResultSuspected},
+func completedReport() *pass.Report {
+	return &pass.Report{
+		Mode: pass.ModeOnce, StartedAt: started, DurationMS: 1500,
+		Scanned: pass.Scanned{Keys: 7, TaskLocks: 3, ResourceHoldings: 4, Ignored: 1, FullScan: true},
+		Findings: []pass.Finding{
+			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000001", Kind: judge.KindTask, Owner: "1@worker-7"}, Verdict: judge.VerdictOwnerDead}, Result: pass.ResultReleased},
+			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:prn:repo:1", Kind: judge.KindExclusive, Owner: "1@worker-7"}, Verdict: judge.VerdictOwnerDead}, Result: pass.ResultReleased},
+			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "task:6f1c0000-0000-4000-8000-000000000002", Kind: judge.KindTask, Owner: "2@worker-8"}, Verdict: judge.VerdictTaskMissing}, Result: pass.ResultSuspected},
 		},
-		Tasks: []reaper.TaskFinding{
-			{ID: "6f1c0000-0000-4000-8000-000000000001", Verdict: judge.VerdictLost, Result: reaper.ResultUpdated},
+		Tasks: []pass.TaskFinding{
+			{TaskJudgement: &judge.TaskJudgement{ID: "6f1c0000-0000-4000-8000-000000000001", Verdict: judge.VerdictLost}, Result: pass.ResultUpdated},
 		},
-		Summary: reaper.Summary{
-			FindingsByResult: map[reaper.Result]int{reaper.ResultReleased: 2, reaper.ResultSuspected: 1},
-			TasksByResult:    map[reaper.Result]int{reaper.ResultUpdated: 1},
+		Summary: pass.Summary{
+			FindingsByResult: map[pass.Result]int{pass.ResultReleased: 2, pass.ResultSuspected: 1},
+			TasksByResult:    map[pass.Result]int{pass.ResultUpdated: 1},
 		},
 	}
 }
@@ -71,14 +71,14 @@ func TestObserveCompletedPass(t *testing.T) {
 func TestFailedPassKeepsGaugesAndLastSuccess(t *testing.T) {
 	t.Parallel()
 	m, reg := setup(t)
-	require.Equal(t, OutcomeFailed, m.Observe(&reaper.Report{StartedAt: started, Error: "read task locks: connection refused"}))
+	require.Equal(t, OutcomeFailed, m.Observe(&pass.Report{StartedAt: started, Error: "read task locks: connection refused"}))
 	require.NotContains(t, familyNames(t, reg), NameLastSuccess, "absent until a pass completes")
 
 	m.Observe(completedReport())
 	failed := completedReport()
 	failed.StartedAt = started.Add(time.Minute)
 	failed.Error = "release batch: i/o timeout"
-	failed.Scanned = reaper.Scanned{}
+	failed.Scanned = pass.Scanned{}
 	require.Equal(t, OutcomeFailed, m.Observe(failed))
 
 	require.Equal(t, 2.0, testutil.ToFloat64(m.passes.WithLabelValues("failed")))
@@ -97,7 +97,7 @@ func TestGuardedAndSkippedPasses(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.guardTrips.WithLabelValues("mass-death")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues("guarded")))
 
-	skipped := &reaper.Report{StartedAt: started.Add(time.Hour), Skipped: "another lock-reaper holds the advisory lock"}
+	skipped := &pass.Report{StartedAt: started.Add(time.Hour), Skipped: "another lock-reaper holds the advisory lock"}
 	require.Equal(t, OutcomeSkipped, m.Observe(skipped))
 	require.True(t, OutcomeSkipped.Completed())
 	require.Equal(t, float64(started.Add(time.Hour).Unix()), testutil.ToFloat64(m.lastSuccess))
@@ -201,9 +201,9 @@ func TestKubernetesMetrics(t *testing.T) {
 	m := New("test")
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, m.Register(reg))
-	m.Observe(&reaper.Report{Kubernetes: &reaper.KubernetesReport{Read: reaper.KubernetesRead, OwnersByEvidence: map[judge.PodRule]int{judge.PodAliveNotHeartbeating: 1, judge.PodSeen: 3}}})
-	m.Observe(&reaper.Report{Kubernetes: &reaper.KubernetesReport{Read: reaper.KubernetesUnavailable, Error: "forbidden"}})
-	m.Observe(&reaper.Report{})
+	m.Observe(&pass.Report{Kubernetes: &pass.KubernetesReport{Read: pass.KubernetesRead, OwnersByEvidence: map[judge.PodRule]int{judge.PodAliveNotHeartbeating: 1, judge.PodSeen: 3}}})
+	m.Observe(&pass.Report{Kubernetes: &pass.KubernetesReport{Read: pass.KubernetesUnavailable, Error: "forbidden"}})
+	m.Observe(&pass.Report{})
 	require.Equal(t, 1.0, testutil.ToFloat64(m.kube.reads.WithLabelValues("ok")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.kube.reads.WithLabelValues("unavailable")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.kube.owners.WithLabelValues("alive-not-heartbeating")))

@@ -3,7 +3,7 @@ package metrics
 import (
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Outcome is how a pass ended, the value of lock_reaper_passes_total's
@@ -26,7 +26,7 @@ const (
 )
 
 // OutcomeOf classifies a report.
-func OutcomeOf(rep *reaper.Report) Outcome {
+func OutcomeOf(rep *pass.Report) Outcome {
 	switch {
 	case rep.Error != "":
 		return OutcomeFailed
@@ -47,7 +47,7 @@ func (o Outcome) Completed() bool { return o != OutcomeFailed }
 // Counters count what the pass did, even a pass that failed halfway: its
 // releases happened. Gauges describe the last completed pass that read the
 // locks, so a failed or skipped pass leaves them as they were.
-func (m *Metrics) Observe(rep *reaper.Report) Outcome {
+func (m *Metrics) Observe(rep *pass.Report) Outcome {
 	outcome := OutcomeOf(rep)
 	m.passes.WithLabelValues(string(outcome)).Inc()
 	m.passDuration.Observe(time.Duration(rep.DurationMS * int64(time.Millisecond)).Seconds())
@@ -55,12 +55,12 @@ func (m *Metrics) Observe(rep *reaper.Report) Outcome {
 		m.guardTrips.WithLabelValues(g.Name).Inc()
 	}
 	for _, f := range rep.Findings {
-		if f.Result == reaper.ResultReleased {
+		if f.Result == pass.ResultReleased {
 			m.released.WithLabelValues(string(f.Verdict), f.Kind.String()).Inc()
 		}
 	}
 	for _, t := range rep.Tasks {
-		if t.Result == reaper.ResultUpdated {
+		if t.Result == pass.ResultUpdated {
 			m.tasksUpdated.WithLabelValues(string(t.Verdict)).Inc()
 		}
 	}
@@ -75,7 +75,7 @@ func (m *Metrics) Observe(rep *reaper.Report) Outcome {
 }
 
 // observeScan sets the gauges that describe what a completed pass read.
-func (m *Metrics) observeScan(rep *reaper.Report) {
+func (m *Metrics) observeScan(rep *pass.Report) {
 	s := rep.Scanned
 	scope := scopeRegistry
 	if s.FullScan {
@@ -87,10 +87,10 @@ func (m *Metrics) observeScan(rep *reaper.Report) {
 	m.holdingsScanned.WithLabelValues(kindResource).Set(float64(s.ResourceHoldings))
 	m.ignoredKeys.Set(float64(s.Ignored))
 	sum := rep.Summary
-	m.suspects.WithLabelValues(objectHolding).Set(float64(sum.FindingsByResult[reaper.ResultSuspected]))
-	m.suspects.WithLabelValues(objectTask).Set(float64(sum.TasksByResult[reaper.ResultSuspected]))
-	m.deferred.WithLabelValues(objectHolding).Set(float64(sum.FindingsByResult[reaper.ResultDeferred]))
-	m.deferred.WithLabelValues(objectTask).Set(float64(sum.TasksByResult[reaper.ResultDeferred]))
+	m.suspects.WithLabelValues(objectHolding).Set(float64(sum.FindingsByResult[pass.ResultSuspected]))
+	m.suspects.WithLabelValues(objectTask).Set(float64(sum.TasksByResult[pass.ResultSuspected]))
+	m.deferred.WithLabelValues(objectHolding).Set(float64(sum.FindingsByResult[pass.ResultDeferred]))
+	m.deferred.WithLabelValues(objectTask).Set(float64(sum.TasksByResult[pass.ResultDeferred]))
 	m.fleet.observe(rep)
 	m.doctor.observe(rep)
 }

@@ -1,6 +1,7 @@
 // Package pulpdb is lock-reaper's access to pulpcore's PostgreSQL: the
-// snapshot's read and decoding, the task updates, the pass lock and the
-// checks that the database can be written.
+// snapshot's read and decoding, the task updates, the pass lock, the
+// checks that the database can be written and takes a second connection,
+// and the task rows explain and the status page read.
 package pulpdb
 
 import (

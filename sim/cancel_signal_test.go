@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -30,11 +30,11 @@ func TestLateWorkerStopsOnTheReapersCancelSignal(t *testing.T) {
 	require.NoError(t, f.DelayHeartbeat(worker, time.Hour))
 	time.Sleep(cfg.WorkerTTL + cfg.HeartbeatGrace + 300*time.Millisecond)
 
-	rc := reaper.DefaultConfig()
+	rc := pass.DefaultConfig()
 	rc.HeartbeatGrace = cfg.HeartbeatGrace
-	r, err := reaper.New(rc, b.rdb, b.pool, nil)
+	r, err := pass.New(rc, b.rdb, b.pool, nil)
 	require.NoError(t, err)
-	rep, err := r.RunOnce(b.ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(b.ctx, pass.PassOptions{Mode: pass.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Summary.TasksUpdated, "%+v", rep.Tasks)
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 	"github.com/lock-reaper/lock-reaper/sim/simkube"
 )
@@ -40,9 +40,9 @@ func kbFleet(t *testing.T, cfg sim.Config) (f *sim.Fleet, b *bundle, running, ow
 
 // kbPass runs one real pass with the fleet's heartbeat grace; with pods it
 // reads them through the simulated API.
-func kbPass(t *testing.T, f *sim.Fleet, b *bundle, cfg sim.Config, mode string, pods bool, adjust func(*reaper.Config)) *reaper.Report {
+func kbPass(t *testing.T, f *sim.Fleet, b *bundle, cfg sim.Config, mode string, pods bool, adjust func(*pass.Config)) *pass.Report {
 	t.Helper()
-	rc := reaper.DefaultConfig()
+	rc := pass.DefaultConfig()
 	rc.HeartbeatGrace = cfg.HeartbeatGrace
 	if pods {
 		src, err := simkube.NewSource(f)
@@ -52,19 +52,19 @@ func kbPass(t *testing.T, f *sim.Fleet, b *bundle, cfg sim.Config, mode string, 
 	if adjust != nil {
 		adjust(&rc)
 	}
-	r, err := reaper.New(rc, b.rdb, b.pool, nil)
+	r, err := pass.New(rc, b.rdb, b.pool, nil)
 	require.NoError(t, err)
-	rep, err := r.RunOnce(b.ctx, reaper.PassOptions{Mode: mode})
+	rep, err := r.RunOnce(b.ctx, pass.PassOptions{Mode: mode})
 	require.NoError(t, err)
 	if pods {
-		require.Equal(t, reaper.KubernetesRead, rep.Kubernetes.Read, rep.Kubernetes.Error)
+		require.Equal(t, pass.KubernetesRead, rep.Kubernetes.Read, rep.Kubernetes.Error)
 	} else {
 		require.Nil(t, rep.Kubernetes)
 	}
 	return rep
 }
 
-func kbFinding(t *testing.T, rep *reaper.Report, key, owner string) reaper.Finding {
+func kbFinding(t *testing.T, rep *pass.Report, key, owner string) pass.Finding {
 	t.Helper()
 	for _, fd := range rep.Findings {
 		if fd.Key == key && fd.Owner == owner {
@@ -72,10 +72,10 @@ func kbFinding(t *testing.T, rep *reaper.Report, key, owner string) reaper.Findi
 		}
 	}
 	t.Fatalf("no finding of %s held by %s in %+v", key, owner, rep.Findings)
-	return reaper.Finding{}
+	return pass.Finding{}
 }
 
-func kbTask(t *testing.T, rep *reaper.Report, id string) reaper.TaskFinding {
+func kbTask(t *testing.T, rep *pass.Report, id string) pass.TaskFinding {
 	t.Helper()
 	for _, tf := range rep.Tasks {
 		if tf.ID == id {
@@ -83,7 +83,7 @@ func kbTask(t *testing.T, rep *reaper.Report, id string) reaper.TaskFinding {
 		}
 	}
 	t.Fatalf("no task finding of %s in %+v", id, rep.Tasks)
-	return reaper.TaskFinding{}
+	return pass.TaskFinding{}
 }
 
 // kbHeld says whether the task lock of id is still owner's.
@@ -120,21 +120,21 @@ func TestKubernetesSameNameRestartCleanedInOnePass(t *testing.T) {
 	pod, _ := podOf(t, f, owner)
 	require.EqualValues(t, 1, pod.Container.Restarts)
 
-	rep := kbPass(t, f, b, cfg, reaper.ModeOnce, false, nil)
+	rep := kbPass(t, f, b, cfg, pass.ModeOnce, false, nil)
 	fd := kbFinding(t, rep, sim.TaskKey(running), owner)
 	require.Equal(t, judge.VerdictPending, fd.Verdict, "by heartbeats the old row is only late")
 	require.True(t, kbHeld(t, b, running, owner))
 	require.Equal(t, sim.StateRunning, readTask(t, b, running).state)
 
-	rep = kbPass(t, f, b, cfg, reaper.ModeOnce, true, nil)
+	rep = kbPass(t, f, b, cfg, pass.ModeOnce, true, nil)
 	fd = kbFinding(t, rep, sim.TaskKey(running), owner)
 	require.Equal(t, judge.VerdictTaskLost, fd.Verdict)
-	require.Equal(t, reaper.ResultReleased, fd.Result)
+	require.Equal(t, pass.ResultReleased, fd.Result)
 	require.False(t, kbHeld(t, b, running, owner))
 	tf := kbTask(t, rep, running)
-	require.Equal(t, reaper.ResultUpdated, tf.Result)
+	require.Equal(t, pass.ResultUpdated, tf.Result)
 	require.Equal(t, sim.StateCanceled, readTask(t, b, running).state)
-	require.Zero(t, rep.Summary.FindingsByResult[reaper.ResultWouldRelease]+rep.Summary.Deferred, "everything in one pass")
+	require.Zero(t, rep.Summary.FindingsByResult[pass.ResultWouldRelease]+rep.Summary.Deferred, "everything in one pass")
 	require.Equal(t, 4, rep.Kubernetes.OwnersByEvidence[judge.PodSeen], "three workers and the API, the restarted one by its live row")
 
 	waitState(t, b, blocked, sim.StateRunning)
@@ -151,23 +151,23 @@ func TestKubernetesDeletedPodCleanedWithoutTheGrace(t *testing.T) {
 	cfg.HeartbeatGrace = 8 * time.Second
 	f, b, running, owner, blocked := kbFleet(t, cfg)
 	// A pass sees the pods: only a pod an earlier list showed is gone.
-	kbPass(t, f, b, cfg, reaper.ModeOnce, true, nil)
+	kbPass(t, f, b, cfg, pass.ModeOnce, true, nil)
 
 	replacement, err := f.DeletePod(b.ctx, owner)
 	require.NoError(t, err)
 	require.NotEqual(t, owner, replacement)
 	time.Sleep(cfg.WorkerTTL + 300*time.Millisecond)
 
-	rep := kbPass(t, f, b, cfg, reaper.ModeOnce, false, nil)
+	rep := kbPass(t, f, b, cfg, pass.ModeOnce, false, nil)
 	require.Equal(t, judge.VerdictPending, kbFinding(t, rep, sim.TaskKey(running), owner).Verdict)
 	require.True(t, kbHeld(t, b, running, owner))
 
-	rep = kbPass(t, f, b, cfg, reaper.ModeOnce, true, nil)
+	rep = kbPass(t, f, b, cfg, pass.ModeOnce, true, nil)
 	fd := kbFinding(t, rep, sim.TaskKey(running), owner)
 	require.Equal(t, judge.VerdictOwnerDead, fd.Verdict)
-	require.Equal(t, reaper.ResultReleased, fd.Result)
+	require.Equal(t, pass.ResultReleased, fd.Result)
 	require.Equal(t, judge.PodGone, fd.Evidence().Kubernetes.Rule)
-	require.Equal(t, reaper.ResultUpdated, kbTask(t, rep, running).Result)
+	require.Equal(t, pass.ResultUpdated, kbTask(t, rep, running).Result)
 	require.Equal(t, sim.StateCanceled, readTask(t, b, running).state)
 
 	waitState(t, b, blocked, sim.StateRunning)
@@ -188,12 +188,12 @@ func TestKubernetesLateButAliveWorkerKept(t *testing.T) {
 	cfg := testConfig()
 	cfg.Pods.NodeClockOffset = 1500 * time.Millisecond
 	f, b, running, owner, blocked := kbFleet(t, cfg)
-	hung := func(rc *reaper.Config) { rc.Kubernetes.HungWorkerGrace = hungGrace }
+	hung := func(rc *pass.Config) { rc.Kubernetes.HungWorkerGrace = hungGrace }
 
 	require.NoError(t, f.DelayHeartbeat(owner, time.Hour))
 	time.Sleep(cfg.WorkerTTL + cfg.HeartbeatGrace + 300*time.Millisecond)
 
-	rep := kbPass(t, f, b, cfg, reaper.ModeOnce, true, hung)
+	rep := kbPass(t, f, b, cfg, pass.ModeOnce, true, hung)
 	fd := kbFinding(t, rep, sim.TaskKey(running), owner)
 	require.Equal(t, judge.VerdictPending, fd.Verdict)
 	require.Equal(t, judge.PodAliveNotHeartbeating, fd.Evidence().Kubernetes.Rule)
@@ -202,17 +202,17 @@ func TestKubernetesLateButAliveWorkerKept(t *testing.T) {
 	require.Equal(t, sim.StateRunning, readTask(t, b, running).state)
 	require.Equal(t, sim.StateWaiting, readTask(t, b, blocked).state)
 
-	rep = kbPass(t, f, b, cfg, reaper.ModeAudit, false, nil)
+	rep = kbPass(t, f, b, cfg, pass.ModeAudit, false, nil)
 	require.Equal(t, judge.VerdictOwnerDead, kbFinding(t, rep, sim.TaskKey(running), owner).Verdict,
 		"by heartbeats alone the live worker would lose its locks")
 
 	time.Sleep(hungGrace)
-	rep = kbPass(t, f, b, cfg, reaper.ModeOnce, true, hung)
+	rep = kbPass(t, f, b, cfg, pass.ModeOnce, true, hung)
 	fd = kbFinding(t, rep, sim.TaskKey(running), owner)
 	require.Equal(t, judge.VerdictOwnerDead, fd.Verdict)
-	require.Equal(t, reaper.ResultReleased, fd.Result)
+	require.Equal(t, pass.ResultReleased, fd.Result)
 	require.Equal(t, judge.PodHungTooLong, fd.Evidence().Kubernetes.Rule)
-	require.Equal(t, reaper.ResultUpdated, kbTask(t, rep, running).Result)
+	require.Equal(t, pass.ResultUpdated, kbTask(t, rep, running).Result)
 	require.Eventually(t, func() bool { return f.Stats().StoppedOnSignal == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the worker never aborted its task on the cancel signal")
 	require.Equal(t, sim.StateCanceled, readTask(t, b, running).state)

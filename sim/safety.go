@@ -184,3 +184,12 @@ func (f *Fleet) addViolation(v Violation) {
 	f.mu.Unlock()
 	f.log.Error("safety violation", "process", v.Worker, "key", v.Key, "task", v.Task, "step", v.Step, "detail", v.Detail)
 }
+
+// Violations returns every safety violation the fleet's processes saw: a
+// holding of a task they were actively working on that vanished although
+// nothing excused it.
+func (f *Fleet) Violations() []Violation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Violation(nil), f.violations...)
+}

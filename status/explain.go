@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/explain"
 )
 
 // explainCache computes the task page's explanations one at a time and
@@ -20,7 +20,7 @@ type explainCache struct {
 }
 
 type explained struct {
-	ex   reaper.Explanation
+	ex   explain.Explanation
 	err  error
 	at   time.Time
 	view *View
@@ -31,12 +31,12 @@ const maxExplained = 256
 
 // get returns the explanation of taskID on view v, computing it with fn
 // when none younger than ttl was made on the same view.
-func (c *explainCache) get(ctx context.Context, v *View, taskID string, fn func(context.Context) (reaper.Explanation, error)) (reaper.Explanation, error) {
+func (c *explainCache) get(ctx context.Context, v *View, taskID string, fn func(context.Context) (explain.Explanation, error)) (explain.Explanation, error) {
 	if e, ok := c.fresh(v, taskID); ok {
 		return e.ex, e.err
 	}
 	if !lockCtx(ctx, &c.turn) {
-		return reaper.Explanation{}, ctx.Err()
+		return explain.Explanation{}, ctx.Err()
 	}
 	defer c.turn.Unlock()
 	// Another request may have computed it while this one waited its turn.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -22,7 +22,7 @@ type fixture struct {
 	rdb *testenv.Redis
 	db  *testenv.Database
 	inc *sim.Incident
-	r   *reaper.Reaper
+	r   *pass.Reaper
 	srv *Server
 	web *httptest.Server
 }
@@ -45,7 +45,7 @@ func newFixture(t *testing.T, spec sim.IncidentSpec) *fixture {
 	f.inc = inc
 	stop := inc.KeepAliveInBackground(context.WithoutCancel(ctx), f.db.Pool)
 	t.Cleanup(func() { _ = stop() })
-	f.r, err = reaper.New(reaper.DefaultConfig(), f.rdb.Client, f.db.Pool, nil)
+	f.r, err = pass.New(pass.DefaultConfig(), f.rdb.Client, f.db.Pool, nil)
 	require.NoError(t, err)
 	f.srv = New(f.r, Options{PageSize: 20})
 	f.web = httptest.NewServer(f.srv)
@@ -56,7 +56,7 @@ func newFixture(t *testing.T, spec sim.IncidentSpec) *fixture {
 // inspect publishes a fresh inspection, as `lock-reaper status` does.
 func (f *fixture) inspect() *View {
 	f.t.Helper()
-	in, err := f.r.Inspect(context.Background(), reaper.InspectOptions{})
+	in, err := f.r.Inspect(context.Background(), pass.InspectOptions{})
 	require.NoError(f.t, err)
 	f.srv.Publish(context.Background(), in, time.Millisecond, time.Now().Add(time.Minute))
 	return f.srv.View()

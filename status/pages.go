@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // page is what every template gets: the view and the page's own data.
@@ -201,7 +201,7 @@ type taskData struct {
 	Ref   string
 	ID    string
 	Error string
-	Ex    *reaper.Explanation
+	Ex    *explain.Explanation
 	// Queued is the task's entry in the blocked queue, if it waits there.
 	Queued *Queued
 }
@@ -224,14 +224,20 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 	if strings.Contains(ref, "/") && !strings.HasPrefix(ref, "/") && !strings.Contains(ref, "://") {
 		ref = "/" + ref
 	}
-	id, err := reaper.TaskIDOf(ref)
+	id, err := explain.TaskIDOf(ref)
 	if err != nil {
 		d.Error = err.Error()
 		s.render(w, r, http.StatusBadRequest, "task", page{Title: "Task", Nav: "task", View: v, Data: d})
 		return
 	}
 	d.ID = id
-	ex, err := s.explain.get(r.Context(), v, id, func(ctx context.Context) (reaper.Explanation, error) { return s.src.ExplainOn(ctx, v.In, id) })
+	ex, err := s.explain.get(r.Context(), v, id, func(ctx context.Context) (explain.Explanation, error) {
+		ex, err := s.src.ExplainedTask(ctx, id)
+		if err != nil {
+			return explain.Explanation{}, err
+		}
+		return explain.On(v.In, ex, id), nil
+	})
 	if err != nil {
 		d.Error = "the task could not be read: " + err.Error()
 		s.render(w, r, http.StatusServiceUnavailable, "task", page{Title: "Task " + id, Nav: "task", View: v, Data: d})

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -85,7 +85,7 @@ func TestPagesShowTheIncident(t *testing.T) {
 			break
 		}
 	}
-	want := reaper.Explain(v.In, blocked) // without the rows explain reads
+	want := explain.Explain(v.In, blocked) // without the rows explain reads
 	require.NotEmpty(t, want.TaskID)
 	for _, ref := range []string{"/tasks/" + blocked, "/tasks/pulp/api/v3/tasks/" + blocked + "/",
 		"/tasks?" + qs("task", "prn:core.task:"+blocked), "/tasks?" + qs("task", "https://pulp.example/pulp/api/v3/tasks/"+blocked+"/")} {

@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // slowSource holds the view's waiting-task read until released, as a slow
@@ -16,12 +17,12 @@ import (
 type slowSource struct{ release chan struct{} }
 
 func (slowSource) Policy() judge.Policy { return judge.DefaultPolicy() }
-func (s slowSource) WaitingTasks(ctx context.Context, _ int) ([]reaper.TaskRow, int, error) {
+func (s slowSource) WaitingTasks(ctx context.Context, _ int) ([]pulpdb.TaskRow, int, error) {
 	<-s.release
 	return nil, 0, nil
 }
-func (slowSource) ExplainOn(context.Context, *reaper.Inspection, string) (reaper.Explanation, error) {
-	return reaper.Explanation{}, nil
+func (slowSource) ExplainedTask(context.Context, string) (*pulpdb.ExplainedTask, error) {
+	return nil, nil
 }
 
 // TestPassDoneNeverWaitsForABuild: while a view is being built (its read
@@ -30,9 +31,9 @@ func (slowSource) ExplainOn(context.Context, *reaper.Inspection, string) (reaper
 func TestPassDoneNeverWaitsForABuild(t *testing.T) {
 	src := slowSource{release: make(chan struct{})}
 	s := New(src, Options{})
-	at := func(n int) (*judge.Snapshot, *reaper.Report) {
+	at := func(n int) (*judge.Snapshot, *pass.Report) {
 		now := time.Date(2026, 7, 24, 12, n, 0, 0, time.UTC)
-		return &judge.Snapshot{Now: now}, &reaper.Report{Mode: reaper.ModeOnce, StartedAt: now}
+		return &judge.Snapshot{Now: now}, &pass.Report{Mode: pass.ModeOnce, StartedAt: now}
 	}
 	for n := range 3 {
 		snap, rep := at(n)

@@ -5,18 +5,19 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // Queued is one waiting, unclaimed task and what explain says of it.
 type Queued struct {
-	Row reaper.TaskRow
+	Row pulpdb.TaskRow
 	// Position is its place in Pulp's fetch order, from 1.
 	Position int
 	// Wait is how long it has waited, on the database clock.
 	Wait        time.Duration
-	Explanation reaper.Explanation
+	Explanation explain.Explanation
 	// Chain is every holding in its way, with when it will be freed.
 	Chain []Link
 }
@@ -26,7 +27,7 @@ type Link struct {
 	// Resource is the reserved resource; "" for the task's own task lock.
 	Resource string
 	Need     judge.Kind
-	Holder   reaper.Holder
+	Holder   explain.Holder
 	// Freed says when the holding goes: at the next pass, once confirmed,
 	// or never while its owner lives.
 	Freed string
@@ -39,7 +40,7 @@ type Link struct {
 // Blocked says a stale or suspect lock stands in the task's way, one the
 // pass of the view has not released already.
 func (q Queued) Blocked() bool {
-	if q.Explanation.Status != reaper.StatusBlocked {
+	if q.Explanation.Status != explain.StatusBlocked {
 		return false
 	}
 	for _, l := range q.Chain {
@@ -50,12 +51,12 @@ func (q Queued) Blocked() bool {
 	return false
 }
 
-// queue explains each waiting task with reaper.Explain, on an inspection
+// queue explains each waiting task with explain.Explain, on an inspection
 // holding only the judgements that matter to it (its task lock and the
 // holdings of its resources) and the older waiting tasks that conflict with
 // it, taken from the queue itself: each task costs what it reserves, not what
 // the snapshot holds.
-func (v *View) queue(rows []reaper.TaskRow) {
+func (v *View) queue(rows []pulpdb.TaskRow) {
 	byForm := map[string][]int{}
 	for i, r := range rows {
 		for _, f := range r.Reserved {
@@ -67,8 +68,8 @@ func (v *View) queue(rows []reaper.TaskRow) {
 		ahead, total := aheadOf(i, rows, byForm)
 		sub := *v.In
 		sub.Plan.Holdings = v.relevant(r.ID, r.Reserved)
-		sub.Explained = &reaper.ExplainedTask{TaskID: r.ID, Row: &rows[i], Ahead: ahead, AheadTotal: total}
-		q := Queued{Row: r, Position: i + 1, Wait: v.Now().Sub(r.Created), Explanation: reaper.Explain(&sub, r.ID)}
+		sub.Explained = &pulpdb.ExplainedTask{TaskID: r.ID, Row: &rows[i], Ahead: ahead, AheadTotal: total}
+		q := Queued{Row: r, Position: i + 1, Wait: v.Now().Sub(r.Created), Explanation: explain.Explain(&sub, r.ID)}
 		q.Chain = v.chain(q.Explanation, sub.Plan.Holdings)
 		if q.Blocked() {
 			v.Blocked++
@@ -78,9 +79,9 @@ func (v *View) queue(rows []reaper.TaskRow) {
 }
 
 // aheadOf lists the tasks before position i that reserve a form conflicting
-// with its reservations, in fetch order, at most reaper.MaxAhead, and how
+// with its reservations, in fetch order, at most pulpdb.MaxAhead, and how
 // many there are.
-func aheadOf(i int, rows []reaper.TaskRow, byForm map[string][]int) ([]reaper.TaskRow, int) {
+func aheadOf(i int, rows []pulpdb.TaskRow, byForm map[string][]int) ([]pulpdb.TaskRow, int) {
 	seen := map[int]bool{}
 	for _, f := range judge.ConflictingEntries(rows[i].Reserved) {
 		for _, j := range byForm[f] {
@@ -96,10 +97,10 @@ func aheadOf(i int, rows []reaper.TaskRow, byForm map[string][]int) ([]reaper.Ta
 	}
 	sort.Ints(at)
 	total := len(at)
-	if len(at) > reaper.MaxAhead {
-		at = at[:reaper.MaxAhead]
+	if len(at) > pulpdb.MaxAhead {
+		at = at[:pulpdb.MaxAhead]
 	}
-	out := make([]reaper.TaskRow, len(at))
+	out := make([]pulpdb.TaskRow, len(at))
 	for k, j := range at {
 		out[k] = rows[j]
 	}
@@ -107,7 +108,7 @@ func aheadOf(i int, rows []reaper.TaskRow, byForm map[string][]int) ([]reaper.Ta
 }
 
 // chain lists the holdings in the way of an explained waiting task.
-func (v *View) chain(e reaper.Explanation, judged []judge.Judgement) []Link {
+func (v *View) chain(e explain.Explanation, judged []judge.Judgement) []Link {
 	var out []Link
 	for _, h := range e.TaskLocks {
 		if h.Blocks {
@@ -124,7 +125,7 @@ func (v *View) chain(e reaper.Explanation, judged []judge.Judgement) []Link {
 	return out
 }
 
-func (v *View) link(resource string, need judge.Kind, h reaper.Holder, judged []judge.Judgement) Link {
+func (v *View) link(resource string, need judge.Kind, h explain.Holder, judged []judge.Judgement) Link {
 	l := Link{Resource: resource, Need: need, Holder: h}
 	switch {
 	case v.Released(h.Key, h.Owner):
@@ -153,7 +154,7 @@ func (v *View) link(resource string, need judge.Kind, h reaper.Holder, judged []
 }
 
 // keptBy says who keeps a healthy holding and for what.
-func keptBy(h reaper.Holder) string {
+func keptBy(h explain.Holder) string {
 	who := fmt.Sprintf("held by %s worker %s", livenessWord(h.Liveness.String()), h.Owner)
 	if h.Task != nil {
 		who += " for task " + h.Task.ID

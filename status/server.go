@@ -18,16 +18,18 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/doctor"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
-// Source is what the pages read beside a snapshot: *reaper.Reaper is one.
+// Source is what the pages read beside a snapshot: *pass.Reaper is one.
 type Source interface {
 	Policy() judge.Policy
 	// WaitingTasks lists the waiting, unclaimed tasks in fetch order.
-	WaitingTasks(ctx context.Context, limit int) ([]reaper.TaskRow, int, error)
-	// ExplainOn explains a task on an inspection already made.
-	ExplainOn(ctx context.Context, in *reaper.Inspection, taskID string) (reaper.Explanation, error)
+	WaitingTasks(ctx context.Context, limit int) ([]pulpdb.TaskRow, int, error)
+	// ExplainedTask reads a task's rows for explain.On, to explain it on an
+	// inspection already made.
+	ExplainedTask(ctx context.Context, taskID string) (*pulpdb.ExplainedTask, error)
 }
 
 // Options configure a Server. Zero fields take the defaults below.
@@ -95,9 +97,9 @@ type Server struct {
 
 // job is a pass or inspection to build a view of.
 type job struct {
-	in    *reaper.Inspection
+	in    *pass.Inspection
 	snap  *judge.Snapshot
-	rep   *reaper.Report
+	rep   *pass.Report
 	taken time.Time
 	next  time.Time
 }
@@ -116,7 +118,7 @@ func New(src Source, opts Options) *Server {
 // and report, and when the next pass is due. It returns at once: the view is
 // judged and built in the background, the newest pass winning over one not
 // yet started, so a pass never waits for the page.
-func (s *Server) PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Time) {
+func (s *Server) PassDone(snap *judge.Snapshot, rep *pass.Report, next time.Time) {
 	s.submit(&job{snap: snap, rep: rep, taken: time.Now(), next: next})
 }
 
@@ -129,8 +131,8 @@ func (s *Server) DoctorDone(rep doctor.Report) {
 
 // Publish builds a view of an inspection and publishes it before returning;
 // `lock-reaper status` calls it after each read-only inspection.
-func (s *Server) Publish(ctx context.Context, in *reaper.Inspection, took time.Duration, next time.Time) {
-	rep := &reaper.Report{Mode: reaper.ModeAudit, StartedAt: time.Now().Add(-took).UTC(), DurationMS: took.Milliseconds(),
+func (s *Server) Publish(ctx context.Context, in *pass.Inspection, took time.Duration, next time.Time) {
+	rep := &pass.Report{Mode: pass.ModeAudit, StartedAt: time.Now().Add(-took).UTC(), DurationMS: took.Milliseconds(),
 		DBNow: in.Snapshot.Now, Guards: in.Plan.Guards, Kubernetes: in.Kubernetes}
 	point := pointOf(rep)
 	for _, jd := range in.Plan.Holdings {
@@ -201,11 +203,11 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	s.mu.Unlock()
 	in := j.in
 	if in == nil && j.snap != nil {
-		var kube *reaper.KubernetesReport
+		var kube *pass.KubernetesReport
 		if j.rep != nil {
 			kube = j.rep.Kubernetes
 		}
-		in = reaper.Judged(*j.snap, s.src.Policy(), kube)
+		in = pass.Judged(*j.snap, s.src.Policy(), kube)
 	}
 	if in == nil {
 		if old := s.view.Load(); old != nil {
@@ -229,7 +231,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 }
 
 // pointOf is a report's point in the history.
-func pointOf(rep *reaper.Report) PassPoint {
+func pointOf(rep *pass.Report) PassPoint {
 	p := PassPoint{At: rep.StartedAt, Duration: time.Duration(rep.DurationMS) * time.Millisecond,
 		Released: rep.Summary.Released, TasksUpdated: rep.Summary.TasksUpdated, Guards: len(rep.Guards), Error: rep.Error != ""}
 	for _, f := range rep.Findings {

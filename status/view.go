@@ -6,17 +6,17 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/doctor"
 	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // View is one finished picture the pages are served from: an inspection of
 // one snapshot (every holding judged) and what was derived from it once.
 // Nothing changes a View once it is published; a page view only reads it.
 type View struct {
-	In *reaper.Inspection
+	In *pass.Inspection
 	// Report is the pass's report; nil when the view is of a read-only
 	// inspection (`lock-reaper status`).
-	Report *reaper.Report
+	Report *pass.Report
 	// Taken is when the snapshot was read, on this process's clock; the age
 	// every page shows is measured from it.
 	Taken time.Time
@@ -98,7 +98,7 @@ func (v *View) Guards() []judge.Guard {
 }
 
 // Kubernetes is what the snapshot's pass read from Kubernetes; nil when off.
-func (v *View) Kubernetes() *reaper.KubernetesReport {
+func (v *View) Kubernetes() *pass.KubernetesReport {
 	if v.Report != nil && v.Report.Kubernetes != nil {
 		return v.Report.Kubernetes
 	}
@@ -173,11 +173,11 @@ func staleness(jd *judge.Judgement) (Staleness, bool) {
 // markReleased notes the holdings the view's pass released: the snapshot
 // was read before the pass acted, so they still appear in it.
 func (v *View) markReleased() {
-	if v.Report == nil || v.Report.Mode == reaper.ModeAudit {
+	if v.Report == nil || v.Report.Mode == pass.ModeAudit {
 		return
 	}
 	for _, f := range v.Report.Findings {
-		if f.Result == reaper.ResultReleased || f.Result == reaper.ResultAlreadyGone {
+		if f.Result == pass.ResultReleased || f.Result == pass.ResultAlreadyGone {
 			if v.released == nil {
 				v.released = map[judge.SuspectKey]bool{}
 			}

@@ -25,7 +25,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/cli"
 	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 	"github.com/lock-reaper/lock-reaper/status"
 )
@@ -105,9 +105,9 @@ func TestStatusPageInABrowser(t *testing.T) {
 // blocks, and the first resource in its way; it returns its record.
 func pickBlocked(t *testing.T, rdb *testenv.Redis, db *testenv.Database, c *browserCase) []string {
 	t.Helper()
-	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := pass.New(pass.DefaultConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
-	in, err := r.Inspect(context.Background(), reaper.InspectOptions{})
+	in, err := r.Inspect(context.Background(), pass.InspectOptions{})
 	require.NoError(t, err)
 	s := status.New(r, status.Options{})
 	s.Publish(context.Background(), in, 0, time.Time{})

@@ -69,6 +69,16 @@ func startProxy(t *testing.T, target string) *Proxy {
 	return p
 }
 
+// dial connects a client through p; the connection is closed when the test
+// ends, if the test has not closed it.
+func dial(t *testing.T, p *Proxy) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, line string) {
 	t.Helper()
 	_, err := c.Write([]byte(line))
@@ -106,9 +116,7 @@ func TestRefuseAndAdmit(t *testing.T) {
 	}
 
 	p.Admit()
-	c, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer c.Close()
+	c := dial(t, p)
 	roundTrip(t, c, bufio.NewReader(c), "again\n")
 }
 
@@ -116,13 +124,11 @@ func TestCutResetsOpenConnections(t *testing.T) {
 	t.Parallel()
 	s := newEchoServer(t)
 	p := startProxy(t, s.ln.Addr().String())
-	c, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer c.Close()
+	c := dial(t, p)
 	r := bufio.NewReader(c)
 	roundTrip(t, c, r, "one\n")
 	p.Cut()
-	_, err = r.ReadString('\n')
+	_, err := r.ReadString('\n')
 	require.Error(t, err)
 }
 
@@ -130,14 +136,12 @@ func TestStallHoldsThenDelivers(t *testing.T) {
 	t.Parallel()
 	s := newEchoServer(t)
 	p := startProxy(t, s.ln.Addr().String())
-	c, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer c.Close()
+	c := dial(t, p)
 	r := bufio.NewReader(c)
 	roundTrip(t, c, r, "before\n")
 
 	p.Stall(0)
-	_, err = c.Write([]byte("held\n"))
+	_, err := c.Write([]byte("held\n"))
 	require.NoError(t, err)
 	<-p.Held()
 	require.Equal(t, 1, s.count(), "nothing reaches the server during a stall")
@@ -153,9 +157,7 @@ func TestStallWithDurationEndsByItself(t *testing.T) {
 	s := newEchoServer(t)
 	p := startProxy(t, s.ln.Addr().String())
 	p.Stall(50 * time.Millisecond)
-	c, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer c.Close()
+	c := dial(t, p)
 	roundTrip(t, c, bufio.NewReader(c), "late\n")
 }
 
@@ -165,14 +167,13 @@ func TestStallDropsWhatAClosedClientSent(t *testing.T) {
 	t.Parallel()
 	s := newEchoServer(t)
 	p := startProxy(t, s.ln.Addr().String())
-	c, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
+	c := dial(t, p)
 	r := bufio.NewReader(c)
 	roundTrip(t, c, r, "first\n")
 	<-s.got
 
 	p.Stall(0)
-	_, err = c.Write([]byte("abandoned\n"))
+	_, err := c.Write([]byte("abandoned\n"))
 	require.NoError(t, err)
 	<-p.Held()
 	require.NoError(t, c.Close())
@@ -183,9 +184,7 @@ func TestStallDropsWhatAClosedClientSent(t *testing.T) {
 	p.Resume()
 
 	// A fresh connection's line is the next thing the server sees.
-	c2, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer c2.Close()
+	c2 := dial(t, p)
 	roundTrip(t, c2, bufio.NewReader(c2), "fresh\n")
 	require.Equal(t, "fresh\n", <-s.got)
 	require.Equal(t, 2, s.count())
@@ -196,9 +195,7 @@ func TestDelay(t *testing.T) {
 	s := newEchoServer(t)
 	p := startProxy(t, s.ln.Addr().String())
 	p.SetDelay(20 * time.Millisecond)
-	c, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer c.Close()
+	c := dial(t, p)
 	start := time.Now()
 	roundTrip(t, c, bufio.NewReader(c), "slow\n")
 	// Two hops of at least the delay each; a lower bound only, never an upper one.
@@ -210,9 +207,7 @@ func TestCloseIsIdempotentAndEndsLinks(t *testing.T) {
 	s := newEchoServer(t)
 	p, err := Start(s.ln.Addr().String())
 	require.NoError(t, err)
-	c, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer c.Close()
+	c := dial(t, p)
 	roundTrip(t, c, bufio.NewReader(c), "x\n")
 	p.Stall(0)
 	p.Close()
@@ -230,20 +225,16 @@ func TestDropReplyAfter(t *testing.T) {
 	t.Parallel()
 	s := newEchoServer(t)
 	p := startProxy(t, s.ln.Addr().String())
-	other, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer other.Close()
+	other := dial(t, p)
 	otherR := bufio.NewReader(other)
-	c, err := net.Dial("tcp", p.Addr())
-	require.NoError(t, err)
-	defer c.Close()
+	c := dial(t, p)
 	r := bufio.NewReader(c)
 
 	fired := p.DropReplyAfter([]byte("update"), []byte("commit"))
 	roundTrip(t, c, r, "commit before\n")
 	roundTrip(t, c, r, "update\n")
 	roundTrip(t, other, otherR, "commit elsewhere\n")
-	_, err = c.Write([]byte("commit\n"))
+	_, err := c.Write([]byte("commit\n"))
 	require.NoError(t, err)
 	_, err = r.ReadString('\n')
 	require.Error(t, err, "the reply is lost with the connection")

@@ -15,19 +15,15 @@
 //   - Status objects for errors, and faults on demand (an HTTP status, an API
 //     that accepts requests and never answers).
 //
-// The helpers in controllers.go change pods as Kubernetes' own controllers
-// do (the kubelet, the node lifecycle controller, the taint manager, a
-// force delete), leaving the fields those controllers leave.
+// NewPod (pod.go) builds a pod as pulp-operator's Deployments make them; the
+// helpers in controllers.go change pods as Kubernetes' own controllers do
+// (the kubelet, the node lifecycle controller, the taint manager, a force
+// delete), leaving the fields those controllers leave.
 package kubeapi
 
 import (
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,13 +32,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 )
-
-// initialEventsEnd is the annotation of the bookmark that ends a watch's
-// initial events (metav1.InitialEventsAnnotationKey).
-const initialEventsEnd = metav1.InitialEventsAnnotationKey
 
 // Server is the stand-in API server. Its zero value is not usable: New.
 type Server struct {
@@ -138,24 +129,6 @@ func (s *Server) OnList(f func()) {
 	s.listHook.Store(&f)
 }
 
-// ResourceVersion is the server's latest resourceVersion.
-func (s *Server) ResourceVersion() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strconv.FormatInt(s.rv, 10)
-}
-
-// Compact forgets the history up to now, as etcd's compaction and the watch
-// cache's window do: a watch or an exact list from an older resourceVersion,
-// and a continue token issued before, are answered 410 Gone.
-func (s *Server) Compact() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.base = clonePods(s.pods)
-	s.history = nil
-	s.compacted = s.rv
-}
-
 // CloseWatches ends every open watch, as an API server restart or a watch's
 // timeout does; clients watch again from the last resourceVersion they saw.
 func (s *Server) CloseWatches() {
@@ -165,117 +138,6 @@ func (s *Server) CloseWatches() {
 		w.close()
 		delete(s.watchers, w)
 	}
-}
-
-// Pod is a copy of the pod, nil when there is none.
-func (s *Server) Pod(namespace, name string) *corev1.Pod {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p := s.pods[namespace+"/"+name]; p != nil {
-		return p.DeepCopy()
-	}
-	return nil
-}
-
-// Create stores a new pod, giving it a uid, a creation time and a
-// resourceVersion when it has none, as the API server does.
-func (s *Server) Create(p *corev1.Pod) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key := p.Namespace + "/" + p.Name
-	if s.pods[key] != nil {
-		return fmt.Errorf("pods %q already exists", p.Name)
-	}
-	p = p.DeepCopy()
-	if p.UID == "" {
-		s.uid++
-		p.UID = types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", s.uid))
-	}
-	if p.CreationTimestamp.IsZero() {
-		p.CreationTimestamp = metav1.NewTime(time.Now().Truncate(time.Second))
-	}
-	s.write(key, p)
-	return nil
-}
-
-// Update changes a pod with f, as a controller's update does, and gives it a
-// new resourceVersion. f may not rename it.
-func (s *Server) Update(namespace, name string, f func(*corev1.Pod)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key := namespace + "/" + name
-	old := s.pods[key]
-	if old == nil {
-		return fmt.Errorf("pods %q not found in namespace %s", name, namespace)
-	}
-	p := old.DeepCopy()
-	f(p)
-	s.write(key, p)
-	return nil
-}
-
-// Delete removes a pod at once: a force delete (grace period 0), or the
-// kubelet's final delete once the containers stopped.
-func (s *Server) Delete(namespace, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key := namespace + "/" + name
-	if s.pods[key] == nil {
-		return fmt.Errorf("pods %q not found in namespace %s", name, namespace)
-	}
-	s.write(key, nil)
-	return nil
-}
-
-// write records a change and sends it to the watches. Called under mu.
-func (s *Server) write(key string, p *corev1.Pod) {
-	s.rv++
-	before := s.pods[key]
-	var obj *corev1.Pod
-	if p != nil {
-		p.ResourceVersion = strconv.FormatInt(s.rv, 10)
-		s.pods[key] = p
-		obj = p.DeepCopy()
-	} else {
-		delete(s.pods, key)
-		// A deleted object's last state carries the delete's version.
-		obj = nil
-		before = before.DeepCopy()
-		before.ResourceVersion = strconv.FormatInt(s.rv, 10)
-	}
-	c := change{rv: s.rv, key: key, before: before, obj: obj}
-	s.history = append(s.history, c)
-	if s.mute.Load() {
-		return
-	}
-	for w := range s.watchers {
-		w.send(c)
-	}
-}
-
-func clonePods(m map[string]*corev1.Pod) map[string]*corev1.Pod {
-	out := make(map[string]*corev1.Pod, len(m))
-	for k, p := range m {
-		out[k] = p.DeepCopy()
-	}
-	return out
-}
-
-// stateAt is the pods as of resourceVersion rv, which must be at least
-// compacted. Called under mu.
-func (s *Server) stateAt(rv int64) map[string]*corev1.Pod {
-	out := clonePods(s.base)
-	for _, c := range s.history {
-		if c.rv > rv {
-			break
-		}
-		if c.obj == nil {
-			delete(out, c.key)
-		} else {
-			out[c.key] = c.obj.DeepCopy()
-		}
-	}
-	return out
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -312,134 +174,4 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		(*f)()
 	}
 	s.serveList(w, r, parts[3], sel)
-}
-
-// continueToken is what a continue parameter carries: the snapshot's
-// resourceVersion and the last name served.
-type continueToken struct {
-	RV    int64  `json:"rv"`
-	After string `json:"after"`
-}
-
-func (s *Server) serveList(w http.ResponseWriter, r *http.Request, namespace string, sel labels.Selector) {
-	q := r.URL.Query()
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	s.mu.Lock()
-	at, after := s.rv, ""
-	if c := q.Get("continue"); c != "" {
-		tok, err := decodeContinue(c)
-		if err != nil {
-			s.mu.Unlock()
-			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid continue token: "+err.Error())
-			return
-		}
-		if tok.RV < s.compacted {
-			s.mu.Unlock()
-			s.expired.Add(1)
-			writeStatus(w, http.StatusGone, metav1.StatusReasonExpired, "The provided continue parameter is too old to display a consistent list result. "+
-				"You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results.")
-			return
-		}
-		at, after = tok.RV, tok.After
-	} else if v := q.Get("resourceVersion"); v != "" && v != "0" && q.Get("resourceVersionMatch") == string(metav1.ResourceVersionMatchExact) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		switch {
-		case err != nil:
-			s.mu.Unlock()
-			writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid resourceVersion "+v)
-			return
-		case n < s.compacted:
-			s.mu.Unlock()
-			s.expired.Add(1)
-			writeStatus(w, http.StatusGone, metav1.StatusReasonExpired, fmt.Sprintf("The resourceVersion for the provided list is too old. (%d, oldest %d)", n, s.compacted))
-			return
-		case n <= s.rv:
-			at = n
-		}
-	}
-	state := s.stateAt(at)
-	s.mu.Unlock()
-
-	var keys []string
-	for k, p := range state {
-		if p.Namespace == namespace && sel.Matches(labels.Set(p.Labels)) && p.Name > after {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
-	list.ResourceVersion = strconv.FormatInt(at, 10)
-	if limit > 0 && len(keys) > limit {
-		remaining := int64(len(keys) - limit)
-		keys = keys[:limit]
-		list.Continue = encodeContinue(continueToken{RV: at, After: state[keys[limit-1]].Name})
-		list.RemainingItemCount = &remaining
-	}
-	list.Items = make([]corev1.Pod, 0, len(keys))
-	for _, k := range keys {
-		list.Items = append(list.Items, *state[k])
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(&list)
-}
-
-func encodeContinue(t continueToken) string {
-	b, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeContinue(s string) (continueToken, error) {
-	var t continueToken
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &t)
-	}
-	return t, err
-}
-
-func reasonOf(code int) metav1.StatusReason {
-	switch code {
-	case http.StatusUnauthorized:
-		return metav1.StatusReasonUnauthorized
-	case http.StatusForbidden:
-		return metav1.StatusReasonForbidden
-	case http.StatusGone:
-		return metav1.StatusReasonExpired
-	case http.StatusTooManyRequests:
-		return metav1.StatusReasonTooManyRequests
-	case http.StatusGatewayTimeout:
-		return metav1.StatusReasonTimeout
-	default:
-		return metav1.StatusReasonInternalError
-	}
-}
-
-func faultMessage(code int, namespace string) string {
-	switch code {
-	case http.StatusForbidden:
-		return fmt.Sprintf(`pods is forbidden: User "system:serviceaccount:%s:lock-reaper" cannot list resource "pods" in API group "" in the namespace %q`, namespace, namespace)
-	case http.StatusUnauthorized:
-		return "Unauthorized"
-	default:
-		return fmt.Sprintf("the stand-in API server answers %d on purpose", code)
-	}
-}
-
-func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(statusOf(code, reason, msg))
-}
-
-func statusOf(code int, reason metav1.StatusReason, msg string) *metav1.Status {
-	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-		Code: int32(code), Reason: reason, Message: msg}
-}
-
-// typed is the pod as a watch event carries it: with its kind, which a
-// list's items leave out.
-func typed(p *corev1.Pod) *corev1.Pod {
-	p = p.DeepCopy()
-	p.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
-	return p
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -219,3 +221,19 @@ func sortedPods(m map[string]*corev1.Pod) []*corev1.Pod {
 	sortByName(out)
 	return out
 }
+
+// typed is the pod as a watch event carries it: with its kind, which a
+// list's items leave out.
+func typed(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	p.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+	return p
+}
+
+func sortByName(pods []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// initialEventsEnd is the annotation of the bookmark that ends a watch's
+// initial events (metav1.InitialEventsAnnotationKey).
+const initialEventsEnd = metav1.InitialEventsAnnotationKey

@@ -3,7 +3,6 @@ package pgcluster
 import (
 	"context"
 	"fmt"
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
 	"net"
 	"net/url"
 	"os"
@@ -13,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // PgBouncer is a running pgbouncer started for a test.
@@ -30,7 +30,7 @@ type PgBouncer struct {
 // users is let in without a password (auth_type trust); the server's own
 // authentication still applies. It writes its ini in a t.TempDir(), and the
 // test skips when pgbouncer is not installed.
-func StartPgBouncer(t testing.TB, upstream, poolMode string, poolSize int, users ...string) *PgBouncer {
+func StartPgBouncer(t testtool.TB, upstream, poolMode string, poolSize int, users ...string) *PgBouncer {
 	t.Helper()
 	bin := testtool.Require(t, "pgbouncer", "Debian: apt-get install pgbouncer")
 	host, port, err := net.SplitHostPort(upstream)
@@ -94,7 +94,7 @@ server_round_robin = 1
 }
 
 // URL is dsn (a postgres:// URL) sent through this pgbouncer instead.
-func (b *PgBouncer) URL(t testing.TB, dsn string) string {
+func (b *PgBouncer) URL(t testtool.TB, dsn string) string {
 	t.Helper()
 	u, err := url.Parse(dsn)
 	if err != nil {

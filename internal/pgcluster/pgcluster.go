@@ -4,11 +4,13 @@
 // pg_basebackup. Each cluster lives in a t.TempDir(), listens on a free
 // loopback port (TCP only, no Unix socket), trusts every local connection
 // through its own pg_hba.conf, and is stopped at cleanup. The machine's own
-// PostgreSQL is never touched.
+// PostgreSQL is never touched. Create and Launch, which make and start a
+// cluster, also serve the demo's own server (internal/throwaway).
 package pgcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -20,10 +22,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // DefaultBinDir is where Debian's postgresql-15 package installs the server.
@@ -65,7 +68,7 @@ func hasServer(dir string) bool {
 
 // RequireBinaries returns the server binaries' directory, or skips the test
 // with a message saying what is missing.
-func RequireBinaries(t testing.TB) string {
+func RequireBinaries(t testtool.TB) string {
 	t.Helper()
 	dir, ok := BinDir()
 	if !ok {
@@ -76,26 +79,26 @@ func RequireBinaries(t testing.TB) string {
 
 // StartPrimary initialises and starts a cluster that accepts replication
 // connections (wal_level=replica) and returns it once it accepts queries.
-func StartPrimary(t testing.TB) *Cluster {
+func StartPrimary(t testtool.TB) *Cluster {
 	t.Helper()
 	bin := RequireBinaries(t)
-	c := &Cluster{bin: bin}
-	c.prepare(t)
-	c.run(t, "initdb", "-D", c.Dir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+	c := prepare(t, bin)
+	c.run(t, initdb(c.Dir)...)
 	// Only this cluster's own pg_hba.conf: trust on loopback, replication included.
 	hba := "host all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\n"
 	c.writeOwned(t, filepath.Join(c.Dir, "pg_hba.conf"), hba)
-	c.appendConf(t, "wal_level = replica\nmax_wal_senders = 4\nhot_standby = on\n")
+	if err := c.appendConf("wal_level = replica\nmax_wal_senders = 4\nhot_standby = on\n"); err != nil {
+		t.Fatalf("pgcluster: %v", err)
+	}
 	c.start(t)
 	return c
 }
 
 // StartStandby makes a hot standby of the primary with pg_basebackup and
 // starts it; it replays the primary's WAL continuously.
-func (p *Cluster) StartStandby(t testing.TB) *Cluster {
+func (p *Cluster) StartStandby(t testtool.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{bin: p.bin}
-	c.prepare(t)
+	c := prepare(t, p.bin)
 	// pg_basebackup wants an empty or missing target directory.
 	c.run(t, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres",
 		"-D", c.Dir, "-R", "-X", "stream", "--no-sync", "-c", "fast")
@@ -103,51 +106,109 @@ func (p *Cluster) StartStandby(t testing.TB) *Cluster {
 	return c
 }
 
-// prepare picks a port and a data directory owned by the user the server
-// runs as (postgres when the tests run as root: the server refuses root).
-func (c *Cluster) prepare(t testing.TB) {
+// prepare is newCluster in a fresh t.TempDir(): it skips the test when
+// there is no user to run the server as.
+func prepare(t testtool.TB, bin string) *Cluster {
 	t.Helper()
+	c, err := newCluster(bin, t.TempDir())
+	if errors.Is(err, errNoServerUser) {
+		t.Skipf("%v", err)
+	}
+	if err != nil {
+		t.Fatalf("pgcluster: %v", err)
+	}
+	return c
+}
+
+// errNoServerUser says that the tests or the program run as root, whose
+// server the PostgreSQL server refuses to be, and no postgres user exists to
+// run it as.
+var errNoServerUser = errors.New("running as root and no postgres user to run a throwaway PostgreSQL server as")
+
+// newCluster picks a port and a data directory, base/data, for a cluster of
+// the user the server runs as (postgres when running as root: the server
+// refuses root). base is an empty directory of the caller's; its parent is
+// opened (0711) for the server's user to pass through.
+func newCluster(bin, base string) (*Cluster, error) {
+	c := &Cluster{bin: bin}
 	uid, gid := os.Getuid(), os.Getgid()
 	if uid == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			t.Skipf("running as root and no postgres user to run a throwaway PostgreSQL server as: %v", err)
+			return nil, fmt.Errorf("%w: %v", errNoServerUser, err)
 		}
 		uid, _ = strconv.Atoi(u.Uid)
 		gid, _ = strconv.Atoi(u.Gid)
 		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	base := t.TempDir()
-	// t.TempDir's parent is private to the test's user; the server's user
-	// must be able to pass through it.
+	// base's parent (t.TempDir's, say) is private to the caller's user; the
+	// server's user must be able to pass through it.
 	if c.cred != nil {
 		if err := os.Chmod(filepath.Dir(base), 0o711); err != nil {
-			t.Fatalf("pgcluster: %v", err)
+			return nil, err
 		}
 		if err := os.Chown(base, uid, gid); err != nil {
-			t.Fatalf("pgcluster: %v", err)
+			return nil, err
 		}
 	}
 	c.Dir = filepath.Join(base, "data")
 	c.log = filepath.Join(base, "server.log")
-	c.Port = freePort(t)
+	port, err := testtool.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	c.Port = port
+	return c, nil
 }
 
-func (c *Cluster) start(t testing.TB) {
+// initdb is the command that makes a cluster in dir: user postgres, trusted.
+func initdb(dir string) []string {
+	return []string{"initdb", "-D", dir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"}
+}
+
+// Create makes a new cluster with initdb in base/data (see newCluster), with
+// the server's binaries in bin (BinDir); Launch starts it.
+func Create(bin, base string) (*Cluster, error) {
+	c, err := newCluster(bin, base)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.exec(initdb(c.Dir)...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(t testtool.TB) {
 	t.Helper()
-	c.appendConf(t, fmt.Sprintf("port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nfsync = off\n", c.Port))
-	c.run(t, "pg_ctl", "-D", c.Dir, "-l", c.log, "-w", "-t", "60", "start")
+	if err := c.Launch(context.Background()); err != nil {
+		t.Fatalf("pgcluster: %v\n%s", err, c.Log())
+	}
 	t.Cleanup(c.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// Launch starts the cluster, listening on 127.0.0.1 only (no Unix socket)
+// with fsync off, and returns once it accepts connections; the caller stops
+// it (Stop). A server that started but accepts no connection within 30 s is
+// stopped again.
+func (c *Cluster) Launch(ctx context.Context) error {
+	if err := c.appendConf(fmt.Sprintf("port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nfsync = off\n", c.Port)); err != nil {
+		return err
+	}
+	if err := c.exec("pg_ctl", "-D", c.Dir, "-l", c.log, "-w", "-t", "60", "start"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
 		conn, err := pgx.Connect(ctx, c.URL("postgres"))
 		if err == nil {
 			conn.Close(ctx)
-			return
+			return nil
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("pgcluster: server on port %d does not accept connections: %v\n%s", c.Port, err, c.Log())
+			c.Stop()
+			return fmt.Errorf("server on port %d does not accept connections: %w", c.Port, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -175,7 +236,7 @@ func (c *Cluster) Log() string {
 
 // WaitReplayed waits until the standby has replayed everything the primary
 // has written so far.
-func (c *Cluster) WaitReplayed(t testing.TB, primary *Cluster) {
+func (c *Cluster) WaitReplayed(t testtool.TB, primary *Cluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -197,7 +258,7 @@ func (c *Cluster) WaitReplayed(t testing.TB, primary *Cluster) {
 }
 
 // Exec runs SQL (several statements allowed) in a database of the cluster.
-func (c *Cluster) Exec(t testing.TB, database, sql string) {
+func (c *Cluster) Exec(t testtool.TB, database, sql string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -220,18 +281,30 @@ func queryRow(ctx context.Context, dsn, sql string, dest any, args ...any) error
 	return conn.QueryRow(ctx, sql, args...).Scan(dest)
 }
 
-func (c *Cluster) run(t testing.TB, name string, args ...string) {
+// run runs one of the server's programs (name, then its arguments) as the
+// server's user, failing the test if it fails.
+func (c *Cluster) run(t testtool.TB, command ...string) {
 	t.Helper()
+	if err := c.exec(command...); err != nil {
+		t.Fatalf("pgcluster: %v\n%s", err, c.Log())
+	}
+}
+
+// exec runs one of the server's programs (name, then its arguments) as the
+// server's user, in the directory above the data directory.
+func (c *Cluster) exec(command ...string) error {
+	name, args := command[0], command[1:]
 	cmd := exec.Command(filepath.Join(c.bin, name), args...)
 	cmd.Dir = filepath.Dir(c.Dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("pgcluster: %s %s: %v\n%s\n%s", name, strings.Join(args, " "), err, out, c.Log())
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
 	}
+	return nil
 }
 
-func (c *Cluster) appendConf(t testing.TB, lines string) {
-	t.Helper()
+// appendConf adds lines to the cluster's postgresql.conf.
+func (c *Cluster) appendConf(lines string) error {
 	f, err := os.OpenFile(filepath.Join(c.Dir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
 		_, err = f.WriteString("\n" + lines)
@@ -240,11 +313,12 @@ func (c *Cluster) appendConf(t testing.TB, lines string) {
 		}
 	}
 	if err != nil {
-		t.Fatalf("pgcluster: write postgresql.conf: %v", err)
+		return fmt.Errorf("write postgresql.conf: %w", err)
 	}
+	return nil
 }
 
-func (c *Cluster) writeOwned(t testing.TB, path, body string) {
+func (c *Cluster) writeOwned(t testtool.TB, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatalf("pgcluster: %v", err)
@@ -256,12 +330,11 @@ func (c *Cluster) writeOwned(t testing.TB, path, body string) {
 	}
 }
 
-func freePort(t testing.TB) int {
+func freePort(t testtool.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testtool.FreePort()
 	if err != nil {
-		t.Fatalf("pgcluster: find a free port: %v", err)
+		t.Fatalf("pgcluster: %v", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }

@@ -2,7 +2,8 @@
 // server configured differently from the shared one (an eviction policy, no
 // persistence, a replica, ACL users): on a free loopback port, with its files
 // in t.TempDir(), stopped at cleanup. Tests never change the configuration of
-// a server they did not start.
+// a server they did not start. Launch, which starts the server, also serves
+// the demo's own servers (internal/throwaway).
 package redisserver
 
 import (
@@ -14,10 +15,11 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // Server is a running test-started redis-server.
@@ -37,7 +39,7 @@ func (s *Server) URL(db int) string { return fmt.Sprintf("redis://%s/%d", s.Addr
 // and stops it at cleanup. It skips the test when redis-server is not
 // installed. Unless args say otherwise, the server neither saves nor logs
 // to a file, and its working directory is a fresh t.TempDir().
-func Start(t testing.TB, args ...string) *Server {
+func Start(t testtool.TB, args ...string) *Server {
 	t.Helper()
 	port := freePort(t)
 	run(t, append([]string{"--port", strconv.Itoa(port)}, args...))
@@ -54,7 +56,7 @@ func Start(t testing.TB, args ...string) *Server {
 // given PEM files (and extra arguments such as "--tls-auth-clients", "yes"),
 // and returns the port. It skips the test when redis-server is missing or
 // was built without TLS.
-func StartTLS(t testing.TB, certFile, keyFile, caFile string, args ...string) int {
+func StartTLS(t testtool.TB, certFile, keyFile, caFile string, args ...string) int {
 	t.Helper()
 	port := freePort(t)
 	run(t, append([]string{"--port", "0", "--tls-port", strconv.Itoa(port),
@@ -64,30 +66,45 @@ func StartTLS(t testing.TB, certFile, keyFile, caFile string, args ...string) in
 
 // run starts redis-server with args after the defaults, waits until it is
 // ready and stops it at cleanup.
-func run(t testing.TB, args []string) {
+func run(t testtool.TB, args []string) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server not found: this test needs a Redis server of its own")
 	}
-	full := append([]string{"--bind", "127.0.0.1", "--dir", t.TempDir(),
-		"--save", "", "--appendonly", "no", "--logfile", ""}, args...)
-	cmd := exec.Command(bin, full...)
-	out, err := cmd.StdoutPipe()
+	cmd, log, err := Launch(bin, t.TempDir(), args...)
 	if err != nil {
-		t.Fatalf("redis-server: %v", err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if log, ok := waitReady(out, 30*time.Second); !ok {
 		if strings.Contains(strings.ToLower(log), "tls") {
 			t.Skipf("redis-server has no TLS support: %s", log)
 		}
-		t.Fatalf("redis-server %v did not start:\n%s", full, log)
+		t.Fatalf("redis-server %v: %v", args, err)
 	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+}
+
+// Launch starts the redis-server at bin in directory dir with args after
+// the defaults (loopback only, no saving, no log file) and returns once it
+// is ready to accept connections. The caller stops it (kill, then Wait). A
+// server that never gets ready is killed; log is then what it wrote, and
+// says why.
+func Launch(bin, dir string, args ...string) (cmd *exec.Cmd, log string, err error) {
+	full := append([]string{"--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--logfile", ""}, args...)
+	cmd = exec.Command(bin, full...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	if log, ok := waitReady(out, 30*time.Second); !ok {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, log, fmt.Errorf("it did not start:\n%s", log)
+	}
+	return cmd, "", nil
 }
 
 // waitReady reads the server's log until it is ready, then drains it in the
@@ -121,7 +138,7 @@ func waitReady(out io.Reader, timeout time.Duration) (string, bool) {
 
 // ReplicaOf starts a second server replicating primary and waits until the
 // link is up.
-func ReplicaOf(t testing.TB, primary *Server, args ...string) *Server {
+func ReplicaOf(t testtool.TB, primary *Server, args ...string) *Server {
 	t.Helper()
 	replica := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port)}, args...)...)
 	deadline := time.Now().Add(30 * time.Second)
@@ -136,12 +153,11 @@ func ReplicaOf(t testing.TB, primary *Server, args ...string) *Server {
 	return nil
 }
 
-func freePort(t testing.TB) int {
+func freePort(t testtool.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testtool.FreePort()
 	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+		t.Fatalf("%v", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // RedisServer is a redis-server this process started: on a free loopback
@@ -47,7 +49,7 @@ func StartRedisServer() (*RedisServer, error) {
 }
 
 func startRedisOnce(bin string) (*RedisServer, error) {
-	port, err := freePort()
+	port, err := testtool.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -107,15 +109,6 @@ func (s *RedisServer) Stop() {
 		_ = s.cmd.Process.Kill()
 	}
 	<-s.done
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // limitedBuffer keeps the first 64 KiB of the server's log, for errors.

@@ -1,20 +1,38 @@
-// Package testtool decides, in one place, what a test does when a program it
-// runs (promtool, pgbouncer, redis-server) is not installed: under CI
-// (CI=true, as .ci/run sets it) the test fails, since a skipped test there
-// would read as a pass; locally it skips, saying what is missing and how to
-// get it. `go test -v` shows each skip.
+// Package testtool holds what the tests' helpers share. Require decides, in
+// one place, what a test does when a program it runs (promtool, pgbouncer,
+// redis-server) is not installed: under CI (CI=true, as .ci/run sets it) the
+// test fails, since a skipped test there would read as a pass; locally it
+// skips, saying what is missing and how to get it. `go test -v` shows each
+// skip.
+//
+// The package does not import testing: the helpers that start servers for
+// tests (internal/redisserver, internal/pgcluster) also start the demo's own
+// servers (internal/throwaway), and the program should not link the testing
+// package for that.
 package testtool
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"testing"
 )
+
+// TB is the part of testing.TB the tests' helpers use; *testing.T and
+// *testing.B are TBs.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	TempDir() string
+	Fatalf(format string, args ...any)
+	Skip(args ...any)
+	Skipf(format string, args ...any)
+}
 
 // Require returns the path of program, or fails (CI) or skips (locally) the
 // test with how to get it.
-func Require(t testing.TB, program, howToGet string) string {
+func Require(t TB, program, howToGet string) string {
 	t.Helper()
 	path, err := exec.LookPath(program)
 	if err == nil {
@@ -32,4 +50,15 @@ func Require(t testing.TB, program, howToGet string) string {
 func InCI() bool {
 	v := strings.ToLower(os.Getenv("CI"))
 	return v == "true" || v == "1"
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago, for a
+// server about to listen on it.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free loopback port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -3,7 +3,7 @@
 // pods labelled as pulp-operator labels them, listed by label selector, and
 // read through lock-reaper's own kube.Source, so that a test's or a
 // benchmark's pod evidence takes the path a cluster's does from the pod list
-// on. NewSource's *kube.Source is a reaper.PodSource.
+// on. NewSource's *kube.Source is a pass.PodSource.
 //
 // It is a package apart because package sim plays Pulp and imports nothing
 // of lock-reaper's.

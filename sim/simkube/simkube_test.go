@@ -11,13 +11,13 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/kube"
-	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 	"github.com/lock-reaper/lock-reaper/sim/simkube"
 )
 
 // NewSource's source is what a reaper takes.
-var _ reaper.PodSource = (*kube.Source)(nil)
+var _ pass.PodSource = (*kube.Source)(nil)
 
 var skT0 = time.Date(2026, 7, 24, 11, 0, 0, 0, time.UTC)
 

@@ -1,0 +1,309 @@
+package redislocks
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/redis/go-redis/v9"
+)
+
+// releaseScript compares and releases a batch of holdings atomically.
+//
+// KEYS: the lock keys, one per holding.
+// ARGV: n, then one string of n flags, one per holding: "x" for a string
+// lock, "s" for a shared member, "X" and "S" for the same when guarded; then
+// n owners, then g, then for each of g guarded owners its name, k and the k
+// task lock keys the snapshot saw it hold, then the owners judged dead or
+// gone that may leave pulp:active_owners once their registry is empty.
+//
+// A string lock is deleted only while its value is still the observed owner;
+// a shared set loses only that member. A key leaves the owner's registry once
+// the owner no longer holds it. It returns one string of n result codes
+// (Outcome). The flags and the results travel as one string each rather
+// than an argument or a reply per holding: each of those costs the call
+// about as much as a command inside it.
+//
+// Lock values are owner names, not tokens: a live owner that took a new task
+// since the snapshot may hold the same resource again, for the new task (a
+// shared domain membership is the common case). So a guarded holding (a
+// resource of a live or late owner) is only released while the owner's
+// registry lists no task lock the snapshot did not see; otherwise it is left
+// alone as owner-changed, and the next pass judges it afresh. The check
+// counts rather than compares, so that Redis does the work: with S the task
+// locks seen (distinct keys) and T the task keys the registry lists, T is
+// within S exactly when |T| equals |T ∩ S|, which SMISMEMBER counts. When the
+// counts differ, the registry's task keys outside S are looked at one by
+// one: an entry whose key no longer exists is stale (pulpcore's legacy
+// cleanup and operators delete locks with a plain DEL) and is pruned there
+// and then, atomically; only an entry whose key exists means a new task. A
+// stale entry so never blocks the owner's other releases.
+//
+// The new-task check walks at most registryCheckLimit entries of one
+// owner's registry; the reaper prunes a larger one beforehand, a page per
+// call (pruneRegistry), and cuts the batches so that one call walks at most
+// registryCallBudget entries in all. An owner whose registry is still larger
+// keeps its guarded holdings (owner-changed): no call may block Redis for
+// long.
+//
+// The registry keys are only touched while they are sets: a Redis error in a
+// script does not undo the writes before it, so a registry key of another
+// type must neither fail the batch half-done nor block every later pass.
+//
+// The string locks to delete and the registry entries to remove are written
+// at the end, one DEL for the batch and one SREM per owner, rather than a
+// command per holding: the cost of a script is mostly its calls into Redis.
+// Nothing else in the script changes a string lock or reads a registry entry
+// the end removes (a removed entry is a key of the owner's own holdings, a
+// task lock the snapshot saw or no task key at all, so the new-task check
+// counts it alike on both sides), and a key deleted at the end is absent for
+// every holding after it (gone), so the results are those of writing at once.
+var releaseScript = redis.NewScript(`
+local n, flags = tonumber(ARGV[1]), ARGV[2]
+local out = {}
+local function is_set(k) return redis.call('TYPE', k)['ok'] == 'set' end
+local pos = n + 3
+local seen = {}
+for _ = 1, tonumber(ARGV[pos]) do
+  local owner, k = ARGV[pos + 1], tonumber(ARGV[pos + 2])
+  seen[owner] = {pos + 3, k}
+  pos = pos + 2 + k
+end
+-- A registry that is a set stays one, or goes once empty (SREM of a missing
+-- key does nothing): its type is asked once per owner.
+local registry_set = {}
+local function registry_is_set(owner)
+  if registry_set[owner] == nil then
+    registry_set[owner] = is_set('` + OwnerLocksPrefix + `' .. owner)
+  end
+  return registry_set[owner]
+end
+-- gone lists the string locks this call deletes at the end: absent from
+-- the moment they are released.
+local gone, dels = {}, {}
+local function exists(key)
+  return not gone[key] and redis.call('EXISTS', key) == 1
+end
+local busy = {}
+local function took_new_task(owner)
+  if busy[owner] == nil then
+    busy[owner] = false
+    local registry = '` + OwnerLocksPrefix + `' .. owner
+    if registry_is_set(owner) then
+      local first, k = seen[owner][1], seen[owner][2]
+      local present = 0
+      for from = first, first + k - 1, 1000 do
+        for _, m in ipairs(redis.call('SMISMEMBER', registry, unpack(ARGV, from, math.min(from + 999, first + k - 1)))) do
+          present = present + m
+        end
+      end
+      local listed, cursor, pages = 0, '0', 0
+      repeat
+        local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + judge.TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
+        cursor, listed, pages = page[1], listed + #page[2], pages + 1
+      until cursor == '0' or pages >= ` + luaInt(registryWalkPages) + ` or listed > ` + luaInt(registryCheckLimit) + `
+      if cursor ~= '0' then
+        -- Too many entries to walk in one call (the reaper prunes a large
+        -- registry page by page before it releases): left alone.
+        busy[owner] = true
+      elseif listed ~= present then
+        -- The registry lists a task key the snapshot did not see: a new
+        -- task, or a stale entry whose key is gone (deleted by a plain DEL).
+        -- A stale entry is pruned, now that the key is gone; any other
+        -- leaves the owner busy.
+        local seen_key = {}
+        for i = first, first + k - 1 do seen_key[ARGV[i]] = true end
+        local stale = {}
+        repeat
+          local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + judge.TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
+          cursor = page[1]
+          for _, key in ipairs(page[2]) do
+            if not seen_key[key] then
+              if exists(key) then
+                busy[owner] = true
+              else
+                stale[#stale + 1] = key
+              end
+            end
+          end
+        until cursor == '0' or busy[owner]
+        for from = 1, #stale, 1000 do
+          redis.call('SREM', registry, unpack(stale, from, math.min(from + 999, #stale)))
+        end
+      end
+    end
+  end
+  return busy[owner]
+end
+-- wrong_type says a reply is Redis's WRONGTYPE error: the key holds another
+-- kind of value. Any other error (a denied command) fails the script.
+local function wrong_type(reply)
+  if type(reply) ~= 'table' then return false end
+  if string.find(reply.err or '', 'WRONGTYPE', 1, true) == 1 then return true end
+  error(reply)
+end
+-- unlisted holds, per owner in the order they come, the keys its registry
+-- loses at the end.
+local unlisted, unlisted_owners = {}, {}
+for i = 1, n do
+  local key, flag, owner = KEYS[i], string.sub(flags, i, i), ARGV[2 + i]
+  -- g: already gone, r: released, o: owner changed.
+  local res, holds = 'g', false
+  if (flag == 'X' or flag == 'S') and took_new_task(owner) then
+    res, holds = 'o', true
+  elseif gone[key] then
+    -- Deleted by an earlier holding of this batch: no key.
+  elseif flag == 's' or flag == 'S' then
+    -- SREM answers 1 for the member removed, 0 for no such member or key.
+    local removed = redis.pcall('SREM', key, owner)
+    if wrong_type(removed) then
+      res = 'o'
+    elseif removed == 1 then
+      res = 'r'
+    end
+  else
+    -- GET answers the value, false for no key.
+    local value = redis.pcall('GET', key)
+    if wrong_type(value) then
+      res = 'o'
+      holds = is_set(key) and redis.call('SISMEMBER', key, owner) == 1
+    elseif value == owner then
+      gone[key] = true
+      dels[#dels + 1] = key
+      res = 'r'
+    elseif value then
+      res = 'o'
+    end
+  end
+  if not holds and registry_is_set(owner) then
+    if unlisted[owner] == nil then
+      unlisted[owner] = {}
+      unlisted_owners[#unlisted_owners + 1] = owner
+    end
+    local keys = unlisted[owner]
+    keys[#keys + 1] = key
+  end
+  out[i] = res
+end
+for from = 1, #dels, 1000 do
+  redis.call('DEL', unpack(dels, from, math.min(from + 999, #dels)))
+end
+for _, owner in ipairs(unlisted_owners) do
+  local keys = unlisted[owner]
+  for from = 1, #keys, 1000 do
+    redis.call('SREM', '` + OwnerLocksPrefix + `' .. owner, unpack(keys, from, math.min(from + 999, #keys)))
+  end
+end
+for i = pos + 1, #ARGV do
+  -- Redis deletes a set that loses its last member: an empty registry is none.
+  local owner = ARGV[i]
+  if redis.call('TYPE', '` + OwnerLocksPrefix + `' .. owner)['ok'] == 'none' and is_set('` + ActiveOwnersKey + `') then
+    redis.call('SREM', '` + ActiveOwnersKey + `', owner)
+  end
+end
+return table.concat(out)
+`)
+
+// Releaser applies the releases of a plan in batches, one Lua call each.
+type Releaser struct {
+	RDB redis.UniversalClient
+	// Timeout is the deadline of each Redis call.
+	Timeout time.Duration
+	// Log is told of the registry entries pruned before the releases.
+	Log *slog.Logger
+}
+
+// Batch is one call of the release script.
+type Batch struct {
+	Holdings []judge.Holding
+	// Guarded parallels Holdings: release only while the owner took no new task.
+	Guarded []bool
+	// Seen lists, per guarded owner, the task lock keys the snapshot saw.
+	Seen map[string][]string
+	// Retire names the owners judged dead or gone in this batch.
+	Retire []string
+}
+
+// Outcome is what the release script did with one holding.
+type Outcome byte
+
+// The release script's one-letter results.
+const (
+	// Released: the lock, or the owner's membership, is gone.
+	Released Outcome = 'r'
+	// AlreadyGone: the holding was gone before the script came to it.
+	AlreadyGone Outcome = 'g'
+	// OwnerChanged: the key holds something else now, or a guarded owner
+	// took a new task since the snapshot; it is left alone.
+	OwnerChanged Outcome = 'o'
+)
+
+// releaseFlag is a holding's flag for the release script: "s" for a shared
+// member, "x" for a string lock, in capitals when guarded.
+func releaseFlag(kind judge.Kind, guarded bool) byte {
+	switch {
+	case kind == judge.KindShared && guarded:
+		return 'S'
+	case kind == judge.KindShared:
+		return 's'
+	case guarded:
+		return 'X'
+	}
+	return 'x'
+}
+
+// Release runs one batch and returns one Outcome per holding.
+func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
+	n := len(b.Holdings)
+	keys := make([]string, n)
+	flags := make([]byte, n)
+	args := make([]any, 0, 3+2*n+len(b.Retire))
+	args = append(args, n, nil)
+	var guardedOwners []string
+	listed := map[string]bool{}
+	for i, h := range b.Holdings {
+		keys[i] = h.Key
+		flags[i] = releaseFlag(h.Kind, b.Guarded[i])
+		if b.Guarded[i] && !listed[h.Owner] {
+			listed[h.Owner] = true
+			guardedOwners = append(guardedOwners, h.Owner)
+		}
+		args = append(args, h.Owner)
+	}
+	args[1] = string(flags)
+	args = append(args, len(guardedOwners))
+	for _, o := range guardedOwners {
+		args = append(args, o, len(b.Seen[o]))
+		for _, k := range b.Seen[o] {
+			args = append(args, k)
+		}
+	}
+	for _, o := range b.Retire {
+		args = append(args, o)
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	raw, err := releaseScript.Run(cctx, r.RDB, keys, args...).Text()
+	if err != nil {
+		return nil, fmt.Errorf("release batch of %d holdings: %w", n, err)
+	}
+	if len(raw) != n {
+		return nil, fmt.Errorf("release batch: %d results for %d holdings", len(raw), n)
+	}
+	out := make([]Outcome, n)
+	for i := range n {
+		switch res := Outcome(raw[i]); res {
+		case Released, AlreadyGone, OwnerChanged:
+			out[i] = res
+		default:
+			return nil, fmt.Errorf("release batch: result %q of %s is none the script gives", raw[i], keys[i])
+		}
+	}
+	return out, nil
+}
+
+// ReleaseScriptSHA is the SHA-1 of the release script, as EVALSHA names it:
+// a wire recorder tells the release calls from the other scripts' by it.
+func ReleaseScriptSHA() string { return releaseScript.Hash() }

@@ -1,0 +1,124 @@
+package redislocks_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/passtest"
+	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/redislocks"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReleaseGuardCountsTaskLocks exercises the release script's check that
+// a live owner took no task lock since the snapshot, on an owner with more
+// task locks than one SMISMEMBER call or one SSCAN page takes: a seen task
+// lock that finished since leaves the check passing, a new one among them
+// (even as a finished one leaves, keeping the count) fails it.
+func TestReleaseGuardCountsTaskLocks(t *testing.T) {
+	t.Parallel()
+	f := passtest.New(t)
+	rdb := f.Redis.Client
+	const owner = "9@busy"
+	registry := redislocks.OwnerLocksPrefix + owner
+	var seen []string
+	for i := range 2500 {
+		key := judge.TaskKeyPrefix + fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		seen = append(seen, key)
+		require.NoError(t, rdb.Set(f.Ctx, key, owner, 0).Err())
+		require.NoError(t, rdb.SAdd(f.Ctx, registry, key, judge.ResourceKeyPrefix+"prn:rpm.rpmrepository:"+fmt.Sprint(i)).Err())
+	}
+	stale := func(name string) judge.Holding {
+		key := judge.ResourceKeyPrefix + name
+		require.NoError(t, rdb.Set(f.Ctx, key, owner, 0).Err())
+		require.NoError(t, rdb.SAdd(f.Ctx, registry, key).Err())
+		return judge.Holding{Key: key, Owner: owner, Kind: judge.KindExclusive}
+	}
+	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
+	release := func(h judge.Holding) redislocks.Outcome {
+		res, err := rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{h}, Guarded: []bool{true}, Seen: map[string][]string{owner: seen}})
+		require.NoError(t, err)
+		return res[0]
+	}
+
+	require.Equal(t, redislocks.Released, release(stale("a")), "every task lock the registry lists was seen")
+
+	require.NoError(t, rdb.SRem(f.Ctx, registry, seen[7]).Err())
+	require.Equal(t, redislocks.Released, release(stale("b")), "a seen task lock left since")
+
+	newTask := judge.TaskKeyPrefix + "00000000-0000-4000-8000-999999999999"
+	require.NoError(t, rdb.SRem(f.Ctx, registry, seen[8]).Err())
+	require.NoError(t, rdb.Set(f.Ctx, newTask, owner, 0).Err()) // taken with its entry, as pulpcore's acquire does
+	require.NoError(t, rdb.SAdd(f.Ctx, registry, newTask).Err())
+	h := stale("c")
+	require.Equal(t, redislocks.OwnerChanged, release(h), "a new task lock, though the count of task locks is as seen")
+	require.Equal(t, owner, f.Get(h.Key), "left alone")
+	require.True(t, rdb.SIsMember(f.Ctx, registry, h.Key).Val(), "still registered")
+}
+
+// TestReleaseScriptByKeyType: what the release script does with a holding
+// whatever its key holds by the time it runs, and whether the owner's
+// registry keeps the key (only while the owner still holds it).
+func TestReleaseScriptByKeyType(t *testing.T) {
+	t.Parallel()
+	f := passtest.New(t)
+	rdb := f.Redis.Client
+	const owner = "3@w"
+	registry := redislocks.OwnerLocksPrefix + owner
+	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		name       string
+		kind       judge.Kind
+		setup      func(key string)
+		want       redislocks.Outcome
+		registered bool
+	}{
+		{"string of the owner", judge.KindExclusive, func(k string) { rdb.Set(f.Ctx, k, owner, 0) }, redislocks.Released, false},
+		{"string of another owner", judge.KindExclusive, func(k string) { rdb.Set(f.Ctx, k, "4@w", 0) }, redislocks.OwnerChanged, false},
+		{"set the owner is in", judge.KindExclusive, func(k string) { rdb.SAdd(f.Ctx, k, owner) }, redislocks.OwnerChanged, true},
+		{"set the owner is not in", judge.KindExclusive, func(k string) { rdb.SAdd(f.Ctx, k, "4@w") }, redislocks.OwnerChanged, false},
+		{"list", judge.KindExclusive, func(k string) { rdb.LPush(f.Ctx, k, owner) }, redislocks.OwnerChanged, false},
+		{"gone string", judge.KindExclusive, func(string) {}, redislocks.AlreadyGone, false},
+		{"member of the set", judge.KindShared, func(k string) { rdb.SAdd(f.Ctx, k, owner, "4@w") }, redislocks.Released, false},
+		{"set without the member", judge.KindShared, func(k string) { rdb.SAdd(f.Ctx, k, "4@w") }, redislocks.AlreadyGone, false},
+		{"gone set", judge.KindShared, func(string) {}, redislocks.AlreadyGone, false},
+		{"string instead of the set", judge.KindShared, func(k string) { rdb.Set(f.Ctx, k, owner, 0) }, redislocks.OwnerChanged, false},
+		{"hash instead of the set", judge.KindShared, func(k string) { rdb.HSet(f.Ctx, k, owner, 1) }, redislocks.OwnerChanged, false},
+	} {
+		key := judge.ResourceKeyPrefix + "prn:core.domain:" + tc.name
+		tc.setup(key)
+		require.NoError(t, rdb.SAdd(f.Ctx, registry, key, "keep-the-registry-a-set").Err())
+		res, err := rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{{Key: key, Owner: owner, Kind: tc.kind}}, Guarded: []bool{false}})
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, res[0], tc.name)
+		require.Equal(t, tc.registered, rdb.SIsMember(f.Ctx, registry, key).Val(), "%s: registered", tc.name)
+	}
+}
+
+// TestReleaseScriptFailsOnADeniedCommand: only WRONGTYPE tells the script
+// a key holds something else. Any other error, such as a command the ACL
+// refuses, fails the batch rather than reading as owner-changed, so that a
+// misconfigured user is seen at once instead of releasing nothing quietly.
+func TestReleaseScriptFailsOnADeniedCommand(t *testing.T) {
+	t.Parallel()
+	f := passtest.New(t)
+	user, secret := "lr-denied-"+passtest.NewUUID()[:8], passtest.NewUUID()
+	require.NoError(t, f.Redis.Client.Do(f.Ctx, "ACL", "SETUSER", user, "reset", "on", ">"+secret, "~*", "+@all", "-get", "-srem").Err())
+	t.Cleanup(func() { _ = f.Redis.Client.Do(context.Background(), "ACL", "DELUSER", user).Err() })
+	opts := *f.Redis.Client.Options()
+	opts.Username, opts.Password = user, secret
+	limited := redis.NewClient(&opts)
+	defer limited.Close()
+
+	rel := &redislocks.Releaser{RDB: limited, Timeout: 10 * time.Second}
+	for _, h := range []judge.Holding{
+		{Key: judge.ResourceKeyPrefix + "x", Owner: "3@w", Kind: judge.KindExclusive},
+		{Key: judge.ResourceKeyPrefix + "s", Owner: "3@w", Kind: judge.KindShared},
+	} {
+		_, err := rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{h}, Guarded: []bool{false}})
+		require.ErrorContains(t, err, "can't run this command", h.Key)
+	}
+}
