@@ -164,6 +164,9 @@ func keptBy(h explain.Holder) string {
 		if h.Task.State != "" {
 			who += ", " + h.Task.State
 		}
+		if h.Task.StartedAt != nil {
+			who += " since " + clock(*h.Task.StartedAt)
+		}
 	}
 	return who
 }
