@@ -63,11 +63,7 @@ func (j *judge) judgement(jd Judgement, e Evidence) Judgement {
 		return jd
 	}
 	jd.via, e.Via = e.Via, ""
-	if e.FinishedAge != nil {
-		// A finished task's age is its own: nothing to share.
-		jd.facts = &e
-		return jd
-	}
+	jd.keepFinishedAge(&e)
 	if p, ok := j.owners.facts[e]; ok {
 		jd.facts = p
 		return jd
@@ -158,6 +154,9 @@ func sortedSeen(seen map[string][]string) map[string][]string {
 // Guarded says a release must first check that the holding's owner took no
 // new task since the snapshot: a resource of a live or late owner.
 func Guarded(jd Judgement) bool {
-	l := jd.Evidence().OwnerLiveness
+	l := Gone
+	if jd.facts != nil {
+		l = jd.facts.OwnerLiveness
+	}
 	return (l == Alive || l == Late) && jd.Kind != KindTask
 }

@@ -40,6 +40,12 @@ type Judgement struct {
 	// thousand judgements. Nothing writes through it; SetEvidence replaces it.
 	facts *Evidence
 	via   string
+	// finishedFor is the evidence's FinishedAge, kept out of facts so
+	// that the judgements of finished tasks share theirs too: each finished
+	// task has an age of its own, and a worker that never released its
+	// locks leaves a hundred thousand (0: none; an age of 0 is kept as
+	// 1ns).
+	finishedFor time.Duration
 	// FirstSeen is when a suspect was first sighted (database clock).
 	FirstSeen *time.Time `json:"first_seen,omitempty"`
 	// Deferred says why a release was held back this pass.
@@ -53,12 +59,28 @@ func (jd Judgement) Evidence() Evidence {
 		e = *jd.facts
 	}
 	e.Via = jd.via
+	if jd.finishedFor != 0 {
+		e.FinishedAge = durationPtr(jd.finishedFor)
+	}
 	return e
+}
+
+// keepFinishedAge moves e's FinishedAge into the judgement.
+func (jd *Judgement) keepFinishedAge(e *Evidence) {
+	jd.finishedFor = 0
+	if e.FinishedAge != nil {
+		jd.finishedFor = time.Duration(*e.FinishedAge)
+		if jd.finishedFor == 0 {
+			jd.finishedFor = 1
+		}
+		e.FinishedAge = nil
+	}
 }
 
 // SetEvidence replaces the judgement's evidence with a copy of e of its own.
 func (jd *Judgement) SetEvidence(e Evidence) {
 	jd.via, e.Via = e.Via, ""
+	jd.keepFinishedAge(&e)
 	jd.facts = &e
 }
 
