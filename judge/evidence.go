@@ -71,7 +71,10 @@ func (j *judge) judgement(jd Judgement, e Evidence) Judgement {
 	if j.owners.facts == nil {
 		j.owners.facts = map[Evidence]*Evidence{}
 	}
-	p := &e
+	// A copy of its own, made only when new: taking e's address would move
+	// every call's e to the heap.
+	p := new(Evidence)
+	*p = e
 	j.owners.facts[e] = p
 	jd.facts = p
 	return jd
