@@ -82,7 +82,7 @@ func (f lockFilter) match(l LockLine) bool {
 	return (f.owner == "" || l.Owner == f.owner) &&
 		(f.resource == "" || l.Resource == f.resource) &&
 		(f.task == "" || l.Task == f.task) &&
-		(f.verdict == "" || l.Verdict == f.verdict)
+		(f.verdict == 0 || l.Verdict == f.verdict)
 }
 
 // runLocks lists the holdings of one snapshot. It reads as a pass does and
@@ -103,8 +103,10 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
 	}
-	f.verdict, f.task = judge.Verdict(verdict), strings.ToLower(f.task)
-	if verdict != "" && !knownVerdict(f.verdict) {
+	f.task = strings.ToLower(f.task)
+	var known bool
+	f.verdict, known = judge.ParseVerdict(verdict)
+	if verdict != "" && (!known || !knownVerdict(f.verdict)) {
 		fmt.Fprintf(env.Stderr, "lock-reaper locks: --verdict must be one of %s, got %q\n", verdictNames(), verdict)
 		return pass.ExitUsage
 	}

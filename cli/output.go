@@ -97,14 +97,15 @@ func countsText(m map[judge.Verdict]int) string {
 	if len(m) == 0 {
 		return "no holdings"
 	}
-	keys := make([]string, 0, len(m))
+	keys := make([]judge.Verdict, 0, len(m))
 	for k := range m {
-		keys = append(keys, string(k))
+		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	// By name, as the report has always listed them.
+	sort.Slice(keys, func(a, b int) bool { return keys[a].String() < keys[b].String() })
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[judge.Verdict(k)])
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -65,14 +65,14 @@ func (r *run) logFigures(rec recorded, convergedAfter, drainedAfter time.Duratio
 	t.Log(b.String())
 }
 
-func formatCounts[K ~string, V int | int64](m map[K]V) string {
+func formatCounts[K comparable, V int | int64](m map[K]V) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	keys := slices.Sorted(maps.Keys(m))
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b K) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+		parts[i] = fmt.Sprintf("%v %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -1,35 +1,93 @@
 package judge
 
+import (
+	"fmt"
+	"strconv"
+)
+
 // The catalogue: every verdict, action and guard name the judge gives, in
 // one place that the metrics, the report and the command line range over.
 
 // Verdict names the rule of verdicts.md that decided a holding or a task.
-type Verdict string
+// It is one byte, printed as its name: a pass holds a judgement of every
+// stale holding, a few hundred thousand in an incident.
+type Verdict uint8
 
 // Holding verdicts.
 const (
-	VerdictHealthy      Verdict = "healthy"
-	VerdictPending      Verdict = "pending"
-	VerdictTaskFinished Verdict = "task-finished"
-	VerdictOwnerDead    Verdict = "owner-dead"
-	VerdictOwnerGone    Verdict = "owner-gone"
-	VerdictTaskMissing  Verdict = "task-missing"
-	VerdictTaskLost     Verdict = "task-lost"
-	VerdictUnclaimed    Verdict = "unclaimed"
-	VerdictNoTask       Verdict = "no-task"
+	// noVerdict is the verdict of a task that deserves none, and of a
+	// resource holding that inherits its task lock's.
+	noVerdict Verdict = iota
+	VerdictHealthy
+	VerdictPending
+	VerdictTaskFinished
+	VerdictOwnerDead
+	VerdictOwnerGone
+	VerdictTaskMissing
+	VerdictTaskLost
+	VerdictUnclaimed
+	VerdictNoTask
 	// VerdictJustified is a resource holding of a task lock kept this pass.
-	VerdictJustified Verdict = "justified"
-)
-
-// Task verdicts.
-const (
-	VerdictLost          Verdict = "lost"
-	VerdictOrphanedClaim Verdict = "orphaned-claim"
-	VerdictStuckClaim    Verdict = "stuck-claim"
+	VerdictJustified
+	// Task verdicts.
+	VerdictLost
+	VerdictOrphanedClaim
+	VerdictStuckClaim
 	// VerdictUnprotected is a running task of a live claim whose task lock
 	// a full scan did not find: reported, never written.
-	VerdictUnprotected Verdict = "unprotected"
+	VerdictUnprotected
 )
+
+var verdictNames = [...]string{
+	VerdictHealthy: "healthy", VerdictPending: "pending", VerdictTaskFinished: "task-finished",
+	VerdictOwnerDead: "owner-dead", VerdictOwnerGone: "owner-gone", VerdictTaskMissing: "task-missing",
+	VerdictTaskLost: "task-lost", VerdictUnclaimed: "unclaimed", VerdictNoTask: "no-task",
+	VerdictJustified: "justified", VerdictLost: "lost", VerdictOrphanedClaim: "orphaned-claim",
+	VerdictStuckClaim: "stuck-claim", VerdictUnprotected: "unprotected",
+}
+
+// String is the verdict's name as verdicts.md writes it ("" for none).
+func (v Verdict) String() string { return nameOf(verdictNames[:], uint8(v)) }
+
+// MarshalText writes the verdict's name.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText reads a verdict's name.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	p, ok := ParseVerdict(string(b))
+	if !ok {
+		return fmt.Errorf("unknown verdict %q", b)
+	}
+	*v = p
+	return nil
+}
+
+// ParseVerdict reads a verdict's name.
+func ParseVerdict(name string) (Verdict, bool) {
+	i, ok := indexOf(verdictNames[:], name)
+	return Verdict(i), ok
+}
+
+// nameOf is the i-th name, "" for none, a number for an unknown one.
+func nameOf(names []string, i uint8) string {
+	if int(i) < len(names) {
+		return names[i]
+	}
+	return "#" + strconv.Itoa(int(i))
+}
+
+// indexOf is the position of name among names; "" is none.
+func indexOf(names []string, name string) (uint8, bool) {
+	if name == "" {
+		return 0, true
+	}
+	for i, n := range names {
+		if n == name && i > 0 {
+			return uint8(i), true
+		}
+	}
+	return 0, false
+}
 
 // Verdicts is every verdict, most severe first: a dead owner's running
 // task and a lost task block work now; a finished task's leftover lock only
@@ -110,18 +168,36 @@ func (v Verdict) onDeadGrounds() bool {
 }
 
 // Action is what the pass does with a holding or a task.
-type Action string
+type Action uint8
 
 const (
-	ActionKeep    Action = "keep"
-	ActionRelease Action = "release"
+	ActionKeep Action = iota + 1
+	ActionRelease
 	// ActionSuspect remembers the finding; a later pass confirms it.
-	ActionSuspect Action = "suspect"
+	ActionSuspect
 	// ActionUpdate changes a task's state or claim.
-	ActionUpdate Action = "update"
+	ActionUpdate
 	// ActionReport only reports a task: nothing is written for it.
-	ActionReport Action = "report"
+	ActionReport
 )
+
+var actionNames = [...]string{ActionKeep: "keep", ActionRelease: "release", ActionSuspect: "suspect", ActionUpdate: "update", ActionReport: "report"}
+
+// String is the action's name ("" for none).
+func (a Action) String() string { return nameOf(actionNames[:], uint8(a)) }
+
+// MarshalText writes the action's name.
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads an action's name.
+func (a *Action) UnmarshalText(b []byte) error {
+	i, ok := indexOf(actionNames[:], string(b))
+	if !ok {
+		return fmt.Errorf("unknown action %q", b)
+	}
+	*a = Action(i)
+	return nil
+}
 
 // Actions is every action, in the order a plan's summary lists them.
 var Actions = []Action{ActionRelease, ActionUpdate, ActionSuspect, ActionReport, ActionKeep}

@@ -38,7 +38,7 @@ func mayBeLost(f taskFacts) bool {
 		immediate bool
 	}{{0, false}, {1, false}, {1, true}} {
 		f.locks, f.immediate = held.locks, held.immediate
-		if decideTask(f) != "" {
+		if decideTask(f) != noVerdict {
 			return true
 		}
 	}
@@ -56,12 +56,12 @@ func decideTask(f taskFacts) Verdict {
 			// resources any more: reported, never written.
 			return VerdictUnprotected
 		case f.claimLive():
-			return ""
+			return noVerdict
 		case !f.claimed && f.immediate:
 			// pulpcore runs an immediate task with no AppStatus in the
 			// dispatching process under immediate-<T> and app_lock NULL:
 			// that owner is alive while the task is incomplete.
-			return ""
+			return noVerdict
 		}
 		// No claim: the task lost its worker's row; a claim whose row is
 		// missing or dead lost its worker.
@@ -69,14 +69,14 @@ func decideTask(f taskFacts) Verdict {
 	case StateWaiting:
 		switch {
 		case !f.claimed:
-			return ""
+			return noVerdict
 		case f.claim == Gone || f.claim == Dead:
 			return VerdictOrphanedClaim
 		case f.claim == Alive && f.fullScan && f.locks == 0:
 			return VerdictStuckClaim
 		}
 	}
-	return ""
+	return noVerdict
 }
 
 // taskFactsOf gathers what the snapshot says of task t's claim; the lock
@@ -118,7 +118,7 @@ func (j *judge) taskJudgements() []TaskJudgement {
 			continue
 		}
 		f.locks, f.immediate = int(held[id].count), isImmediateOwnerOf(j.lastHolder(held[id]).Owner, id)
-		if v := decideTask(f); v != "" {
+		if v := decideTask(f); v != noVerdict {
 			out = append(out, j.taskJudgement(id, t, v, held[id]))
 		}
 	}

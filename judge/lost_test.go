@@ -326,7 +326,7 @@ func TestJudgeStuckClaimConfirmation(t *testing.T) {
 		{"seen again before confirm_after", true, jtDur(time.Minute), VerdictStuckClaim, true, ActionSuspect, jtNow.Add(-time.Minute)},
 		{"confirmed", true, jtDur(DefaultConfirmAfter), VerdictStuckClaim, true, ActionUpdate, jtNow.Add(-DefaultConfirmAfter)},
 		{"remembered under another verdict restarts", true, jtDur(time.Hour), VerdictUnclaimed, true, ActionSuspect, jtNow},
-		{"registry-only snapshot does not judge it", false, jtDur(time.Hour), VerdictStuckClaim, false, "", time.Time{}},
+		{"registry-only snapshot does not judge it", false, jtDur(time.Hour), VerdictStuckClaim, false, 0, time.Time{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

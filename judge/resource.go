@@ -55,7 +55,7 @@ func decideResource(f resourceFacts) (v Verdict, inherited bool) {
 		// resource must not take the running task's membership with it.
 		return VerdictJustified, false
 	case f.released && f.inherits:
-		return "", true
+		return noVerdict, true
 	case f.owner == Dead:
 		return VerdictOwnerDead, false
 	case f.owner == Gone:

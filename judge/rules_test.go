@@ -88,7 +88,7 @@ func TestRuleResource(t *testing.T) {
 		{"justified by the task row: owner alive", resourceFacts{owner: Alive, rowReserves: true, released: true, inherits: true}, VerdictJustified, false},
 		{"justified by the task row: owner late", resourceFacts{owner: Late, rowReserves: true}, VerdictJustified, false},
 		{"a task row does not justify a dead owner's holding", resourceFacts{owner: Dead, rowReserves: true}, VerdictOwnerDead, false},
-		{"the released task lock's verdict", resourceFacts{owner: Alive, released: true, inherits: true}, "", true},
+		{"the released task lock's verdict", resourceFacts{owner: Alive, released: true, inherits: true}, noVerdict, true},
 		{"an opaque shared membership inherits nothing", resourceFacts{owner: Alive, released: true}, VerdictNoTask, false},
 		{"owner-dead", resourceFacts{owner: Dead}, VerdictOwnerDead, false},
 		{"owner-gone", resourceFacts{owner: Gone}, VerdictOwnerGone, false},
@@ -135,20 +135,20 @@ func TestRuleLostTask(t *testing.T) {
 		{"lost: running, its app_lock row dead", taskFacts{state: StateRunning, claimed: true, claim: Dead, locks: 1, fullScan: true}, VerdictLost},
 		{"lost: canceling, its app_lock row gone", taskFacts{state: StateCanceling, claimed: true, claim: Gone, fullScan: true}, VerdictLost},
 		{"lost: running, app_lock_id NULL", taskFacts{state: StateRunning, locks: 1, fullScan: true}, VerdictLost},
-		{"not lost: running unclaimed under immediate-<T>", taskFacts{state: StateRunning, locks: 1, immediate: true, fullScan: true}, ""},
-		{"not lost: running under a live claim", taskFacts{state: StateRunning, claimed: true, claim: Alive, locks: 1, fullScan: true}, ""},
-		{"not lost: canceling under a late claim", taskFacts{state: StateCanceling, claimed: true, claim: Late, fullScan: true}, ""},
+		{"not lost: running unclaimed under immediate-<T>", taskFacts{state: StateRunning, locks: 1, immediate: true, fullScan: true}, noVerdict},
+		{"not lost: running under a live claim", taskFacts{state: StateRunning, claimed: true, claim: Alive, locks: 1, fullScan: true}, noVerdict},
+		{"not lost: canceling under a late claim", taskFacts{state: StateCanceling, claimed: true, claim: Late, fullScan: true}, noVerdict},
 		{"orphaned-claim: waiting, its app_lock row dead", taskFacts{state: StateWaiting, claimed: true, claim: Dead, locks: 1}, VerdictOrphanedClaim},
 		{"orphaned-claim: waiting, its app_lock row gone", taskFacts{state: StateWaiting, claimed: true, claim: Gone}, VerdictOrphanedClaim},
 		{"stuck-claim: waiting, app_lock alive, no task lock", taskFacts{state: StateWaiting, claimed: true, claim: Alive, fullScan: true}, VerdictStuckClaim},
-		{"not stuck: no task lock in a registry-only read", taskFacts{state: StateWaiting, claimed: true, claim: Alive}, ""},
-		{"not stuck: waiting unclaimed", taskFacts{state: StateWaiting, fullScan: true}, ""},
+		{"not stuck: no task lock in a registry-only read", taskFacts{state: StateWaiting, claimed: true, claim: Alive}, noVerdict},
+		{"not stuck: waiting unclaimed", taskFacts{state: StateWaiting, fullScan: true}, noVerdict},
 		{"unprotected: running, app_lock alive, no task:<T> in a full scan", taskFacts{state: StateRunning, claimed: true, claim: Alive, fullScan: true}, VerdictUnprotected},
 		{"unprotected: running, app_lock late", taskFacts{state: StateRunning, claimed: true, claim: Late, fullScan: true}, VerdictUnprotected},
-		{"final tasks get no verdict", taskFacts{state: StateCompleted, claimed: true, claim: Dead}, ""},
+		{"final tasks get no verdict", taskFacts{state: StateCompleted, claimed: true, claim: Dead}, noVerdict},
 	} {
 		require.Equal(t, c.want, decideTask(c.f), c.row)
-		if c.want != "" {
+		if c.want != noVerdict {
 			require.True(t, mayBeLost(c.f), c.row+": a candidate")
 		}
 	}

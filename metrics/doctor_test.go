@@ -17,8 +17,8 @@ func TestUnprotectedTasks(t *testing.T) {
 	m, reg := setup(t)
 	rep := completedReport()
 	rep.Tasks = append(rep.Tasks,
-		pass.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "6f1c0000-0000-4000-8000-000000000003", Verdict: unprotectedVerdict, Action: "report"}},
-		pass.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "6f1c0000-0000-4000-8000-000000000004", Verdict: unprotectedVerdict, Action: "report"}})
+		pass.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "6f1c0000-0000-4000-8000-000000000003", Verdict: unprotectedVerdict, Action: judge.ActionReport}},
+		pass.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "6f1c0000-0000-4000-8000-000000000004", Verdict: unprotectedVerdict, Action: judge.ActionReport}})
 	m.Observe(rep)
 	require.Equal(t, 2.0, testutil.ToFloat64(m.doctor.unprotected))
 

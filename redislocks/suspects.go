@@ -25,7 +25,7 @@ func decodeSuspect(field, value string) (judge.SuspectKey, judge.Suspect, bool) 
 	if json.Unmarshal([]byte(field), &kv) != nil || json.Unmarshal([]byte(value), &s) != nil {
 		return judge.SuspectKey{}, judge.Suspect{}, false
 	}
-	if s.Verdict == "" || s.FirstSeen.IsZero() {
+	if s.Verdict == 0 || s.FirstSeen.IsZero() {
 		return judge.SuspectKey{}, judge.Suspect{}, false
 	}
 	return judge.SuspectKey{Key: kv[0], Owner: kv[1]}, s, true

@@ -100,8 +100,10 @@ func (s *Server) queuePage(w http.ResponseWriter, r *http.Request) {
 type ownersData struct {
 	Rows     []OwnerRow
 	Liveness string
-	Verdict  judge.Verdict
-	Pager    pager
+	// Verdict is the verdict asked for, by name: an unknown one matches
+	// nothing.
+	Verdict string
+	Pager   pager
 }
 
 func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
@@ -110,10 +112,11 @@ func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.view.Load()
 	q := r.URL.Query()
-	d := ownersData{Liveness: q.Get("liveness"), Verdict: judge.Verdict(q.Get("verdict"))}
+	d := ownersData{Liveness: q.Get("liveness"), Verdict: q.Get("verdict")}
+	want, _ := judge.ParseVerdict(d.Verdict)
 	var rows []OwnerRow
 	for _, o := range v.Owners {
-		if (d.Liveness == "" || o.Liveness == d.Liveness) && (d.Verdict == "" || o.ByVerdict[d.Verdict] > 0) {
+		if (d.Liveness == "" || o.Liveness == d.Liveness) && (d.Verdict == "" || o.ByVerdict[want] > 0) {
 			rows = append(rows, o)
 		}
 	}
@@ -126,12 +129,13 @@ func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
 // flags of `lock-reaper locks` do; empty fields match everything.
 type holdingFilter struct {
 	Owner, Resource, Task string
-	Verdict               judge.Verdict
+	// Verdict is by name: an unknown one matches nothing.
+	Verdict string
 }
 
 func (f holdingFilter) match(jd *judge.Judgement) bool {
 	return (f.Owner == "" || jd.Owner == f.Owner) &&
-		(f.Verdict == "" || jd.Verdict == f.Verdict) &&
+		(f.Verdict == "" || jd.Verdict.String() == f.Verdict) &&
 		(f.Resource == "" || jd.Resource() == f.Resource) &&
 		(f.Task == "" || jd.HoldingTask() == f.Task)
 }
@@ -156,7 +160,7 @@ func (s *Server) holdingsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.view.Load()
 	q := r.URL.Query()
-	f := holdingFilter{Owner: param(q, "owner"), Resource: param(q, "resource"), Task: strings.ToLower(param(q, "task")), Verdict: judge.Verdict(q.Get("verdict"))}
+	f := holdingFilter{Owner: param(q, "owner"), Resource: param(q, "resource"), Task: strings.ToLower(param(q, "task")), Verdict: q.Get("verdict")}
 	all := v.Holdings()
 	// A key filter on one resource or task uses the index, not a walk.
 	var candidates []int
