@@ -112,8 +112,6 @@ type TaskRef struct {
 	Name string `json:"name,omitempty"`
 	// State is empty when the task has no row.
 	State string `json:"state,omitempty"`
-	// StartedAt is when a worker started running it (nil while it waits).
-	StartedAt *time.Time `json:"started_at,omitempty"`
 }
 
 // TaskAhead is an older waiting task that goes first.
@@ -194,7 +192,7 @@ func (x *explainer) taskRef(id string) *TaskRef {
 	}
 	ref := &TaskRef{ID: id}
 	if t, ok := x.in.Snapshot.Tasks[id]; ok {
-		ref.Name, ref.State, ref.StartedAt = t.Name, t.State, t.StartedAt
+		ref.Name, ref.State = t.Name, t.State
 	} else if x.e.Task != nil && id == x.id {
 		ref.Name, ref.State = x.e.Task.Name, x.e.Task.State
 	}

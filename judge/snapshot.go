@@ -98,9 +98,6 @@ type Task struct {
 	// ones as shared:<name>.
 	Reserved   []string   `json:"reserved_resources_record"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
-	// StartedAt is when a worker started running it, nil while it waits:
-	// the status page says how long a live worker has held a resource.
-	StartedAt *time.Time `json:"started_at,omitempty"`
 }
 
 // Task states, as pulpcore writes them.

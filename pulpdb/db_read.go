@@ -34,7 +34,7 @@ type Snapshot struct {
 // NULL array elements are dropped so that an odd record cannot fail the read.
 const (
 	taskColumns = `pulp_id, name, state, app_lock_id,
-       array_remove(reserved_resources_record, NULL), finished_at, started_at`
+       array_remove(reserved_resources_record, NULL), finished_at`
 	readOpenTasksSQL = `SELECT ` + taskColumns + ` FROM core_task
 WHERE state IN ('waiting', 'running', 'canceling')
   AND (app_lock_id IS NOT NULL OR state <> 'waiting')`
@@ -116,7 +116,7 @@ func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]judg
 	defer rows.Close()
 	var t judge.Task
 	dest := []any{uuidText{dst: &t.ID, named: into}, internedText{&t.Name, in}, internedText{&t.State, in}, uuidText{dst: &t.AppLockID, seen: in.claims},
-		&reservedScanner{out: &t.Reserved, elem: reservedElem{in: in}}, &t.FinishedAt, &t.StartedAt}
+		&reservedScanner{out: &t.Reserved, elem: reservedElem{in: in}}, &t.FinishedAt}
 	for rows.Next() {
 		t = judge.Task{}
 		if err := rows.Scan(dest...); err != nil {

@@ -164,9 +164,6 @@ func keptBy(h explain.Holder) string {
 		if h.Task.State != "" {
 			who += ", " + h.Task.State
 		}
-		if h.Task.StartedAt != nil {
-			who += " since " + clock(*h.Task.StartedAt)
-		}
 	}
 	return who
 }
