@@ -2,7 +2,10 @@
 //
 // Every setting is described once, in the table of settings.go: its dotted
 // key, environment variable, flag, default, documentation and parser. The
-// sources are layered with increasing precedence:
+// settings a pass reads are the exception for their default and check: they
+// are bound straight onto Config.Pass, a pass.Config, whose DefaultConfig
+// and Validate (pass/config.go) hold them. The sources are layered with
+// increasing precedence:
 //
 //	defaults < YAML file (--config or REAPER_CONFIG) < REAPER_* environment < flags
 //
