@@ -46,7 +46,7 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 // legacy-owners check reads one snapshot exactly as a pass does.
 func doctorTarget(r *pass.Reaper, s *setup) doctor.Target {
 	return doctor.Target{
-		Redis: s.rdb, Postgres: s.pool, Timeout: max(s.cfg.Redis.Timeout, s.cfg.Database.Timeout),
+		Redis: s.rdb, Postgres: s.pool, Timeout: max(s.cfg.Pass.RedisTimeout, s.cfg.Pass.DatabaseTimeout),
 		Inspect: func(ctx context.Context) (*pass.Inspection, error) {
 			return r.Inspect(ctx, pass.InspectOptions{})
 		},

@@ -20,7 +20,7 @@ import (
 func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (pass.PodSource, error) {
 	d, err := kube.Open(ctx, kube.Config{
 		Enabled: c.Kubernetes.Enabled, Namespace: c.Kubernetes.Namespace, Selector: c.Kubernetes.Selector,
-		Container: c.Kubernetes.Container, APIContainer: c.Kubernetes.APIContainer, Timeout: c.Kubernetes.Timeout, Kubeconfig: c.Kubernetes.Kubeconfig,
+		Container: c.Kubernetes.Container, APIContainer: c.Kubernetes.APIContainer, Timeout: c.Pass.KubernetesTimeout, Kubeconfig: c.Kubernetes.Kubeconfig,
 		KubeconfigEnv: c.Kubernetes.KubeconfigEnv,
 	})
 	if err != nil {

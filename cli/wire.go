@@ -82,19 +82,6 @@ func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool
 	return s, 0, true
 }
 
-// reaperConfig is the reaper's configuration: every setting the settings
-// table binds to the reaper, and force, which only some commands take.
-func reaperConfig(c config.Config, force bool) pass.Config {
-	rc := c.Reaper()
-	rc.Force = force
-	// The Kubernetes settings are kept together in the kubernetes group of
-	// the settings table; the pod source itself is opened by newReaper.
-	rc.Kubernetes.HungWorkerGrace = c.Kubernetes.HungWorkerGrace
-	rc.Kubernetes.ClockSkew = c.Kubernetes.ClockMargin
-	rc.KubernetesTimeout = c.Kubernetes.Timeout
-	return rc
-}
-
 // newReaper wires a reaper for a command: config, logger, clients.
 func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*pass.Reaper, *setup, int, bool) {
 	return newReaperWith(fs, loader, env, force, false)
@@ -111,7 +98,10 @@ func newReaperWith(fs *flag.FlagSet, loader *config.Loader, env Env, force, watc
 	if !ok {
 		return nil, nil, code, false
 	}
-	rc := reaperConfig(cfg, force)
+	// The reaper takes the configuration's Pass as it is, with force (a
+	// flag of the commands that allow it) and the pod source opened here.
+	rc := cfg.Pass
+	rc.Force = force
 	pods, err := openPods(context.Background(), cfg, logger)
 	if err != nil {
 		s.close()

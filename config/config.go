@@ -2,7 +2,10 @@
 //
 // Every setting is described once, in the table of settings.go: its dotted
 // key, environment variable, flag, default, documentation and parser. The
-// sources are layered with increasing precedence:
+// settings a pass reads are the exception for their default and check: they
+// are bound straight onto Config.Pass, a pass.Config, whose DefaultConfig
+// and Validate (pass/config.go) hold them. The sources are layered with
+// increasing precedence:
 //
 //	defaults < YAML file (--config or REAPER_CONFIG) < REAPER_* environment < flags
 //
@@ -15,11 +18,19 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // Config is lock-reaper's effective configuration. Field comments give the
 // dotted key; the table in settings.go documents each one.
 type Config struct {
+	// Pass is every setting a pass reads, bound here directly: redis.timeout
+	// is Pass.RedisTimeout, heartbeat_grace Pass.HeartbeatGrace, and so on
+	// (the field comments of pass.Config give the keys). Its defaults are
+	// pass.DefaultConfig's and its checks pass.Config.Validate's.
+	Pass pass.Config
+
 	Redis struct {
 		URL string // redis.url
 		// Discrete connection settings: each, when not empty, overrides
@@ -30,51 +41,29 @@ type Config struct {
 		Username string // redis.username
 		Password string // redis.password
 		// TLS files of a rediss:// connection (see redis_tls.go).
-		TLSCAFile   string        // redis.tls_ca_file
-		TLSCertFile string        // redis.tls_cert_file
-		TLSKeyFile  string        // redis.tls_key_file
-		ScanCount   int           // redis.scan_count
-		BatchSize   int           // redis.batch_size
-		Timeout     time.Duration // redis.timeout
+		TLSCAFile   string // redis.tls_ca_file
+		TLSCertFile string // redis.tls_cert_file
+		TLSKeyFile  string // redis.tls_key_file
 	}
 	Database struct {
 		URL string // database.url
 		// Discrete connection settings: each, when not empty, overrides
 		// that part of the URL (see postgres_discrete.go).
-		Host        string        // database.host
-		Port        string        // database.port
-		Name        string        // database.name
-		User        string        // database.user
-		Password    string        // database.password
-		SSLMode     string        // database.sslmode
-		SSLRootCert string        // database.sslrootcert
-		Timeout     time.Duration // database.timeout
-		ExecMode    string        // database.exec_mode
+		Host        string // database.host
+		Port        string // database.port
+		Name        string // database.name
+		User        string // database.user
+		Password    string // database.password
+		SSLMode     string // database.sslmode
+		SSLRootCert string // database.sslrootcert
+		ExecMode    string // database.exec_mode
 	}
-	HeartbeatGrace time.Duration // heartbeat_grace
-	FinishedGrace  time.Duration // finished_grace
-	ConfirmAfter   time.Duration // confirm_after
-	SuspectTTL     time.Duration // suspect_ttl
-
-	LostRunning     string // lost_running
-	OrphanedWaiting string // orphaned_waiting
-
-	MaxDeadFraction float64 // max_dead_fraction
-	MinWorkers      int     // min_workers
-	MaxReleases     int     // max_releases
-	MaxTaskUpdates  int     // max_task_updates
-
-	CoordinateWithPulpcore bool // coordinate_with_pulpcore
-
 	Kubernetes struct {
-		Enabled         string        // kubernetes.enabled
-		Namespace       string        // kubernetes.namespace
-		Selector        string        // kubernetes.selector
-		Container       string        // kubernetes.container
-		APIContainer    string        // kubernetes.api_container
-		ClockMargin     time.Duration // kubernetes.clock_margin
-		HungWorkerGrace time.Duration // kubernetes.hung_worker_grace
-		Timeout         time.Duration // kubernetes.timeout
+		Enabled      string // kubernetes.enabled
+		Namespace    string // kubernetes.namespace
+		Selector     string // kubernetes.selector
+		Container    string // kubernetes.container
+		APIContainer string // kubernetes.api_container
 		// Kubeconfig is --kubeconfig (one file) and KubeconfigEnv is
 		// KUBECONFIG (a list of files, as kubectl reads it); not keys: a
 		// laptop's.
@@ -98,12 +87,20 @@ type Config struct {
 	Output string // output
 }
 
-// Default returns the configuration with every default of the settings
-// table. Defaults are only parsed here, not checked: checking database.url
-// reads the process's PG* variables, which must not make Default fail.
+// Default returns the configuration with every default: pass.DefaultConfig
+// for Pass, the settings table's for the rest. Defaults are only parsed
+// here, not checked: checking database.url reads the process's PG*
+// variables, which must not make Default fail.
 func Default() Config {
-	var c Config
+	c := Config{Pass: pass.DefaultConfig()}
 	for _, s := range settings {
+		if s.inPass {
+			if s.def != "" {
+				// A second default that could drift from the reaper's.
+				panic(fmt.Sprintf("config: %s has a default of its own besides pass.DefaultConfig's", s.key))
+			}
+			continue
+		}
 		if err := s.set(&c, s.def); err != nil {
 			// The table is code: a default that does not parse is a bug that
 			// the tests catch, not a user error.
@@ -113,9 +110,10 @@ func Default() Config {
 	return c
 }
 
-// Validate checks every setting and the relations between them. It reports
-// all problems at once, each prefixed by its dotted key; secret values never
-// appear in the messages.
+// Validate checks every setting and the relations between them: the
+// settings of Pass by pass.Config.Validate, the others by the table's
+// checks. It reports all problems at once, each prefixed by its dotted key;
+// secret values never appear in the messages.
 func (c Config) Validate() error {
 	var errs []error
 	for _, s := range settings {
@@ -129,12 +127,8 @@ func (c Config) Validate() error {
 	if err := checkRedisConn(c); err != nil {
 		errs = append(errs, fmt.Errorf("redis settings: %w", err))
 	}
-	// A suspect must outlive the wait for its confirmation, otherwise it
-	// expires before it can ever be confirmed and nothing is released.
-	if c.SuspectTTL <= c.ConfirmAfter {
-		errs = append(errs, fmt.Errorf("suspect_ttl (%s) must be greater than confirm_after (%s)",
-			formatDuration(c.SuspectTTL), formatDuration(c.ConfirmAfter)))
-	}
+	_, relations := passProblems(c.Pass)
+	errs = append(errs, relations...)
 	return errors.Join(errs...)
 }
 

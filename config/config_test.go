@@ -60,29 +60,29 @@ func TestDefault(t *testing.T) {
 	// are the configuration's own.
 	var want Config
 	want.Redis.URL = "redis://localhost:6379/0"
-	want.Redis.ScanCount = pass.DefaultScanCount
-	want.Redis.BatchSize = pass.DefaultBatchSize
-	want.Redis.Timeout = pass.DefaultRedisTimeout
+	want.Pass.ScanCount = pass.DefaultScanCount
+	want.Pass.BatchSize = pass.DefaultBatchSize
+	want.Pass.RedisTimeout = pass.DefaultRedisTimeout
 	want.Database.URL = ""
-	want.Database.Timeout = pass.DefaultDatabaseTimeout
-	want.HeartbeatGrace = judge.DefaultHeartbeatGrace
-	want.FinishedGrace = judge.DefaultFinishedGrace
-	want.ConfirmAfter = judge.DefaultConfirmAfter
-	want.SuspectTTL = pass.DefaultSuspectTTL
-	want.LostRunning = judge.DefaultLostRunning
-	want.OrphanedWaiting = judge.DefaultOrphanedWaiting
-	want.MaxDeadFraction = judge.DefaultMaxDeadFraction
-	want.MinWorkers = judge.DefaultMinWorkers
-	want.MaxReleases = judge.DefaultMaxReleases
-	want.MaxTaskUpdates = judge.DefaultMaxTaskUpdates
-	want.CoordinateWithPulpcore = true
+	want.Pass.DatabaseTimeout = pass.DefaultDatabaseTimeout
+	want.Pass.HeartbeatGrace = judge.DefaultHeartbeatGrace
+	want.Pass.FinishedGrace = judge.DefaultFinishedGrace
+	want.Pass.ConfirmAfter = judge.DefaultConfirmAfter
+	want.Pass.SuspectTTL = pass.DefaultSuspectTTL
+	want.Pass.LostRunning = judge.DefaultLostRunning
+	want.Pass.OrphanedWaiting = judge.DefaultOrphanedWaiting
+	want.Pass.MaxDeadFraction = judge.DefaultMaxDeadFraction
+	want.Pass.MinWorkers = judge.DefaultMinWorkers
+	want.Pass.MaxReleases = judge.DefaultMaxReleases
+	want.Pass.MaxTaskUpdates = judge.DefaultMaxTaskUpdates
+	want.Pass.CoordinateWithPulpcore = true
 	want.Kubernetes.Enabled = "auto"
 	want.Kubernetes.Selector = "app.kubernetes.io/managed-by=pulp-operator,app.kubernetes.io/component in (worker,api)"
 	want.Kubernetes.Container = "worker"
 	want.Kubernetes.APIContainer = "api"
-	want.Kubernetes.ClockMargin = 2 * time.Second
-	want.Kubernetes.HungWorkerGrace = 10 * time.Minute
-	want.Kubernetes.Timeout = 5 * time.Second
+	want.Pass.Kubernetes.ClockSkew = 2 * time.Second
+	want.Pass.Kubernetes.HungWorkerGrace = 10 * time.Minute
+	want.Pass.KubernetesTimeout = 5 * time.Second
 	want.Schedule = "@every 1m"
 	want.Jitter = 5 * time.Second
 	want.FullScanInterval = 10 * time.Minute
@@ -188,15 +188,15 @@ func TestConfigPath(t *testing.T) {
 
 	c, err := load(t, "", env{"REAPER_CONFIG": fromEnv})
 	require.NoError(t, err)
-	require.Equal(t, 11, c.MinWorkers)
+	require.Equal(t, 11, c.Pass.MinWorkers)
 
 	c, err = load(t, "", env{"REAPER_CONFIG": fromEnv}, "--config", fromFlag)
 	require.NoError(t, err)
-	require.Equal(t, 22, c.MinWorkers, "--config beats REAPER_CONFIG")
+	require.Equal(t, 22, c.Pass.MinWorkers, "--config beats REAPER_CONFIG")
 
 	c, err = load(t, "", env{"REAPER_CONFIG": fromEnv}, "--config=")
 	require.NoError(t, err)
-	require.Equal(t, 3, c.MinWorkers, "an empty --config means no file")
+	require.Equal(t, 3, c.Pass.MinWorkers, "an empty --config means no file")
 
 	_, err = load(t, "", nil, "--config", filepath.Join(t.TempDir(), "missing.yaml"))
 	require.ErrorContains(t, err, "reading config file: open ")
@@ -215,7 +215,7 @@ func TestEnvFile(t *testing.T) {
 	n := writeFile(t, "n", "42\r\n")
 	c, err = load(t, "redis:\n  scan_count: 7\n", env{"REAPER_REDIS_SCAN_COUNT_FILE": n})
 	require.NoError(t, err)
-	require.Equal(t, 42, c.Redis.ScanCount)
+	require.Equal(t, 42, c.Pass.ScanCount)
 
 	_, err = load(t, "", env{"REAPER_DATABASE_URL": "postgres://h/db", "REAPER_DATABASE_URL_FILE": dsn})
 	require.EqualError(t, err, "REAPER_DATABASE_URL and REAPER_DATABASE_URL_FILE are both set: set only one")
@@ -284,7 +284,7 @@ func TestYAMLAccepted(t *testing.T) {
 	// Anchors and aliases are resolved.
 	c, err := load(t, "jitter: &d 10s\nfinished_grace: *d\n", nil)
 	require.NoError(t, err)
-	require.Equal(t, 10*time.Second, c.FinishedGrace)
+	require.Equal(t, 10*time.Second, c.Pass.FinishedGrace)
 }
 
 func TestBadValues(t *testing.T) {
@@ -361,10 +361,10 @@ func TestCrossChecks(t *testing.T) {
 
 	c, err := load(t, "confirm_after: 2h\n", env{"REAPER_SUSPECT_TTL": "3h"})
 	require.NoError(t, err)
-	require.Equal(t, 3*time.Hour, c.SuspectTTL)
+	require.Equal(t, 3*time.Hour, c.Pass.SuspectTTL)
 
 	c = Default()
-	c.MinWorkers = -2
+	c.Pass.MinWorkers = -2
 	c.Log.Level = "loud"
 	err = c.Validate()
 	require.ErrorContains(t, err, "min_workers: must not be negative, got -2")
@@ -383,13 +383,13 @@ func TestFlags(t *testing.T) {
 	require.True(t, *dryRun)
 	require.True(t, *force)
 	require.Equal(t, []string{"rest"}, fs.Args())
-	require.False(t, c.CoordinateWithPulpcore)
-	require.Equal(t, 45*time.Second, c.HeartbeatGrace)
+	require.False(t, c.Pass.CoordinateWithPulpcore)
+	require.Equal(t, 45*time.Second, c.Pass.HeartbeatGrace)
 
 	// A bare boolean flag means true.
 	c, err = load(t, "coordinate_with_pulpcore: false\n", nil, "--coordinate-with-pulpcore")
 	require.NoError(t, err)
-	require.True(t, c.CoordinateWithPulpcore)
+	require.True(t, c.Pass.CoordinateWithPulpcore)
 
 	// Help shows kinds, defaults and env names, and no secret.
 	var help bytes.Buffer
@@ -408,18 +408,18 @@ func TestFlags(t *testing.T) {
 func TestWriteYAMLRoundTrip(t *testing.T) {
 	c := Default()
 	c.Redis.URL = "redis+sentinel://:secret@s1:26379,s2/3?master_name=pulp"
-	c.Redis.ScanCount = 250
-	c.Redis.Timeout = 1500 * time.Millisecond
+	c.Pass.ScanCount = 250
+	c.Pass.RedisTimeout = 1500 * time.Millisecond
 	c.Database.URL = "host=db user=pulp password=secret dbname=pulp"
-	c.Database.Timeout = 90 * time.Second
-	c.HeartbeatGrace = 0
-	c.ConfirmAfter = 5 * time.Minute
-	c.SuspectTTL = 2*time.Hour + 30*time.Minute
-	c.LostRunning = "failed"
-	c.OrphanedWaiting = "cancel"
-	c.MaxDeadFraction = 0.75
-	c.MinWorkers = 0
-	c.CoordinateWithPulpcore = false
+	c.Pass.DatabaseTimeout = 90 * time.Second
+	c.Pass.HeartbeatGrace = 0
+	c.Pass.ConfirmAfter = 5 * time.Minute
+	c.Pass.SuspectTTL = 2*time.Hour + 30*time.Minute
+	c.Pass.LostRunning = "failed"
+	c.Pass.OrphanedWaiting = "cancel"
+	c.Pass.MaxDeadFraction = 0.75
+	c.Pass.MinWorkers = 0
+	c.Pass.CoordinateWithPulpcore = false
 	c.Schedule = "*/5 * * * *"
 	c.Jitter = 0
 	c.Listen = "127.0.0.1:9100"
@@ -489,9 +489,9 @@ func TestKubernetesSettings(t *testing.T) {
 	require.Equal(t, "true", c.Kubernetes.Enabled)
 	require.Equal(t, "pulp", c.Kubernetes.Namespace)
 	require.Equal(t, "app=pulp-worker", c.Kubernetes.Selector)
-	require.Equal(t, 3*time.Minute, c.Kubernetes.HungWorkerGrace)
+	require.Equal(t, 3*time.Minute, c.Pass.Kubernetes.HungWorkerGrace)
 	require.Equal(t, "pulp-api", c.Kubernetes.APIContainer)
-	require.Equal(t, 500*time.Millisecond, c.Kubernetes.ClockMargin)
+	require.Equal(t, 500*time.Millisecond, c.Pass.Kubernetes.ClockSkew)
 	require.Empty(t, c.Kubernetes.Kubeconfig)
 	require.Equal(t, "/home/me/.kube/config:/home/me/.kube/other", c.Kubernetes.KubeconfigEnv, "a list, as kubectl reads it")
 

@@ -86,7 +86,7 @@ func TestRedisTLSFiles(t *testing.T) {
 		return rdb.Ping(ctx).Err()
 	}
 	c := Default()
-	c.Redis.Timeout = 5 * time.Second
+	c.Pass.RedisTimeout = 5 * time.Second
 	c.Redis.URL = fmt.Sprintf("rediss://127.0.0.1:%d/0", port)
 	c.Redis.TLSCAFile, c.Redis.TLSCertFile, c.Redis.TLSKeyFile = pki.CA, pki.ClientCert, pki.ClientKey
 	require.NoError(t, ping(c))

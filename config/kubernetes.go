@@ -3,7 +3,6 @@ package config
 import (
 	"flag"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -16,18 +15,6 @@ const kubeconfigEnv = "KUBECONFIG"
 func checkSelector(s string) error {
 	if _, err := labels.Parse(s); err != nil {
 		return fmt.Errorf("invalid label selector %q: %w", s, err)
-	}
-	return nil
-}
-
-// maxClockMargin bounds kubernetes.clock_margin: NTP keeps nodes within
-// milliseconds, and a wider margin would let the hold rule take a container
-// started that long after a row for the row's process.
-const maxClockMargin = 30 * time.Second
-
-func checkClockMargin(d time.Duration) error {
-	if d < 0 || d > maxClockMargin {
-		return fmt.Errorf("must be between 0s and %s", maxClockMargin)
 	}
 	return nil
 }

@@ -31,9 +31,10 @@ func Register(fs *flag.FlagSet) *Loader {
 	l := &Loader{config: &flagValue{}}
 	fs.Var(l.config, "config", "path of the YAML configuration `file` (env "+configEnv+")")
 	l.kubeconfig = registerKubeconfig(fs)
+	def := Default()
 	for i := range settings {
 		s := &settings[i]
-		v := &flagValue{def: s.def, isBool: s.isBool, redact: s.redact}
+		v := &flagValue{def: s.get(&def), isBool: s.isBool, redact: s.redact}
 		fs.Var(v, s.flag(), s.usage())
 		l.flags = append(l.flags, v)
 	}
@@ -143,14 +144,24 @@ func (l *Loader) configPath(getenv func(string) (string, bool)) (string, error) 
 func (s *setting) apply(c *Config, raw string) error {
 	err := s.set(c, raw)
 	if err == nil {
-		err = s.validate(c)
+		err = s.problem(c)
 	}
 	return s.scrubErr(err, raw)
 }
 
 // check validates the setting's current value, without leaking secrets.
 func (s *setting) check(c *Config) error {
-	return s.scrubErr(s.validate(c), s.get(c))
+	return s.scrubErr(s.problem(c), s.get(c))
+}
+
+// problem is what is wrong with the setting's value: its own checks', or,
+// for a field of Config.Pass, what pass.Config.Validate says of its key.
+func (s *setting) problem(c *Config) error {
+	if s.inPass {
+		byKey, _ := passProblems(c.Pass)
+		return byKey[s.key]
+	}
+	return s.validate(c)
 }
 
 // lookupEnv reads NAME or NAME_FILE (a path whose content, without trailing

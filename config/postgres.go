@@ -49,7 +49,7 @@ func PoolConfig(c Config) (*pgxpool.Config, error) {
 		cc.RuntimeParams["application_name"] = applicationName
 	}
 	if cc.ConnectTimeout == 0 {
-		cc.ConnectTimeout = c.Database.Timeout
+		cc.ConnectTimeout = c.Pass.DatabaseTimeout
 	}
 	return pc, nil
 }

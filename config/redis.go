@@ -38,12 +38,12 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 		return nil, scrubPasswords(err, c.Redis.Password)
 	}
 	if o := t.failover; o != nil {
-		applyTimeout(c.Redis.Timeout, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout)
+		applyTimeout(c.Pass.RedisTimeout, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout)
 		o.ContextTimeoutEnabled = true
 		return redis.NewFailoverClient(o), nil
 	}
 	o := t.plain
-	applyTimeout(c.Redis.Timeout, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout)
+	applyTimeout(c.Pass.RedisTimeout, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout)
 	o.ContextTimeoutEnabled = true
 	return redis.NewClient(o), nil
 }

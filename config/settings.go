@@ -22,10 +22,12 @@ const (
 // setting is one row of the table: everything the loaders, the flag set,
 // WriteYAML and the example file need to know about a configuration key.
 type setting struct {
-	key    string // dotted YAML key; env and flag names derive from it
-	group  string
-	def    string // default, in the textual form a user would write
-	secret bool   // may hold passwords (a URL): they are hidden in Redacted, WriteYAML and error messages
+	key   string // dotted YAML key; env and flag names derive from it
+	group string
+	// def is the default, in the textual form a user would write; empty for
+	// a setting of Config.Pass, whose default is pass.DefaultConfig's.
+	def    string
+	secret bool // may hold passwords (a URL): they are hidden in Redacted, WriteYAML and error messages
 	// password marks a setting whose whole value is a password: hidden
 	// entirely wherever secret values are.
 	password bool
@@ -65,7 +67,7 @@ func (s *setting) leaf() string {
 
 // settings is the table. Its order is the order of the example file and of
 // WriteYAML, so keys of one section must stay together (a test checks it).
-var settings = withReaperDefaults([]setting{
+var settings = []setting{
 	{
 		key: "redis.url", group: groupRedis, def: "redis://localhost:6379/0", secret: true,
 		binding: bind(stringCodec("url"), func(c *Config) *string { return &c.Redis.URL }, checkRedisURL),
@@ -122,17 +124,17 @@ var settings = withReaperDefaults([]setting{
 	},
 	{
 		key: "redis.scan_count", group: groupRedis,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.ScanCount }, func(rc *pass.Config) *int { return &rc.ScanCount }, positive[int]),
+		binding: bindPass(intCodec, func(rc *pass.Config) *int { return &rc.ScanCount }),
 		doc:     "COUNT hint of each SCAN call over the keyspace.",
 	},
 	{
 		key: "redis.batch_size", group: groupRedis,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.Redis.BatchSize }, func(rc *pass.Config) *int { return &rc.BatchSize }, positive[int]),
+		binding: bindPass(intCodec, func(rc *pass.Config) *int { return &rc.BatchSize }),
 		doc:     "Keys per pipelined read, holdings per release (Lua) call and tasks per update statement.",
 	},
 	{
 		key: "redis.timeout", group: groupRedis,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Redis.Timeout }, func(rc *pass.Config) *time.Duration { return &rc.RedisTimeout }, positive[time.Duration]),
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.RedisTimeout }),
 		doc:     "Deadline of each Redis call; also the dial, read and write timeout of the connections.",
 	},
 	{
@@ -182,7 +184,7 @@ var settings = withReaperDefaults([]setting{
 	},
 	{
 		key: "database.timeout", group: groupDatabase,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.Database.Timeout }, func(rc *pass.Config) *time.Duration { return &rc.DatabaseTimeout }, positive[time.Duration]),
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.DatabaseTimeout }),
 		doc: "Deadline of each statement (set in each of lock-reaper's transactions with SET LOCAL " +
 			"statement_timeout, which PgBouncer passes on) and of connecting.",
 	},
@@ -196,58 +198,58 @@ var settings = withReaperDefaults([]setting{
 	},
 	{
 		key: "heartbeat_grace", group: groupJudge,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatGrace }, func(rc *pass.Config) *time.Duration { return &rc.HeartbeatGrace }, nonNegative[time.Duration]),
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.HeartbeatGrace }),
 		doc:     "How long past its expiry a worker's heartbeat may be late before the worker counts as dead.",
 	},
 	{
 		key: "finished_grace", group: groupJudge,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.FinishedGrace }, func(rc *pass.Config) *time.Duration { return &rc.FinishedGrace }, nonNegative[time.Duration]),
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.FinishedGrace }),
 		doc:     "How long after a task finished its locks are left for its worker to release them itself.",
 	},
 	{
 		key: "confirm_after", group: groupJudge,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.ConfirmAfter }, func(rc *pass.Config) *time.Duration { return &rc.ConfirmAfter }, nonNegative[time.Duration]),
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.ConfirmAfter }),
 		doc:     "How long a suspect lock must stay suspect, across passes, before it is released.",
 	},
 	{
 		key: "suspect_ttl", group: groupJudge,
-		binding: bindReaper(durationCodec, func(c *Config) *time.Duration { return &c.SuspectTTL }, func(rc *pass.Config) *time.Duration { return &rc.SuspectTTL }, positive[time.Duration]),
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.SuspectTTL }),
 		doc:     "Expiry of the hash of remembered suspects in Redis. Must be greater than confirm_after.",
 	},
 	{
 		key: "lost_running", group: groupJudge,
-		binding: bindReaper(stringCodec("canceled|failed"), func(c *Config) *string { return &c.LostRunning }, func(rc *pass.Config) *string { return &rc.LostRunning }, oneOf("canceled", "failed")),
+		binding: bindPass(stringCodec("canceled|failed"), func(rc *pass.Config) *string { return &rc.LostRunning }),
 		doc:     "State a running task of a dead worker is moved to: canceled, or failed (what pulpcore itself does).",
 	},
 	{
 		key: "orphaned_waiting", group: groupJudge,
-		binding: bindReaper(stringCodec("requeue|cancel"), func(c *Config) *string { return &c.OrphanedWaiting }, func(rc *pass.Config) *string { return &rc.OrphanedWaiting }, oneOf("requeue", "cancel")),
+		binding: bindPass(stringCodec("requeue|cancel"), func(rc *pass.Config) *string { return &rc.OrphanedWaiting }),
 		doc:     "What happens to a waiting task claimed by a dead worker: requeue (clear the claim) or cancel.",
 	},
 	{
 		key: "max_dead_fraction", group: groupGuards,
-		binding: bindReaper(floatCodec, func(c *Config) *float64 { return &c.MaxDeadFraction }, func(rc *pass.Config) *float64 { return &rc.MaxDeadFraction }, fraction),
+		binding: bindPass(floatCodec, func(rc *pass.Config) *float64 { return &rc.MaxDeadFraction }),
 		doc: "Mass-death guard: when more than this fraction (0 to 1) of at least min_workers workers " +
 			"is dead, nothing is released on dead-worker grounds and no task is updated (--force overrides).",
 	},
 	{
 		key: "min_workers", group: groupGuards,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MinWorkers }, func(rc *pass.Config) *int { return &rc.MinWorkers }, nonNegative[int]),
+		binding: bindPass(intCodec, func(rc *pass.Config) *int { return &rc.MinWorkers }),
 		doc:     "Fewest known workers for the mass-death guard to apply.",
 	},
 	{
 		key: "max_releases", group: groupGuards,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxReleases }, func(rc *pass.Config) *int { return &rc.MaxReleases }, nonNegative[int]),
+		binding: bindPass(intCodec, func(rc *pass.Config) *int { return &rc.MaxReleases }),
 		doc:     "Most lock holdings released in one pass; the rest waits for the next pass.",
 	},
 	{
 		key: "max_task_updates", group: groupGuards,
-		binding: bindReaper(intCodec, func(c *Config) *int { return &c.MaxTaskUpdates }, func(rc *pass.Config) *int { return &rc.MaxTaskUpdates }, nonNegative[int]),
+		binding: bindPass(intCodec, func(rc *pass.Config) *int { return &rc.MaxTaskUpdates }),
 		doc:     "Most tasks canceled, failed or requeued in one pass; the rest waits for the next pass.",
 	},
 	{
 		key: "coordinate_with_pulpcore", group: groupGuards,
-		binding: bindReaper(boolCodec, func(c *Config) *bool { return &c.CoordinateWithPulpcore }, func(rc *pass.Config) *bool { return &rc.CoordinateWithPulpcore }),
+		binding: bindPass(boolCodec, func(rc *pass.Config) *bool { return &rc.CoordinateWithPulpcore }),
 		doc: "Also take pulpcore's worker-cleanup advisory lock for each pass, so the reaper never " +
 			"races pulpcore's own cleanup of dead workers.",
 	},
@@ -281,20 +283,20 @@ var settings = withReaperDefaults([]setting{
 			"container): api rows are judged by this container, worker rows by kubernetes.container.",
 	},
 	{
-		key: "kubernetes.clock_margin", group: groupKube, def: "2s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Kubernetes.ClockMargin }, checkClockMargin),
+		key: "kubernetes.clock_margin", group: groupKube,
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.Kubernetes.ClockSkew }),
 		doc: "Margin between the nodes' clock (container and pod times) and the workers' (heartbeats, row creation), " +
 			"0s to 30s: an incarnation's end or a container's start within it of a row's times proves nothing.",
 	},
 	{
-		key: "kubernetes.hung_worker_grace", group: groupKube, def: "10m",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Kubernetes.HungWorkerGrace }, nonNegative[time.Duration]),
+		key: "kubernetes.hung_worker_grace", group: groupKube,
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.Kubernetes.HungWorkerGrace }),
 		doc: "How long past ttl + heartbeat_grace a worker whose container has run since before its heartbeat row " +
 			"is kept alive by Kubernetes before the ordinary dead-owner rule applies.",
 	},
 	{
-		key: "kubernetes.timeout", group: groupKube, def: "5s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Kubernetes.Timeout }, positive[time.Duration]),
+		key: "kubernetes.timeout", group: groupKube,
+		binding: bindPass(durationCodec, func(rc *pass.Config) *time.Duration { return &rc.KubernetesTimeout }),
 		doc:     "Deadline of the pods list of one pass; a pass that cannot read the pods judges by heartbeats alone.",
 	},
 	{
@@ -304,12 +306,12 @@ var settings = withReaperDefaults([]setting{
 	},
 	{
 		key: "jitter", group: groupRun, def: "5s",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Jitter }, nonNegative[time.Duration]),
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.Jitter }, nonNegative),
 		doc:     "Random delay up to this long before each scheduled pass, so replicas do not fire together.",
 	},
 	{
 		key: "full_scan_interval", group: groupRun, def: "10m",
-		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.FullScanInterval }, positive[time.Duration]),
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.FullScanInterval }, positive),
 		doc: "How often a pass scans the whole keyspace instead of only the owners Pulp registered; " +
 			"only a full scan finds locks of unregistered owners.",
 	},
@@ -352,7 +354,7 @@ var settings = withReaperDefaults([]setting{
 		binding: bind(stringCodec("text|json|json-pretty"), func(c *Config) *string { return &c.Output }, oneOf("text", "json", "json-pretty")),
 		doc:     "Format of reports printed on standard output: text, json (one line) or json-pretty (indented).",
 	},
-})
+}
 
 // settingByKey indexes the table for the YAML loader.
 var settingByKey = func() map[string]*setting {

@@ -107,7 +107,7 @@ func TestSentinelURLs(t *testing.T) {
 
 func TestNewRedisClient(t *testing.T) {
 	c := Default()
-	c.Redis.Timeout = 7 * time.Second
+	c.Pass.RedisTimeout = 7 * time.Second
 	rdb, err := NewRedisClient(c)
 	require.NoError(t, err)
 	defer rdb.Close()
@@ -153,7 +153,7 @@ func TestPoolConfig(t *testing.T) {
 
 	// What the connection string says wins.
 	c.Database.URL = "host=db user=pulp password=pw application_name=ops statement_timeout=500 connect_timeout=3 sslmode=disable"
-	c.Database.Timeout = 1500 * time.Microsecond
+	c.Pass.DatabaseTimeout = 1500 * time.Microsecond
 	pc, err = PoolConfig(c)
 	require.NoError(t, err)
 	require.Equal(t, "500", pc.ConnConfig.RuntimeParams["statement_timeout"])

@@ -25,8 +25,9 @@ type binding struct {
 	set      func(c *Config, raw string) error
 	get      func(c *Config) string
 	validate func(c *Config) error
-	// reaper is set for a setting that is also a field of pass.Config.
-	reaper *reaperBinding
+	// inPass marks a field of Config.Pass (bindPass), which
+	// pass.Config.Validate checks instead of validate.
+	inPass bool
 }
 
 // codec parses and formats one kind of value.
@@ -148,30 +149,16 @@ func formatDuration(d time.Duration) string {
 	return s
 }
 
-func positive[T int | time.Duration](v T) error {
+func positive(v time.Duration) error {
 	if v <= 0 {
-		return fmt.Errorf("must be greater than 0, got %s", show(v))
+		return fmt.Errorf("must be greater than 0, got %s", formatDuration(v))
 	}
 	return nil
 }
 
-func nonNegative[T int | time.Duration](v T) error {
+func nonNegative(v time.Duration) error {
 	if v < 0 {
-		return fmt.Errorf("must not be negative, got %s", show(v))
-	}
-	return nil
-}
-
-func show[T int | time.Duration](v T) string {
-	if d, ok := any(v).(time.Duration); ok {
-		return formatDuration(d)
-	}
-	return strconv.Itoa(int(v))
-}
-
-func fraction(f float64) error {
-	if !(f >= 0 && f <= 1) {
-		return fmt.Errorf("must be between 0 and 1, got %v", f)
+		return fmt.Errorf("must not be negative, got %s", formatDuration(v))
 	}
 	return nil
 }

@@ -21,7 +21,8 @@ const (
 	EnabledFalse = "false"
 )
 
-// Defaults of the kubernetes.* keys.
+// Defaults of the kubernetes.* keys that name pods (the others, the
+// reaper's, are in pass.DefaultConfig).
 const (
 	// DefaultSelector covers pulp-operator's worker and API pods: its
 	// PulpcoreLabels (controllers/settings/labels.go) give every pulpcore pod
@@ -35,7 +36,6 @@ const (
 	// setContainers); with telemetry on, its API pods also run the
 	// otel-collector-sidecar container (controllers/telemetry.go).
 	DefaultAPIContainer = "api"
-	DefaultTimeout      = 5 * time.Second
 	// serviceAccountNamespace holds the namespace of the pod's service account.
 	serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 )
@@ -53,7 +53,8 @@ type Config struct {
 	Container string
 	// APIContainer is the API container's name; DefaultAPIContainer when empty.
 	APIContainer string
-	// Timeout bounds each list. DefaultTimeout when zero.
+	// Timeout bounds auto's trial list (kubernetes.timeout, whose default is
+	// the reaper's: pass.DefaultConfig); zero leaves it to ctx.
 	Timeout time.Duration
 	// Kubeconfig, when set (--kubeconfig), is the one kubeconfig file to
 	// read, instead of the in-cluster configuration.
@@ -119,11 +120,11 @@ func Open(ctx context.Context, cfg Config) (Decision, error) {
 // pods. Only a refusal turns auto off: an API that is slow or down now may
 // answer later, and each pass that cannot read it judges without it.
 func decideAuto(ctx context.Context, src *Source, timeout time.Duration) (Decision, error) {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	_, err := src.pods.List(ctx, metav1.ListOptions{LabelSelector: src.selector, Limit: 1})
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):

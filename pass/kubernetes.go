@@ -26,9 +26,6 @@ const (
 	KubernetesUnavailable = "unavailable"
 )
 
-// DefaultKubernetesTimeout bounds the pods list of one pass.
-const DefaultKubernetesTimeout = 5 * time.Second
-
 // KubernetesReport says what the pass learned from Kubernetes. It is absent
 // when Kubernetes evidence is off.
 type KubernetesReport struct {
@@ -56,11 +53,7 @@ func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) *judge.
 	if src == nil {
 		return nil
 	}
-	timeout := r.cfg.KubernetesTimeout
-	if timeout <= 0 {
-		timeout = DefaultKubernetesTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.KubernetesTimeout)
 	defer cancel()
 	pods, err := src.ListPods(ctx)
 	rep.Kubernetes = &KubernetesReport{Read: KubernetesRead, Where: src.Where()}

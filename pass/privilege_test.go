@@ -390,7 +390,7 @@ func TestTLS(t *testing.T) {
 	redisPort := pvStartTLSRedis(t, dir, certPEM, keyPEM, ca.pem)
 	cfg := config.Default()
 	cfg.Redis.URL = fmt.Sprintf("rediss://localhost:%d/0", redisPort)
-	cfg.Redis.Timeout = 5 * time.Second
+	cfg.Pass.RedisTimeout = 5 * time.Second
 	// redis.url has no CA setting: operators add theirs to the system's trust
 	// store (or SSL_CERT_FILE). The test trusts its CA in the client config
 	// built from the URL, which is otherwise what production builds.
@@ -435,7 +435,7 @@ func TestTLS(t *testing.T) {
 		require.ErrorContains(t, err, "certificate", "a certificate from another CA is refused")
 	}
 	cfg.Database.URL = pgURL
-	cfg.Database.Timeout = 10 * time.Second
+	cfg.Pass.DatabaseTimeout = 10 * time.Second
 	pc, err := config.PoolConfig(cfg)
 	require.NoError(t, err)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
@@ -460,9 +460,7 @@ func TestTLS(t *testing.T) {
 	require.NoError(t, rdb.Set(ctx, judge.TaskKeyPrefix+task, "1@tls-dead", 0).Err())
 	t.Cleanup(func() { _ = rdb.Del(context.Background(), judge.TaskKeyPrefix+task).Err() })
 
-	rc := pass.DefaultConfig()
-	rc.RedisTimeout, rc.DatabaseTimeout = cfg.Redis.Timeout, cfg.Database.Timeout
-	r, err := pass.New(rc, rdb, pool, nil)
+	r, err := pass.New(cfg.Pass, rdb, pool, nil)
 	require.NoError(t, err)
 	rep, err := r.RunOnce(ctx, pass.PassOptions{Mode: pass.ModeOnce})
 	require.NoError(t, err)
