@@ -37,6 +37,8 @@ const (
 	// cache. An owner whose check needs more pages than the call has left
 	// is handed back, to a call of its own, where it has them all; one
 	// that needs more than that keeps its guarded holdings (owner-changed).
+	// Past the budget each owner still gets the one page that reads a
+	// small registry whole (the batches bound those by their entries).
 	registryCallPages = 100
 	// registryCallBudget bounds the registry entries one release or retire
 	// call walks in all: batches are cut so that the guarded owners of one
