@@ -70,12 +70,13 @@ func TestQueriesIndependentOfLocks(t *testing.T) {
 
 // TestDeadOwnerScenarioSmall runs the dead-owner scenario on a few thousand
 // holdings: every command exits as a correct pass does, the JSON reports
-// are one line and agree with the fleet, the logs are JSON, and the peak
-// RSS of each child is measured.
+// are one line and agree with the fleet, the logs are JSON, the peak RSS
+// of each child is measured, and so is the longest Redis command of a pass,
+// with and without stale registry entries.
 func TestDeadOwnerScenarioSmall(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "dead-owner.json")
-	o, err := parseOptions([]string{"-scenario", "dead-owner", "-task-locks", "500", "-unrelated", "100", "-json", out}, io.Discard)
+	o, err := parseOptions([]string{"-scenario", "dead-owner", "-task-locks", "500", "-unrelated", "100", "-stale-registry", "20000", "-json", out}, io.Discard)
 	require.NoError(t, err)
 	require.NoError(t, run(context.Background(), o, io.Discard, io.Discard))
 	raw, err := os.ReadFile(out)
@@ -85,6 +86,11 @@ func TestDeadOwnerScenarioSmall(t *testing.T) {
 	require.Equal(t, 1001, res.Fleet.StaleHoldings)
 	require.Len(t, res.Runs, 12)
 	require.Len(t, res.MetBy, 3)
+	require.Len(t, res.Longest, 2)
+	for _, l := range res.Longest {
+		require.Positive(t, l.LongestUS, l.Case)
+		require.NotEmpty(t, l.Command, l.Case)
+	}
 	for _, r := range res.Runs {
 		require.Positive(t, r.PeakRSSBytes, r.Name)
 		require.Positive(t, r.StdoutBytes, r.Name)

@@ -60,6 +60,8 @@ type DeadOwnerResults struct {
 	// kept its peak RSS within LimitMiB; MetBy says it of each memory limit.
 	Met   bool            `json:"met"`
 	MetBy map[string]bool `json:"met_by_limit"`
+	// Longest is the longest Redis command of a real pass (longest.go).
+	Longest []LongestCommand `json:"longest_command"`
 }
 
 // deadOwnerSpec is the fleet: one owner, dead, holding every lock, with its
@@ -131,12 +133,32 @@ var deadOwnerCases = func() []processCase {
 // runDeadOwner measures the scenario and writes its table and, when asked,
 // its JSON.
 func runDeadOwner(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	res := &DeadOwnerResults{Machine: describeMachine(), LimitMiB: rssLimit >> 20, MetBy: map[string]bool{}}
+	if o.processRuns {
+		if err := measureDeadOwnerRuns(ctx, o, res, logf); err != nil {
+			return err
+		}
+	}
+	var err error
+	if res.Longest, err = measureLongestCommands(ctx, o, logf); err != nil {
+		return fmt.Errorf("longest command: %w", err)
+	}
+	if err := writeDeadOwnerMarkdown(stdout, res); err != nil {
+		return err
+	}
+	if o.jsonPath != "" {
+		return writeJSON(o.jsonPath, res)
+	}
+	return nil
+}
+
+// measureDeadOwnerRuns runs each of deadOwnerCases as a real process.
+func measureDeadOwnerRuns(ctx context.Context, o options, res *DeadOwnerResults, logf func(string, ...any)) error {
 	bin, cleanup, err := reaperBinary(ctx, o.binary)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	res := &DeadOwnerResults{Machine: describeMachine(), LimitMiB: rssLimit >> 20, MetBy: map[string]bool{}}
 	var f *fleetEnv
 	defer func() { f.close() }()
 	for _, c := range deadOwnerCases {
@@ -164,12 +186,6 @@ func runDeadOwner(ctx context.Context, o options, stdout io.Writer, logf func(st
 		}
 	}
 	res.Met = res.MetBy[limitContainer]
-	if err := writeDeadOwnerMarkdown(stdout, res); err != nil {
-		return err
-	}
-	if o.jsonPath != "" {
-		return writeJSON(o.jsonPath, res)
-	}
 	return nil
 }
 
@@ -262,32 +278,14 @@ func checkJSONReport(raw []byte, c processCase, m *sim.FleetManifest) error {
 
 func writeDeadOwnerMarkdown(w io.Writer, r *DeadOwnerResults) error {
 	var b strings.Builder
-	mc, f := r.Machine, r.Fleet
-	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s\n\n", mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL)
-	fmt.Fprintf(&b, "Fleet: one dead owner holding %s task locks with %d exclusive lock(s) each and one shared domain: %s stale holdings, %s lost tasks; %s keys in Redis (%s unrelated).\n\n",
-		thousands(int64(f.TaskLocks)), f.ExclusivePerTask, thousands(int64(f.StaleHoldings)), thousands(int64(f.LostTasks)), thousands(f.KeysInRedis), thousands(int64(f.UnrelatedKeys)))
-	b.WriteString("| command | memory limit | peak RSS | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|\n")
-	for _, run := range r.Runs {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limitText(run), mib(uint64(run.PeakRSSBytes)),
-			run.WallMS/1000, mib(uint64(run.StdoutBytes)), thousands(int64(run.StdoutLines)), thousands(int64(run.LogLines)), run.ExitCode)
+	if len(r.Runs) > 0 {
+		mc, f := r.Machine, r.Fleet
+		fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s\n\n", mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL)
+		fmt.Fprintf(&b, "Fleet: one dead owner holding %s task locks with %d exclusive lock(s) each and one shared domain: %s stale holdings, %s lost tasks; %s keys in Redis (%s unrelated).\n\n",
+			thousands(int64(f.TaskLocks)), f.ExclusivePerTask, thousands(int64(f.StaleHoldings)), thousands(int64(f.LostTasks)), thousands(f.KeysInRedis), thousands(int64(f.UnrelatedKeys)))
+		writeRunsMarkdown(&b, r)
 	}
-	b.WriteString("\nPeak RSS within " + fmt.Sprint(r.LimitMiB) + " MiB:")
-	for i, limit := range []string{limitContainer, limitGoMemLimit, limitNone} {
-		met, ok := r.MetBy[limit]
-		if !ok {
-			continue
-		}
-		text := "**no**"
-		if met {
-			text = "yes"
-		}
-		sep := ";"
-		if i == 0 {
-			sep = ""
-		}
-		fmt.Fprintf(&b, "%s %s: %s", sep, limitLabels[limit], text)
-	}
-	b.WriteString("\n")
+	writeLongestMarkdown(&b, r.Longest)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -316,3 +314,29 @@ func limitText(run ProcessRun) string {
 
 // maxInt32Text lifts a per-pass limit out of the way.
 var maxInt32Text = fmt.Sprint(math.MaxInt32)
+
+// writeRunsMarkdown is the table of the binary's runs and its verdict.
+func writeRunsMarkdown(b *strings.Builder, r *DeadOwnerResults) {
+	b.WriteString("| command | memory limit | peak RSS | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for _, run := range r.Runs {
+		fmt.Fprintf(b, "| `%s` | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limitText(run), mib(uint64(run.PeakRSSBytes)),
+			run.WallMS/1000, mib(uint64(run.StdoutBytes)), thousands(int64(run.StdoutLines)), thousands(int64(run.LogLines)), run.ExitCode)
+	}
+	b.WriteString("\nPeak RSS within " + fmt.Sprint(r.LimitMiB) + " MiB:")
+	for i, limit := range []string{limitContainer, limitGoMemLimit, limitNone} {
+		met, ok := r.MetBy[limit]
+		if !ok {
+			continue
+		}
+		text := "**no**"
+		if met {
+			text = "yes"
+		}
+		sep := ";"
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(b, "%s %s: %s", sep, limitLabels[limit], text)
+	}
+	b.WriteString("\n")
+}

@@ -54,6 +54,9 @@ type options struct {
 	runs        int
 	scaleFactor int
 
+	staleRegistry int
+	processRuns   bool
+
 	jsonPath   string
 	cpuProfile string
 	memProfile string
@@ -92,6 +95,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.batchSize, "batch-size", 1000, "keys per pipelined read, holdings per release call (redis.batch_size)")
 	fs.IntVar(&o.runs, "runs", 5, "rounds of the read-only phases; medians are reported")
 	fs.IntVar(&o.scaleFactor, "scale-factor", 10, "grow the unrelated keys by this factor for the flatness check (1: skip)")
+	fs.IntVar(&o.staleRegistry, "stale-registry", 1_000_000, "dead-owner: stale entries added to the owner's registry for the second longest-command pass (0: only the pass as built)")
+	fs.BoolVar(&o.processRuns, "process-runs", true, "dead-owner: measure the binary's runs (false: only the longest Redis command of a pass)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile phase to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write heap profiles of the -profile phase to this file and FILE.base (compare with pprof -base)")

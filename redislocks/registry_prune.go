@@ -28,15 +28,18 @@ const (
 	// owner's guarded holdings alone as owner-changed, and the owner listed.
 	registryCheckLimit = registryCheckPages * registryPageSize
 	registryCheckPages = 10
-	// registryWalkPages bounds the SSCAN calls of the release script's
-	// new-task check for one owner. A pruned registry keeps its hash table
-	// (Redis does not shrink a set's table when members leave), and SSCAN
-	// visits at most ten empty buckets per COUNT in a call: a registry that
-	// had 1,000,000 entries takes about 200 calls to walk when nearly empty,
-	// each a few microseconds then. Dense, the check stops at
-	// registryCheckLimit task entries; this many pages of other entries cost
-	// about 50 ms.
-	registryWalkPages = 500
+	// registryCallPages bounds the SSCAN pages one release call walks in
+	// all, for every guarded owner's new-task check together, and the pages
+	// past each owner's first that one retire call walks. A page of a
+	// dense registry is bounded by its COUNT; a page of a sparse one (a
+	// large hash table with few members left) visits up to ten empty
+	// buckets per COUNT, about a millisecond when they are not in the
+	// cache. An owner whose check needs more pages than the call has left
+	// is handed back, to a call of its own, where it has them all; one
+	// that needs more than that keeps its guarded holdings (owner-changed).
+	// Past the budget each owner still gets the one page that reads a
+	// small registry whole (the batches bound those by their entries).
+	registryCallPages = 100
 	// registryCallBudget bounds the registry entries one release or retire
 	// call walks in all: batches are cut so that the guarded owners of one
 	// release call have at most this many entries together.
@@ -80,7 +83,8 @@ return {cursor, #gone, held}
 // own scripts run: an entry it adds meanwhile is of a key that exists, and
 // stays. With stopAtHeld the walk ends at the first entry of an existing
 // key. It returns the entries pruned and whether one of an existing key (or
-// a registry that is no set) was seen.
+// a registry that is no set) was seen. A registry that lost entries is then
+// settled (settleRegistry).
 func pruneRegistry(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, owner string, stopAtHeld bool) (pruned int64, held bool, err error) {
 	stop := "0"
 	if stopAtHeld {
@@ -103,13 +107,54 @@ func pruneRegistry(ctx context.Context, rdb redis.UniversalClient, timeout time.
 		pruned += n
 		held = held || h == 1
 		if next == "0" || next == "" {
-			return pruned, held, nil
+			return pruned, held, settleRegistry(ctx, rdb, timeout, owner, pruned)
 		}
 		if err := ctx.Err(); err != nil {
 			return pruned, held, err
 		}
 		cursor = next
 	}
+}
+
+// settleLookups is the number of lookups of one settling command.
+const settleLookups = 10_000
+
+// settleRegistry helps Redis finish shrinking the hash table of a registry
+// that lost pruned entries, so that the walks after it (the release
+// script's new-task check, the retire script) visit a small table. Redis
+// shrinks a set's table when a removal leaves it less than a tenth full,
+// but moves the members to the new table a bucket per operation on the set
+// (each visiting at most ten empty buckets); until then SSCAN visits the
+// old table too, and each of its steps visits every old bucket that maps to
+// one new bucket: right after a million entries were pruned one SSCAN page
+// of the three left walked the whole old table (44 ms). Each lookup moves
+// the rehashing on a step: the registry is asked SMISMEMBER of
+// settleLookups names (none a member; the answer is not looked at) as many
+// times as the pruned entries' table may need, each command a fraction of
+// a millisecond. A set that is not rehashing only answers the lookups.
+func settleRegistry(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, owner string, pruned int64) error {
+	if pruned < registryPageSize {
+		return nil
+	}
+	// The old table has at most twice as many buckets as it had entries:
+	// a tenth of that is steps over empty buckets, plus one per bucket moved.
+	steps := pruned/4 + settleLookups
+	names := make([]any, settleLookups)
+	for i := range names {
+		names[i] = ""
+	}
+	for done := int64(0); done < steps; done += settleLookups {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		err := rdb.SMIsMember(cctx, OwnerLocksPrefix+owner, names...).Err()
+		cancel()
+		if isWrongType(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("settle registry %s%s: %w", OwnerLocksPrefix, owner, err)
+		}
+	}
+	return nil
 }
 
 // registrySizes reads the first SSCAN page of each owner's registry in one

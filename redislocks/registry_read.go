@@ -146,32 +146,41 @@ func (rr *Reader) readRegistry(ctx context.Context) (*ownerRegistry, error) {
 // readSet reads a set's members with SSCAN, a page per command, each
 // member once (SSCAN may return one twice).
 func (rr *Reader) readSet(ctx context.Context, key string) ([]string, error) {
-	var out []string
-	var seen map[string]bool
-	var cursor uint64
+	cctx, cancel := context.WithTimeout(ctx, rr.Timeout)
+	page, next, err := rr.RDB.SScan(cctx, key, 0, "", registryPageSize).Result()
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	return rr.readRest(ctx, key, page, next)
+}
+
+// readRest reads the rest of a set whose first SSCAN page (from cursor 0)
+// was page and answered cursor, a page per command, and returns its
+// members, each once (SSCAN may return one twice).
+func (rr *Reader) readRest(ctx context.Context, key string, page []string, cursor uint64) ([]string, error) {
+	if cursor == 0 {
+		// One page, as SSCAN answers a small set: no duplicates.
+		return page, nil
+	}
+	out := make([]string, 0, 2*len(page))
+	seen := make(map[string]bool, 2*len(page))
 	for {
-		cctx, cancel := context.WithTimeout(ctx, rr.Timeout)
-		page, next, err := rr.RDB.SScan(cctx, key, cursor, "", registryPageSize).Result()
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		if cursor == 0 && next == 0 {
-			// One page, as SSCAN answers a small set: no duplicates.
-			return page, nil
-		}
-		if seen == nil {
-			seen = map[string]bool{}
-		}
 		for _, m := range page {
 			if !seen[m] {
 				seen[m] = true
 				out = append(out, m)
 			}
 		}
-		if next == 0 {
+		if cursor == 0 {
 			return out, nil
 		}
-		cursor = next
+		var err error
+		cctx, cancel := context.WithTimeout(ctx, rr.Timeout)
+		page, cursor, err = rr.RDB.SScan(cctx, key, cursor, "", registryPageSize).Result()
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 }

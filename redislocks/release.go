@@ -22,7 +22,7 @@ import (
 // A string lock is deleted only while its value is still the observed owner;
 // a shared set loses only that member. A key leaves the owner's registry once
 // the owner no longer holds it. It returns one string of n result codes
-// (Outcome). The flags and the results travel as one string each rather
+// (Outcome, or handedBack). The flags and the results travel as one string each rather
 // than an argument or a reply per holding: each of those costs the call
 // about as much as a command inside it.
 //
@@ -46,7 +46,11 @@ import (
 // call (pruneRegistry), and cuts the batches so that one call walks at most
 // registryCallBudget entries in all. An owner whose registry is still larger
 // keeps its guarded holdings (owner-changed): no call may block Redis for
-// long.
+// long. The checks of one call walk at most registryCallPages SSCAN pages
+// together, however sparse the tables: an owner whose check runs out of
+// them is handed back ('b', untouched) unless it was the first checked in
+// the call, which had them all and is left owner-changed; Release runs the
+// holdings handed back in a further call.
 //
 // The registry keys are only touched while they are sets: a Redis error in a
 // script does not undo the writes before it, so a registry key of another
@@ -86,12 +90,24 @@ local gone, dels = {}, {}
 local function exists(key)
   return not gone[key] and redis.call('EXISTS', key) == 1
 end
+-- busy[owner] is false while the owner took no new task since the
+-- snapshot, 'o' when it may have, and 'b' when the call's SSCAN pages ran
+-- out before its check ended: its holdings are handed back, for a call of
+-- their own. The first owner checked has every page of the call, and is
+-- never handed back: its check ending early leaves it 'o'.
 local busy = {}
+local pages_left, checked = ` + luaInt(registryCallPages) + `, 0
+local function task_page(registry, cursor)
+  pages_left = pages_left - 1
+  return redis.call('SSCAN', registry, cursor, 'MATCH', '` + judge.TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
+end
 local function took_new_task(owner)
   if busy[owner] == nil then
     busy[owner] = false
     local registry = '` + OwnerLocksPrefix + `' .. owner
     if registry_is_set(owner) then
+      checked = checked + 1
+      local out_of_pages = checked == 1 and 'o' or 'b'
       local first, k = seen[owner][1], seen[owner][2]
       local present = 0
       for from = first, first + k - 1, 1000 do
@@ -99,15 +115,17 @@ local function took_new_task(owner)
           present = present + m
         end
       end
-      local listed, cursor, pages = 0, '0', 0
+      local listed, cursor = 0, '0'
       repeat
-        local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + judge.TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
-        cursor, listed, pages = page[1], listed + #page[2], pages + 1
-      until cursor == '0' or pages >= ` + luaInt(registryWalkPages) + ` or listed > ` + luaInt(registryCheckLimit) + `
-      if cursor ~= '0' then
+        local page = task_page(registry, cursor)
+        cursor, listed = page[1], listed + #page[2]
+      until cursor == '0' or pages_left <= 0 or listed > ` + luaInt(registryCheckLimit) + `
+      if listed > ` + luaInt(registryCheckLimit) + ` then
         -- Too many entries to walk in one call (the reaper prunes a large
         -- registry page by page before it releases): left alone.
-        busy[owner] = true
+        busy[owner] = 'o'
+      elseif cursor ~= '0' then
+        busy[owner] = out_of_pages
       elseif listed ~= present then
         -- The registry lists a task key the snapshot did not see: a new
         -- task, or a stale entry whose key is gone (deleted by a plain DEL).
@@ -117,18 +135,21 @@ local function took_new_task(owner)
         for i = first, first + k - 1 do seen_key[ARGV[i]] = true end
         local stale = {}
         repeat
-          local page = redis.call('SSCAN', registry, cursor, 'MATCH', '` + judge.TaskKeyPrefix + `*', 'COUNT', ` + luaInt(registryPageSize) + `)
+          local page = task_page(registry, cursor)
           cursor = page[1]
           for _, key in ipairs(page[2]) do
             if not seen_key[key] then
               if exists(key) then
-                busy[owner] = true
+                busy[owner] = 'o'
               else
                 stale[#stale + 1] = key
               end
             end
           end
-        until cursor == '0' or busy[owner]
+        until cursor == '0' or busy[owner] or pages_left <= 0
+        if cursor ~= '0' and not busy[owner] then
+          busy[owner] = out_of_pages
+        end
         for from = 1, #stale, 1000 do
           redis.call('SREM', registry, unpack(stale, from, math.min(from + 999, #stale)))
         end
@@ -152,7 +173,7 @@ for i = 1, n do
   -- g: already gone, r: released, o: owner changed.
   local res, holds = 'g', false
   if (flag == 'X' or flag == 'S') and took_new_task(owner) then
-    res, holds = 'o', true
+    res, holds = busy[owner], true
   elseif gone[key] then
     -- Deleted by an earlier holding of this batch: no key.
   elseif flag == 's' or flag == 'S' then
@@ -254,8 +275,54 @@ func releaseFlag(kind judge.Kind, guarded bool) byte {
 	return 'x'
 }
 
-// Release runs one batch and returns one Outcome per holding.
+// handedBack is the release script's result for a guarded holding whose
+// owner's new-task check the call had no SSCAN pages left for: untouched,
+// for Release to run again in a call of its own.
+const handedBack Outcome = 'b'
+
+// Release runs one batch and returns one Outcome per holding. The holdings
+// the script hands back (its SSCAN pages ran out before their owner's
+// new-task check ended) go to a further call, as many as it takes: each
+// call settles at least its first guarded owner.
 func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
+	out, err := r.releaseOnce(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	for {
+		var again []int
+		for _, i := range idx {
+			if out[i] == handedBack {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			return out, nil
+		}
+		if len(again) == len(idx) {
+			return nil, fmt.Errorf("release batch: the script handed back all %d holdings it was given", len(idx))
+		}
+		next := Batch{Holdings: make([]judge.Holding, len(again)), Guarded: make([]bool, len(again)), Seen: b.Seen}
+		for n, i := range again {
+			next.Holdings[n], next.Guarded[n] = b.Holdings[i], b.Guarded[i]
+		}
+		res, err := r.releaseOnce(ctx, next)
+		if err != nil {
+			return nil, err
+		}
+		for n, i := range again {
+			out[i] = res[n]
+		}
+		idx = again
+	}
+}
+
+// releaseOnce runs the release script once for b.
+func (r *Releaser) releaseOnce(ctx context.Context, b Batch) ([]Outcome, error) {
 	n := len(b.Holdings)
 	keys := make([]string, n)
 	flags := make([]byte, n)
@@ -295,7 +362,7 @@ func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
 	out := make([]Outcome, n)
 	for i := range n {
 		switch res := Outcome(raw[i]); res {
-		case Released, AlreadyGone, OwnerChanged:
+		case Released, AlreadyGone, OwnerChanged, handedBack:
 			out[i] = res
 		default:
 			return nil, fmt.Errorf("release batch: result %q of %s is none the script gives", raw[i], keys[i])

@@ -3,6 +3,8 @@ package redislocks_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,4 +123,87 @@ func TestReleaseScriptFailsOnADeniedCommand(t *testing.T) {
 		_, err := rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{h}, Guarded: []bool{false}})
 		require.ErrorContains(t, err, "can't run this command", h.Key)
 	}
+}
+
+// TestReleaseCallPagesHandBack: the new-task checks of one release call walk
+// a bounded number of SSCAN pages together. Guarded owners whose registries
+// need more than the call has left are handed back to further calls, where
+// each is checked as it would have been (released, or left owner-changed
+// for a new task); an owner whose check alone needs more keeps its holding,
+// owner-changed, still registered.
+func TestReleaseCallPagesHandBack(t *testing.T) {
+	t.Parallel()
+	f := passtest.New(t)
+	rdb := f.Redis.Client
+	fill := func(owner string, entries int) judge.Holding {
+		registry := redislocks.OwnerLocksPrefix + owner
+		for start := 0; start < entries; start += 10_000 {
+			batch := make([]any, 0, 10_000)
+			for i := start; i < min(start+10_000, entries); i++ {
+				// Resource entries: the check's SSCAN pages walk them, and
+				// they count for no task.
+				batch = append(batch, fmt.Sprintf("%sprn:rpm.rpmrepository:%s-%d", judge.ResourceKeyPrefix, owner, i))
+			}
+			require.NoError(t, rdb.SAdd(f.Ctx, registry, batch...).Err())
+		}
+		key := judge.ResourceKeyPrefix + passtest.Repo()
+		require.NoError(t, rdb.Set(f.Ctx, key, owner, 0).Err())
+		require.NoError(t, rdb.SAdd(f.Ctx, registry, key).Err())
+		return judge.Holding{Key: key, Owner: owner, Kind: judge.KindExclusive}
+	}
+	// A walk of a registry takes about a page per thousand entries (the
+	// call has 100): the first owner's check leaves too few for the busy
+	// one's, which comes first in the next call and, as its registry lists
+	// a task lock the snapshot did not see, leaves too few for the last.
+	first, busy, last := fill("1@first", 40_000), fill("2@busy", 70_000), fill("3@last", 40_000)
+	newTask := judge.TaskKeyPrefix + passtest.NewUUID()
+	require.NoError(t, rdb.Set(f.Ctx, newTask, busy.Owner, 0).Err())
+	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+busy.Owner, newTask).Err())
+	huge := fill("4@huge", 150_000)
+
+	calls := &scriptCalls{}
+	counted := redis.NewClient(rdb.Options())
+	t.Cleanup(func() { _ = counted.Close() })
+	counted.AddHook(calls)
+	rel := &redislocks.Releaser{RDB: counted, Timeout: 10 * time.Second}
+	out, err := rel.Release(f.Ctx, redislocks.Batch{
+		Holdings: []judge.Holding{first, busy, last},
+		Guarded:  []bool{true, true, true},
+		Seen:     map[string][]string{},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []redislocks.Outcome{redislocks.Released, redislocks.OwnerChanged, redislocks.Released}, out)
+	require.EqualValues(t, 3, calls.n.Load(), "one call per owner: each handed the rest back")
+	require.Equal(t, "", f.Get(first.Key))
+	require.Equal(t, "", f.Get(last.Key))
+	require.Equal(t, busy.Owner, f.Get(busy.Key), "the owner took a new task: left alone")
+	require.True(t, rdb.SIsMember(f.Ctx, redislocks.OwnerLocksPrefix+busy.Owner, busy.Key).Val())
+
+	calls.n.Store(0)
+	out, err = rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{huge}, Guarded: []bool{true}, Seen: map[string][]string{}})
+	require.NoError(t, err)
+	require.Equal(t, []redislocks.Outcome{redislocks.OwnerChanged}, out, "too many pages for one call: left for a later pass")
+	require.EqualValues(t, 1, calls.n.Load())
+	require.Equal(t, huge.Owner, f.Get(huge.Key))
+	require.True(t, rdb.SIsMember(f.Ctx, redislocks.OwnerLocksPrefix+huge.Owner, huge.Key).Val(), "still registered")
+}
+
+// scriptCalls counts the script calls that Redis ran (a NOSCRIPT answer,
+// before the script is loaded, is none).
+type scriptCalls struct{ n atomic.Int64 }
+
+func (c *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); (name == "evalsha" || name == "eval") && (err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT")) {
+			c.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (c *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

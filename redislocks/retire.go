@@ -20,8 +20,9 @@ import (
 // existing.
 //
 // Its work is bounded: ARGV[1] is the budget of registry entries (and
-// owners) it may walk, and it walks at most registryCheckPages pages of one
-// registry. An owner whose registry is longer (and lists no existing key in
+// owners) it may walk, it walks at most registryCheckPages pages of one
+// registry, and at most about registryCallPages pages past each owner's
+// first in all. An owner whose registry is longer (and lists no existing key in
 // those pages) is returned as large, for the reaper to prune page by page
 // (pruneRegistry) and name again; the call stops before the first owner
 // past the budget, the first owner always walked.
@@ -36,10 +37,10 @@ local function is_lock_key(k)
       or string.sub(k, 1, #'` + judge.ResourceKeyPrefix + `') == '` + judge.ResourceKeyPrefix + `'
 end
 local budget = tonumber(ARGV[1])
-local pruned, retired, large, walked = 0, {}, {}, 0
+local pruned, retired, large, walked, more_pages = 0, {}, {}, 0, 0
 local i = 2
 while i <= #ARGV do
-  if walked >= budget and i > 2 then break end
+  if (walked >= budget or more_pages >= ` + luaInt(registryCallPages) + `) and i > 2 then break end
   local owner = ARGV[i]
   local registry = '` + OwnerLocksPrefix + `' .. owner
   local kind = redis.call('TYPE', registry)['ok']
@@ -57,6 +58,7 @@ while i <= #ARGV do
         end
       end
     until cursor == '0' or holds or pages >= ` + luaInt(registryCheckPages) + `
+    more_pages = more_pages + pages - 1
     if cursor ~= '0' and not holds then
       large[#large + 1] = owner
     end

@@ -93,7 +93,11 @@ func isNoPerm(err error) bool {
 }
 
 // readOthers reads the type of each key that holds no string, with the
-// members of the sets among them. SMEMBERS of a key that is no set answers
+// members of the sets among them. The members are read with SSCAN, a page
+// per command, as the registries are: the first page of every key in one
+// pipeline with the types, and only a set larger than a page costs more
+// round trips (readRest), so that no command blocks Redis long however many
+// members a shared lock has. SSCAN of a key that is no set answers
 // WRONGTYPE, which the type explains.
 func (rr *Reader) readOthers(ctx context.Context, keys []string, reg *ownerRegistry, snap *Snapshot) error {
 	if len(keys) == 0 {
@@ -103,10 +107,10 @@ func (rr *Reader) readOthers(ctx context.Context, keys []string, reg *ownerRegis
 	defer cancel()
 	pipe := rr.RDB.Pipeline()
 	types := make([]*redis.StatusCmd, len(keys))
-	members := make([]*redis.StringSliceCmd, len(keys))
+	members := make([]*redis.ScanCmd, len(keys))
 	for i, k := range keys {
 		types[i] = pipe.Type(cctx, k)
-		members[i] = pipe.SMembers(cctx, k)
+		members[i] = pipe.SScan(cctx, k, 0, "", registryPageSize)
 	}
 	if _, err := pipe.Exec(cctx); err != nil && !isWrongType(err) {
 		return fmt.Errorf("read shared locks: %w", err)
@@ -125,7 +129,10 @@ func (rr *Reader) readOthers(ctx context.Context, keys []string, reg *ownerRegis
 				snap.ignore(k, typ, "task lock is a set; a task lock is a string")
 				continue
 			}
-			ms, err := members[i].Result()
+			page, cursor, err := members[i].Result()
+			if err == nil {
+				page, err = rr.readRest(ctx, k, page, cursor)
+			}
 			if isWrongType(err) {
 				// No longer a set; the next pass sees what it became.
 				continue
@@ -133,7 +140,7 @@ func (rr *Reader) readOthers(ctx context.Context, keys []string, reg *ownerRegis
 			if err != nil {
 				return fmt.Errorf("read members of %q: %w", k, err)
 			}
-			snap.addMembers(k, ms, reg)
+			snap.addMembers(k, page, reg)
 		default:
 			snap.ignore(k, typ, "lock key of type "+typ+"; Pulp writes strings and sets")
 		}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
+	"github.com/lock-reaper/lock-reaper/internal/redisserver"
+	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
+	"github.com/lock-reaper/lock-reaper/redislocks"
+	"github.com/lock-reaper/lock-reaper/sim"
+)
+
+// slowlogThreshold is the SLOWLOG threshold of the benchmark's own Redis: a
+// pass makes hundreds of thousands of commands (those its scripts call
+// included), and only the long ones matter.
+const slowlogThreshold = 100 * time.Microsecond
+
+// LongestCommand is the longest single Redis command of one real pass over
+// the dead-owner fleet, as the SLOWLOG of a Redis the benchmark started
+// records it (commands called by a script are logged apart, and the script
+// call with them).
+type LongestCommand struct {
+	Case string `json:"case"`
+	// StaleHoldings are the holdings the pass releases.
+	StaleHoldings int `json:"stale_holdings"`
+	// StaleRegistry is the number of stale entries (of task keys that are
+	// gone) added to the owner's registry before the pass.
+	StaleRegistry int     `json:"stale_registry_entries"`
+	PassMS        float64 `json:"pass_ms"`
+	// Logged counts the commands that took slowlogThreshold or more.
+	Logged     int     `json:"commands_over_threshold"`
+	ThresholdU int64   `json:"threshold_us"`
+	LongestUS  int64   `json:"longest_us"`
+	Command    string  `json:"command"`
+	SecondUS   int64   `json:"second_longest_us"`
+	Second     string  `json:"second_command"`
+	TotalMS    float64 `json:"logged_total_ms"`
+}
+
+// measureLongestCommands runs a real pass over a fresh dead-owner fleet on a
+// redis-server of its own with the SLOWLOG recording every command over
+// slowlogThreshold, once as built and, with -stale-registry, once more with
+// that many stale entries in the owner's registry (the pass prunes them
+// first), and reports the longest command of each.
+func measureLongestCommands(ctx context.Context, o options, logf func(string, ...any)) ([]LongestCommand, error) {
+	cases := []int{0}
+	if o.staleRegistry > 0 {
+		cases = append(cases, o.staleRegistry)
+	}
+	var out []LongestCommand
+	for _, stale := range cases {
+		lc, err := measureLongestCommand(ctx, o, stale, logf)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lc)
+	}
+	return out, nil
+}
+
+func measureLongestCommand(ctx context.Context, o options, stale int, logf func(string, ...any)) (LongestCommand, error) {
+	lc := LongestCommand{Case: "dead owner, tasks running", StaleRegistry: stale, ThresholdU: slowlogThreshold.Microseconds()}
+	if o.shape == shapeFinished {
+		lc.Case = "live owner, tasks finished"
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return lc, fmt.Errorf("the longest command is measured on a redis-server of the benchmark's own: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "lr-bench-redis-")
+	if err != nil {
+		return lc, err
+	}
+	defer os.RemoveAll(dir)
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return lc, err
+	}
+	srv, log, err := redisserver.Launch(bin, dir, "--port", strconv.Itoa(port),
+		"--slowlog-log-slower-than", strconv.FormatInt(slowlogThreshold.Microseconds(), 10), "--slowlog-max-len", "1000000")
+	if err != nil {
+		return lc, fmt.Errorf("start redis-server: %w\n%s", err, log)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	rdb := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
+	defer rdb.Close()
+
+	name, dbURL, err := pulpschema.CreateDatabase(ctx, o.databaseURL, "lr_bench_")
+	if err != nil {
+		return lc, err
+	}
+	defer func() { _ = pulpschema.DropDatabase(context.Background(), o.databaseURL, name) }()
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return lc, fmt.Errorf("open benchmark database: %w", err)
+	}
+	defer pool.Close()
+
+	spec := deadOwnerSpec(o)
+	m, err := sim.BuildFleet(ctx, rdb, pool, spec)
+	if err != nil {
+		return lc, fmt.Errorf("build fleet: %w", err)
+	}
+	beat, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = m.KeepAlive(beat, pool) }()
+	for _, owner := range m.Owners {
+		if err := addStaleEntries(ctx, rdb, owner, stale); err != nil {
+			return lc, err
+		}
+	}
+	lc.StaleHoldings = m.StaleHoldings
+	logf("longest command: %d stale holdings, %d stale registry entries of %s", m.StaleHoldings, stale, strings.Join(m.Owners, ", "))
+
+	cfg := pass.DefaultConfig()
+	cfg.ScanCount, cfg.BatchSize = o.scanCount, o.batchSize
+	cfg.MaxReleases, cfg.MaxTaskUpdates = math.MaxInt32, math.MaxInt32
+	r, err := pass.New(cfg, rdb, pool, nil)
+	if err != nil {
+		return lc, err
+	}
+	if err := rdb.SlowLogReset(ctx).Err(); err != nil {
+		return lc, err
+	}
+	start := time.Now()
+	rep, err := r.RunOnce(ctx, pass.PassOptions{Mode: pass.ModeOnce})
+	lc.PassMS = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		return lc, fmt.Errorf("pass: %w", err)
+	}
+	if rep.Summary.Released != m.StaleHoldings {
+		return lc, fmt.Errorf("pass released %d holdings, the fleet has %d stale", rep.Summary.Released, m.StaleHoldings)
+	}
+	entries, err := rdb.SlowLogGet(ctx, -1).Result()
+	if err != nil {
+		return lc, err
+	}
+	lc.Logged = len(entries)
+	var longest, second redis.SlowLog
+	for _, e := range entries {
+		lc.TotalMS += float64(e.Duration.Microseconds()) / 1000
+		switch {
+		case e.Duration > longest.Duration:
+			longest, second = e, longest
+		case e.Duration > second.Duration:
+			second = e
+		}
+	}
+	lc.LongestUS, lc.Command = longest.Duration.Microseconds(), describeCommand(longest.Args)
+	lc.SecondUS, lc.Second = second.Duration.Microseconds(), describeCommand(second.Args)
+	for _, owner := range m.Owners {
+		if n := rdb.Exists(ctx, redislocks.OwnerLocksPrefix+owner).Val(); n != 0 && stale > 0 && o.shape != shapeFinished {
+			return lc, fmt.Errorf("the dead owner's registry is left after the pass")
+		}
+	}
+	logf("longest command: pass %.0f ms, %d commands over %v, the longest %d µs: %s", lc.PassMS, lc.Logged, slowlogThreshold, lc.LongestUS, lc.Command)
+	return lc, nil
+}
+
+// addStaleEntries adds n entries of task keys that do not exist to owner's
+// registry, as a plain DEL of the locks leaves them.
+func addStaleEntries(ctx context.Context, rdb *redis.Client, owner string, n int) error {
+	for start := 0; start < n; start += 10_000 {
+		batch := make([]any, 0, 10_000)
+		for i := start; i < min(start+10_000, n); i++ {
+			batch = append(batch, fmt.Sprintf("%sstale-%s-%07d", judge.TaskKeyPrefix, owner, i))
+		}
+		if err := rdb.SAdd(ctx, redislocks.OwnerLocksPrefix+owner, batch...).Err(); err != nil {
+			return fmt.Errorf("add stale registry entries: %w", err)
+		}
+	}
+	return nil
+}
+
+// describeCommand renders a SLOWLOG entry's arguments, a script's text and
+// long arguments cut short.
+func describeCommand(args []string) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i == 6 {
+			fmt.Fprintf(&b, " … (%d arguments)", len(args))
+			break
+		}
+		a = strings.Join(strings.Fields(a), " ")
+		if len(a) > 24 {
+			a = a[:24] + "…"
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(a)
+	}
+	return b.String()
+}
+
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// writeLongestMarkdown is the table of the longest commands.
+func writeLongestMarkdown(b *strings.Builder, runs []LongestCommand) {
+	if len(runs) == 0 {
+		return
+	}
+	b.WriteString("\nLongest single Redis command of one real pass (SLOWLOG of a Redis the benchmark started):\n\n")
+	b.WriteString("| case | stale holdings | stale registry entries | pass | commands ≥ threshold | longest | command | next longest |\n|---|---:|---:|---:|---:|---:|---|---:|\n")
+	for _, r := range runs {
+		fmt.Fprintf(b, "| %s | %s | %s | %.1f s | %s (≥ %d µs) | %s µs | `%s` | %s µs |\n", r.Case, thousands(int64(r.StaleHoldings)), thousands(int64(r.StaleRegistry)), r.PassMS/1000,
+			thousands(int64(r.Logged)), r.ThresholdU, thousands(r.LongestUS), strings.ReplaceAll(r.Command, "`", "'"), thousands(r.SecondUS))
+	}
+}
