@@ -61,17 +61,31 @@ return n`
 	baseline := longestCommand(t, rdb)
 	require.NoError(t, rdb.Do(f.Ctx, "SLOWLOG", "RESET").Err())
 
-	// The passes take a while here: the live worker goes on heartbeating.
-	beat := func() {
-		_, err := f.DB.Pool.Exec(f.Ctx, `UPDATE core_appstatus SET last_heartbeat = now() WHERE pulp_id = $1`, row)
-		require.NoError(t, err)
-	}
+	// The passes take a while here, and longer than the worker's ttl on a
+	// loaded machine: the live worker goes on heartbeating, as pulpcore's
+	// does, every few seconds until the passes are done.
+	beating, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(beating)
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			if _, err := f.DB.Pool.Exec(f.Ctx, `UPDATE core_appstatus SET last_heartbeat = now() WHERE pulp_id = $1`, row); err != nil {
+				t.Errorf("heartbeat: %v", err)
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	defer func() { close(stop); <-beating }()
 	r := f.reaper(func(c *pass.Config) { c.BatchSize = 1000 })
-	beat()
 	rep := f.pass(r, pass.ModeOnce)
 	require.Equal(t, pass.ResultSuspected, findingFor(rep, leak, live).Result)
 	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
-	beat()
 	rep = f.pass(r, pass.ModeOnce)
 	require.Equal(t, pass.ResultReleased, findingFor(rep, leak, live).Result, "the huge registry held the release back")
 
