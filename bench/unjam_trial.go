@@ -228,7 +228,7 @@ func waitFor(ctx context.Context, deadline time.Time, cond func() bool) bool {
 // (pod-seen), so the release is then the container-restarted rule's.
 func (o options) releasedBy(p passRecord, key, owner string, lastBeat time.Time) (verdict, rule string) {
 	fd := p.finding(key, owner)
-	verdict, rule = string(fd.Verdict), "heartbeats"
+	verdict, rule = fd.Verdict.String(), "heartbeats"
 	k := fd.Evidence().Kubernetes
 	switch {
 	case k != nil && k.Rule == judge.PodHungTooLong:

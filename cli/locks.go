@@ -204,7 +204,7 @@ func knownVerdict(v judge.Verdict) bool {
 func verdictNames() string {
 	names := make([]string, len(judge.HoldingVerdicts))
 	for i, v := range judge.HoldingVerdicts {
-		names[i] = string(v)
+		names[i] = v.String()
 	}
 	return strings.Join(names, ", ")
 }

@@ -32,7 +32,7 @@ func writeExplanationText(w io.Writer, ex explain.Explanation, l layout) {
 		}
 		rows := [][2]string{{"name", quoteText(t.Name)}, {"state", state}, {"claim", claimText(ex.Claim)}}
 		if tj := ex.TaskVerdict; tj != nil {
-			rows = append(rows, [2]string{"task verdict", l.paint(string(tj.Verdict), verdictColor(tj.Verdict)) +
+			rows = append(rows, [2]string{"task verdict", l.paint(tj.Verdict.String(), verdictColor(tj.Verdict)) +
 				fmt.Sprintf(": %s -> %s%s", quoteText(tj.StateBefore), afterText(tj), deferredText(tj.Deferred))})
 		}
 		for _, r := range rows {
@@ -98,7 +98,7 @@ func writeHolders(w io.Writer, hs []explain.Holder, l layout) {
 			mark = "BLOCKS"
 		}
 		t.add(keyCell(quoteText(h.Owner)), textCell(h.Kind.String()), textCell(livenessText(h.Liveness.String(), h.HeartbeatAge)+podText(h.Kubernetes)),
-			keyCell(task), textCell(string(h.Verdict)+" -> "+string(h.Action)+deferredText(h.Deferred)), textCell(mark).in(ansiBold))
+			keyCell(task), textCell(h.Verdict.String()+" -> "+h.Action.String()+deferredText(h.Deferred)), textCell(mark).in(ansiBold))
 	}
 	t.write(w, l)
 }

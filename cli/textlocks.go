@@ -33,7 +33,7 @@ func writeLocks(w io.Writer, format string, out LocksOutput, l layout) error {
 			}
 			emit(keyCell(quoteText(h.Key)), textCell(h.Kind.String()), keyCell(quoteText(h.Owner)),
 				textCell(livenessText(h.OwnerLiveness, h.HeartbeatAge)+podText(h.Kubernetes)).in(livenessColor(h.OwnerLiveness)), keyCell(task),
-				textCell(string(h.Verdict)).in(verdictColor(h.Verdict)), freeCell(string(h.Action)+deferredText(h.Deferred)))
+				textCell(h.Verdict.String()).in(verdictColor(h.Verdict)), freeCell(h.Action.String()+deferredText(h.Deferred)))
 		}
 	}
 	t.write(w, l)

@@ -122,7 +122,7 @@ func writeFlatFindings(w io.Writer, findings []pass.Finding, l layout) {
 	t.each = func(emit func(...cell)) {
 		for _, f := range findings[:shown(len(findings), l.limit)] {
 			emit(keyCell(quoteText(f.Key)), textCell(f.Kind.String()), keyCell(quoteText(f.Owner)),
-				textCell(string(f.Verdict)).in(verdictColor(f.Verdict)), textCell(resultText(f.Result, f.Deferred)), freeCell(evidenceText(f)))
+				textCell(f.Verdict.String()).in(verdictColor(f.Verdict)), textCell(resultText(f.Result, f.Deferred)), freeCell(evidenceText(f)))
 		}
 	}
 	t.write(w, l)
@@ -145,7 +145,7 @@ func groupFindings(findings []pass.Finding) []findingGroup {
 	byKey := map[[2]string]*findingGroup{}
 	var groups []*findingGroup
 	for _, f := range findings {
-		k := [2]string{f.Owner, string(f.Verdict)}
+		k := [2]string{f.Owner, f.Verdict.String()}
 		g := byKey[k]
 		if g == nil {
 			g = &findingGroup{owner: f.Owner, liveness: f.Evidence().OwnerLiveness.String(), verdict: f.Verdict}
@@ -229,7 +229,7 @@ func writeGroupedFindings(w io.Writer, findings []pass.Finding, l layout) {
 			name := quoteText(g.owner) // in full: it is copied into release --owner
 			fmt.Fprintf(w, "\n  %s (%s)\n", name, l.paint(g.liveness, livenessColor(g.liveness)))
 		}
-		fmt.Fprintf(w, "    %s: %d %s, %s\n", l.paint(string(g.verdict), verdictColor(g.verdict)), len(g.rows), plural(len(g.rows), "holding", "holdings"), resultsText(g.rows))
+		fmt.Fprintf(w, "    %s: %d %s, %s\n", l.paint(g.verdict.String(), verdictColor(g.verdict)), len(g.rows), plural(len(g.rows), "holding", "holdings"), resultsText(g.rows))
 		n := len(g.rows)
 		if l.limit > 0 {
 			n = min(n, max(budget, minGroupRows))
@@ -339,7 +339,7 @@ func writeTaskFindings(w io.Writer, tasks []pass.TaskFinding, l layout) {
 			if tf.ClearClaim {
 				after = "waiting (requeued)"
 			}
-			emit(keyCell(tf.ID), freeCell(quoteText(tf.Name)), textCell(string(tf.Verdict)).in(verdictColor(tf.Verdict)),
+			emit(keyCell(tf.ID), freeCell(quoteText(tf.Name)), textCell(tf.Verdict.String()).in(verdictColor(tf.Verdict)),
 				textCell(quoteText(tf.StateBefore)), textCell(quoteText(after)), keyCell(quoteText(tf.Owner)), freeCell(resultText(tf.Result, tf.Deferred)))
 		}
 	}

@@ -57,7 +57,7 @@ func ownerPhrase(h Holder) string {
 
 // evidencePhrase is the verdict and heartbeat age behind a holding's fate.
 func evidencePhrase(h Holder) string {
-	s := string(h.Verdict)
+	s := h.Verdict.String()
 	if h.HeartbeatAge != nil {
 		s += ", heartbeat " + h.HeartbeatAge.String() + " ago"
 	}

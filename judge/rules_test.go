@@ -120,7 +120,7 @@ func TestRuleConfirmation(t *testing.T) {
 	}
 	for _, v := range Verdicts {
 		want := v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim
-		require.Equal(t, want, v.needsConfirmation(), string(v)+" says once confirmed")
+		require.Equal(t, want, v.needsConfirmation(), v.String()+" says once confirmed")
 	}
 }
 
@@ -166,7 +166,7 @@ func TestRuleActions(t *testing.T) {
 	}
 	require.Len(t, want, len(Verdicts), "every verdict of the catalogue")
 	for _, v := range Verdicts {
-		require.Equal(t, want[v], v.action(), string(v))
+		require.Equal(t, want[v], v.action(), v.String())
 	}
 }
 

@@ -49,7 +49,7 @@ func (f *fleet) initSeries() {
 		f.owners.WithLabelValues(l.String())
 	}
 	for _, v := range taskVerdicts {
-		f.lostTasks.WithLabelValues(string(v))
+		f.lostTasks.WithLabelValues(v.String())
 	}
 }
 
@@ -81,11 +81,11 @@ func (f *fleet) observe(rep *pass.Report) {
 		lost[t.Verdict]++
 	}
 	for _, v := range taskVerdicts {
-		f.lostTasks.WithLabelValues(string(v)).Set(float64(lost[v]))
+		f.lostTasks.WithLabelValues(v.String()).Set(float64(lost[v]))
 		delete(lost, v)
 	}
 	for v, n := range lost {
-		f.lostTasks.WithLabelValues(string(v)).Set(float64(n))
+		f.lostTasks.WithLabelValues(v.String()).Set(float64(n))
 	}
 
 	f.oldestStale.Set(oldestStaleAge(rep).Seconds())

@@ -184,11 +184,11 @@ func (m *Metrics) initSeries() {
 		for _, k := range holdingKinds {
 			// k.String(), not string(k): a Kind is a number, and string()
 			// of a number is the character with that code point.
-			m.released.WithLabelValues(string(v), k.String())
+			m.released.WithLabelValues(v.String(), k.String())
 		}
 	}
 	for _, v := range taskVerdicts {
-		m.tasksUpdated.WithLabelValues(string(v))
+		m.tasksUpdated.WithLabelValues(v.String())
 	}
 	for _, g := range guardNames {
 		m.guardTrips.WithLabelValues(g)

@@ -56,12 +56,12 @@ func (m *Metrics) Observe(rep *pass.Report) Outcome {
 	}
 	for _, f := range rep.Findings {
 		if f.Result == pass.ResultReleased {
-			m.released.WithLabelValues(string(f.Verdict), f.Kind.String()).Inc()
+			m.released.WithLabelValues(f.Verdict.String(), f.Kind.String()).Inc()
 		}
 	}
 	for _, t := range rep.Tasks {
 		if t.Result == pass.ResultUpdated {
-			m.tasksUpdated.WithLabelValues(string(t.Verdict)).Inc()
+			m.tasksUpdated.WithLabelValues(t.Verdict.String()).Inc()
 		}
 	}
 	m.kube.observe(rep)

@@ -194,7 +194,7 @@ func (a *actor) logHolding(jd judge.Judgement, res Result) {
 	e := jd.Evidence()
 	attrs := []slog.Attr{
 		slog.String("key", jd.Key), slog.String("kind", jd.Kind.String()), slog.String("owner", jd.Owner),
-		slog.String("verdict", string(jd.Verdict)), slog.String("result", string(res)),
+		slog.String("verdict", jd.Verdict.String()), slog.String("result", string(res)),
 		slog.String("owner_liveness", e.OwnerLiveness.String()),
 	}
 	if jd.TaskID() != "" {
@@ -301,7 +301,7 @@ func (a *actor) failTasks(idx []int) {
 
 func (a *actor) logTask(tj judge.TaskJudgement, res Result) {
 	a.r.log.LogAttrs(context.Background(), slog.LevelInfo, "updated task",
-		slog.String("task", tj.ID), slog.String("verdict", string(tj.Verdict)), slog.String("result", string(res)),
+		slog.String("task", tj.ID), slog.String("verdict", tj.Verdict.String()), slog.String("result", string(res)),
 		slog.String("state_before", tj.StateBefore), slog.String("state_after", tj.StateAfter),
 		slog.Bool("requeue", tj.ClearClaim), slog.String("owner", tj.Owner), slog.String("app_lock_id", tj.AppLockID))
 }

@@ -503,7 +503,7 @@ func TestACLWithoutMGETReadsTheSame(t *testing.T) {
 	verdicts := func(rep pass.Report) []string {
 		var out []string
 		for _, f := range rep.Findings {
-			out = append(out, f.Key+" "+f.Owner+" "+string(f.Verdict))
+			out = append(out, f.Key+" "+f.Owner+" "+f.Verdict.String())
 		}
 		return out
 	}
