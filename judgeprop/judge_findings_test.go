@@ -45,21 +45,3 @@ func TestJudgePropertyFindingsOnly(t *testing.T) {
 		requireFindingsOfJudge(t, c.snap, c.p)
 	})
 }
-
-// TestJudgeFindingsLargeFleets covers fleets larger than rapid draws: a
-// busy fleet, and one dead owner's, whose holdings are all findings.
-func TestJudgeFindingsLargeFleets(t *testing.T) {
-	t.Parallel()
-	for name, snap := range map[string]judge.Snapshot{
-		"busy fleet": jbFleet(20_000),
-		"one owner":  jbOneOwner(10_000),
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			p := judge.DefaultPolicy()
-			p.MaxReleases = len(snap.Holdings)
-			p.Force = true
-			requireFindingsOfJudge(t, snap, p)
-		})
-	}
-}
