@@ -4,8 +4,9 @@ import (
 	"testing"
 )
 
-// TestTaskLocksSeenListsEachKeyOnce: the release script counts the seen
-// task locks, so a holding listed twice must not count twice.
+// TestTaskLocksSeenListsEachKeyOnce: the task locks seen are stored in
+// Redis for the release script, a field each: a holding the snapshot listed
+// twice is written once.
 func TestTaskLocksSeenListsEachKeyOnce(t *testing.T) {
 	t.Parallel()
 	task := Holding{Key: TaskKeyPrefix + jtID(1), Owner: "1@w", Kind: KindTask}

@@ -119,10 +119,16 @@ func (a *actor) release(ctx context.Context) error {
 		a.failHoldings(todo)
 		return err
 	}
+	forget, err := rel.RememberSeen(ctx, a.plan.TaskLocksSeen, redislocks.GuardedOwners(a.plan.Holdings, todo))
+	if err != nil {
+		a.failHoldings(todo)
+		return err
+	}
+	defer forget()
 	logs := a.startReleaseLog()
 	defer logs.wait()
 	return inBatchesCut(ctx, todo, end, a.failHoldings, func(done int, idx []int) error {
-		b := redislocks.Batch{Holdings: make([]judge.Holding, len(idx)), Guarded: make([]bool, len(idx)), Seen: map[string][]string{}}
+		b := redislocks.Batch{Holdings: make([]judge.Holding, len(idx)), Guarded: make([]bool, len(idx))}
 		retired := map[string]bool{}
 		for n, i := range idx {
 			jd := a.plan.Holdings[i]
@@ -133,7 +139,6 @@ func (a *actor) release(ctx context.Context) error {
 				b.Retire = append(b.Retire, jd.Owner)
 			case judge.Guarded(jd):
 				b.Guarded[n] = true
-				b.Seen[jd.Owner] = a.plan.TaskLocksSeen[jd.Owner]
 			}
 		}
 		outcomes, err := rel.Release(context.WithoutCancel(ctx), b)

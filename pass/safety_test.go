@@ -215,6 +215,9 @@ func sfPool(f *fixture, hostPort string, tracer pgx.QueryTracer) *pgxpool.Pool {
 		pc.ConnConfig.Host = host
 		_, err = fmt.Sscan(port, &pc.ConnConfig.Port)
 		require.NoError(f.T, err)
+		// A URL without sslmode (prefer) parses with fallbacks to the
+		// original host: they would reach the real database.
+		pc.ConnConfig.Fallbacks = nil
 	}
 	pc.ConnConfig.Tracer = tracer
 	pc.ConnConfig.ConnectTimeout = 2 * time.Second

@@ -15,9 +15,9 @@ import (
 // KEYS: the lock keys, one per holding.
 // ARGV: n, then one string of n flags, one per holding: "x" for a string
 // lock, "s" for a shared member, "X" and "S" for the same when guarded; then
-// n owners, then g, then for each of g guarded owners its name, k and the k
-// task lock keys the snapshot saw it hold, then the owners judged dead or
-// gone that may leave pulp:active_owners once their registry is empty.
+// n owners, then the token of the pass's stored task locks seen
+// (RememberSeen), then the owners judged dead or gone that may leave
+// pulp:active_owners once their registry is empty.
 //
 // A string lock is deleted only while its value is still the observed owner;
 // a shared set loses only that member. A key leaves the owner's registry once
@@ -31,15 +31,17 @@ import (
 // shared domain membership is the common case). So a guarded holding (a
 // resource of a live or late owner) is only released while the owner's
 // registry lists no task lock the snapshot did not see; otherwise it is left
-// alone as owner-changed, and the next pass judges it afresh. The check
-// counts rather than compares, so that Redis does the work: with S the task
-// locks seen (distinct keys) and T the task keys the registry lists, T is
-// within S exactly when |T| equals |T ∩ S|, which SMISMEMBER counts. When the
-// counts differ, the registry's task keys outside S are looked at one by
-// one: an entry whose key no longer exists is stale (pulpcore's legacy
-// cleanup and operators delete locks with a plain DEL) and is pruned there
-// and then, atomically; only an entry whose key exists means a new task. A
-// stale entry so never blocks the owner's other releases.
+// alone as owner-changed, and the next pass judges it afresh. The task locks
+// the snapshot saw are stored in Redis once for the pass, a hash per owner
+// (RememberSeen), rather than sent with every call: a live owner with
+// 100,000 of them would otherwise send them all with each batch. The check
+// walks the registry's task keys a page at a time and asks the hash about
+// each page with one HMGET. A registry entry the snapshot did not see whose
+// key no longer exists is stale (pulpcore's legacy cleanup and operators
+// delete locks with a plain DEL) and is pruned there and then, atomically;
+// only an entry whose key exists means a new task. A stale entry so never
+// blocks the owner's other releases. A missing hash (expired, evicted, never
+// stored) reads as no task lock seen, which can only leave holdings alone.
 //
 // The new-task check walks at most registryCheckLimit entries of one
 // owner's registry; the reaper prunes a larger one beforehand, a page per
@@ -68,13 +70,8 @@ var releaseScript = redis.NewScript(`
 local n, flags = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local function is_set(k) return redis.call('TYPE', k)['ok'] == 'set' end
+local token = ARGV[n + 3]
 local pos = n + 3
-local seen = {}
-for _ = 1, tonumber(ARGV[pos]) do
-  local owner, k = ARGV[pos + 1], tonumber(ARGV[pos + 2])
-  seen[owner] = {pos + 3, k}
-  pos = pos + 2 + k
-end
 -- A registry that is a set stays one, or goes once empty (SREM of a missing
 -- key does nothing): its type is asked once per owner.
 local registry_set = {}
@@ -108,37 +105,22 @@ local function took_new_task(owner)
     if registry_is_set(owner) then
       checked = checked + 1
       local out_of_pages = checked == 1 and 'o' or 'b'
-      local first, k = seen[owner][1], seen[owner][2]
-      local present = 0
-      for from = first, first + k - 1, 1000 do
-        for _, m in ipairs(redis.call('SMISMEMBER', registry, unpack(ARGV, from, math.min(from + 999, first + k - 1)))) do
-          present = present + m
-        end
-      end
-      local listed, cursor = 0, '0'
+      -- The task locks the snapshot saw the owner hold, stored for the
+      -- pass (RememberSeen); none when the hash is missing or not a hash.
+      local seen = '` + TaskLocksSeenPrefix + `' .. token .. ':' .. owner
+      local seen_stored = token ~= '' and redis.call('TYPE', seen)['ok'] == 'hash'
+      local listed, cursor, stale = 0, '0', {}
       repeat
         local page = task_page(registry, cursor)
-        cursor, listed = page[1], listed + #page[2]
-      until cursor == '0' or pages_left <= 0 or listed > ` + luaInt(registryCheckLimit) + `
-      if listed > ` + luaInt(registryCheckLimit) + ` then
-        -- Too many entries to walk in one call (the reaper prunes a large
-        -- registry page by page before it releases): left alone.
-        busy[owner] = 'o'
-      elseif cursor ~= '0' then
-        busy[owner] = out_of_pages
-      elseif listed ~= present then
-        -- The registry lists a task key the snapshot did not see: a new
-        -- task, or a stale entry whose key is gone (deleted by a plain DEL).
-        -- A stale entry is pruned, now that the key is gone; any other
-        -- leaves the owner busy.
-        local seen_key = {}
-        for i = first, first + k - 1 do seen_key[ARGV[i]] = true end
-        local stale = {}
-        repeat
-          local page = task_page(registry, cursor)
-          cursor = page[1]
-          for _, key in ipairs(page[2]) do
-            if not seen_key[key] then
+        local keys = page[2]
+        cursor, listed = page[1], listed + #keys
+        if #keys > 0 then
+          local known = seen_stored and redis.call('HMGET', seen, unpack(keys)) or {}
+          for j, key in ipairs(keys) do
+            -- A task key the snapshot did not see: a new task, or a stale
+            -- entry whose key is gone (deleted by a plain DEL), which is
+            -- pruned now that the key is gone.
+            if not known[j] then
               if exists(key) then
                 busy[owner] = 'o'
               else
@@ -146,13 +128,19 @@ local function took_new_task(owner)
               end
             end
           end
-        until cursor == '0' or busy[owner] or pages_left <= 0
-        if cursor ~= '0' and not busy[owner] then
-          busy[owner] = out_of_pages
         end
-        for from = 1, #stale, 1000 do
-          redis.call('SREM', registry, unpack(stale, from, math.min(from + 999, #stale)))
-        end
+      until cursor == '0' or busy[owner] or pages_left <= 0 or listed > ` + luaInt(registryCheckLimit) + `
+      if busy[owner] then
+        -- A new task: left alone.
+      elseif listed > ` + luaInt(registryCheckLimit) + ` then
+        -- Too many entries to walk in one call (the reaper prunes a large
+        -- registry page by page before it releases): left alone.
+        busy[owner] = 'o'
+      elseif cursor ~= '0' then
+        busy[owner] = out_of_pages
+      end
+      for from = 1, #stale, 1000 do
+        redis.call('SREM', registry, unpack(stale, from, math.min(from + 999, #stale)))
       end
     end
   end
@@ -234,6 +222,9 @@ type Releaser struct {
 	Timeout time.Duration
 	// Log is told of the registry entries pruned before the releases.
 	Log *slog.Logger
+
+	// seenToken names the task locks seen that RememberSeen stored.
+	seenToken string
 }
 
 // Batch is one call of the release script.
@@ -241,8 +232,6 @@ type Batch struct {
 	Holdings []judge.Holding
 	// Guarded parallels Holdings: release only while the owner took no new task.
 	Guarded []bool
-	// Seen lists, per guarded owner, the task lock keys the snapshot saw.
-	Seen map[string][]string
 	// Retire names the owners judged dead or gone in this batch.
 	Retire []string
 }
@@ -306,7 +295,7 @@ func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
 		if len(again) == len(idx) {
 			return nil, fmt.Errorf("release batch: the script handed back all %d holdings it was given", len(idx))
 		}
-		next := Batch{Holdings: make([]judge.Holding, len(again)), Guarded: make([]bool, len(again)), Seen: b.Seen}
+		next := Batch{Holdings: make([]judge.Holding, len(again)), Guarded: make([]bool, len(again))}
 		for n, i := range again {
 			next.Holdings[n], next.Guarded[n] = b.Holdings[i], b.Guarded[i]
 		}
@@ -328,25 +317,13 @@ func (r *Releaser) releaseOnce(ctx context.Context, b Batch) ([]Outcome, error) 
 	flags := make([]byte, n)
 	args := make([]any, 0, 3+2*n+len(b.Retire))
 	args = append(args, n, nil)
-	var guardedOwners []string
-	listed := map[string]bool{}
 	for i, h := range b.Holdings {
 		keys[i] = h.Key
 		flags[i] = releaseFlag(h.Kind, b.Guarded[i])
-		if b.Guarded[i] && !listed[h.Owner] {
-			listed[h.Owner] = true
-			guardedOwners = append(guardedOwners, h.Owner)
-		}
 		args = append(args, h.Owner)
 	}
 	args[1] = string(flags)
-	args = append(args, len(guardedOwners))
-	for _, o := range guardedOwners {
-		args = append(args, o, len(b.Seen[o]))
-		for _, k := range b.Seen[o] {
-			args = append(args, k)
-		}
-	}
+	args = append(args, r.seenToken)
 	for _, o := range b.Retire {
 		args = append(args, o)
 	}

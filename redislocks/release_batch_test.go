@@ -92,12 +92,12 @@ func TestReleaseBatchNewTaskCheckSeesItsOwnDeletes(t *testing.T) {
 
 			deleted := judge.Holding{Key: foreign, Owner: dead, Kind: judge.KindTask}
 			guardedLeak := judge.Holding{Key: leak, Owner: live, Kind: judge.KindExclusive}
-			b := redislocks.Batch{Holdings: []judge.Holding{deleted, guardedLeak}, Guarded: []bool{false, true},
-				Seen: map[string][]string{live: {running}}}
+			b := redislocks.Batch{Holdings: []judge.Holding{deleted, guardedLeak}, Guarded: []bool{false, true}}
 			if !tc.deleteFirst {
 				b.Holdings, b.Guarded = []judge.Holding{guardedLeak, deleted}, []bool{true, false}
 			}
 			rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
+			rememberSeen(t, rel, map[string][]string{live: {running}})
 			res, err := rel.Release(f.Ctx, b)
 			require.NoError(t, err)
 			results := map[string]redislocks.Outcome{b.Holdings[0].Key: res[0], b.Holdings[1].Key: res[1]}

@@ -15,14 +15,7 @@ import (
 // guarded owners would together pass registryCallBudget entries (a batch
 // starts with at least one holding whatever its owner's size).
 func (r *Releaser) BatchEnds(ctx context.Context, holdings []judge.Judgement, todo []int, batchSize int) (func(start int) int, error) {
-	var owners []string
-	listed := map[string]bool{}
-	for _, i := range todo {
-		if jd := holdings[i]; judge.Guarded(jd) && !listed[jd.Owner] {
-			listed[jd.Owner] = true
-			owners = append(owners, jd.Owner)
-		}
-	}
+	owners := GuardedOwners(holdings, todo)
 	sizes, large, err := registrySizes(ctx, r.RDB, r.Timeout, owners)
 	if err != nil {
 		return nil, err
@@ -63,4 +56,18 @@ func (r *Releaser) BatchEnds(ctx context.Context, holdings []judge.Judgement, to
 		}
 		return end
 	}, nil
+}
+
+// GuardedOwners lists the owners of the guarded holdings among todo
+// (indexes of holdings), once each, in the order they come.
+func GuardedOwners(holdings []judge.Judgement, todo []int) []string {
+	var owners []string
+	listed := map[string]bool{}
+	for _, i := range todo {
+		if jd := holdings[i]; judge.Guarded(jd) && !listed[jd.Owner] {
+			listed[jd.Owner] = true
+			owners = append(owners, jd.Owner)
+		}
+	}
+	return owners
 }

@@ -15,12 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestReleaseGuardCountsTaskLocks exercises the release script's check that
+// TestReleaseGuardChecksTaskLocks exercises the release script's check that
 // a live owner took no task lock since the snapshot, on an owner with more
-// task locks than one SMISMEMBER call or one SSCAN page takes: a seen task
-// lock that finished since leaves the check passing, a new one among them
-// (even as a finished one leaves, keeping the count) fails it.
-func TestReleaseGuardCountsTaskLocks(t *testing.T) {
+// task locks than one HMGET or one SSCAN page takes: a seen task lock that
+// finished since leaves the check passing, a new one among them (even as a
+// finished one leaves, keeping the count) fails it.
+func TestReleaseGuardChecksTaskLocks(t *testing.T) {
 	t.Parallel()
 	f := passtest.New(t)
 	rdb := f.Redis.Client
@@ -40,8 +40,9 @@ func TestReleaseGuardCountsTaskLocks(t *testing.T) {
 		return judge.Holding{Key: key, Owner: owner, Kind: judge.KindExclusive}
 	}
 	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
+	rememberSeen(t, rel, map[string][]string{owner: seen})
 	release := func(h judge.Holding) redislocks.Outcome {
-		res, err := rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{h}, Guarded: []bool{true}, Seen: map[string][]string{owner: seen}})
+		res, err := rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{h}, Guarded: []bool{true}})
 		require.NoError(t, err)
 		return res[0]
 	}
@@ -152,10 +153,11 @@ func TestReleaseCallPagesHandBack(t *testing.T) {
 		return judge.Holding{Key: key, Owner: owner, Kind: judge.KindExclusive}
 	}
 	// A walk of a registry takes about a page per thousand entries (the
-	// call has 100): the first owner's check leaves too few for the busy
-	// one's, which comes first in the next call and, as its registry lists
-	// a task lock the snapshot did not see, leaves too few for the last.
-	first, busy, last := fill("1@first", 40_000), fill("2@busy", 70_000), fill("3@last", 40_000)
+	// call has 100): the first owner's check leaves too few for the
+	// middle one's, which comes first in the next call and leaves too few
+	// for the last.
+	first, middle, last := fill("1@first", 40_000), fill("2@middle", 70_000), fill("3@last", 40_000)
+	busy := fill("5@busy", 70_000)
 	newTask := judge.TaskKeyPrefix + passtest.NewUUID()
 	require.NoError(t, rdb.Set(f.Ctx, newTask, busy.Owner, 0).Err())
 	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+busy.Owner, newTask).Err())
@@ -167,25 +169,46 @@ func TestReleaseCallPagesHandBack(t *testing.T) {
 	counted.AddHook(calls)
 	rel := &redislocks.Releaser{RDB: counted, Timeout: 10 * time.Second}
 	out, err := rel.Release(f.Ctx, redislocks.Batch{
-		Holdings: []judge.Holding{first, busy, last},
+		Holdings: []judge.Holding{first, middle, last},
 		Guarded:  []bool{true, true, true},
-		Seen:     map[string][]string{},
 	})
 	require.NoError(t, err)
-	require.Equal(t, []redislocks.Outcome{redislocks.Released, redislocks.OwnerChanged, redislocks.Released}, out)
+	require.Equal(t, []redislocks.Outcome{redislocks.Released, redislocks.Released, redislocks.Released}, out)
 	require.EqualValues(t, 3, calls.n.Load(), "one call per owner: each handed the rest back")
 	require.Equal(t, "", f.Get(first.Key))
+	require.Equal(t, "", f.Get(middle.Key))
 	require.Equal(t, "", f.Get(last.Key))
+
+	// A registry that lists a task lock the snapshot did not see, however
+	// many pages in: the owner took a new task.
+	calls.n.Store(0)
+	out, err = rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{busy}, Guarded: []bool{true}})
+	require.NoError(t, err)
+	require.Equal(t, []redislocks.Outcome{redislocks.OwnerChanged}, out)
+	require.EqualValues(t, 1, calls.n.Load())
 	require.Equal(t, busy.Owner, f.Get(busy.Key), "the owner took a new task: left alone")
 	require.True(t, rdb.SIsMember(f.Ctx, redislocks.OwnerLocksPrefix+busy.Owner, busy.Key).Val())
 
 	calls.n.Store(0)
-	out, err = rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{huge}, Guarded: []bool{true}, Seen: map[string][]string{}})
+	out, err = rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{huge}, Guarded: []bool{true}})
 	require.NoError(t, err)
 	require.Equal(t, []redislocks.Outcome{redislocks.OwnerChanged}, out, "too many pages for one call: left for a later pass")
 	require.EqualValues(t, 1, calls.n.Load())
 	require.Equal(t, huge.Owner, f.Get(huge.Key))
 	require.True(t, rdb.SIsMember(f.Ctx, redislocks.OwnerLocksPrefix+huge.Owner, huge.Key).Val(), "still registered")
+}
+
+// rememberSeen stores the task locks seen for rel's releases, and deletes
+// them when the test ends.
+func rememberSeen(t *testing.T, rel *redislocks.Releaser, seen map[string][]string) {
+	t.Helper()
+	var owners []string
+	for o := range seen {
+		owners = append(owners, o)
+	}
+	forget, err := rel.RememberSeen(context.Background(), seen, owners)
+	require.NoError(t, err)
+	t.Cleanup(forget)
 }
 
 // scriptCalls counts the script calls that Redis ran (a NOSCRIPT answer,
