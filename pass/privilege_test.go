@@ -163,6 +163,14 @@ func TestLeastPrivilegePasses(t *testing.T) {
 	audit := run(pass.ExitFindings, "audit", "--output", "json")
 	require.Len(t, audit.Findings, len(inc.Stale)+1)
 
+	// explain reads the task's row and the older waiting tasks before it,
+	// in Pulp's fetch order (pulp_created).
+	for _, id := range []string{inc.Queued[0], inc.Queued[len(inc.Queued)-1]} {
+		code, stdout, stderr := pvRun(t, env, "explain", id, "--output", "json")
+		outputs = append(outputs, stdout, stderr)
+		require.Equal(t, pass.ExitOK, code, "explain %s\nstdout: %s\nstderr: %s", id, stdout, stderr)
+	}
+
 	// Without its cached copy the release script goes by EVAL; every client
 	// that runs scripts through go-redis falls back the same way.
 	require.NoError(t, r.Client.ScriptFlush(ctx).Err())

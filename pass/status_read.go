@@ -2,6 +2,7 @@ package pass
 
 import (
 	"context"
+	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pulpdb"
@@ -29,4 +30,11 @@ func (r *Reaper) WaitingTasks(ctx context.Context, limit int) ([]pulpdb.TaskRow,
 // rest of the database (pulpdb.ReadExplainedTask).
 func (r *Reaper) ExplainedTask(ctx context.Context, taskID string) (*pulpdb.ExplainedTask, error) {
 	return pulpdb.ReadExplainedTask(ctx, r.pool, r.cfg.DatabaseTimeout, taskID)
+}
+
+// TaskStarts reads when each of the tasks ids started; granted is false,
+// with nothing read, when the role may not read core_task.started_at
+// (pulpdb.ReadTaskStarts).
+func (r *Reaper) TaskStarts(ctx context.Context, ids []string) (map[string]time.Time, bool, error) {
+	return pulpdb.ReadTaskStarts(ctx, r.pool, r.cfg.DatabaseTimeout, ids)
 }

@@ -24,6 +24,9 @@ func (s slowSource) WaitingTasks(ctx context.Context, _ int) ([]pulpdb.TaskRow, 
 func (slowSource) ExplainedTask(context.Context, string) (*pulpdb.ExplainedTask, error) {
 	return nil, nil
 }
+func (slowSource) TaskStarts(context.Context, []string) (map[string]time.Time, bool, error) {
+	return nil, true, nil
+}
 
 // TestPassDoneNeverWaitsForABuild: while a view is being built (its read
 // held up), PassDone returns at once, and the newest pass is the one built

@@ -35,6 +35,9 @@ type Link struct {
 	FreedAt time.Time
 	// Released says the pass of the view released it already.
 	Released bool
+	// Since is when the task a live worker keeps the holding for started,
+	// if known (runningSince).
+	Since time.Time
 }
 
 // Blocked says a stale or suspect lock stands in the task's way, one the
@@ -151,6 +154,19 @@ func (v *View) link(resource string, need judge.Kind, h explain.Holder, judged [
 		l.Freed = "never while its owner lives: " + keptBy(h)
 	}
 	return l
+}
+
+// keptForTask is the running task a live (or late) worker keeps the link's
+// holding for, if any: the link is freed only when the task ends.
+func (l Link) keptForTask() string {
+	if l.Released || l.Holder.Action != judge.ActionKeep || l.Holder.Task == nil {
+		return ""
+	}
+	switch l.Holder.Task.State {
+	case "running", "canceling":
+		return l.Holder.Task.ID
+	}
+	return ""
 }
 
 // keptBy says who keeps a healthy holding and for what.

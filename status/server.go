@@ -30,6 +30,9 @@ type Source interface {
 	// ExplainedTask reads a task's rows for explain.On, to explain it on an
 	// inspection already made.
 	ExplainedTask(ctx context.Context, taskID string) (*pulpdb.ExplainedTask, error)
+	// TaskStarts reads when tasks started; granted is false when the role
+	// may not read core_task.started_at (an optional grant).
+	TaskStarts(ctx context.Context, ids []string) (starts map[string]time.Time, granted bool, err error)
 }
 
 // Options configure a Server. Zero fields take the defaults below.
@@ -227,6 +230,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	}
 	v.QueueTotal = total
 	v.queue(rows)
+	s.addRunningSince(ctx, v)
 	s.view.Store(v)
 }
 
