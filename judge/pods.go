@@ -104,9 +104,9 @@ type Termination struct {
 
 // SeenPod is a pod an earlier complete list showed, remembered by name.
 type SeenPod struct {
-	UID string `json:"uid"`
+	UID string
 	// Seen is when a list last showed it (the reaper's clock, for expiry only).
-	Seen time.Time `json:"seen"`
+	Seen time.Time
 }
 
 // PodView is one complete, successful list of pods, by name, with the pods

@@ -124,21 +124,21 @@ func Final(state string) bool {
 // SuspectKey names a remembered suspect: a holding (lock key and owner) or,
 // for stuck claims, a task and the app_lock it was claimed by.
 type SuspectKey struct {
-	Key   string `json:"key"`
-	Owner string `json:"owner"`
+	Key   string
+	Owner string
 }
 
 // Suspect is a finding that needs confirmation, as first sighted.
 type Suspect struct {
-	Verdict   Verdict   `json:"verdict"`
-	FirstSeen time.Time `json:"first_seen"`
+	Verdict   Verdict
+	FirstSeen time.Time
 }
 
 // SeenAlive is a worker row a pass saw alive or late.
 type SeenAlive struct {
-	Name string `json:"name"`
+	Name string
 	// At is when a pass last saw it so (database clock).
-	At time.Time `json:"at"`
+	At time.Time
 }
 
 // Snapshot is everything one pass judges: what Redis held, then what the

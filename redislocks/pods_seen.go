@@ -23,51 +23,44 @@ import (
 type SeenPod struct {
 	judge.SeenPod
 
-	Where string `json:"where"`
+	Where string
+}
+
+// seenPodValue is a SeenPod as stored: {"uid": ..., "seen": ..., "where": ...}.
+type seenPodValue struct {
+	UID   string    `json:"uid"`
+	Seen  time.Time `json:"seen"`
+	Where string    `json:"where"`
+}
+
+// MarshalJSON writes the stored form.
+func (p SeenPod) MarshalJSON() ([]byte, error) {
+	return json.Marshal(seenPodValue{UID: p.UID, Seen: p.Seen, Where: p.Where})
+}
+
+// UnmarshalJSON reads the stored form.
+func (p *SeenPod) UnmarshalJSON(b []byte) error {
+	var v seenPodValue
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*p = SeenPod{SeenPod: judge.SeenPod{UID: v.UID, Seen: v.Seen}, Where: v.Where}
+	return nil
 }
 
 // ReadSeenPods loads the pods remembered in Redis. Entries that do not
 // decode are dropped: a pod forgotten only makes its absence count for less.
 func ReadSeenPods(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) (map[string]SeenPod, error) {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	raw, err := rdb.HGetAll(cctx, PodsSeenKey).Result()
-	if isWrongType(err) {
-		return nil, nil
-	}
+	out, err := readJSONHash(ctx, rdb, timeout, PodsSeenKey, func(p SeenPod) bool { return !p.Seen.IsZero() && p.Where != "" })
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", PodsSeenKey, err)
-	}
-	out := make(map[string]SeenPod, len(raw))
-	for name, v := range raw {
-		var p SeenPod
-		if json.Unmarshal([]byte(v), &p) == nil && !p.Seen.IsZero() && p.Where != "" {
-			out[name] = p
-		}
 	}
 	return out, nil
 }
 
-// WriteSeenPods replaces the remembered pods atomically, with the same
-// commands as the suspects (the reaper's Redis ACL has no others).
+// WriteSeenPods replaces the remembered pods atomically.
 func WriteSeenPods(ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, pods map[string]SeenPod) error {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	_, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {
-		p.Del(cctx, PodsSeenKey)
-		if len(pods) == 0 {
-			return nil
-		}
-		fields := make([]any, 0, 2*len(pods))
-		for name, s := range pods {
-			v, _ := json.Marshal(s)
-			fields = append(fields, name, string(v))
-		}
-		p.HSet(cctx, PodsSeenKey, fields...)
-		p.Expire(cctx, PodsSeenKey, ttl)
-		return nil
-	})
-	if err != nil {
+	if err := writeJSONHash(ctx, rdb, timeout, ttl, PodsSeenKey, pods); err != nil {
 		return fmt.Errorf("write %s: %w", PodsSeenKey, err)
 	}
 	return nil

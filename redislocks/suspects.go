@@ -12,23 +12,34 @@ import (
 
 // Suspects live in Redis, in one hash under SuspectsKey with an expiry, so
 // they carry over between CronJob runs and reaper replicas. A field is the
-// JSON array [key, owner]; a value is the JSON object of Suspect.
+// JSON array [key, owner]; a value is the JSON object of suspectValue.
 
 func encodeSuspectField(k judge.SuspectKey) string {
 	b, _ := json.Marshal([2]string{k.Key, k.Owner})
 	return string(b)
 }
 
+// suspectValue is a judge.Suspect as stored: {"verdict": ..., "first_seen": ...}.
+type suspectValue struct {
+	Verdict   judge.Verdict `json:"verdict"`
+	FirstSeen time.Time     `json:"first_seen"`
+}
+
+func encodeSuspectValue(s judge.Suspect) string {
+	b, _ := json.Marshal(suspectValue(s))
+	return string(b)
+}
+
 func decodeSuspect(field, value string) (judge.SuspectKey, judge.Suspect, bool) {
 	var kv [2]string
-	var s judge.Suspect
+	var s suspectValue
 	if json.Unmarshal([]byte(field), &kv) != nil || json.Unmarshal([]byte(value), &s) != nil {
 		return judge.SuspectKey{}, judge.Suspect{}, false
 	}
 	if s.Verdict == 0 || s.FirstSeen.IsZero() {
 		return judge.SuspectKey{}, judge.Suspect{}, false
 	}
-	return judge.SuspectKey{Key: kv[0], Owner: kv[1]}, s, true
+	return judge.SuspectKey{Key: kv[0], Owner: kv[1]}, judge.Suspect(s), true
 }
 
 // ReadSuspects loads the suspects remembered by earlier passes. Entries that
@@ -64,8 +75,7 @@ func WriteSuspects(ctx context.Context, rdb redis.UniversalClient, timeout, ttl 
 		}
 		fields := make([]any, 0, 2*len(suspects))
 		for k, s := range suspects {
-			v, _ := json.Marshal(s)
-			fields = append(fields, encodeSuspectField(k), string(v))
+			fields = append(fields, encodeSuspectField(k), encodeSuspectValue(s))
 		}
 		p.HSet(cctx, SuspectsKey, fields...)
 		p.Expire(cctx, SuspectsKey, ttl)
