@@ -9,7 +9,6 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/config"
 	"github.com/lock-reaper/lock-reaper/explain"
-	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pass"
 )
 
@@ -98,14 +97,14 @@ func claimText(p *explain.Process) string {
 	return fmt.Sprintf("%s %s (%s)", quoteText(p.AppType), quoteText(p.Name), livenessText(p.Liveness.String(), p.HeartbeatAge))
 }
 
-func livenessText(liveness string, age *judge.Duration) string {
+func livenessText(liveness string, age *pass.Seconds) string {
 	if age == nil {
 		return liveness
 	}
 	return liveness + ", heartbeat " + age.String() + " ago"
 }
 
-func afterText(tj *judge.TaskJudgement) string {
+func afterText(tj *pass.TaskVerdict) string {
 	if tj.ClearClaim {
 		return "waiting (requeued)"
 	}

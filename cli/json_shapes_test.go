@@ -48,11 +48,11 @@ func TestJSONShapes(t *testing.T) {
 	rep := &pass.Report{
 		Mode: pass.ModeOnce, StartedAt: at, DurationMS: 1234, DBNow: at, Skipped: "", Notes: []string{"a note"}, Error: "an error",
 		Scanned:    pass.Scanned{Keys: 10, TaskLocks: 2, ResourceHoldings: 3, Owners: 2, Tasks: 4, Ignored: 1, FullScan: true},
-		LockOwners: []judge.OwnerReport{{Name: "1@dead", Liveness: "dead", HeartbeatAge: age(time.Hour), Holdings: 2, Kubernetes: pod}, {Name: "immediate-x", Liveness: "gone", Holdings: 1}},
+		LockOwners: pass.OwnerReportsOf([]judge.OwnerReport{{Name: "1@dead", Liveness: "dead", HeartbeatAge: age(time.Hour), Holdings: 2, Kubernetes: pod}, {Name: "immediate-x", Liveness: "gone", Holdings: 1}}),
 		Findings:   []pass.Finding{{Judgement: &task, Result: pass.ResultReleased}, {Judgement: &res, Result: pass.ResultDeferred}},
 		Tasks:      []pass.TaskFinding{{TaskJudgement: &lost, Result: pass.ResultUpdated}},
-		Ignored:    []judge.Ignored{{Key: "task:nope", Type: "list", Reason: "not a string"}},
-		Guards:     []judge.Guard{{Name: judge.GuardMassDeath, Reason: "4 of 5 workers died"}},
+		Ignored:    []pass.Ignored{{Key: "task:nope", Type: "list", Reason: "not a string"}},
+		Guards:     pass.GuardsOf([]judge.Guard{{Name: judge.GuardMassDeath, Reason: "4 of 5 workers died"}}),
 		Kubernetes: &pass.KubernetesReport{Read: pass.KubernetesRead, Where: "pulp/app=worker", Pods: 3,
 			OwnersByEvidence: map[judge.PodRule]int{judge.PodAliveNotHeartbeating: 1, pass.PodRuleNone: 2}},
 		Summary: pass.Summary{HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 1, judge.VerdictTaskFinished: 1},
@@ -62,17 +62,17 @@ func TestJSONShapes(t *testing.T) {
 	row := &pulpdb.TaskRow{Task: judge.Task{ID: "00000000-0000-4000-8000-000000000003", Name: "sync", State: judge.StateWaiting,
 		AppLockID: "00000000-0000-4000-8000-0000000000a2", Reserved: []string{"prn:r", "shared:prn:d"}, FinishedAt: ago(time.Second)}, Created: at}
 	holder := explain.Holder{Key: "pulp:resource_lock:prn:r", Kind: judge.KindExclusive, Owner: "1@dead", Liveness: judge.Dead,
-		HeartbeatAge: age(time.Hour), Kubernetes: pod, Task: &explain.TaskRef{ID: "t", Name: "n", State: "running"}, Own: true, Blocks: true,
+		HeartbeatAge: pass.SecondsOf(age(time.Hour)), Kubernetes: pass.PodEvidenceOf(pod), Task: &explain.TaskRef{ID: "t", Name: "n", State: "running"}, Own: true, Blocks: true,
 		Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d"}
 	ex := explain.Explanation{TaskID: row.ID, DBNow: at, Task: row,
-		Claim:     &explain.Process{AppLockID: "a", Name: "1@w", AppType: "worker", Liveness: judge.Alive, HeartbeatAge: age(time.Second)},
+		Claim:     &explain.Process{AppLockID: "a", Name: "1@w", AppType: "worker", Liveness: judge.Alive, HeartbeatAge: pass.SecondsOf(age(time.Second))},
 		TaskLocks: []explain.Holder{holder}, Resources: []explain.ResourceNeed{{Resource: "prn:r", Need: judge.KindExclusive, Holders: []explain.Holder{holder}}},
 		Ahead: []explain.TaskAhead{{TaskRow: *row, Conflicts: []string{"prn:r"}, Claim: &explain.Process{AppLockID: "b", Liveness: judge.Gone}}}, AheadTotal: 1,
-		TaskVerdict: &lost, Unprotected: &explain.Unprotected{Unguarded: []string{"prn:r"}, OtherHolders: []explain.Holder{holder}},
+		TaskVerdict: pass.TaskVerdictOf(&lost), Unprotected: &explain.Unprotected{Unguarded: []string{"prn:r"}, OtherHolders: []explain.Holder{holder}},
 		Status: explain.StatusBlocked, Conclusion: "blocked"}
-	line := LockLine{Key: "k", Kind: judge.KindShared, Owner: "o", OwnerLiveness: "dead", HeartbeatAge: age(time.Minute), Kubernetes: pod,
+	line := LockLine{Key: "k", Kind: judge.KindShared, Owner: "o", OwnerLiveness: "dead", HeartbeatAge: pass.SecondsOf(age(time.Minute)), Kubernetes: pass.PodEvidenceOf(pod),
 		Resource: "r", Task: "t", TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d", Registered: true}
-	counts := OwnerCounts{Owner: "o", OwnerLiveness: "dead", HeartbeatAge: age(time.Minute), Holdings: 2,
+	counts := OwnerCounts{Owner: "o", OwnerLiveness: "dead", HeartbeatAge: pass.SecondsOf(age(time.Minute)), Holdings: 2,
 		ByKind: map[judge.Kind]int{judge.KindShared: 2}, ByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 2}}
 
 	var got bytes.Buffer

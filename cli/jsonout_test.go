@@ -16,23 +16,23 @@ import (
 // richReport has a member in every list the JSON report streams, and
 // strings a naive splice would trip on.
 func richReport() *pass.Report {
-	age := judge.Duration(90 * time.Minute)
+	age := pass.Seconds(90 * time.Minute)
 	seen := time.Date(2026, 7, 24, 9, 58, 0, 0, time.UTC)
 	return &pass.Report{
 		Mode: pass.ModeOnce, StartedAt: seen, DurationMS: 1234, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
 		Scanned: pass.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, Owners: 2, Tasks: 1, FullScan: true},
-		LockOwners: []judge.OwnerReport{
+		LockOwners: []pass.OwnerReport{
 			{Name: `1@w","findings":null,"x`, Liveness: "dead", HeartbeatAge: &age, Holdings: 3},
 			{Name: "2@<w>&", Liveness: "alive", Holdings: 1},
 		},
 		Findings: []pass.Finding{
-			{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: &age, TaskState: "running"})), Result: pass.ResultReleased},
+			{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: (*judge.Duration)(&age), TaskState: "running"})), Result: pass.ResultReleased},
 			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:r", Kind: judge.KindExclusive, Owner: "1@w"}, Verdict: judge.VerdictNoTask, Action: judge.ActionSuspect, FirstSeen: &seen}, Result: pass.ResultSuspected},
 		},
 		Tasks: []pass.TaskFinding{{TaskJudgement: &judge.TaskJudgement{ID: "a", Name: "sync", Verdict: judge.VerdictLost, Action: judge.ActionUpdate, StateBefore: "running",
 			StateAfter: "canceled"}, Result: pass.ResultUpdated}},
-		Ignored: []judge.Ignored{{Key: "task:\x1b[2J", Type: "hash", Reason: `"tasks":null`}},
-		Guards:  []judge.Guard{{Name: "max-releases", Reason: "limit"}},
+		Ignored: []pass.Ignored{{Key: "task:\x1b[2J", Type: "hash", Reason: `"tasks":null`}},
+		Guards:  []pass.Guard{{Name: "max-releases", Reason: "limit"}},
 		Summary: pass.Summary{HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 1, judge.VerdictNoTask: 1},
 			FindingsByResult: map[pass.Result]int{pass.ResultReleased: 1}, Released: 1},
 		Error: "partial",
@@ -44,7 +44,7 @@ func richReport() *pass.Report {
 // json, indented for json-pretty; with lists full, empty or null.
 func TestJSONReportStreamsWhatEncodingJSONWrites(t *testing.T) {
 	t.Parallel()
-	empty := &pass.Report{Mode: pass.ModeAudit, LockOwners: []judge.OwnerReport{}, Findings: []pass.Finding{}, Tasks: []pass.TaskFinding{}}
+	empty := &pass.Report{Mode: pass.ModeAudit, LockOwners: []pass.OwnerReport{}, Findings: []pass.Finding{}, Tasks: []pass.TaskFinding{}}
 	for name, rep := range map[string]*pass.Report{"rich": richReport(), "empty lists": empty, "nil lists": {Mode: pass.ModeAudit}} {
 		for _, format := range []string{formatJSON, formatJSONPretty} {
 			var want bytes.Buffer

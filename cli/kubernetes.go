@@ -40,7 +40,7 @@ func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (pass.P
 
 // podText is an owner's pod evidence for text output, "" without one:
 // " [pod NAME PHASE, started T, N restarts: RULE]".
-func podText(e *judge.PodEvidence) string {
+func podText(e *pass.PodEvidence) string {
 	if e == nil {
 		return ""
 	}

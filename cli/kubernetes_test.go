@@ -18,8 +18,8 @@ func TestPodText(t *testing.T) {
 	e := &judge.PodEvidence{Rule: judge.PodAliveNotHeartbeating, Pod: judge.Pod{
 		Name: "example-worker-1", Phase: "Running", Container: &judge.Container{Name: "worker", Running: true, StartedAt: &started, Restarts: 2},
 	}}
-	require.Equal(t, " [pod example-worker-1 Running, started 2026-07-24T11:00:00Z, 2 restarts: alive-not-heartbeating]", podText(e))
-	require.Equal(t, " [pod gone-1: pod-gone]", podText(&judge.PodEvidence{Rule: judge.PodGone, Pod: judge.Pod{Name: "gone-1"}}))
+	require.Equal(t, " [pod example-worker-1 Running, started 2026-07-24T11:00:00Z, 2 restarts: alive-not-heartbeating]", podText(pass.PodEvidenceOf(e)))
+	require.Equal(t, " [pod gone-1: pod-gone]", podText(pass.PodEvidenceOf(&judge.PodEvidence{Rule: judge.PodGone, Pod: judge.Pod{Name: "gone-1"}})))
 }
 
 func TestWriteKubernetes(t *testing.T) {

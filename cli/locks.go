@@ -45,11 +45,11 @@ type LockLine struct {
 	Kind  judge.Kind `json:"kind"`
 	Owner string     `json:"owner"`
 	// OwnerLiveness is alive, late, dead or gone; HeartbeatAge is in seconds.
-	OwnerLiveness string          `json:"owner_liveness"`
-	HeartbeatAge  *judge.Duration `json:"heartbeat_age,omitempty"`
+	OwnerLiveness string        `json:"owner_liveness"`
+	HeartbeatAge  *pass.Seconds `json:"heartbeat_age,omitempty"`
 	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *judge.PodEvidence `json:"kubernetes,omitempty"`
-	Resource   string             `json:"resource,omitempty"`
+	Kubernetes *pass.PodEvidence `json:"kubernetes,omitempty"`
+	Resource   string            `json:"resource,omitempty"`
 	// Task is the task the holding is held for: the task of a task lock, or
 	// of the owner's task lock that reserves the resource.
 	Task      string        `json:"task,omitempty"`
@@ -65,7 +65,7 @@ type LockLine struct {
 type OwnerCounts struct {
 	Owner         string                `json:"owner"`
 	OwnerLiveness string                `json:"owner_liveness"`
-	HeartbeatAge  *judge.Duration       `json:"heartbeat_age,omitempty"`
+	HeartbeatAge  *pass.Seconds         `json:"heartbeat_age,omitempty"`
 	Holdings      int                   `json:"holdings"`
 	ByKind        map[judge.Kind]int    `json:"by_kind"`
 	ByVerdict     map[judge.Verdict]int `json:"by_verdict"`
@@ -143,11 +143,18 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 // lockLines turns a plan's judgements into lines, in the plan's order.
 func lockLines(plan judge.Plan) []LockLine {
 	lines := make([]LockLine, 0, len(plan.Holdings))
+	// An owner's holdings share its pod evidence; their lines share one copy.
+	pods := map[*judge.PodEvidence]*pass.PodEvidence{}
 	for _, jd := range plan.Holdings {
 		e := jd.Evidence()
+		pod, ok := pods[e.Kubernetes]
+		if !ok {
+			pod = pass.PodEvidenceOf(e.Kubernetes)
+			pods[e.Kubernetes] = pod
+		}
 		lines = append(lines, LockLine{
 			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: e.OwnerLiveness.String(),
-			HeartbeatAge: e.HeartbeatAge, Kubernetes: e.Kubernetes, Resource: jd.Resource(), Task: jd.HoldingTask(), TaskState: e.TaskState,
+			HeartbeatAge: pass.SecondsOf(e.HeartbeatAge), Kubernetes: pod, Resource: jd.Resource(), Task: jd.HoldingTask(), TaskState: e.TaskState,
 			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
 		})
 	}
@@ -185,7 +192,7 @@ func countByOwner(lines []LockLine) []OwnerCounts {
 	return out
 }
 
-func ageOrDash(d *judge.Duration) string {
+func ageOrDash(d *pass.Seconds) string {
 	if d == nil {
 		return "-"
 	}

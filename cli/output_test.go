@@ -14,13 +14,13 @@ import (
 
 func TestTextReport(t *testing.T) {
 	t.Parallel()
-	age := judge.Duration(90 * time.Minute)
+	age := pass.Seconds(90 * time.Minute)
 	rep := &pass.Report{
 		Mode: pass.ModeOnce, DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC),
 		Scanned:    pass.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, FullScan: true},
-		LockOwners: []judge.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
+		LockOwners: []pass.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
 		Findings: []pass.Finding{
-			{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: &age, TaskState: "running"})), Result: pass.ResultReleased},
+			{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: (*judge.Duration)(&age), TaskState: "running"})), Result: pass.ResultReleased},
 			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "task:b", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Deferred: "max_releases"}, Result: pass.ResultDeferred},
 		},
 		Summary: pass.Summary{FindingsByResult: map[pass.Result]int{pass.ResultReleased: 1, pass.ResultDeferred: 1}, Released: 1, Deferred: 1,

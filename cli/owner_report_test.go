@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pass"
 )
 
@@ -29,13 +28,13 @@ func TestEveryCommandReportsOwnersAlike(t *testing.T) {
 		{"release of the live", []string{"release", "--owner", "1@live", "--dry-run", "--output", "json"}},
 		{"once", []string{"once", "--output", "json"}},
 	}
-	owners := map[string]map[string]judge.OwnerReport{}
+	owners := map[string]map[string]pass.OwnerReport{}
 	for _, r := range reports {
 		name, args := r.name, r.args
 		_, out, stderr := run(t, f.env, args...)
 		var rep pass.Report
 		require.NoError(t, json.Unmarshal([]byte(out), &rep), "%s: %s", name, stderr)
-		owners[name] = map[string]judge.OwnerReport{}
+		owners[name] = map[string]pass.OwnerReport{}
 		for _, o := range rep.LockOwners {
 			owners[name][o.Name] = o
 		}

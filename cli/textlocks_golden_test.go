@@ -10,6 +10,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
@@ -25,7 +26,7 @@ const (
 
 func goldenExplanation() explain.Explanation {
 	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
-	day := judge.Duration(23 * time.Hour)
+	day := pass.Seconds(23 * time.Hour)
 	holder := explain.Holder{
 		Key: judge.ResourceKeyPrefix + goldenResource, Kind: judge.KindExclusive, Owner: goldenOwner,
 		Liveness: judge.Dead, HeartbeatAge: &day, Task: &explain.TaskRef{ID: goldenRunning, State: "running"},
@@ -45,7 +46,7 @@ func goldenExplanation() explain.Explanation {
 }
 
 func goldenLocks() LocksOutput {
-	day := judge.Duration(23 * time.Hour)
+	day := pass.Seconds(23 * time.Hour)
 	out := LocksOutput{DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)}
 	out.Holdings = append(out.Holdings, LockLine{Key: judge.TaskKeyPrefix + goldenRunning, Kind: judge.KindTask, Owner: goldenOwner,
 		OwnerLiveness: "dead", HeartbeatAge: &day, Task: goldenRunning, TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})

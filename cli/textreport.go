@@ -78,10 +78,10 @@ func writeTextReport(w io.Writer, rep *pass.Report, l layout) error {
 
 // writeOwners prints the owners table: on a terminal the dead first, as
 // they are what the reader looks for; piped in the report's order.
-func writeOwners(w io.Writer, owners []judge.OwnerReport, l layout) {
+func writeOwners(w io.Writer, owners []pass.OwnerReport, l layout) {
 	list := owners
 	if l.grouped {
-		list = append([]judge.OwnerReport(nil), owners...)
+		list = append([]pass.OwnerReport(nil), owners...)
 		sort.SliceStable(list, func(a, b int) bool { return livenessRank(list[a].Liveness) < livenessRank(list[b].Liveness) })
 	}
 	t := &table{indent: "  ", header: []string{"OWNER", "LIVENESS", "HEARTBEAT AGE", "HOLDINGS"}}

@@ -41,9 +41,9 @@ func incidentReport() *pass.Report {
 	rep := &pass.Report{
 		Mode: pass.ModeAudit, DBNow: now, DurationMS: 412,
 		Scanned: pass.Scanned{Keys: 1100, TaskLocks: 560, ResourceHoldings: 540, Owners: 3, Tasks: 600, FullScan: true},
-		LockOwners: []judge.OwnerReport{
-			{Name: "1@pulp-worker-7f9c", Liveness: "alive", HeartbeatAge: &fresh, Holdings: 6},
-			{Name: "1@pulp-worker-incident-0", Liveness: "dead", HeartbeatAge: &day, Holdings: 1067},
+		LockOwners: []pass.OwnerReport{
+			{Name: "1@pulp-worker-7f9c", Liveness: "alive", HeartbeatAge: pass.SecondsOf(&fresh), Holdings: 6},
+			{Name: "1@pulp-worker-incident-0", Liveness: "dead", HeartbeatAge: pass.SecondsOf(&day), Holdings: 1067},
 		},
 	}
 	add := func(f pass.Finding) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // What an explanation concludes, and the clauses it is said in.
@@ -41,7 +42,7 @@ func (x *explainer) conclude() (Status, string) {
 	return x.queued()
 }
 
-func (x *explainer) taskVerdictConclusion(tj judge.TaskJudgement) (Status, string, bool) {
+func (x *explainer) taskVerdictConclusion(tj pass.TaskVerdict) (Status, string, bool) {
 	held := ""
 	if tj.Deferred != "" {
 		held = fmt.Sprintf(" (held back this pass: %s)", tj.Deferred)
@@ -65,7 +66,7 @@ func (x *explainer) taskVerdictConclusion(tj judge.TaskJudgement) (Status, strin
 		when := "the next pass requeues it"
 		if tj.Action == judge.ActionSuspect {
 			when = "requeued once confirmed"
-			if first := tj.Details().FirstSeen; first != nil {
+			if first := tj.FirstSeen; first != nil {
 				when += " (suspect since " + first.UTC().Format(time.RFC3339) + ")"
 			}
 		}

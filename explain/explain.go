@@ -5,6 +5,7 @@
 package explain
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
@@ -59,7 +60,7 @@ type Explanation struct {
 	Ahead      []TaskAhead `json:"ahead"`
 	AheadTotal int         `json:"ahead_total"`
 	// TaskVerdict is what a pass would do to the task itself, if anything.
-	TaskVerdict *judge.TaskJudgement `json:"task_verdict,omitempty"`
+	TaskVerdict *pass.TaskVerdict `json:"task_verdict,omitempty"`
 	// Unprotected is set for a running task whose task lock is gone.
 	Unprotected *Unprotected `json:"unprotected,omitempty"`
 	Status      Status       `json:"status"`
@@ -71,10 +72,10 @@ type Explanation struct {
 type Process struct {
 	AppLockID string `json:"app_lock_id"`
 	// Name and AppType are empty when the row no longer exists.
-	Name         string          `json:"name,omitempty"`
-	AppType      string          `json:"app_type,omitempty"`
-	Liveness     judge.Liveness  `json:"liveness"`
-	HeartbeatAge *judge.Duration `json:"heartbeat_age,omitempty"`
+	Name         string         `json:"name,omitempty"`
+	AppType      string         `json:"app_type,omitempty"`
+	Liveness     judge.Liveness `json:"liveness"`
+	HeartbeatAge *pass.Seconds  `json:"heartbeat_age,omitempty"`
 }
 
 // ResourceNeed is one reservation of the task and its holders in Redis.
@@ -88,13 +89,13 @@ type ResourceNeed struct {
 // Holder is one holding that matters to the explained task, with the
 // verdict a pass would give it.
 type Holder struct {
-	Key          string          `json:"key"`
-	Kind         judge.Kind      `json:"kind"`
-	Owner        string          `json:"owner"`
-	Liveness     judge.Liveness  `json:"owner_liveness"`
-	HeartbeatAge *judge.Duration `json:"heartbeat_age,omitempty"`
+	Key          string         `json:"key"`
+	Kind         judge.Kind     `json:"kind"`
+	Owner        string         `json:"owner"`
+	Liveness     judge.Liveness `json:"owner_liveness"`
+	HeartbeatAge *pass.Seconds  `json:"heartbeat_age,omitempty"`
 	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *judge.PodEvidence `json:"kubernetes,omitempty"`
+	Kubernetes *pass.PodEvidence `json:"kubernetes,omitempty"`
 	// Task is the task the owner holds it for, through its task lock.
 	Task *TaskRef `json:"task,omitempty"`
 	// Own says it is held for the explained task itself.
@@ -119,8 +120,31 @@ type TaskAhead struct {
 	pulpdb.TaskRow
 	// Conflicts lists the explained task's resources it needs in a
 	// conflicting way.
+	Conflicts []string
+	Claim     *Process
+}
+
+// taskAheadJSON is a task ahead as JSON writes it: the row's members, then
+// the conflicts and the claim.
+type taskAheadJSON struct {
+	pulpdb.TaskRowJSON
 	Conflicts []string `json:"conflicts"`
 	Claim     *Process `json:"claim,omitempty"`
+}
+
+// MarshalJSON writes the printed form.
+func (t TaskAhead) MarshalJSON() ([]byte, error) {
+	return json.Marshal(taskAheadJSON{TaskRowJSON: t.TaskRow.JSON(), Conflicts: t.Conflicts, Claim: t.Claim})
+}
+
+// UnmarshalJSON reads the printed form.
+func (t *TaskAhead) UnmarshalJSON(b []byte) error {
+	var j taskAheadJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*t = TaskAhead{TaskRow: j.TaskRowJSON.Row(), Conflicts: j.Conflicts, Claim: j.Claim}
+	return nil
 }
 
 // Explain says why the task waits, runs or was lost, from an inspection
@@ -144,7 +168,7 @@ func (x *explainer) run() Explanation {
 	x.e.Task = x.taskRow()
 	for _, tj := range x.in.Plan.Tasks {
 		if tj.ID == x.id {
-			x.e.TaskVerdict = &tj
+			x.e.TaskVerdict = pass.TaskVerdictOf(&tj)
 		}
 	}
 	x.collectTaskLocks()
@@ -181,7 +205,7 @@ func (x *explainer) process(appLockID string) *Process {
 	row, live, ok := x.fleet.Row(appLockID)
 	if ok {
 		p.Name, p.AppType, p.Liveness = row.Name, row.AppType, live
-		p.HeartbeatAge = durationPtr(x.in.Snapshot.Now.Sub(row.LastHeartbeat))
+		p.HeartbeatAge = secondsPtr(x.in.Snapshot.Now.Sub(row.LastHeartbeat))
 	}
 	return p
 }
@@ -202,8 +226,8 @@ func (x *explainer) taskRef(id string) *TaskRef {
 func (x *explainer) holder(jd judge.Judgement) Holder {
 	e := jd.Evidence()
 	h := Holder{
-		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: e.OwnerLiveness, HeartbeatAge: e.HeartbeatAge,
-		Kubernetes: e.Kubernetes, Task: x.taskRef(jd.HoldingTask()), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
+		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: e.OwnerLiveness, HeartbeatAge: pass.SecondsOf(e.HeartbeatAge),
+		Kubernetes: pass.PodEvidenceOf(e.Kubernetes), Task: x.taskRef(jd.HoldingTask()), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
 	}
 	h.Own = jd.HoldingTask() == x.id
 	return h

@@ -437,7 +437,7 @@ func TestExplainHolders(t *testing.T) {
 	require.Equal(t, judge.KindShared, h.Kind)
 	require.Equal(t, "1@live", h.Owner)
 	require.Equal(t, judge.Alive, h.Liveness)
-	require.Equal(t, judge.Duration(2*time.Second), *h.HeartbeatAge)
+	require.Equal(t, pass.Seconds(2*time.Second), *h.HeartbeatAge)
 	require.Equal(t, &TaskRef{ID: running, Name: "sync", State: judge.StateRunning}, h.Task)
 	require.False(t, h.Own)
 	require.True(t, h.Blocks)
@@ -460,7 +460,7 @@ func TestExplainClaimAndAhead(t *testing.T) {
 	require.Len(t, ex.Ahead, 1)
 	require.Equal(t, older, ex.Ahead[0].ID)
 	require.Equal(t, []string{passtest.WorldRepo}, ex.Ahead[0].Conflicts)
-	require.Equal(t, &Process{AppLockID: live, Name: "1@live", AppType: "worker", Liveness: judge.Alive, HeartbeatAge: durationPtr(2 * time.Second)}, ex.Ahead[0].Claim)
+	require.Equal(t, &Process{AppLockID: live, Name: "1@live", AppType: "worker", Liveness: judge.Alive, HeartbeatAge: secondsPtr(2 * time.Second)}, ex.Ahead[0].Claim)
 	require.Equal(t, StatusWaiting, ex.Status)
 	require.Equal(t, fmt.Sprintf("waiting behind task %s (sync), claimed by live worker 1@live (heartbeat 2s ago)", older), ex.Conclusion,
 		"a task ahead already named as a lock holder is not named twice")

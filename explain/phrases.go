@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // The words an explanation puts a holding, a process or a count in.
@@ -104,4 +105,4 @@ func plural(n int) string {
 	return "s"
 }
 
-func durationPtr(d time.Duration) *judge.Duration { v := judge.Duration(d); return &v }
+func secondsPtr(d time.Duration) *pass.Seconds { v := pass.Seconds(d); return &v }

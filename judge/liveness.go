@@ -54,15 +54,15 @@ func (l *Liveness) UnmarshalText(b []byte) error {
 
 // AppStatus is one core_appstatus row, with only the columns lock-reaper uses.
 type AppStatus struct {
-	ID            string        `json:"id"`
-	Name          string        `json:"name"`
-	AppType       string        `json:"app_type"`
-	TTL           time.Duration `json:"ttl"`
-	LastHeartbeat time.Time     `json:"last_heartbeat"`
+	ID            string
+	Name          string
+	AppType       string
+	TTL           time.Duration
+	LastHeartbeat time.Time
 	// PulpCreated is when the row was created, by the worker's clock, as its
 	// uuid7 pulp_id says (zero for older, version 4 ids); the Kubernetes
 	// rules compare it with the container's start.
-	PulpCreated time.Time `json:"pulp_created,omitzero"`
+	PulpCreated time.Time
 }
 
 // Liveness of the row at the database's now.
@@ -80,16 +80,16 @@ func (r AppStatus) Liveness(now time.Time, grace time.Duration) Liveness {
 
 // Owner is what the fleet says about one owner name.
 type Owner struct {
-	Name     string   `json:"name"`
-	Liveness Liveness `json:"liveness"`
+	Name     string
+	Liveness Liveness
 	// HeartbeatAge is the age of the newest heartbeat among the name's rows;
 	// zero when the name has no row.
-	HeartbeatAge time.Duration `json:"heartbeat_age"`
+	HeartbeatAge time.Duration
 	// Rows counts the core_appstatus rows carrying the name (a stale row and a
 	// live successor may share it).
-	Rows int `json:"rows"`
+	Rows int
 	// Kubernetes is the pod evidence of the pass, when pods were read.
-	Kubernetes *PodEvidence `json:"kubernetes,omitempty"`
+	Kubernetes *PodEvidence
 }
 
 // Fleet is the liveness of every row and owner name at one instant.

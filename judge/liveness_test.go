@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -242,9 +241,6 @@ func TestLivenessString(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, string(b))
 	}
-	b, err := json.Marshal(Owner{Name: "a", Liveness: Late})
-	require.NoError(t, err)
-	require.JSONEq(t, `{"name":"a","liveness":"late","heartbeat_age":0,"rows":0}`, string(b))
 	// Gone < Dead < Late < Alive: the best row of a name decides.
 	require.Less(t, Gone, Dead)
 	require.Less(t, Dead, Late)

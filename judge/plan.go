@@ -1,38 +1,36 @@
 package judge
 
 import (
-	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
 // Evidence is what a verdict rested on, for the report and the logs.
 type Evidence struct {
-	OwnerLiveness Liveness `json:"owner_liveness"`
+	OwnerLiveness Liveness
 	// HeartbeatAge is the age of the owner's newest heartbeat (absent when gone).
-	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
+	HeartbeatAge *Duration
 	// TaskState is the state of the task the holding is for ("" when unknown).
-	TaskState string `json:"task_state,omitempty"`
+	TaskState string
 	// FinishedAge is how long ago the task finished.
-	FinishedAge *Duration `json:"finished_age,omitempty"`
+	FinishedAge *Duration
 	// AppLock names the process the task is claimed by, and its liveness.
-	AppLock         string    `json:"app_lock,omitempty"`
-	AppLockLiveness *Liveness `json:"app_lock_liveness,omitempty"`
+	AppLock         string
+	AppLockLiveness *Liveness
 	// Via is the task lock whose verdict a resource holding inherited, or
 	// which justified it.
-	Via string `json:"via,omitempty"`
+	Via string
 	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *PodEvidence `json:"kubernetes,omitempty"`
+	Kubernetes *PodEvidence
 }
 
 // Judgement is the verdict on one holding.
 type Judgement struct {
 	Holding
-	Verdict Verdict `json:"verdict"`
-	Action  Action  `json:"action"`
+	Verdict Verdict
+	Action  Action
 	// facts is the evidence but for its Via, and via its Via (see
 	// Evidence). The judge shares one facts among the judgements whose facts
 	// are equal, which is most of them: every holding of one owner has the
@@ -47,9 +45,9 @@ type Judgement struct {
 	// 1ns).
 	finishedFor time.Duration
 	// FirstSeen is when a suspect was first sighted (database clock).
-	FirstSeen *time.Time `json:"first_seen,omitempty"`
+	FirstSeen *time.Time
 	// Deferred says why a release was held back this pass.
-	Deferred string `json:"deferred,omitempty"`
+	Deferred string
 }
 
 // Evidence is what the verdict rested on, a copy the caller may change.
@@ -93,21 +91,21 @@ func (jd Judgement) WithEvidence(e Evidence) Judgement {
 // TaskJudgement is the verdict on one lost, orphaned or stuck task. Its
 // fields are in the order a report writes them.
 type TaskJudgement struct {
-	ID      string  `json:"id"`
-	Name    string  `json:"name,omitempty"`
-	Verdict Verdict `json:"verdict"`
-	Action  Action  `json:"action"`
+	ID      string
+	Name    string
+	Verdict Verdict
+	Action  Action
 	// Owner names the worker the task was lost by.
-	Owner string `json:"owner,omitempty"`
+	Owner string
 	// Observed state and claim: the update only applies while both still hold.
-	AppLockID   string `json:"app_lock_id,omitempty"`
-	StateBefore string `json:"state_before"`
-	StateAfter  string `json:"state_after"`
+	AppLockID   string
+	StateBefore string
+	StateAfter  string
 	// ClearClaim sets app_lock_id to NULL (a requeue); otherwise the task
 	// is finished with Reason.
-	ClearClaim bool   `json:"requeue,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	Deferred   string `json:"deferred,omitempty"`
+	ClearClaim bool
+	Reason     string
+	Deferred   string
 	// TaskDetails is what few task judgements carry, nil for the others:
 	// the hundred thousand lost tasks of one dead worker carry none of it,
 	// and a pointer is a sixth of the room its fields would take in each.
@@ -117,13 +115,13 @@ type TaskJudgement struct {
 // TaskDetails is what a stuck claim, an unprotected task or a requeue that
 // waits for a lock adds to its task judgement.
 type TaskDetails struct {
-	FirstSeen *time.Time `json:"first_seen,omitempty"`
+	FirstSeen *time.Time
 	// Resources lists, for an unprotected task, what it reserves and who
 	// else holds each.
-	Resources []UnguardedResource `json:"resources,omitempty"`
+	Resources []UnguardedResource
 	// AfterRelease lists task lock keys that must be gone before the update:
 	// a requeued task whose lock remains would block its next worker.
-	AfterRelease []string `json:"-"`
+	AfterRelease []string
 }
 
 // Details is the task judgement's details, the zero value when it has none.
@@ -144,8 +142,8 @@ func (tj *TaskJudgement) details() *TaskDetails {
 
 // Guard says why a pass held back work.
 type Guard struct {
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
+	Name   string
+	Reason string
 }
 
 // Plan is the judge's answer for one snapshot: what to release, what to
@@ -199,13 +197,13 @@ func (p *Plan) countListed() {
 
 // OwnerReport is one lock owner seen in Redis, with its liveness.
 type OwnerReport struct {
-	Name         string    `json:"name"`
-	Liveness     string    `json:"liveness"`
-	HeartbeatAge *Duration `json:"heartbeat_age,omitempty"`
-	Holdings     int       `json:"holdings"`
+	Name         string
+	Liveness     string
+	HeartbeatAge *Duration
+	Holdings     int
 	// Kubernetes is the owner's pod evidence: pod, phase, container start,
 	// restarts, and the rule that decided.
-	Kubernetes *PodEvidence `json:"kubernetes,omitempty"`
+	Kubernetes *PodEvidence
 }
 
 // HoldingTask names the task a holding is held for: the task of a task lock,
@@ -222,25 +220,10 @@ func (jd Judgement) HoldingTask() string {
 	return ""
 }
 
-// Duration prints as seconds in JSON and as Go duration text elsewhere.
+// Duration is an age as reports print it (String).
 type Duration time.Duration
 
 func durationPtr(d time.Duration) *Duration { v := Duration(d); return &v }
-
-// MarshalJSON renders seconds with millisecond precision.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return []byte(strconv.FormatFloat(time.Duration(d).Seconds(), 'f', 3, 64)), nil
-}
-
-// UnmarshalJSON reads the seconds MarshalJSON wrote.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	secs, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return fmt.Errorf("a duration in seconds: %w", err)
-	}
-	*d = Duration(secs * float64(time.Second))
-	return nil
-}
 
 // String rounds to what a reader needs: milliseconds under a second, tenths
 // under a minute, whole seconds above.

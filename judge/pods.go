@@ -52,54 +52,54 @@ const (
 
 // Pod is what one pod of the list says, reduced to what the rules need.
 type Pod struct {
-	Name string `json:"pod"`
-	UID  string `json:"uid,omitempty"`
+	Name string
+	UID  string
 	// Phase is status.phase.
-	Phase string `json:"phase"`
+	Phase string
 	// Reason is status.reason (Evicted, NodeLost, ...), for reports.
-	Reason string `json:"reason,omitempty"`
+	Reason string
 	// Terminating: the pod has a deletion timestamp.
-	Terminating bool `json:"terminating,omitempty"`
+	Terminating bool
 	// Ready and ContainersReady: those conditions are True.
-	Ready           bool `json:"ready"`
-	ContainersReady bool `json:"containers_ready"`
+	Ready           bool
+	ContainersReady bool
 	// Disruption is the reason of a DisruptionTarget condition that is True
 	// (DeletionByTaintManager, EvictionByEvictionAPI, ...), "" without one.
-	Disruption string `json:"disruption,omitempty"`
+	Disruption string
 	// StartTime is status.startTime: when the kubelet accepted the pod (node
 	// clock); nil when not yet.
-	StartTime *time.Time `json:"start_time,omitempty"`
+	StartTime *time.Time
 	// Container is the worker container's status (kubernetes.container),
 	// API the API container's (kubernetes.api_container); nil when the pod
 	// has no such container or no status for it yet.
-	Container *Container `json:"container,omitempty"`
-	API       *Container `json:"api_container,omitempty"`
+	Container *Container
+	API       *Container
 }
 
 // Container is the status of one container of a pod, as the kubelet reports it.
 type Container struct {
-	Name    string `json:"name"`
-	Running bool   `json:"running"`
+	Name    string
+	Running bool
 	// StartedAt is when the current running incarnation started (node clock);
 	// nil when not running.
-	StartedAt *time.Time `json:"started_at,omitempty"`
+	StartedAt *time.Time
 	// FinishedAt is when the latest incarnation that ended did end (node
 	// clock): the current state's if terminated, else the last state's.
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	FinishedAt *time.Time
 	// Terminated is the current state's termination, LastTerminated the last
 	// state's (lastState.terminated); nil when the kubelet reports none.
-	Terminated     *Termination `json:"terminated,omitempty"`
-	LastTerminated *Termination `json:"last_terminated,omitempty"`
-	Restarts       int32        `json:"restarts"`
+	Terminated     *Termination
+	LastTerminated *Termination
+	Restarts       int32
 }
 
 // Termination is a container incarnation's end as the kubelet reports it.
 type Termination struct {
-	Reason   string `json:"reason,omitempty"`
-	ExitCode int32  `json:"exit_code"`
+	Reason   string
+	ExitCode int32
 	// FinishedAt is the node's clock; nil when the kubelet could not tell
 	// (ContainerStatusUnknown).
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	FinishedAt *time.Time
 }
 
 // SeenPod is a pod an earlier complete list showed, remembered by name.
@@ -174,7 +174,7 @@ const (
 
 // PodEvidence is what Kubernetes said about one owner, for reports.
 type PodEvidence struct {
-	Rule PodRule `json:"rule"`
+	Rule PodRule
 	Pod
 }
 

@@ -19,8 +19,10 @@ import (
 var allowedImports = []string{"cmp", "fmt", "maps", "math", "slices", "sort", "strconv", "strings", "time", "unicode", "errors"}
 
 // TestJudgeIsPure reads the judge's source: no import outside
-// allowedImports, no goroutine, no clock but the snapshot's, and a go.mod
-// with no requirement. It needs nothing but the files themselves.
+// allowedImports, no goroutine, no clock but the snapshot's, no JSON shape
+// (a struct tag, or a MarshalJSON: what commands print is pass's and
+// redislocks', pass/judge_json.go), and a go.mod with no requirement. It
+// needs nothing but the files themselves.
 func TestJudgeIsPure(t *testing.T) {
 	t.Parallel()
 	mod, err := os.ReadFile("go.mod")
@@ -46,6 +48,14 @@ func TestJudgeIsPure(t *testing.T) {
 			switch n := n.(type) {
 			case *ast.GoStmt:
 				t.Errorf("%s: a goroutine at %s", name, fset.Position(n.Pos()))
+			case *ast.Field:
+				if n.Tag != nil {
+					t.Errorf("%s: a struct tag %s at %s", name, n.Tag.Value, fset.Position(n.Pos()))
+				}
+			case *ast.FuncDecl:
+				if n.Name.Name == "MarshalJSON" || n.Name.Name == "UnmarshalJSON" {
+					t.Errorf("%s: %s at %s", name, n.Name.Name, fset.Position(n.Pos()))
+				}
 			case *ast.SelectorExpr:
 				if x, ok := n.X.(*ast.Ident); ok && x.Name == "time" && (n.Sel.Name == "Now" || n.Sel.Name == "Since" || n.Sel.Name == "Until") {
 					t.Errorf("%s: time.%s at %s: the judge's clock is Snapshot.Now", name, n.Sel.Name, fset.Position(n.Pos()))

@@ -82,22 +82,22 @@ func (h *Holding) Resource() string {
 // Ignored is a key under a lock prefix that is not a Pulp lock. It is reported
 // and never touched.
 type Ignored struct {
-	Key    string `json:"key"`
-	Type   string `json:"type"`
-	Reason string `json:"reason"`
+	Key    string
+	Type   string
+	Reason string
 }
 
 // Task is one core_task row, with only the columns lock-reaper uses.
 type Task struct {
-	ID    string `json:"id"`
-	Name  string `json:"name"`
-	State string `json:"state"`
+	ID    string
+	Name  string
+	State string
 	// AppLockID is core_task.app_lock_id, empty when NULL.
-	AppLockID string `json:"app_lock_id,omitempty"`
+	AppLockID string
 	// Reserved is reserved_resources_record: exclusive names plain, shared
 	// ones as shared:<name>.
-	Reserved   []string   `json:"reserved_resources_record"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Reserved   []string
+	FinishedAt *time.Time
 }
 
 // Task states, as pulpcore writes them.

@@ -10,16 +10,16 @@ import (
 // current holder of it other than the task's own worker: with the task lock
 // gone, such a holder may be running beside the task.
 type UnguardedResource struct {
-	Resource string `json:"resource"`
+	Resource string
 	// Need is how the task reserved it: exclusive or shared.
-	Need         Kind             `json:"need"`
-	OtherHolders []ResourceHolder `json:"other_holders"`
+	Need         Kind
+	OtherHolders []ResourceHolder
 }
 
 // ResourceHolder is one holding of a resource.
 type ResourceHolder struct {
-	Owner string `json:"owner"`
-	Kind  Kind   `json:"kind"`
+	Owner string
+	Kind  Kind
 }
 
 // unguarded lists what task t reserves, in record order, with the other

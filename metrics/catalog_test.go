@@ -86,7 +86,7 @@ func TestObservedLabelValuesStayKnown(t *testing.T) {
 	t.Parallel()
 	m, reg := setup(t)
 	rep := completedReport()
-	rep.Guards = []judge.Guard{{Name: "max-releases", Reason: "limit"}}
+	rep.Guards = []pass.Guard{{Name: "max-releases", Reason: "limit"}}
 	m.Observe(rep)
 	m.TicksSkipped(TickOverlap, 1)
 	mfs, err := reg.Gather()
@@ -214,7 +214,7 @@ func TestFleetGauges(t *testing.T) {
 	firstSeen := started.Add(-90 * time.Second)
 	rep.Findings[2].Action = judge.ActionSuspect
 	rep.Findings[2].FirstSeen = &firstSeen
-	rep.LockOwners = []judge.OwnerReport{
+	rep.LockOwners = []pass.OwnerReport{
 		{Name: "1@worker-7", Liveness: judge.Dead.String(), Holdings: 2},
 		{Name: "2@worker-8", Liveness: judge.Alive.String(), Holdings: 1},
 		{Name: "3@worker-9", Liveness: judge.Alive.String(), Holdings: 4},
@@ -252,7 +252,7 @@ func TestFleetGauges(t *testing.T) {
 
 	// The next pass finds the fleet healthy: every gauge drops back.
 	next := &pass.Report{Mode: pass.ModeOnce, StartedAt: started.Add(time.Minute), DBNow: started.Add(time.Minute),
-		LockOwners: []judge.OwnerReport{{Name: "3@worker-9", Liveness: "alive", Holdings: 1}}}
+		LockOwners: []pass.OwnerReport{{Name: "3@worker-9", Liveness: "alive", Holdings: 1}}}
 	m.Observe(next)
 	require.Equal(t, 1.0, g(m.holdings.WithLabelValues("alive")))
 	require.Equal(t, 0.0, g(m.holdings.WithLabelValues("dead")))

@@ -92,7 +92,7 @@ func TestGuardedAndSkippedPasses(t *testing.T) {
 	t.Parallel()
 	m, _ := setup(t)
 	guarded := completedReport()
-	guarded.Guards = []judge.Guard{{Name: "mass-death", Reason: "4 of 6 workers dead"}}
+	guarded.Guards = []pass.Guard{{Name: "mass-death", Reason: "4 of 6 workers dead"}}
 	require.Equal(t, OutcomeGuarded, m.Observe(guarded))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.guardTrips.WithLabelValues("mass-death")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.passes.WithLabelValues("guarded")))
@@ -120,7 +120,7 @@ func TestNamingAndLabels(t *testing.T) {
 	t.Parallel()
 	m, reg := setup(t)
 	rep := completedReport()
-	rep.Guards = []judge.Guard{{Name: "max-releases", Reason: "limit"}}
+	rep.Guards = []pass.Guard{{Name: "max-releases", Reason: "limit"}}
 	m.Observe(rep)
 	m.TicksSkipped(TickOverlap, 1)
 

@@ -21,7 +21,7 @@ import (
 // The parsers themselves are fuzzed in fuzz_test.go.
 
 // biIgnored returns the report's ignored entry for key, failing if none.
-func biIgnored(t *testing.T, rep *pass.Report, key string) judge.Ignored {
+func biIgnored(t *testing.T, rep *pass.Report, key string) pass.Ignored {
 	t.Helper()
 	for _, ig := range rep.Ignored {
 		if ig.Key == key {
@@ -29,7 +29,7 @@ func biIgnored(t *testing.T, rep *pass.Report, key string) judge.Ignored {
 		}
 	}
 	require.Failf(t, "key not reported as ignored", "%q", key)
-	return judge.Ignored{}
+	return pass.Ignored{}
 }
 
 // biKeyState renders one key for before/after comparison.

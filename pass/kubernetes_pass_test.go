@@ -430,7 +430,7 @@ func TestKubernetesPassAuditRemembersNothing(t *testing.T) {
 	require.Positive(t, f.Redis.Client.TTL(f.Ctx, redislocks.PodsSeenKey).Val())
 }
 
-func kpOwner(rep *pass.Report, name string) *judge.OwnerReport {
+func kpOwner(rep *pass.Report, name string) *pass.OwnerReport {
 	for i := range rep.LockOwners {
 		if rep.LockOwners[i].Name == name {
 			return &rep.LockOwners[i]

@@ -129,7 +129,7 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	if opts.Adjust != nil {
 		opts.Adjust(&plan)
 	}
-	rep.Guards = append(rep.Guards, plan.Guards...)
+	rep.Guards = append(rep.Guards, GuardsOf(plan.Guards)...)
 	for _, g := range rep.Guards {
 		r.log.Warn("guard held work back", slog.String("guard", g.Name), slog.String("reason", g.Reason))
 	}
@@ -178,9 +178,9 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (j
 	rep.DBNow = ds.Now
 	if ds.NotWritable != nil {
 		// Only an audit gets here: a pass that writes checked first.
-		rep.Guards = append(rep.Guards, judge.Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
+		rep.Guards = append(rep.Guards, Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
 	}
-	rep.Ignored = rs.Ignored
+	rep.Ignored = ignoredOf(rs.Ignored)
 	rep.Scanned = Scanned{Keys: rs.Keys, Owners: len(ds.AppStatuses), Tasks: len(ds.Tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
 	for _, h := range rs.Holdings {
 		if h.Kind == judge.KindTask {

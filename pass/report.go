@@ -18,11 +18,11 @@ type Report struct {
 	Skipped string  `json:"skipped,omitempty"`
 	Scanned Scanned `json:"scanned"`
 	// LockOwners is every owner of a lock holding, with its liveness.
-	LockOwners []judge.OwnerReport `json:"owners"`
-	Findings   []Finding           `json:"findings"`
-	Tasks      []TaskFinding       `json:"tasks"`
-	Ignored    []judge.Ignored     `json:"ignored"`
-	Guards     []judge.Guard       `json:"guards"`
+	LockOwners []OwnerReport `json:"owners"`
+	Findings   []Finding     `json:"findings"`
+	Tasks      []TaskFinding `json:"tasks"`
+	Ignored    []Ignored     `json:"ignored"`
+	Guards     []Guard       `json:"guards"`
 	// Kubernetes is what the pass read from Kubernetes, when that is on.
 	Kubernetes *KubernetesReport `json:"kubernetes,omitempty"`
 	Summary    Summary           `json:"summary"`
@@ -62,7 +62,7 @@ type Finding struct {
 // is "requeue".
 type TaskFinding struct {
 	*judge.TaskJudgement
-	Result Result `json:"result"`
+	Result Result
 }
 
 // Summary counts holdings and tasks by verdict and by result.
@@ -174,7 +174,7 @@ func (r *Report) fill(plan *judge.Plan, act *actor) {
 		}
 	}
 	plan.Holdings, act.holdingResults = nil, nil
-	r.LockOwners = plan.LockOwners
+	r.LockOwners = OwnerReportsOf(plan.LockOwners)
 	r.Scanned.Owners = len(plan.LockOwners)
 }
 
@@ -192,13 +192,13 @@ func (r *Report) summarizeAll() {
 		r.Tasks = []TaskFinding{}
 	}
 	if r.Ignored == nil {
-		r.Ignored = []judge.Ignored{}
+		r.Ignored = []Ignored{}
 	}
 	if r.Guards == nil {
-		r.Guards = []judge.Guard{}
+		r.Guards = []Guard{}
 	}
 	if r.LockOwners == nil {
-		r.LockOwners = []judge.OwnerReport{}
+		r.LockOwners = []OwnerReport{}
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 type TaskRow struct {
 	judge.Task
 
-	Created time.Time `json:"pulp_created"`
+	Created time.Time
 }
 
 // ExplainedTask holds the rows explain needs beyond a pass's snapshot. They

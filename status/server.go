@@ -136,7 +136,7 @@ func (s *Server) DoctorDone(rep doctor.Report) {
 // `lock-reaper status` calls it after each read-only inspection.
 func (s *Server) Publish(ctx context.Context, in *pass.Inspection, took time.Duration, next time.Time) {
 	rep := &pass.Report{Mode: pass.ModeAudit, StartedAt: time.Now().Add(-took).UTC(), DurationMS: took.Milliseconds(),
-		DBNow: in.Snapshot.Now, Guards: in.Plan.Guards, Kubernetes: in.Kubernetes}
+		DBNow: in.Snapshot.Now, Guards: pass.GuardsOf(in.Plan.Guards), Kubernetes: in.Kubernetes}
 	point := pointOf(rep)
 	for _, jd := range in.Plan.Holdings {
 		if jd.Verdict.Finding() {

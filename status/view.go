@@ -90,11 +90,11 @@ func (v *View) Now() time.Time { return v.In.Snapshot.Now }
 
 // Guards are the guards that held work back: the pass's, or those the plan
 // of an inspection would trip.
-func (v *View) Guards() []judge.Guard {
+func (v *View) Guards() []pass.Guard {
 	if v.Report != nil {
 		return v.Report.Guards
 	}
-	return v.In.Plan.Guards
+	return pass.GuardsOf(v.In.Plan.Guards)
 }
 
 // Kubernetes is what the snapshot's pass read from Kubernetes; nil when off.
