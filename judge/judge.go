@@ -99,7 +99,7 @@ func (j *judge) run() Plan {
 	j.carryUnobservedSuspects(&plan)
 	applyGuards(&plan, j.fleet, j.snap.SeenAlive, j.p)
 	plan.SeenAlive = RememberAlive(j.fleet.WorkerRows(), j.snap.SeenAlive, j.snap.Now, MassDeathWindow, j.p.Force)
-	plan.TaskLocksSeen = taskLocksSeen(j.snap.Holdings, plan.Holdings)
+	plan.RegistrySeen = registrySeen(j.snap.Holdings, plan.Holdings)
 	return plan
 }
 

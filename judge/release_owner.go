@@ -60,7 +60,7 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 	// as it was.
 	plan.SeenAlive = maps.Clone(snap.SeenAlive)
 	plan.countListed()
-	plan.TaskLocksSeen = taskLocksSeen(declared.Holdings, plan.Holdings)
+	plan.RegistrySeen = registrySeen(declared.Holdings, plan.Holdings)
 	return plan
 }
 
@@ -180,6 +180,6 @@ func refuseAliveOwner(snap Snapshot, p Policy, o Owner) Plan {
 		plan.Tasks = append(plan.Tasks, tj)
 	}
 	plan.countListed()
-	plan.TaskLocksSeen = taskLocksSeen(snap.Holdings, plan.Holdings)
+	plan.RegistrySeen = registrySeen(snap.Holdings, plan.Holdings)
 	return plan
 }

@@ -119,7 +119,7 @@ func (a *actor) release(ctx context.Context) error {
 		a.failHoldings(todo)
 		return err
 	}
-	forget, err := rel.RememberSeen(ctx, a.plan.TaskLocksSeen, redislocks.GuardedOwners(a.plan.Holdings, todo))
+	forget, err := rel.RememberSeen(ctx, a.plan.RegistrySeen, redislocks.GuardedOwners(a.plan.Holdings, todo))
 	if err != nil {
 		a.failHoldings(todo)
 		return err

@@ -17,7 +17,7 @@ import (
 
 // TestReleaseGuardChecksTaskLocks exercises the release script's check that
 // a live owner took no task lock since the snapshot, on an owner with more
-// task locks than one HMGET or one SSCAN page takes: a seen task lock that
+// task locks than one SMISMEMBER or one SSCAN page takes: a seen task lock that
 // finished since leaves the check passing, a new one among them (even as a
 // finished one leaves, keeping the count) fails it.
 func TestReleaseGuardChecksTaskLocks(t *testing.T) {

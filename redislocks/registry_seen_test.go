@@ -3,6 +3,7 @@ package redislocks_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,17 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
-// TestTaskLocksSeenStoredOnce: the task locks a snapshot saw a live owner
-// hold are stored once for the pass, not sent with every release call, so a
-// call's arguments stay the size of its batch however many task locks the
-// owner holds; the store expires on its own and is deleted after the pass;
-// and a store that is gone, or was never made, only leaves guarded holdings
-// alone.
-func TestTaskLocksSeenStoredOnce(t *testing.T) {
+// TestRegistrySeenStoredOnce: the keys a snapshot saw a live owner's
+// registry list are stored once for the pass, not sent with every release
+// call, so a call's arguments stay the size of its batch however many locks
+// the owner holds; the store expires on its own and is deleted after the
+// pass; and a store that is gone, or was never made, only leaves guarded
+// holdings alone.
+func TestRegistrySeenStoredOnce(t *testing.T) {
 	t.Parallel()
 	f := passtest.New(t)
 	rdb := f.Redis.Client
@@ -77,18 +79,22 @@ func TestTaskLocksSeenStoredOnce(t *testing.T) {
 	require.Equal(t, []redislocks.Outcome{redislocks.OwnerChanged}, out[:1], "nothing stored: every task lock the registry lists is new")
 	require.Equal(t, owner, f.Get(hs[0].Key))
 
-	forget, err := rel.RememberSeen(f.Ctx, map[string][]string{owner: seen}, []string{owner})
+	registered := append([]string(nil), seen...)
+	for _, h := range hs {
+		registered = append(registered, h.Key)
+	}
+	forget, err := rel.RememberSeen(f.Ctx, map[string][]string{owner: registered}, []string{owner})
 	require.NoError(t, err)
 	var stored []string
-	iter := rdb.Scan(f.Ctx, 0, redislocks.TaskLocksSeenPrefix+"*", 1000).Iterator()
+	iter := rdb.Scan(f.Ctx, 0, redislocks.RegistrySeenPrefix+"*", 1000).Iterator()
 	for iter.Next(f.Ctx) {
 		if k := iter.Val(); k[len(k)-len(owner):] == owner {
 			stored = append(stored, k)
 		}
 	}
 	require.NoError(t, iter.Err())
-	require.Len(t, stored, 1, "one hash for the owner")
-	require.EqualValues(t, tasks, rdb.HLen(f.Ctx, stored[0]).Val())
+	require.Len(t, stored, 1, "one set for the owner")
+	require.EqualValues(t, tasks+len(hs), rdb.SCard(f.Ctx, stored[0]).Val())
 	ttl := rdb.TTL(f.Ctx, stored[0]).Val()
 	require.Positive(t, ttl, "it expires on its own")
 	require.LessOrEqual(t, ttl, time.Hour)
@@ -140,4 +146,75 @@ func (c *scriptArgs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *scriptArgs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// TestRegistrySeenSkipsTheWalk: when a live owner's registry lists nothing
+// but what the snapshot saw, the release script decides without walking it
+// (no SSCAN: one SINTERCARD and one SCARD); an entry the snapshot did not
+// see, a new task's, sends it to the walk, which finds the task; a stale
+// entry (its key gone) to the walk too, which prunes it and releases.
+func TestRegistrySeenSkipsTheWalk(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redisserver.Start(t)
+	rdb := srv.Client
+	const owner = "1@live"
+	registry := redislocks.OwnerLocksPrefix + owner
+	var registered []string
+	for i := range 3000 {
+		key := fmt.Sprintf("%sprn:core.repository:%05d", judge.ResourceKeyPrefix, i)
+		registered = append(registered, key)
+		require.NoError(t, rdb.Set(ctx, key, owner, 0).Err())
+	}
+	running := judge.TaskKeyPrefix + passtest.NewUUID()
+	require.NoError(t, rdb.Set(ctx, running, owner, 0).Err())
+	registered = append(registered, running)
+	for from := 0; from < len(registered); from += 1000 {
+		members := make([]any, 0, 1000)
+		for _, k := range registered[from:min(from+1000, len(registered))] {
+			members = append(members, k)
+		}
+		require.NoError(t, rdb.SAdd(ctx, registry, members...).Err())
+	}
+	sscans := func() int64 {
+		t.Helper()
+		stats, err := rdb.Info(ctx, "commandstats").Result()
+		require.NoError(t, err)
+		var calls int64
+		for _, line := range strings.Split(stats, "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_sscan:calls="); ok {
+				_, err := fmt.Sscanf(rest, "%d", &calls)
+				require.NoError(t, err)
+			}
+		}
+		return calls
+	}
+	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
+	forget, err := rel.RememberSeen(ctx, map[string][]string{owner: registered}, []string{owner})
+	require.NoError(t, err)
+	t.Cleanup(forget)
+	release := func(key string) redislocks.Outcome {
+		t.Helper()
+		out, err := rel.Release(ctx, redislocks.Batch{Holdings: []judge.Holding{{Key: key, Owner: owner, Kind: judge.KindExclusive}}, Guarded: []bool{true}})
+		require.NoError(t, err)
+		return out[0]
+	}
+
+	before := sscans()
+	require.Equal(t, redislocks.Released, release(registered[0]))
+	require.Equal(t, redislocks.Released, release(registered[1]))
+	require.Equal(t, before, sscans(), "nothing new in the registry: no walk")
+
+	stale := judge.TaskKeyPrefix + passtest.NewUUID() // registered, its key deleted by a plain DEL
+	require.NoError(t, rdb.SAdd(ctx, registry, stale).Err())
+	require.Equal(t, redislocks.Released, release(registered[2]))
+	require.Greater(t, sscans(), before, "an entry the snapshot did not see: the walk")
+	require.False(t, rdb.SIsMember(ctx, registry, stale).Val(), "the stale entry is pruned")
+
+	newTask := judge.TaskKeyPrefix + passtest.NewUUID()
+	require.NoError(t, rdb.Set(ctx, newTask, owner, 0).Err())
+	require.NoError(t, rdb.SAdd(ctx, registry, newTask).Err())
+	require.Equal(t, redislocks.OwnerChanged, release(registered[3]), "a new task")
+	require.Equal(t, owner, rdb.Get(ctx, registered[3]).Val())
+	require.True(t, rdb.SIsMember(ctx, registry, running).Val())
 }

@@ -1,0 +1,94 @@
+package redislocks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RegistrySeenPrefix starts lock-reaper's own sets of the keys a pass's
+// snapshot saw each guarded owner's registry list: one per owner and pass,
+// RegistrySeenPrefix + token + ":" + owner.
+const RegistrySeenPrefix = "pulp:lock_reaper:registry_seen:"
+
+// seenTTL bounds how long a pass's registries seen outlive it when the pass
+// dies before it deletes them. A release phase that runs longer only finds
+// them gone, which leaves its guarded holdings alone.
+const seenTTL = time.Hour
+
+// seenChunk is how many members one SADD writes, and seenPipe how many
+// SADDs go in one round trip: the arguments of one round trip stay small
+// however many locks an owner holds.
+const (
+	seenChunk = 1000
+	seenPipe  = 16
+)
+
+// RememberSeen stores, for the release script's new-task check, the keys
+// the snapshot saw each owner's registry list (judge.Plan.RegistrySeen), once
+// for the pass, and returns a function that deletes them again. Only the
+// owners listed are stored: those with guarded holdings to release. The
+// releases that follow on r use them; a release without them leaves every
+// guarded holding of an owner whose registry lists a task lock alone.
+func (r *Releaser) RememberSeen(ctx context.Context, seen map[string][]string, owners []string) (forget func(), err error) {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	var written []string
+	forget = func() {
+		ctx := context.WithoutCancel(ctx)
+		for from := 0; from < len(written); from += seenChunk {
+			keys := written[from:min(from+seenChunk, len(written))]
+			cctx, cancel := context.WithTimeout(ctx, r.Timeout)
+			if err := r.RDB.Del(cctx, keys...).Err(); err != nil && r.Log != nil {
+				r.Log.Warn("delete the registries seen of the pass; they expire on their own",
+					"keys", len(keys), "ttl", seenTTL, "err", err)
+			}
+			cancel()
+		}
+	}
+	for _, o := range owners {
+		keys := seen[o]
+		if len(keys) == 0 {
+			continue
+		}
+		set := RegistrySeenPrefix + token + ":" + o
+		written = append(written, set)
+		if err := r.writeSeen(ctx, set, keys); err != nil {
+			forget()
+			return nil, err
+		}
+	}
+	r.seenToken = token
+	return forget, nil
+}
+
+// writeSeen writes one owner's set of keys seen in bounded round trips,
+// each of which ends by setting the expiry, so that no failure leaves a set
+// behind for good.
+func (r *Releaser) writeSeen(ctx context.Context, set string, keys []string) error {
+	members := make([]any, 0, seenChunk)
+	for from := 0; from < len(keys); from += seenChunk * seenPipe {
+		cctx, cancel := context.WithTimeout(ctx, r.Timeout)
+		_, err := r.RDB.Pipelined(cctx, func(p redis.Pipeliner) error {
+			for c := from; c < min(from+seenChunk*seenPipe, len(keys)); c += seenChunk {
+				members = members[:0]
+				for _, k := range keys[c:min(c+seenChunk, len(keys))] {
+					members = append(members, k)
+				}
+				p.SAdd(cctx, set, members...)
+			}
+			p.Expire(cctx, set, seenTTL)
+			return nil
+		})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("store the registry seen for the release's new-task check in %s: %w", set, err)
+		}
+	}
+	return nil
+}
