@@ -231,3 +231,33 @@ func TestEveryACLCommandHasProbeArgs(t *testing.T) {
 		require.Contains(t, probeArgs, cmd, "doctor/acl.go probeArgs")
 	}
 }
+
+// TestEvalACLWithoutSintercard: on a server older than Redis 7.0 the ACL
+// leaves +sintercard out (there is no such command; the release script then
+// walks the registry), so its absence is no failure there, and only there.
+func TestEvalACLWithoutSintercard(t *testing.T) {
+	t.Parallel()
+	answers := func(unclear ...string) aclAnswers {
+		a := aclAnswers{method: "ACL DRYRUN", user: "lock-reaper", allowed: map[string]bool{}, unclear: unclear}
+		for _, cmd := range aclCommands() {
+			a.allowed[cmd] = cmd != "sintercard"
+		}
+		for _, p := range deniedProbes {
+			a.allowed[p.name] = false
+		}
+		return a
+	}
+	a := answers()
+	r := evalACL(a)
+	require.Equal(t, Fail, r.Status, r.Evidence)
+	require.Contains(t, r.Evidence, "refused: sintercard")
+	a.withoutIntercard = true
+	r = evalACL(a)
+	require.Equal(t, OK, r.Status, r.Evidence)
+
+	a = answers("sintercard") // the transaction probe: an unknown command
+	delete(a.allowed, "sintercard")
+	a.withoutIntercard = true
+	r = evalACL(a)
+	require.Equal(t, OK, r.Status, r.Evidence)
+}
