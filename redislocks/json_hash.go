@@ -8,10 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// lock-reaper's memories in Redis (the mass-death guard's rows seen alive,
-// the pods seen) are each one hash of JSON values with the suspects' expiry,
-// written with the same commands as the suspects (the reaper's ACL has no
-// others).
+// lock-reaper's memories in Redis (the suspects, the mass-death guard's
+// rows seen alive, the pods seen) are each one hash of JSON values with an
+// expiry (suspect_ttl), rewritten whole by every pass that writes.
 
 // readJSONHash loads the hash at key, keeping the values that decode and
 // that keep accepts. A key of another type reads as empty: a forgotten entry

@@ -36,8 +36,8 @@ import (
 // pass, a set per owner (RememberSeen), rather than sent with every call.
 // Only an acquire adds to a registry, so when the registry lists nothing
 // but keys the snapshot saw (SINTERCARD of the two equals SCARD of the
-// registry) the owner took no task: a count in Redis, a few milliseconds for
-// a hundred thousand entries, where walking the registry took 175 ms.
+// registry) the owner took no task: a count in Redis, about 0.6 µs an entry
+// (60 ms for a hundred thousand), where walking the registry took 1.75 µs.
 // Otherwise the script walks the registry's task keys a page at a time and
 // asks the set about each page (SMISMEMBER). A registry entry the snapshot
 // did not see whose key no longer exists is stale (pulpcore's legacy

@@ -25,40 +25,19 @@ type suspectValue struct {
 	FirstSeen time.Time     `json:"first_seen"`
 }
 
-func encodeSuspectValue(s judge.Suspect) string {
-	b, _ := json.Marshal(suspectValue(s))
-	return string(b)
-}
-
-func decodeSuspect(field, value string) (judge.SuspectKey, judge.Suspect, bool) {
-	var kv [2]string
-	var s suspectValue
-	if json.Unmarshal([]byte(field), &kv) != nil || json.Unmarshal([]byte(value), &s) != nil {
-		return judge.SuspectKey{}, judge.Suspect{}, false
-	}
-	if s.Verdict == 0 || s.FirstSeen.IsZero() {
-		return judge.SuspectKey{}, judge.Suspect{}, false
-	}
-	return judge.SuspectKey{Key: kv[0], Owner: kv[1]}, judge.Suspect(s), true
-}
-
 // ReadSuspects loads the suspects remembered by earlier passes. Entries that
 // do not decode are dropped: a suspect that is forgotten only delays a
 // release, it never causes one.
 func ReadSuspects(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration) (map[judge.SuspectKey]judge.Suspect, error) {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	raw, err := rdb.HGetAll(cctx, SuspectsKey).Result()
-	if isWrongType(err) {
-		return map[judge.SuspectKey]judge.Suspect{}, nil
-	}
+	stored, err := readJSONHash(ctx, rdb, timeout, SuspectsKey, func(s suspectValue) bool { return s.Verdict != 0 && !s.FirstSeen.IsZero() })
 	if err != nil {
 		return nil, fmt.Errorf("read suspects: %w", err)
 	}
-	out := make(map[judge.SuspectKey]judge.Suspect, len(raw))
-	for f, v := range raw {
-		if k, s, ok := decodeSuspect(f, v); ok {
-			out[k] = s
+	out := make(map[judge.SuspectKey]judge.Suspect, len(stored))
+	for field, s := range stored {
+		var kv [2]string
+		if json.Unmarshal([]byte(field), &kv) == nil {
+			out[judge.SuspectKey{Key: kv[0], Owner: kv[1]}] = judge.Suspect(s)
 		}
 	}
 	return out, nil
@@ -66,22 +45,11 @@ func ReadSuspects(ctx context.Context, rdb redis.UniversalClient, timeout time.D
 
 // WriteSuspects replaces the remembered suspects atomically.
 func WriteSuspects(ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, suspects map[judge.SuspectKey]judge.Suspect) error {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	_, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {
-		p.Del(cctx, SuspectsKey)
-		if len(suspects) == 0 {
-			return nil
-		}
-		fields := make([]any, 0, 2*len(suspects))
-		for k, s := range suspects {
-			fields = append(fields, encodeSuspectField(k), encodeSuspectValue(s))
-		}
-		p.HSet(cctx, SuspectsKey, fields...)
-		p.Expire(cctx, SuspectsKey, ttl)
-		return nil
-	})
-	if err != nil {
+	stored := make(map[string]suspectValue, len(suspects))
+	for k, s := range suspects {
+		stored[encodeSuspectField(k)] = suspectValue(s)
+	}
+	if err := writeJSONHash(ctx, rdb, timeout, ttl, SuspectsKey, stored); err != nil {
 		return fmt.Errorf("write suspects: %w", err)
 	}
 	return nil
