@@ -141,6 +141,9 @@ func (a *actor) release(ctx context.Context) error {
 				b.Guarded[n] = true
 			}
 		}
+		if err := a.readReservers(ctx, &b); err != nil {
+			return err
+		}
 		outcomes, err := rel.Release(context.WithoutCancel(ctx), b)
 		if err != nil {
 			return err
@@ -154,6 +157,34 @@ func (a *actor) release(ctx context.Context) error {
 		a.progress(PhaseReleasing, done+len(idx), len(todo))
 		return nil
 	})
+}
+
+// readReservers gives the batch's guarded holdings the incomplete tasks
+// that reserve their resources, read just before the release: the release
+// script leaves a holding alone whose owner holds the task lock of one of
+// them (a task it took since the snapshot). Without the owner registry
+// (pulpcore before 3.117) nothing else tells of such a task.
+func (a *actor) readReservers(ctx context.Context, b *redislocks.Batch) error {
+	var resources []string
+	for n, h := range b.Holdings {
+		if b.Guarded[n] {
+			resources = append(resources, h.Resource())
+		}
+	}
+	if len(resources) == 0 {
+		return nil
+	}
+	reservers, err := pulpdb.ReadReservers(context.WithoutCancel(ctx), a.r.pool, a.r.cfg.DatabaseTimeout, resources)
+	if err != nil {
+		return inStep("reading the tasks that reserve the resources to release in", SystemDatabase, err)
+	}
+	b.Reservers = make([][]string, len(b.Holdings))
+	for n, h := range b.Holdings {
+		if b.Guarded[n] {
+			b.Reservers[n] = reservers[h.Resource()]
+		}
+	}
+	return nil
 }
 
 // releaseResults are the results of the release script's outcomes.

@@ -151,3 +151,40 @@ func collectLockOwners(f *fixture) []string {
 	}
 	return out
 }
+
+// TestNewTaskWithoutRegistryKeepsItsMembership: a live worker of a pulpcore
+// without the owner registry (before 3.117) leaked the shared domain
+// membership and the task lock of a finished task. Between the pass's
+// snapshot and its release it takes a new task in the same domain: its
+// acquire adds it to the domain's set, where it already is. The pass
+// releases the finished task's lock but leaves the membership, which the
+// new task now needs (owner-changed); the next pass keeps it, justified by
+// the new task's lock.
+func TestNewTaskWithoutRegistryKeepsItsMembership(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const owner = "1@legacy"
+	row := f.Worker(owner, time.Second)
+	finished := f.Task(judge.StateCompleted, row, []string{"shared:domain-x", "repo-x"}, 10*time.Minute)
+	f.Acquire(owner, finished, []string{"shared:domain-x", "repo-x"}, true)
+	domain, repo := judge.ResourceKeyPrefix+"domain-x", judge.ResourceKeyPrefix+"repo-x"
+	r := f.reaper(nil)
+
+	var next string
+	rep, err := r.RunOnce(f.Ctx, pass.PassOptions{Mode: pass.ModeOnce, Adjust: func(*judge.Plan) {
+		next = f.Task(judge.StateWaiting, "", []string{"shared:domain-x"}, -1)
+		f.Acquire(owner, next, []string{"shared:domain-x"}, true)
+	}})
+	require.NoError(t, err)
+	require.Equal(t, pass.ResultReleased, findingFor(rep, judge.TaskKeyPrefix+finished, owner).Result)
+	require.Equal(t, pass.ResultReleased, findingFor(rep, repo, owner).Result, "no task reserving it was taken")
+	require.Equal(t, pass.ResultOwnerChanged, findingFor(rep, domain, owner).Result)
+	require.Contains(t, f.Members(domain), owner, "the new task's membership")
+	require.Equal(t, owner, f.Get(judge.TaskKeyPrefix+next))
+
+	rep = f.pass(r, pass.ModeOnce)
+	if fd := findingFor(rep, domain, owner); fd != nil {
+		require.Contains(t, []pass.Result{pass.ResultKept}, fd.Result, fd.Verdict)
+	}
+	require.Contains(t, f.Members(domain), owner)
+}

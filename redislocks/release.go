@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
@@ -16,8 +18,10 @@ import (
 // ARGV: n, then one string of n flags, one per holding: "x" for a string
 // lock, "s" for a shared member, "X" and "S" for the same when guarded; then
 // n owners, then the token of the pass's stored registries seen
-// (RememberSeen), then the owners judged dead or gone that may leave
-// pulp:active_owners once their registry is empty.
+// (RememberSeen), then c and c strings "<i> <task key> <task key> ...", the
+// task locks of the incomplete tasks reserving holding i's resource, then
+// the owners judged dead or gone that may leave pulp:active_owners once
+// their registry is empty.
 //
 // A string lock is deleted only while its value is still the observed owner;
 // a shared set loses only that member. A key leaves the owner's registry once
@@ -47,6 +51,17 @@ import (
 // (expired, evicted, never stored) reads as nothing seen, which can only
 // leave holdings alone.
 //
+// pulpcore releases before 3.117 keep no registry, so the check above cannot
+// see their new tasks. For them, and for every owner alike, a guarded
+// holding also comes with the task locks of the incomplete tasks that
+// reserve its resource, read from the database just before the call
+// (pulpdb.ReadReservers): pulpcore's acquire takes a task's task lock
+// together with its resources, so one of them held by the owner means the
+// owner took that task, and the holding is left alone (owner-changed). A
+// shared membership is the case that matters: the acquire adds an owner
+// already in the set without a trace, and a removed membership would leave
+// the new task running without it.
+//
 // The new-task check walks at most registryCheckLimit entries of one
 // owner's registry; the reaper prunes a larger one beforehand, a page per
 // call (pruneRegistry), and cuts the batches so that one call walks at most
@@ -75,7 +90,15 @@ local n, flags = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local function is_set(k) return redis.call('TYPE', k)['ok'] == 'set' end
 local token = ARGV[n + 3]
-local pos = n + 3
+-- reservers[i]: the task keys of the incomplete tasks reserving holding i's
+-- resource, space separated.
+local reservers = {}
+local c = tonumber(ARGV[n + 4])
+for j = n + 5, n + 4 + c do
+  local i, keys = string.match(ARGV[j], '^(%d+) (.*)$')
+  reservers[tonumber(i)] = keys
+end
+local pos = n + 4 + c
 -- A registry that is a set stays one, or goes once empty (SREM of a missing
 -- key does nothing): its type is asked once per owner.
 local registry_set = {}
@@ -160,6 +183,22 @@ local function took_new_task(owner)
   end
   return busy[owner]
 end
+-- holder[task key]: the value of a reserving task's lock, false when none.
+local holder = {}
+-- took_reserving_task says the owner holds the task lock of a task that
+-- reserves holding i's resource.
+local function took_reserving_task(i, owner)
+  local keys = reservers[i]
+  if keys == nil then return false end
+  for key in string.gmatch(keys, '%S+') do
+    if holder[key] == nil then
+      local value = redis.pcall('GET', key)
+      holder[key] = type(value) == 'string' and value
+    end
+    if holder[key] == owner and not gone[key] then return true end
+  end
+  return false
+end
 -- wrong_type says a reply is Redis's WRONGTYPE error: the key holds another
 -- kind of value. Any other error (a denied command) fails the script.
 local function wrong_type(reply)
@@ -176,6 +215,8 @@ for i = 1, n do
   local res, holds = 'g', false
   if (flag == 'X' or flag == 'S') and took_new_task(owner) then
     res, holds = busy[owner], true
+  elseif (flag == 'X' or flag == 'S') and took_reserving_task(i, owner) then
+    res, holds = 'o', true
   elseif gone[key] then
     -- Deleted by an earlier holding of this batch: no key.
   elseif flag == 's' or flag == 'S' then
@@ -246,6 +287,10 @@ type Batch struct {
 	Holdings []judge.Holding
 	// Guarded parallels Holdings: release only while the owner took no new task.
 	Guarded []bool
+	// Reservers parallels Holdings: for a guarded holding, the incomplete
+	// tasks (ids) that reserve its resource; released only while the owner
+	// holds none of their task locks.
+	Reservers [][]string
 	// Retire names the owners judged dead or gone in this batch.
 	Retire []string
 }
@@ -310,8 +355,14 @@ func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
 			return nil, fmt.Errorf("release batch: the script handed back all %d holdings it was given", len(idx))
 		}
 		next := Batch{Holdings: make([]judge.Holding, len(again)), Guarded: make([]bool, len(again))}
+		if b.Reservers != nil {
+			next.Reservers = make([][]string, len(again))
+		}
 		for n, i := range again {
 			next.Holdings[n], next.Guarded[n] = b.Holdings[i], b.Guarded[i]
+			if b.Reservers != nil {
+				next.Reservers[n] = b.Reservers[i]
+			}
 		}
 		res, err := r.releaseOnce(ctx, next)
 		if err != nil {
@@ -338,6 +389,7 @@ func (r *Releaser) releaseOnce(ctx context.Context, b Batch) ([]Outcome, error) 
 	}
 	args[1] = string(flags)
 	args = append(args, r.seenToken)
+	args = appendReservers(args, b)
 	for _, o := range b.Retire {
 		args = append(args, o)
 	}
@@ -365,3 +417,25 @@ func (r *Releaser) releaseOnce(ctx context.Context, b Batch) ([]Outcome, error) 
 // ReleaseScriptSHA is the SHA-1 of the release script, as EVALSHA names it:
 // a wire recorder tells the release calls from the other scripts' by it.
 func ReleaseScriptSHA() string { return releaseScript.Hash() }
+
+// appendReservers appends the count and the strings of the reserving tasks'
+// task keys of the batch's guarded holdings.
+func appendReservers(args []any, b Batch) []any {
+	at := len(args)
+	args = append(args, 0)
+	c := 0
+	for i, ids := range b.Reservers {
+		if len(ids) == 0 || !b.Guarded[i] {
+			continue
+		}
+		var sb strings.Builder
+		sb.WriteString(strconv.Itoa(i + 1))
+		for _, id := range ids {
+			sb.WriteString(" " + judge.TaskKeyPrefix + id)
+		}
+		args = append(args, sb.String())
+		c++
+	}
+	args[at] = c
+	return args
+}

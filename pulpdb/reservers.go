@@ -1,0 +1,68 @@
+package pulpdb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// reserversSQL lists the incomplete tasks that reserve any of $1 (each
+// resource both plain and as shared:<name>). pulpcore indexes core_task by
+// state, and reserved_resources_record with a GIN index partial on the
+// first line of the condition, which is spelled as the index's own so that
+// the planner may use it.
+const reserversSQL = `
+SELECT pulp_id::text, array_remove(reserved_resources_record, NULL) FROM core_task
+WHERE NOT (state IN ('completed', 'failed', 'canceled', 'skipped'))
+  AND state IN ('waiting', 'running', 'canceling')
+  AND reserved_resources_record && $1::text[]`
+
+// ReadReservers reads, for each of resources (names without the lock key
+// prefix), the incomplete tasks (waiting, running or canceling) whose
+// reserved_resources_record lists it, exclusive or shared. The release
+// phase asks it just before it releases a live owner's resource holdings:
+// a task the owner took since the snapshot holds its task lock (pulpcore's
+// acquire takes the task lock and the resources at once), so such a task
+// lock held by the owner means the resource may be in use again.
+func ReadReservers(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, resources []string) (map[string][]string, error) {
+	if len(resources) == 0 {
+		return nil, nil
+	}
+	wanted := make(map[string]string, 2*len(resources))
+	names := make([]string, 0, 2*len(resources))
+	for _, r := range resources {
+		if _, dup := wanted[r]; dup {
+			continue
+		}
+		wanted[r], wanted["shared:"+r] = r, r
+		names = append(names, r, "shared:"+r)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rows, err := pool.Query(ctx, reserversSQL, names)
+	if err != nil {
+		return nil, fmt.Errorf("read the incomplete tasks reserving %d resources: %w", len(wanted)/2, err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var id string
+		var reserved []string
+		if err := rows.Scan(&id, &reserved); err != nil {
+			return nil, fmt.Errorf("read the incomplete tasks reserving resources: %w", err)
+		}
+		listed := map[string]bool{}
+		for _, entry := range reserved {
+			if r, ok := wanted[entry]; ok && !listed[r] {
+				listed[r] = true
+				out[r] = append(out[r], id)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the incomplete tasks reserving resources: %w", err)
+	}
+	return out, nil
+}

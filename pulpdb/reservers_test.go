@@ -1,0 +1,35 @@
+package pulpdb
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/passtest"
+	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadReservers: each resource asked for lists the incomplete tasks
+// that reserve it, exclusive or shared, once each; finished tasks and
+// resources not asked for are left out.
+func TestReadReservers(t *testing.T) {
+	t.Parallel()
+	f := passtest.New(t)
+	w := f.Worker("1@w", 0)
+	running := f.Task(judge.StateRunning, w, []string{"repo-1", "shared:domain"}, -1)
+	waiting := f.Task(judge.StateWaiting, "", []string{"shared:domain", "shared:repo-1"}, -1)
+	canceling := f.Task(judge.StateCanceling, w, []string{"domain"}, -1)
+	f.Task(judge.StateCompleted, w, []string{"repo-1", "shared:domain"}, time.Minute)
+	f.Task(judge.StateWaiting, "", []string{"repo-2"}, -1)
+
+	got, err := ReadReservers(f.Ctx, f.DB.Pool, 5*time.Second, []string{"repo-1", "domain", "repo-1", "nothing"})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{running, waiting}, got["repo-1"])
+	require.ElementsMatch(t, []string{running, waiting, canceling}, got["domain"])
+	require.NotContains(t, got, "nothing")
+	require.NotContains(t, got, "repo-2")
+
+	got, err = ReadReservers(f.Ctx, f.DB.Pool, 5*time.Second, nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
