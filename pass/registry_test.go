@@ -1,6 +1,7 @@
 package pass_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -187,4 +188,72 @@ func TestNewTaskWithoutRegistryKeepsItsMembership(t *testing.T) {
 		require.Contains(t, []pass.Result{pass.ResultKept}, fd.Result, fd.Verdict)
 	}
 	require.Contains(t, f.Members(domain), owner)
+}
+
+// TestLiveOwnerPastTheCountLimit: a live owner leaked 24,000 locks of a
+// finished task, every one in its registry, more than a release call
+// counts. Between the snapshot and the release it takes a new task in the
+// leaked task's domain. While the registry is past the limit the release
+// script does not count it, and the new task's lock decides: the domain
+// membership the new task needs stays; the leaked repositories, which it
+// does not reserve, are released. Once the releases bring the registry under
+// the limit the count sees the new task and holds the rest back for the next
+// pass, which releases them.
+func TestLiveOwnerPastTheCountLimit(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("writes 24,000 locks")
+	}
+	f := newFixture(t)
+	rdb := f.Redis.Client
+	const owner, leaked = "1@leaky", 24_000
+	row := f.Worker(owner, time.Second)
+	reserved := []string{"shared:domain-y"}
+	keys := []any{judge.ResourceKeyPrefix + "domain-y"}
+	for i := range leaked {
+		name := fmt.Sprintf("repo-y-%05d", i)
+		reserved = append(reserved, name)
+		keys = append(keys, judge.ResourceKeyPrefix+name)
+	}
+	finished := f.Task(judge.StateCompleted, row, reserved, 10*time.Minute)
+	pipe := rdb.Pipeline()
+	pipe.Set(f.Ctx, judge.TaskKeyPrefix+finished, owner, 0)
+	pipe.SAdd(f.Ctx, judge.ResourceKeyPrefix+"domain-y", owner)
+	for _, k := range keys[1:] {
+		pipe.Set(f.Ctx, k.(string), owner, 0)
+	}
+	pipe.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+owner, append(keys, judge.TaskKeyPrefix+finished)...)
+	pipe.SAdd(f.Ctx, redislocks.ActiveOwnersKey, owner)
+	_, err := pipe.Exec(f.Ctx)
+	require.NoError(t, err)
+	r := f.reaper(func(c *pass.Config) { c.BatchSize, c.MaxReleases = 1000, 50_000 })
+
+	var next string
+	rep, err := r.RunOnce(f.Ctx, pass.PassOptions{Mode: pass.ModeOnce, Adjust: func(*judge.Plan) {
+		// Taken and claimed at once, as pulpcore's fetch does.
+		next = f.Task(judge.StateRunning, row, []string{"shared:domain-y"}, -1)
+		f.Acquire(owner, next, []string{"shared:domain-y"}, false)
+	}})
+	require.NoError(t, err)
+	domain := judge.ResourceKeyPrefix + "domain-y"
+	require.Equal(t, pass.ResultOwnerChanged, findingFor(rep, domain, owner).Result)
+	require.Contains(t, f.Members(domain), owner, "the new task's membership")
+	released := 0
+	for _, fd := range rep.Findings {
+		if fd.Result == pass.ResultReleased && fd.Key != judge.TaskKeyPrefix+finished {
+			released++
+		}
+	}
+	require.GreaterOrEqual(t, released, leaked-20_000-1000, "released past the limit, on the reserving tasks' check")
+	require.Less(t, released, leaked, "the count, under the limit, saw the new task")
+
+	// The rest, now without their task lock, are no-task suspects of the
+	// live owner, released once confirmed.
+	f.pass(r, pass.ModeOnce)
+	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
+	f.pass(r, pass.ModeOnce)
+	require.Contains(t, f.Members(domain), owner)
+	for i := range leaked {
+		require.Equal(t, "", f.Get(fmt.Sprintf("%srepo-y-%05d", judge.ResourceKeyPrefix, i)))
+	}
 }

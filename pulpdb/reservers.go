@@ -8,16 +8,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// reserversSQL lists the incomplete tasks that reserve any of $1 (each
-// resource both plain and as shared:<name>). pulpcore indexes core_task by
-// state, and reserved_resources_record with a GIN index partial on the
-// first line of the condition, which is spelled as the index's own so that
-// the planner may use it.
+// reserversSQL lists the incomplete tasks with their reservations. The
+// tasks reserving given resources are picked out by the reaper, not by
+// the database: PostgreSQL compares two arrays element by element (&& is
+// quadratic), and orders a query's conditions by their cost, so a filter
+// on the resources would be tried on finished tasks' rows too. The first
+// line of the condition is pulpcore's partial indexes' own.
 const reserversSQL = `
 SELECT pulp_id::text, array_remove(reserved_resources_record, NULL) FROM core_task
 WHERE NOT (state IN ('completed', 'failed', 'canceled', 'skipped'))
-  AND state IN ('waiting', 'running', 'canceling')
-  AND reserved_resources_record && $1::text[]`
+  AND state IN ('waiting', 'running', 'canceling')`
 
 // ReadReservers reads, for each of resources (names without the lock key
 // prefix), the incomplete tasks (waiting, running or canceling) whose
@@ -31,17 +31,15 @@ func ReadReservers(ctx context.Context, pool *pgxpool.Pool, timeout time.Duratio
 		return nil, nil
 	}
 	wanted := make(map[string]string, 2*len(resources))
-	names := make([]string, 0, 2*len(resources))
 	for _, r := range resources {
 		if _, dup := wanted[r]; dup {
 			continue
 		}
 		wanted[r], wanted["shared:"+r] = r, r
-		names = append(names, r, "shared:"+r)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rows, err := pool.Query(ctx, reserversSQL, names)
+	rows, err := pool.Query(ctx, reserversSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read the incomplete tasks reserving %d resources: %w", len(wanted)/2, err)
 	}
@@ -53,12 +51,15 @@ func ReadReservers(ctx context.Context, pool *pgxpool.Pool, timeout time.Duratio
 		if err := rows.Scan(&id, &reserved); err != nil {
 			return nil, fmt.Errorf("read the incomplete tasks reserving resources: %w", err)
 		}
-		listed := map[string]bool{}
 		for _, entry := range reserved {
-			if r, ok := wanted[entry]; ok && !listed[r] {
-				listed[r] = true
-				out[r] = append(out[r], id)
+			r, ok := wanted[entry]
+			if !ok {
+				continue
 			}
+			if ids := out[r]; len(ids) > 0 && ids[len(ids)-1] == id {
+				continue // both R and shared:R
+			}
+			out[r] = append(out[r], id)
 		}
 	}
 	if err := rows.Err(); err != nil {

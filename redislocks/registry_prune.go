@@ -44,6 +44,10 @@ const (
 	// call walks in all: batches are cut so that the guarded owners of one
 	// release call have at most this many entries together.
 	registryCallBudget = 20_000
+	// registryCountLimit is the largest registry the release script counts
+	// or walks for an owner's new-task check: about 12 ms of SINTERCARD.
+	// A larger one leaves the check to the reserving tasks' task locks.
+	registryCountLimit = registryCallBudget
 )
 
 // pruneRegistryScript walks one page of an owner's registry from a cursor

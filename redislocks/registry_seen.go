@@ -38,9 +38,12 @@ func (r *Releaser) RememberSeen(ctx context.Context, seen map[string][]string, o
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-	var written []string
+	var written, writtenOwners []string
 	forget = func() {
 		ctx := context.WithoutCancel(ctx)
+		for i, set := range written {
+			r.shrinkSeen(ctx, set, seen[writtenOwners[i]])
+		}
 		for from := 0; from < len(written); from += seenChunk {
 			keys := written[from:min(from+seenChunk, len(written))]
 			cctx, cancel := context.WithTimeout(ctx, r.Timeout)
@@ -57,7 +60,7 @@ func (r *Releaser) RememberSeen(ctx context.Context, seen map[string][]string, o
 			continue
 		}
 		set := RegistrySeenPrefix + token + ":" + o
-		written = append(written, set)
+		written, writtenOwners = append(written, set), append(writtenOwners, o)
 		if err := r.writeSeen(ctx, set, keys); err != nil {
 			forget()
 			return nil, err
@@ -67,10 +70,40 @@ func (r *Releaser) RememberSeen(ctx context.Context, seen map[string][]string, o
 	return forget, nil
 }
 
+// shrinkSeen empties a large set of keys seen a chunk per command before
+// forget deletes it: DEL frees a set's members in the one command, which
+// blocks Redis about 0.35 µs a member (70 ms for a live owner's 200,000
+// leaked locks). UNLINK would free them in the background, but takes a
+// command the reaper's ACL has not had. A set of one chunk or less is left
+// to the DEL.
+func (r *Releaser) shrinkSeen(ctx context.Context, set string, keys []string) {
+	if len(keys) <= seenChunk {
+		return
+	}
+	err := r.eachSeenChunk(ctx, set, keys, func(cctx context.Context, p redis.Pipeliner, members []any) {
+		p.SRem(cctx, set, members...)
+	}, false)
+	if err != nil && r.Log != nil {
+		r.Log.Warn("empty the registry seen of the pass; it is deleted whole", "key", set, "err", err)
+	}
+}
+
 // writeSeen writes one owner's set of keys seen in bounded round trips,
 // each of which ends by setting the expiry, so that no failure leaves a set
 // behind for good.
 func (r *Releaser) writeSeen(ctx context.Context, set string, keys []string) error {
+	err := r.eachSeenChunk(ctx, set, keys, func(cctx context.Context, p redis.Pipeliner, members []any) {
+		p.SAdd(cctx, set, members...)
+	}, true)
+	if err != nil {
+		return fmt.Errorf("store the registry seen for the release's new-task check in %s: %w", set, err)
+	}
+	return nil
+}
+
+// eachSeenChunk sends one command per seenChunk of keys, seenPipe to a
+// round trip, each round trip ending with the set's expiry when expire.
+func (r *Releaser) eachSeenChunk(ctx context.Context, set string, keys []string, do func(context.Context, redis.Pipeliner, []any), expire bool) error {
 	members := make([]any, 0, seenChunk)
 	for from := 0; from < len(keys); from += seenChunk * seenPipe {
 		cctx, cancel := context.WithTimeout(ctx, r.Timeout)
@@ -80,14 +113,16 @@ func (r *Releaser) writeSeen(ctx context.Context, set string, keys []string) err
 				for _, k := range keys[c:min(c+seenChunk, len(keys))] {
 					members = append(members, k)
 				}
-				p.SAdd(cctx, set, members...)
+				do(cctx, p, members)
 			}
-			p.Expire(cctx, set, seenTTL)
+			if expire {
+				p.Expire(cctx, set, seenTTL)
+			}
 			return nil
 		})
 		cancel()
 		if err != nil {
-			return fmt.Errorf("store the registry seen for the release's new-task check in %s: %w", set, err)
+			return err
 		}
 	}
 	return nil

@@ -218,3 +218,49 @@ func TestRegistrySeenSkipsTheWalk(t *testing.T) {
 	require.Equal(t, owner, rdb.Get(ctx, registered[3]).Val())
 	require.True(t, rdb.SIsMember(ctx, registry, running).Val())
 }
+
+// TestRegistrySeenForgottenInChunks: a large set of keys seen is emptied a
+// chunk per command before it is deleted, so that no DEL frees a live
+// owner's hundred thousand members in one command.
+func TestRegistrySeenForgottenInChunks(t *testing.T) {
+	t.Parallel()
+	f := passtest.New(t)
+	cmds := &deleteSizes{rdb: f.Redis.Client}
+	watched := redis.NewClient(f.Redis.Client.Options())
+	t.Cleanup(func() { _ = watched.Close() })
+	watched.AddHook(cmds)
+	rel := &redislocks.Releaser{RDB: watched, Timeout: 10 * time.Second}
+	const owner = "1@leaky"
+	keys := make([]string, 5500)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%srepo-%05d", judge.ResourceKeyPrefix, i)
+	}
+	forget, err := rel.RememberSeen(f.Ctx, map[string][]string{owner: keys}, []string{owner})
+	require.NoError(t, err)
+	forget()
+	require.Zero(t, cmds.largest, "a DEL found a set of that many members")
+	require.Empty(t, f.Redis.Client.Keys(f.Ctx, redislocks.RegistrySeenPrefix+"*").Val())
+}
+
+// deleteSizes records the most members a DEL found in the sets it deleted.
+type deleteSizes struct {
+	rdb     *redis.Client
+	largest int64
+}
+
+func (d *deleteSizes) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (d *deleteSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "del" {
+			for _, k := range cmd.Args()[1:] {
+				d.largest = max(d.largest, d.rdb.SCard(ctx, k.(string)).Val())
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (d *deleteSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -62,6 +62,13 @@ import (
 // already in the set without a trace, and a removed membership would leave
 // the new task running without it.
 //
+// Counting a registry costs about 0.6 µs an entry, so a call counts (or
+// walks) no registry of more than registryCountLimit entries: a live owner
+// that leaked a hundred thousand locks would make every call of its
+// releases count them all. Such an owner's guarded holdings are released
+// on the reserving tasks' check alone, which costs the same whatever the
+// registry's size, until its releases bring the registry under the limit.
+//
 // The new-task check walks at most registryCheckLimit entries of one
 // owner's registry; the reaper prunes a larger one beforehand, a page per
 // call (pruneRegistry), and cuts the batches so that one call walks at most
@@ -129,6 +136,11 @@ local function took_new_task(owner)
   if busy[owner] == nil then
     busy[owner] = false
     local registry = '` + OwnerLocksPrefix + `' .. owner
+    if registry_is_set(owner) and redis.call('SCARD', registry) > ` + luaInt(registryCountLimit) + ` then
+      -- Too large to count or walk within one call's bound: the reserving
+      -- tasks' locks alone decide (took_reserving_task).
+      return false
+    end
     if registry_is_set(owner) then
       -- The keys the snapshot saw the registry list, stored for the pass
       -- (RememberSeen); none when the set is missing or not a set.
