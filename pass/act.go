@@ -1,6 +1,7 @@
 package pass
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -96,20 +97,19 @@ func (a *actor) release(ctx context.Context) error {
 			todo = append(todo, i)
 		}
 	}
-	// A guarded holding costs the release script a read of its owner's
-	// registry in each batch the owner comes up in, and the owner's task
-	// locks as arguments: guarded holdings go last, grouped by owner, so
-	// that an owner comes up in one batch rather than in every one. The
-	// others are grouped by owner too: the script removes each owner's
-	// registry entries with one SREM per batch, so a batch of few owners
-	// makes few calls.
+	// A guarded holding costs the release script a count of its owner's
+	// registry in each batch the owner comes up in: guarded holdings go
+	// last, grouped by owner, so that an owner comes up in few batches.
+	// The guarded shared memberships come last of all: each batch with one
+	// reads the tasks reserving them from the database first, and there
+	// are few (an owner's domains), so they fill few batches. The others
+	// are grouped by owner too: the script removes each owner's registry
+	// entries with one SREM per batch, so a batch of few owners makes few
+	// calls.
 	slices.SortStableFunc(todo, func(x, y int) int {
 		gx, gy := a.plan.Holdings[x], a.plan.Holdings[y]
-		if judge.Guarded(gx) != judge.Guarded(gy) {
-			if judge.Guarded(gx) {
-				return 1
-			}
-			return -1
+		if c := cmp.Compare(releaseGroup(gx), releaseGroup(gy)); c != 0 {
+			return c
 		}
 		return strings.Compare(gx.Owner, gy.Owner)
 	})
@@ -159,28 +159,45 @@ func (a *actor) release(ctx context.Context) error {
 	})
 }
 
-// readReservers gives the batch's guarded holdings the incomplete tasks
-// that reserve their resources, read just before the release: the release
-// script leaves a holding alone whose owner holds the task lock of one of
-// them (a task it took since the snapshot). Without the owner registry
-// (pulpcore before 3.117) nothing else tells of such a task.
+// releaseGroup orders the releases: holdings of owners that are neither
+// alive nor late, then the guarded exclusive locks, then the guarded
+// shared memberships.
+func releaseGroup(jd judge.Judgement) int {
+	switch {
+	case !judge.Guarded(jd):
+		return 0
+	case jd.Kind != judge.KindShared:
+		return 1
+	}
+	return 2
+}
+
+// readReservers gives the batch's guarded shared memberships the incomplete
+// tasks that reserve their resources shared, read just before the release:
+// the release script leaves a membership alone whose owner holds the task
+// lock of one of them (a task it took since the snapshot, whose acquire
+// found the owner in the set already and left no trace there). Without the
+// owner registry (pulpcore before 3.117), or with one too large to count,
+// nothing else tells of such a task. An exclusive lock needs no such read:
+// pulpcore's acquire fails on a key that exists, so no new task takes it
+// while it stands.
 func (a *actor) readReservers(ctx context.Context, b *redislocks.Batch) error {
 	var resources []string
 	for n, h := range b.Holdings {
-		if b.Guarded[n] {
+		if b.Guarded[n] && h.Kind == judge.KindShared {
 			resources = append(resources, h.Resource())
 		}
 	}
 	if len(resources) == 0 {
 		return nil
 	}
-	reservers, err := pulpdb.ReadReservers(context.WithoutCancel(ctx), a.r.pool, a.r.cfg.DatabaseTimeout, resources)
+	reservers, err := pulpdb.ReadSharedReservers(context.WithoutCancel(ctx), a.r.pool, a.r.cfg.DatabaseTimeout, resources)
 	if err != nil {
-		return inStep("reading the tasks that reserve the resources to release in", SystemDatabase, err)
+		return inStep("reading the tasks that reserve the shared resources to release in", SystemDatabase, err)
 	}
 	b.Reservers = make([][]string, len(b.Holdings))
 	for n, h := range b.Holdings {
-		if b.Guarded[n] {
+		if b.Guarded[n] && h.Kind == judge.KindShared {
 			b.Reservers[n] = reservers[h.Resource()]
 		}
 	}

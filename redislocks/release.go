@@ -53,21 +53,23 @@ import (
 //
 // pulpcore releases before 3.117 keep no registry, so the check above cannot
 // see their new tasks. For them, and for every owner alike, a guarded
-// holding also comes with the task locks of the incomplete tasks that
-// reserve its resource, read from the database just before the call
-// (pulpdb.ReadReservers): pulpcore's acquire takes a task's task lock
-// together with its resources, so one of them held by the owner means the
-// owner took that task, and the holding is left alone (owner-changed). A
-// shared membership is the case that matters: the acquire adds an owner
-// already in the set without a trace, and a removed membership would leave
-// the new task running without it.
+// shared membership also comes with the task locks of the incomplete tasks
+// that reserve its resource shared, read from the database just before the
+// call (pulpdb.ReadSharedReservers): pulpcore's acquire takes a task's task
+// lock together with its resources, so one of them held by the owner means
+// the owner took that task, and the membership is left alone
+// (owner-changed). The acquire adds an owner already in the set without a
+// trace, and a removed membership would leave the new task running without
+// it. (An exclusive lock is not taken again while it stands: the acquire
+// fails on a key that exists.)
 //
 // Counting a registry costs about 0.6 µs an entry, so a call counts (or
 // walks) no registry of more than registryCountLimit entries: a live owner
 // that leaked a hundred thousand locks would make every call of its
 // releases count them all. Such an owner's guarded holdings are released
-// on the reserving tasks' check alone, which costs the same whatever the
-// registry's size, until its releases bring the registry under the limit.
+// on the reserving tasks' check of its shared memberships alone, which
+// costs the same whatever the registry's size, until its releases bring the
+// registry under the limit.
 //
 // The new-task check walks at most registryCheckLimit entries of one
 // owner's registry; the reaper prunes a larger one beforehand, a page per
