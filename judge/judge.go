@@ -48,27 +48,31 @@ type judge struct {
 	// its own.
 	opaque map[string]bool
 	owners ownerCache
-	// rowReserved is what running tasks of live claims reserve, gathered
-	// when a holding first asks (see reservingRow).
+	// held is what the snapshot holds of each task's lock, gathered in the
+	// walk of the task locks.
+	held map[string]taskLocksHeld
+	// rowReserved is what running tasks of live claims reserve when their
+	// claim's worker does not hold their task lock, gathered with the task
+	// verdicts (see reservingRow).
 	rowReserved map[rowReservation]string
 	// holders lists each resource's holders, for the unprotected tasks.
 	holders map[string][]ResourceHolder
 	// reasons are the lost tasks' messages, by owner and state.
 	reasons map[[2]string]string
 	// counts of every holding judged, listed or not.
-	byVerdict map[Verdict]int
+	byVerdict [len(verdictNames)]int
 	byOwner   map[string]int
 }
 
-// run walks the snapshot twice: the task locks, then the resource holdings
-// (which inherit from or are justified by the task locks); then the tasks,
-// and the guards, which cut what the plan lists in the order of
-// CompareHoldings.
+// run walks the snapshot: the task locks, then the tasks (which look up
+// their task locks), then the resource holdings (which inherit from or are
+// justified by the task locks, or by a running task's row); then the
+// guards, which cut what the plan lists in the order of CompareHoldings.
 func (j *judge) run() Plan {
 	j.suspects = map[SuspectKey]Suspect{}
-	j.byVerdict, j.byOwner = map[Verdict]int{}, map[string]int{}
-	// Most reservations name a holding of the snapshot: the map is made
-	// once at about its size, not grown through copies.
+	j.byOwner = map[string]int{}
+	// Most reservations name a holding of the snapshot: the maps are made
+	// once at about their size, not grown through copies.
 	resources := 0
 	for i := range j.snap.Holdings {
 		if j.snap.Holdings[i].Kind != KindTask {
@@ -76,6 +80,7 @@ func (j *judge) run() Plan {
 		}
 	}
 	j.reserves, j.opaque = make(map[holdingKey]reservedBy, resources), map[string]bool{}
+	j.held = make(map[string]taskLocksHeld, len(j.snap.Holdings)-resources)
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
 	if n := j.expectedListed(); n > 0 {
 		plan.Holdings = make([]Judgement, 0, n)
@@ -85,15 +90,20 @@ func (j *judge) run() Plan {
 			j.judgeTaskLock(&plan.Holdings, i)
 		}
 	}
+	plan.Tasks = j.taskJudgements()
 	for i := range j.snap.Holdings {
 		if h := &j.snap.Holdings[i]; h.Kind != KindTask {
 			j.add(&plan.Holdings, j.resourceJudgement(h))
 		}
 	}
 	sortJudgements(plan.Holdings)
-	plan.Tasks = j.taskJudgements()
 
-	plan.ByVerdict = j.byVerdict
+	plan.ByVerdict = map[Verdict]int{}
+	for v, n := range j.byVerdict {
+		if n > 0 {
+			plan.ByVerdict[Verdict(v)] = n
+		}
+	}
 	plan.LockOwners = j.lockOwners()
 	plan.Suspects = j.suspects
 	j.carryUnobservedSuspects(&plan)
@@ -107,7 +117,9 @@ func (j *judge) run() Plan {
 // offers its task's reservations to the resource holdings.
 func (j *judge) judgeTaskLock(listed *[]Judgement, at int) {
 	h := &j.snap.Holdings[at]
-	t, found := j.snap.Tasks[h.TaskID()]
+	id := h.TaskID()
+	t, found := j.snap.Tasks[id]
+	j.held[id] = taskLocksHeld{count: j.held[id].count + 1, last: int32(at)}
 	jd := j.confirm(j.decidedTaskLock(h, t, found))
 	released := jd.Action == ActionRelease
 	if !found && !released {

@@ -108,18 +108,21 @@ func (j *judge) taskJudgements() []TaskJudgement {
 	if expected > 0 {
 		out = make([]TaskJudgement, 0, expected)
 	}
-	held := j.taskLocksOf(expected, func(id string) bool {
-		t, ok := j.snap.Tasks[id]
-		return ok && mayBeLost(j.taskFactsOf(t))
-	})
+	j.rowReserved = map[rowReservation]string{}
 	for id, t := range j.snap.Tasks {
-		f := j.taskFactsOf(t)
-		if !mayBeLost(f) {
+		row, live, claimed := j.fleet.Row(t.AppLockID)
+		f := taskFacts{state: t.State, claimed: t.AppLockID != "", claim: live, fullScan: j.snap.FullScan}
+		running := runs(t.State) && claimed && f.claimLive()
+		if !running && !mayBeLost(f) {
 			continue
 		}
-		f.locks, f.immediate = int(held[id].count), isImmediateOwnerOf(j.lastHolder(held[id]).Owner, id)
+		held := j.held[id]
+		if running {
+			j.rowReserves(id, t, row.Name, held)
+		}
+		f.locks, f.immediate = int(held.count), isImmediateOwnerOf(j.lastHolder(held).Owner, id)
 		if v := decideTask(f); v != noVerdict {
-			out = append(out, j.taskJudgement(id, t, v, held[id]))
+			out = append(out, j.taskJudgement(id, t, v, held))
 		}
 	}
 	slices.SortFunc(out, func(a, b TaskJudgement) int { return strings.Compare(a.ID, b.ID) })
@@ -128,21 +131,8 @@ func (j *judge) taskJudgements() []TaskJudgement {
 
 // taskLocksHeld is what the snapshot holds of one task's lock: how many
 // holdings of its key, and where the last of them is in the snapshot. It
-// is kept for each task that may be lost, which when one worker dies
-// holding everything is every task: two numbers, not the key and owner.
+// is kept for each task lock: two numbers, not the key and owner.
 type taskLocksHeld struct{ count, last int32 }
-
-// taskLocksOf finds the holdings of task:<id> for each id that want
-// accepts, in one walk of the snapshot.
-func (j *judge) taskLocksOf(expected int, want func(id string) bool) map[string]taskLocksHeld {
-	held := make(map[string]taskLocksHeld, expected)
-	for i := range j.snap.Holdings {
-		if id := j.snap.Holdings[i].TaskID(); id != "" && want(id) {
-			held[id] = taskLocksHeld{count: held[id].count + 1, last: int32(i)}
-		}
-	}
-	return held
-}
 
 // lastHolder is the last holding of a task's lock, the zero holding when
 // none is held.

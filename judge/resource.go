@@ -129,9 +129,8 @@ type rowReservation struct {
 // reservingRow names the running or canceling task whose row, claimed by a
 // live or late row named after h's owner, reserves h's resource with h's
 // kind; or, for an immediate-<T> owner, T when its row is running or
-// canceling and reserves it. "" for none. The reservations are gathered
-// once, the first time a holding asks: a fleet runs one task per worker, so
-// they are few, and a healthy pass asks nothing.
+// canceling and reserves it. "" for none. The running tasks' reservations
+// are gathered with the task verdicts (rowReserves).
 func (j *judge) reservingRow(h *Holding) string {
 	if id, ok := ImmediateTaskID(h.Owner); ok {
 		if t, found := j.snap.Tasks[id]; found && runs(t.State) && reservesHolding(t, h) {
@@ -139,33 +138,26 @@ func (j *judge) reservingRow(h *Holding) string {
 		}
 		return ""
 	}
-	if j.rowReserved == nil {
-		j.rowReserved = runningReservations(j.snap.Tasks, j.fleet)
-	}
 	return j.rowReserved[rowReservation{h.Owner, h.Resource(), h.Kind}]
 }
 
-// runningReservations is what the running and canceling tasks of live or
-// late claims reserve, each named by the smallest such task id, so that the
-// same snapshot names the same task whatever the map's order.
-func runningReservations(tasks map[string]Task, fleet *Fleet) map[rowReservation]string {
-	out := map[rowReservation]string{}
-	for id, t := range tasks {
-		if !runs(t.State) {
-			continue
-		}
-		row, live, ok := fleet.Row(t.AppLockID)
-		if !ok || (live != Alive && live != Late) {
-			continue
-		}
-		for _, r := range Reservations(t.Reserved) {
-			k := rowReservation{row.Name, r.Resource, r.Kind}
-			if cur, seen := out[k]; !seen || id < cur {
-				out[k] = id
-			}
+// rowReserves gathers what running task id, claimed by the live or late
+// row named worker, reserves, each resource named by the smallest such
+// task id, so that the same snapshot names the same task whatever the
+// map's order. A task whose lock the snapshot holds once, by worker, is
+// left out: that lock is kept (its claim lives), and justifies the same
+// holdings first. So a healthy fleet, where every running task holds its
+// lock, gathers nothing.
+func (j *judge) rowReserves(id string, t Task, worker string, held taskLocksHeld) {
+	if held.count == 1 && j.snap.Holdings[held.last].Owner == worker {
+		return
+	}
+	for _, r := range Reservations(t.Reserved) {
+		k := rowReservation{worker, r.Resource, r.Kind}
+		if cur, seen := j.rowReserved[k]; !seen || id < cur {
+			j.rowReserved[k] = id
 		}
 	}
-	return out
 }
 
 // runs says a task in this state is being executed by its worker.

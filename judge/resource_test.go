@@ -165,6 +165,16 @@ func TestJudgeResourceHolding(t *testing.T) {
 			want: want{VerdictJustified, ActionKeep, true},
 		},
 		{
+			name: "justified by a running task row whose task lock another owner holds",
+			build: func(w *jtWorld) Holding {
+				row := w.worker(owner, time.Second)
+				w.worker("2@worker-b", time.Second)
+				w.taskLock(w.task(StateRunning, row, repo), "2@worker-b")
+				return w.resource(repo, KindExclusive, owner)
+			},
+			want: want{VerdictJustified, ActionKeep, true},
+		},
+		{
 			name: "justified by a canceling task row of a late owner, its task lock gone",
 			build: func(w *jtWorld) Holding {
 				row := w.worker(owner, 50*time.Second)

@@ -144,7 +144,15 @@ type TaskRefs struct {
 // listed twice (a statement reads each row once whatever its argument
 // holds); only the many holdings of one immediate owner are folded.
 func TaskRefsOf(holdings []judge.Holding) TaskRefs {
-	refs := TaskRefs{resources: map[string]string{}}
+	// Sized at once: grown from empty, the map of a hundred thousand
+	// resources is rebuilt a dozen times on the way.
+	tasks := 0
+	for i := range holdings {
+		if holdings[i].Kind == judge.KindTask {
+			tasks++
+		}
+	}
+	refs := TaskRefs{ids: make([]string, 0, tasks), resources: make(map[string]string, len(holdings)-tasks)}
 	var immediate map[string]struct{}
 	for i := range holdings {
 		h := &holdings[i]
