@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -96,8 +97,13 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "the blocked task's locks are free after the reap")
 	_, err = db.Pool.Exec(ctx, `UPDATE core_task SET state = 'running', app_lock_id = $2, started_at = now() WHERE pulp_id = $1`, c.Blocked, inc.LiveAppStatusIDs[0])
 	require.NoError(t, err)
-	// Two more passes, so the page's view is of a snapshot after the claim.
-	time.Sleep(2500 * time.Millisecond)
+	// Until a pass has read Redis after the claim, the page shows the reaping
+	// pass's view, whose Redis read came before the release, beside the task
+	// rows it reads fresh: the task then looks unprotected. A fixed sleep of
+	// two passes was too short on a loaded machine.
+	require.Eventually(t, func() bool {
+		return strings.Contains(get(t, "http://"+addr+"/tasks/"+c.Blocked), `id="task-status"><strong>running</strong>`)
+	}, time.Minute, 200*time.Millisecond, "the task page shows the task running")
 	runCheck(t, node, chromium, "after", "http://"+addr, c)
 }
 
@@ -174,6 +180,21 @@ func runCheck(t *testing.T, node, chromium, phase, base string, c browserCase) {
 }
 
 // waitFor polls url until it answers want.
+// get is the body of url, "" when it cannot be read.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return ""
+	}
+	return string(body)
+}
+
 func waitFor(t *testing.T, url string, want int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
