@@ -79,14 +79,11 @@ func decideTask(f taskFacts) Verdict {
 	return noVerdict
 }
 
-// taskFactsOf gathers what the snapshot says of task t's claim; the lock
-// facts are added from the task locks.
-func (j *judge) taskFactsOf(t Task) taskFacts {
-	f := taskFacts{state: t.State, claimed: t.AppLockID != "", fullScan: j.snap.FullScan}
-	if _, live, ok := j.fleet.Row(t.AppLockID); ok {
-		f.claim = live
-	}
-	return f
+// taskFactsOf gathers what the snapshot says of task t's claim, and the
+// claim's row; the lock facts are added from the task locks.
+func (j *judge) taskFactsOf(t Task) (taskFacts, AppStatus) {
+	row, live, _ := j.fleet.Row(t.AppLockID)
+	return taskFacts{state: t.State, claimed: t.AppLockID != "", claim: live, fullScan: j.snap.FullScan}, row
 }
 
 // taskJudgements applies the lost task table to every incomplete task of the
@@ -100,7 +97,7 @@ func (j *judge) taskJudgements() []TaskJudgement {
 	// made once at about its size instead of grown by copies.
 	expected := 0
 	for _, t := range j.snap.Tasks {
-		if !j.taskFactsOf(t).claimLive() {
+		if f, _ := j.taskFactsOf(t); !f.claimLive() {
 			expected++
 		}
 	}
@@ -110,9 +107,8 @@ func (j *judge) taskJudgements() []TaskJudgement {
 	}
 	j.rowReserved = map[rowReservation]string{}
 	for id, t := range j.snap.Tasks {
-		row, live, claimed := j.fleet.Row(t.AppLockID)
-		f := taskFacts{state: t.State, claimed: t.AppLockID != "", claim: live, fullScan: j.snap.FullScan}
-		running := runs(t.State) && claimed && f.claimLive()
+		f, row := j.taskFactsOf(t)
+		running := runs(t.State) && f.claimLive()
 		if !running && !mayBeLost(f) {
 			continue
 		}

@@ -138,12 +138,12 @@ local function took_new_task(owner)
   if busy[owner] == nil then
     busy[owner] = false
     local registry = '` + OwnerLocksPrefix + `' .. owner
-    if registry_is_set(owner) and redis.call('SCARD', registry) > ` + luaInt(registryCountLimit) + ` then
-      -- Too large to count or walk within one call's bound: the reserving
-      -- tasks' locks alone decide (took_reserving_task).
-      return false
-    end
     if registry_is_set(owner) then
+      if redis.call('SCARD', registry) > ` + luaInt(registryCountLimit) + ` then
+        -- Too large to count or walk within one call's bound: the reserving
+        -- tasks' locks alone decide (took_reserving_task).
+        return false
+      end
       -- The keys the snapshot saw the registry list, stored for the pass
       -- (RememberSeen); none when the set is missing or not a set.
       local seen = '` + RegistrySeenPrefix + `' .. token .. ':' .. owner
@@ -301,9 +301,10 @@ type Batch struct {
 	Holdings []judge.Holding
 	// Guarded parallels Holdings: release only while the owner took no new task.
 	Guarded []bool
-	// Reservers parallels Holdings: for a guarded holding, the incomplete
-	// tasks (ids) that reserve its resource; released only while the owner
-	// holds none of their task locks.
+	// Reservers parallels Holdings: for a guarded holding (the pass gives
+	// them for shared memberships), the incomplete tasks (ids) that reserve
+	// its resource; released only while the owner holds none of their task
+	// locks.
 	Reservers [][]string
 	// Retire names the owners judged dead or gone in this batch.
 	Retire []string
