@@ -123,37 +123,6 @@ func ownerReport(name string, e Evidence, holdings int) OwnerReport {
 	return OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: holdings, Kubernetes: e.Kubernetes}
 }
 
-// registrySeen lists the keys the snapshot saw each owner's registry list
-// (its registered holdings: task locks and resources), for the owners with
-// a guarded release in listed: the release script checks that such an
-// owner's registry lists nothing else since, that is, that it took no task.
-func registrySeen(holdings []Holding, listed []Judgement) map[string][]string {
-	seen := map[string][]string{}
-	for _, jd := range listed {
-		if jd.Action == ActionRelease && Guarded(jd) {
-			seen[jd.Owner] = []string{}
-		}
-	}
-	if len(seen) == 0 {
-		return seen
-	}
-	for _, h := range holdings {
-		if keys, want := seen[h.Owner]; want && h.Registered {
-			seen[h.Owner] = append(keys, h.Key)
-		}
-	}
-	return sortedSeen(seen)
-}
-
-// sortedSeen sorts each owner's keys and lists each once.
-func sortedSeen(seen map[string][]string) map[string][]string {
-	for owner, keys := range seen {
-		slices.Sort(keys)
-		seen[owner] = slices.Compact(keys)
-	}
-	return seen
-}
-
 // Guarded says a release must first check that the holding's owner took no
 // new task since the snapshot: a resource of a live or late owner.
 func Guarded(jd Judgement) bool {

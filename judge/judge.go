@@ -39,9 +39,11 @@ type judge struct {
 	listAll bool
 	// suspects is what to remember after this pass.
 	suspects map[SuspectKey]Suspect
-	// reserves names, for each resource holding a task lock's task
-	// reserves, the task locks that do (see reserve).
-	reserves map[holdingKey]reservedBy
+	// resources finds the resource holdings a task reserves; reservedBy
+	// names, for each (by position in the snapshot), the task locks whose
+	// tasks reserve it.
+	resources  resourceIndex
+	reservedBy []reservedBy
 	// opaque names the owners holding a kept task lock whose task row the
 	// snapshot lacks (an immediate task's row not committed yet): what that
 	// task reserves is unknown, so a shared membership of the owner may be
@@ -79,7 +81,8 @@ func (j *judge) run() Plan {
 			resources++
 		}
 	}
-	j.reserves, j.opaque = make(map[holdingKey]reservedBy, resources), map[string]bool{}
+	j.resources, j.opaque = newResourceIndex(j.snap.Holdings, resources), map[string]bool{}
+	j.reservedBy = make([]reservedBy, len(j.snap.Holdings))
 	j.held = make(map[string]taskLocksHeld, len(j.snap.Holdings)-resources)
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
 	if n := j.expectedListed(); n > 0 {
@@ -92,8 +95,8 @@ func (j *judge) run() Plan {
 	}
 	plan.Tasks = j.taskJudgements()
 	for i := range j.snap.Holdings {
-		if h := &j.snap.Holdings[i]; h.Kind != KindTask {
-			j.add(&plan.Holdings, j.resourceJudgement(h))
+		if j.snap.Holdings[i].Kind != KindTask {
+			j.add(&plan.Holdings, j.resourceJudgement(i))
 		}
 	}
 	sortJudgements(plan.Holdings)
@@ -109,7 +112,6 @@ func (j *judge) run() Plan {
 	j.carryUnobservedSuspects(&plan)
 	applyGuards(&plan, j.fleet, j.snap.SeenAlive, j.p)
 	plan.SeenAlive = RememberAlive(j.fleet.WorkerRows(), j.snap.SeenAlive, j.snap.Now, MassDeathWindow, j.p.Force)
-	plan.RegistrySeen = registrySeen(j.snap.Holdings, plan.Holdings)
 	return plan
 }
 
@@ -128,10 +130,14 @@ func (j *judge) judgeTaskLock(listed *[]Judgement, at int) {
 	j.add(listed, jd)
 	for _, entry := range t.Reserved {
 		r := ParseReservation(entry)
-		k := holdingKey{owner: h.Owner, resource: r.Resource, kind: r.Kind}
-		rb := j.reserves[k]
-		rb.offer(j.snap.Holdings, at, released)
-		j.reserves[k] = rb
+		if res, ok := j.resources.find(j.snap.Holdings, h.Owner, r); ok {
+			j.reservedBy[res].offer(j.snap.Holdings, at, released)
+		}
+		if len(j.resources.more) > 0 {
+			for _, res := range j.resources.more[holdingKey{h.Owner, r.Resource, r.Kind}] {
+				j.reservedBy[res].offer(j.snap.Holdings, at, released)
+			}
+		}
 	}
 }
 

@@ -162,11 +162,6 @@ type Plan struct {
 	// LockOwners is every owner of a holding judged, by name, with its
 	// liveness and how many holdings it has.
 	LockOwners []OwnerReport
-	// RegistrySeen lists the keys the snapshot saw each owner's registry
-	// list, for the owners with a guarded release (a resource of a live or
-	// late owner): the release script leaves such a resource alone when the
-	// owner's registry has since listed a task lock not among them.
-	RegistrySeen map[string][]string
 	// Suspects is the set to remember after this pass, before removing those
 	// the pass released.
 	Suspects map[SuspectKey]Suspect

@@ -60,7 +60,6 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 	// as it was.
 	plan.SeenAlive = maps.Clone(snap.SeenAlive)
 	plan.countListed()
-	plan.RegistrySeen = registrySeen(declared.Holdings, plan.Holdings)
 	return plan
 }
 
@@ -180,6 +179,5 @@ func refuseAliveOwner(snap Snapshot, p Policy, o Owner) Plan {
 		plan.Tasks = append(plan.Tasks, tj)
 	}
 	plan.countListed()
-	plan.RegistrySeen = registrySeen(snap.Holdings, plan.Holdings)
 	return plan
 }

@@ -17,10 +17,13 @@ import (
 // suspects to remember. Each batch runs to its end even when the pass is
 // being stopped, so nothing is left half-done; the next batch is not started.
 type actor struct {
-	r      *Reaper
-	plan   *judge.Plan
-	dryRun bool
-	phase  func(phase string, done, total int)
+	r    *Reaper
+	plan *judge.Plan
+	// holdings are the snapshot's, which the plan judged: the release
+	// script's new-task check compares an owner's registry with them.
+	holdings []judge.Holding
+	dryRun   bool
+	phase    func(phase string, done, total int)
 	// holdingResults and taskResults parallel plan.Holdings and plan.Tasks.
 	holdingResults []Result
 	taskResults    []Result
@@ -119,7 +122,7 @@ func (a *actor) release(ctx context.Context) error {
 		a.failHoldings(todo)
 		return err
 	}
-	forget, err := rel.RememberSeen(ctx, a.plan.RegistrySeen, redislocks.GuardedOwners(a.plan.Holdings, todo))
+	forget, err := rel.RememberSeen(ctx, redislocks.SeenRegistries(a.holdings, a.plan.Holdings), redislocks.GuardedOwners(a.plan.Holdings, todo))
 	if err != nil {
 		a.failHoldings(todo)
 		return err

@@ -16,10 +16,10 @@ func (r *Reaper) ReadSnapshot(ctx context.Context, opts PassOptions) (judge.Snap
 	return r.snapshot(ctx, opts, &Report{})
 }
 
-// Act acts on plan as a pass that writes does, and returns the results of
-// its holdings and of its tasks.
-func (r *Reaper) Act(ctx context.Context, plan *judge.Plan) (holdings, tasks []Result, err error) {
-	a := &actor{r: r, plan: plan}
+// Act acts on plan, judged of snap, as a pass that writes does, and returns
+// the results of its holdings and of its tasks.
+func (r *Reaper) Act(ctx context.Context, snap judge.Snapshot, plan *judge.Plan) (holdings, tasks []Result, err error) {
+	a := &actor{r: r, plan: plan, holdings: snap.Holdings}
 	err = a.run(ctx)
 	return a.holdingResults, a.taskResults, err
 }

@@ -262,7 +262,7 @@ func TestPassRaces(t *testing.T) {
 	plan := judge.All(snap, r.Policy())
 	// Between the snapshot and the release, a live worker takes the key.
 	require.NoError(t, f.Redis.Client.Set(f.Ctx, "task:"+task, "4@live", 0).Err())
-	holdings, _, err := r.Act(f.Ctx, &plan)
+	holdings, _, err := r.Act(f.Ctx, snap, &plan)
 	require.NoError(t, err)
 	require.Equal(t, []pass.Result{pass.ResultOwnerChanged}, holdings)
 	require.Equal(t, "4@live", f.Get("task:"+task))
@@ -275,7 +275,7 @@ func TestPassRaces(t *testing.T) {
 	plan = judge.All(snap, r.Policy())
 	_, err = f.DB.Pool.Exec(f.Ctx, "UPDATE core_task SET state = 'completed', app_lock_id = $2 WHERE pulp_id = $1", lost, live)
 	require.NoError(t, err)
-	_, tasks, err := r.Act(f.Ctx, &plan)
+	_, tasks, err := r.Act(f.Ctx, snap, &plan)
 	require.NoError(t, err)
 	require.Equal(t, []pass.Result{pass.ResultSkipped}, tasks)
 	state, _, _, _ := f.TaskRow(lost)
@@ -355,7 +355,7 @@ func TestPassLeavesHoldingsOfANewTask(t *testing.T) {
 	next := f.Task("running", live, []string{r2, "shared:" + domain}, -1)
 	f.Acquire("8@w", next, []string{r2, "shared:" + domain}, false)
 
-	_, _, err = r.Act(f.Ctx, &plan)
+	_, _, err = r.Act(f.Ctx, snap, &plan)
 	require.NoError(t, err)
 	require.Contains(t, f.Members("pulp:resource_lock:"+domain), "8@w", "the new task's shared holding survives")
 	require.Equal(t, "8@w", f.Get("pulp:resource_lock:"+r2))

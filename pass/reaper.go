@@ -133,7 +133,7 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	for _, g := range rep.Guards {
 		r.log.Warn("guard held work back", slog.String("guard", g.Name), slog.String("reason", g.Reason))
 	}
-	act := &actor{r: r, plan: &plan, dryRun: dryRun, phase: opts.Phase}
+	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase}
 	err = act.run(ctx)
 	rep.fill(&plan, act)
 	return err

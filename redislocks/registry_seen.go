@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/judge"
 )
 
 // RegistrySeenPrefix starts lock-reaper's own sets of the keys a pass's
@@ -28,8 +31,35 @@ const (
 	seenPipe  = 16
 )
 
+// SeenRegistries lists the keys the snapshot (its holdings) saw each
+// owner's registry list, for the owners with a guarded release in listed
+// (a resource of a live or late owner), each key once and sorted: the
+// release script leaves such a resource alone when the owner's registry has
+// since listed a task lock not among them. Only a pass that releases asks.
+func SeenRegistries(holdings []judge.Holding, listed []judge.Judgement) map[string][]string {
+	seen := map[string][]string{}
+	for _, jd := range listed {
+		if jd.Action == judge.ActionRelease && judge.Guarded(jd) {
+			seen[jd.Owner] = []string{}
+		}
+	}
+	if len(seen) == 0 {
+		return seen
+	}
+	for _, h := range holdings {
+		if keys, want := seen[h.Owner]; want && h.Registered {
+			seen[h.Owner] = append(keys, h.Key)
+		}
+	}
+	for owner, keys := range seen {
+		slices.Sort(keys)
+		seen[owner] = slices.Compact(keys)
+	}
+	return seen
+}
+
 // RememberSeen stores, for the release script's new-task check, the keys
-// the snapshot saw each owner's registry list (judge.Plan.RegistrySeen), once
+// the snapshot saw each owner's registry list (SeenRegistries), once
 // for the pass, and returns a function that deletes them again. Only the
 // owners listed are stored: those with guarded holdings to release. The
 // releases that follow on r use them; a release without them leaves every
