@@ -145,6 +145,9 @@ func (j *judge) resourceJudgement(at int) Judgement {
 	}
 	v, inherited := decideResource(f)
 	switch {
+	case v == VerdictJustified && !j.lists(v):
+		// Only counted: its evidence is never assembled.
+		return Judgement{Holding: *h, Verdict: v, Action: ActionKeep}
 	case v == VerdictJustified && !f.kept:
 		// Named by its task key, as a kept task lock would be, though
 		// that lock may be gone.
