@@ -3,21 +3,84 @@ package judge
 import (
 	"maps"
 	"slices"
+	"time"
 )
 
 // Evidence is assembled apart from the decisions: the rules take facts and
 // return verdicts; what the report shows of those facts is built here.
 
-// ownerCache holds each owner's part of the evidence, which all its holdings
-// share (with one heartbeat age), and the liveness values AppLockLiveness
-// points to, one per value, so that a hundred thousand task locks do not
-// each allocate one.
+// ownerCache holds the plan's record of each owner, the facts its listed
+// judgements point to, and the liveness values AppLockLiveness points to,
+// one per value, so that a hundred thousand task locks do not each allocate
+// one.
 type ownerCache struct {
-	evidence   map[string]Evidence
+	records    map[string]*ownerRecord
+	facts      map[judgedFacts]*judgedFacts
 	livenesses *[4]Liveness
-	// facts holds one copy of each distinct evidence without a Via that
-	// judgements share (see Judgement.facts).
-	facts map[Evidence]*Evidence
+}
+
+// ownerRecord is a plan's one record of a lock owner's evidence: its
+// liveness, heartbeat age and pod evidence, which the facts of every listed
+// judgement of its holdings point to. A worker that dies holding a hundred
+// thousand locks costs the plan one record, not one per lock.
+type ownerRecord struct {
+	liveness     Liveness
+	heartbeatAge *Duration
+	kubernetes   *PodEvidence
+}
+
+// judgedFacts is what a judgement shows: its owner's record, and what the
+// task row it rests on said. The judgements with equal facts share one
+// copy, which is most of them: an owner's holdings show a few task states.
+type judgedFacts struct {
+	owner           *ownerRecord
+	taskState       string
+	appLock         string
+	appLockLiveness *Liveness
+}
+
+func factsOf(o *ownerRecord, e Evidence) judgedFacts {
+	return judgedFacts{owner: o, taskState: e.TaskState, appLock: e.AppLock, appLockLiveness: e.AppLockLiveness}
+}
+
+// Evidence is what the verdict rested on, a copy the caller may change.
+func (jd Judgement) Evidence() Evidence {
+	var e Evidence
+	if f := jd.facts; f != nil {
+		e = Evidence{OwnerLiveness: f.owner.liveness, HeartbeatAge: f.owner.heartbeatAge, Kubernetes: f.owner.kubernetes,
+			TaskState: f.taskState, AppLock: f.appLock, AppLockLiveness: f.appLockLiveness}
+	}
+	e.Via = jd.via
+	if jd.finishedFor != 0 {
+		e.FinishedAge = durationPtr(jd.finishedFor)
+	}
+	return e
+}
+
+// keepFinishedAge moves e's FinishedAge into the judgement.
+func (jd *Judgement) keepFinishedAge(e *Evidence) {
+	jd.finishedFor = 0
+	if e.FinishedAge != nil {
+		jd.finishedFor = time.Duration(*e.FinishedAge)
+		if jd.finishedFor == 0 {
+			jd.finishedFor = 1
+		}
+		e.FinishedAge = nil
+	}
+}
+
+// SetEvidence replaces the judgement's evidence with a record of its own.
+func (jd *Judgement) SetEvidence(e Evidence) {
+	jd.via = e.Via
+	jd.keepFinishedAge(&e)
+	f := factsOf(&ownerRecord{liveness: e.OwnerLiveness, heartbeatAge: e.HeartbeatAge, kubernetes: e.Kubernetes}, e)
+	jd.facts = &f
+}
+
+// WithEvidence is jd with evidence e (see SetEvidence).
+func (jd Judgement) WithEvidence(e Evidence) Judgement {
+	jd.SetEvidence(e)
+	return jd
 }
 
 // owner returns the liveness of a lock owner. An immediate-<uuid> owner is a
@@ -38,46 +101,54 @@ func LockOwner(tasks map[string]Task, fleet *Fleet, name string) Owner {
 	return fleet.Owner(name)
 }
 
-// ownerEvidence is the owner's liveness and heartbeat age.
+// ownerEvidence is the owner's liveness, heartbeat age and pod evidence.
 func (j *judge) ownerEvidence(name string) Evidence {
-	if e, ok := j.owners.evidence[name]; ok {
-		return e
-	}
-	o := j.owner(name)
-	e := Evidence{OwnerLiveness: o.Liveness, Kubernetes: o.Kubernetes}
-	if o.Rows > 0 {
-		e.HeartbeatAge = durationPtr(o.HeartbeatAge)
-	}
-	if j.owners.evidence == nil {
-		j.owners.evidence = map[string]Evidence{}
-	}
-	j.owners.evidence[name] = e
-	return e
+	o := j.record(name)
+	return Evidence{OwnerLiveness: o.liveness, HeartbeatAge: o.heartbeatAge, Kubernetes: o.kubernetes}
 }
 
-// judgement is jd with evidence e, whose facts it shares with every
-// judgement of this plan whose facts are equal. A judgement the plan only
-// counts gets none: nothing shows it.
+// judgement is jd with evidence e: its facts point to the plan's record of
+// its owner, and are shared with every judgement whose facts are equal. A
+// judgement the plan only counts gets none: nothing shows it. e's owner
+// part is the owner's own (ownerEvidence), which its record holds.
 func (j *judge) judgement(jd Judgement, e Evidence) Judgement {
 	if !j.lists(jd.Verdict) {
 		return jd
 	}
-	jd.via, e.Via = e.Via, ""
+	jd.via = e.Via
 	jd.keepFinishedAge(&e)
-	if p, ok := j.owners.facts[e]; ok {
-		jd.facts = p
-		return jd
+	f := factsOf(j.record(jd.Owner), e)
+	p := j.owners.facts[f]
+	if p == nil {
+		if j.owners.facts == nil {
+			j.owners.facts = map[judgedFacts]*judgedFacts{}
+		}
+		// A copy of its own, made only when new: taking f's address would
+		// move every call's f to the heap.
+		p = new(judgedFacts)
+		*p = f
+		j.owners.facts[f] = p
 	}
-	if j.owners.facts == nil {
-		j.owners.facts = map[Evidence]*Evidence{}
-	}
-	// A copy of its own, made only when new: taking e's address would move
-	// every call's e to the heap.
-	p := new(Evidence)
-	*p = e
-	j.owners.facts[e] = p
 	jd.facts = p
 	return jd
+}
+
+// record is the plan's one record of owner name's evidence, which all its
+// holdings share (with one heartbeat age).
+func (j *judge) record(name string) *ownerRecord {
+	if o, ok := j.owners.records[name]; ok {
+		return o
+	}
+	owner := j.owner(name)
+	o := &ownerRecord{liveness: owner.Liveness, kubernetes: owner.Kubernetes}
+	if owner.Rows > 0 {
+		o.heartbeatAge = durationPtr(owner.HeartbeatAge)
+	}
+	if j.owners.records == nil {
+		j.owners.records = map[string]*ownerRecord{}
+	}
+	j.owners.records[name] = o
+	return o
 }
 
 // liveness returns a pointer to l that the judgements of one plan share.
@@ -111,16 +182,16 @@ func (j *judge) taskLockEvidence(e Evidence, t Task, found bool) Evidence {
 func (j *judge) lockOwners() []OwnerReport {
 	out := make([]OwnerReport, 0, len(j.byOwner))
 	for _, name := range slices.Sorted(maps.Keys(j.byOwner)) {
-		out = append(out, ownerReport(name, j.ownerEvidence(name), j.byOwner[name]))
+		out = append(out, j.record(name).report(name, j.byOwner[name]))
 	}
 	return out
 }
 
-// ownerReport is the one report of an owner of holdings, built from its
-// evidence, for every plan (audit, once, release): liveness, heartbeat age
-// and the pod evidence.
-func ownerReport(name string, e Evidence, holdings int) OwnerReport {
-	return OwnerReport{Name: name, Liveness: e.OwnerLiveness.String(), HeartbeatAge: e.HeartbeatAge, Holdings: holdings, Kubernetes: e.Kubernetes}
+// report is the one report of an owner of holdings, built from the plan's
+// record of it that its judgements show, for every plan (audit, once,
+// release): liveness, heartbeat age and the pod evidence.
+func (o *ownerRecord) report(name string, holdings int) OwnerReport {
+	return OwnerReport{Name: name, Liveness: o.liveness.String(), HeartbeatAge: o.heartbeatAge, Holdings: holdings, Kubernetes: o.kubernetes}
 }
 
 // Guarded says a release must first check that the holding's owner took no
@@ -128,7 +199,7 @@ func ownerReport(name string, e Evidence, holdings int) OwnerReport {
 func Guarded(jd Judgement) bool {
 	l := Gone
 	if jd.facts != nil {
-		l = jd.facts.OwnerLiveness
+		l = jd.facts.owner.liveness
 	}
 	return (l == Alive || l == Late) && jd.Kind != KindTask
 }

@@ -31,12 +31,10 @@ type Judgement struct {
 	Holding
 	Verdict Verdict
 	Action  Action
-	// facts is the evidence but for its Via, and via its Via (see
-	// Evidence). The judge shares one facts among the judgements whose facts
-	// are equal, which is most of them: every holding of one owner has the
-	// same, and when a worker dies holding everything that is a hundred
-	// thousand judgements. Nothing writes through it; SetEvidence replaces it.
-	facts *Evidence
+	// facts is the evidence but for its Via and FinishedAge (see
+	// judgedFacts), nil for a judgement the plan only counts. Nothing
+	// writes through it; SetEvidence replaces it.
+	facts *judgedFacts
 	via   string
 	// finishedFor is the evidence's FinishedAge, kept out of facts so
 	// that the judgements of finished tasks share theirs too: each finished
@@ -48,44 +46,6 @@ type Judgement struct {
 	FirstSeen *time.Time
 	// Deferred says why a release was held back this pass.
 	Deferred string
-}
-
-// Evidence is what the verdict rested on, a copy the caller may change.
-func (jd Judgement) Evidence() Evidence {
-	var e Evidence
-	if jd.facts != nil {
-		e = *jd.facts
-	}
-	e.Via = jd.via
-	if jd.finishedFor != 0 {
-		e.FinishedAge = durationPtr(jd.finishedFor)
-	}
-	return e
-}
-
-// keepFinishedAge moves e's FinishedAge into the judgement.
-func (jd *Judgement) keepFinishedAge(e *Evidence) {
-	jd.finishedFor = 0
-	if e.FinishedAge != nil {
-		jd.finishedFor = time.Duration(*e.FinishedAge)
-		if jd.finishedFor == 0 {
-			jd.finishedFor = 1
-		}
-		e.FinishedAge = nil
-	}
-}
-
-// SetEvidence replaces the judgement's evidence with a copy of e of its own.
-func (jd *Judgement) SetEvidence(e Evidence) {
-	jd.via, e.Via = e.Via, ""
-	jd.keepFinishedAge(&e)
-	jd.facts = &e
-}
-
-// WithEvidence is jd with evidence e (see SetEvidence).
-func (jd Judgement) WithEvidence(e Evidence) Judgement {
-	jd.SetEvidence(e)
-	return jd
 }
 
 // TaskJudgement is the verdict on one lost, orphaned or stuck task. Its
@@ -176,17 +136,21 @@ type Plan struct {
 func (p *Plan) countListed() {
 	p.ByVerdict = map[Verdict]int{}
 	byOwner := map[string]int{}
-	evidence := map[string]Evidence{}
+	records := map[string]*ownerRecord{}
 	for _, jd := range p.Holdings {
 		p.ByVerdict[jd.Verdict]++
 		byOwner[jd.Owner]++
-		if _, ok := evidence[jd.Owner]; !ok {
-			evidence[jd.Owner] = jd.Evidence()
+		if _, ok := records[jd.Owner]; !ok && jd.facts != nil {
+			records[jd.Owner] = jd.facts.owner
 		}
 	}
 	p.LockOwners = make([]OwnerReport, 0, len(byOwner))
 	for _, name := range slices.Sorted(maps.Keys(byOwner)) {
-		p.LockOwners = append(p.LockOwners, ownerReport(name, evidence[name], byOwner[name]))
+		o := records[name]
+		if o == nil {
+			o = &ownerRecord{}
+		}
+		p.LockOwners = append(p.LockOwners, o.report(name, byOwner[name]))
 	}
 }
 

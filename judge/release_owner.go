@@ -68,6 +68,8 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 func ownerHoldings(full Plan, owner string, realOwner Owner) []Judgement {
 	var out []Judgement
 	heartbeatAge := durationPtr(realOwner.HeartbeatAge)
+	var record *ownerRecord
+	declared := map[*judgedFacts]*judgedFacts{}
 	for _, jd := range full.Holdings {
 		if jd.Owner != owner {
 			continue
@@ -78,15 +80,25 @@ func ownerHoldings(full Plan, owner string, realOwner Owner) []Judgement {
 		jd.Deferred = ""
 		// The owner is judged dead (an immediate-<uuid> owner has no row to
 		// declare dead), so that its registry leaves pulp:active_owners once
-		// empty; the heartbeat reported is the one it really had.
-		e := jd.Evidence()
-		if e.OwnerLiveness != Gone {
-			e.OwnerLiveness = Dead
+		// empty; the heartbeat reported is the one it really had. All of
+		// its holdings point to one record, as in any plan.
+		if jd.facts != nil && declared[jd.facts] == nil {
+			if record == nil {
+				o := *jd.facts.owner
+				if o.liveness != Gone {
+					o.liveness = Dead
+				}
+				if realOwner.Rows > 0 {
+					o.heartbeatAge = heartbeatAge
+				}
+				record = &o
+			}
+			f := *jd.facts
+			f.owner = record
+			declared[jd.facts] = &f
 		}
-		if realOwner.Rows > 0 {
-			e.HeartbeatAge = heartbeatAge
-		}
-		out = append(out, jd.WithEvidence(e))
+		jd.facts = declared[jd.facts]
+		out = append(out, jd)
 	}
 	return out
 }
