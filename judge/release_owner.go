@@ -26,35 +26,21 @@ const (
 // (see refuseAliveOwner). Suspects are remembered as they were; only the ones
 // this release settles are forgotten.
 func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
-	actual := FleetOf(snap, p)
-	if o := actual.Owner(owner); o.Rows > 0 && o.Liveness == Alive && !p.Force {
-		return refuseAliveOwner(snap, p, o)
+	actual := FleetOf(snap, p).Owner(owner)
+	if actual.Rows > 0 && actual.Liveness == Alive && !p.Force {
+		return refuseAliveOwner(snap, p, actual)
 	}
 	declared := snap
 	declared.AppStatuses = declareDead(snap.AppStatuses, snap.Now, p.HeartbeatGrace, owner)
-	rows := map[string]bool{}
-	for _, a := range declared.AppStatuses {
-		if a.Name == owner {
-			rows[a.ID] = true
-		}
-	}
-
 	forced := p
 	forced.Force = true
 	full := All(declared, forced)
-	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects)}
-	if plan.Suspects == nil {
-		plan.Suspects = map[SuspectKey]Suspect{}
+	plan := ownerPlan(full, snap, owner)
+	for i := range plan.FleetOwners {
+		plan.FleetOwners[i].HeartbeatAge = actual.HeartbeatAge
 	}
-	for _, o := range full.FleetOwners {
-		if o.Name == owner {
-			o.HeartbeatAge = actual.Owner(owner).HeartbeatAge
-			plan.FleetOwners = append(plan.FleetOwners, o)
-		}
-	}
-
-	plan.Holdings = ownerHoldings(full, owner, actual.Owner(owner))
-	plan.Tasks = claimedTasks(full, rows, owner)
+	plan.Holdings = ownerHoldings(full, owner, actual)
+	waitForOtherOwners(plan.Tasks, full, owner)
 	applyGuards(&plan, NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), nil, forced)
 	// The break-glass release judges one owner: the guard's memory stays
 	// as it was.
@@ -103,32 +89,48 @@ func ownerHoldings(full Plan, owner string, realOwner Owner) []Judgement {
 	return out
 }
 
-// claimedTasks is every task of full claimed by one of the owner's rows.
-func claimedTasks(full Plan, rows map[string]bool, owner string) []TaskJudgement {
-	taskKeyOwners := map[string][]string{}
-	for _, jd := range full.Holdings {
-		if jd.Kind == KindTask {
-			taskKeyOwners[jd.Key] = append(taskKeyOwners[jd.Key], jd.Owner)
+// ownerPlan is the part of full that concerns owner but its holdings: its
+// fleet names and the tasks its rows claim, with the suspects as they were.
+func ownerPlan(full Plan, snap Snapshot, owner string) Plan {
+	rows := map[string]bool{}
+	for _, a := range snap.AppStatuses {
+		if a.Name == owner {
+			rows[a.ID] = true
 		}
 	}
-	var out []TaskJudgement
+	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects)}
+	if plan.Suspects == nil {
+		plan.Suspects = map[SuspectKey]Suspect{}
+	}
+	for _, o := range full.FleetOwners {
+		if o.Name == owner {
+			plan.FleetOwners = append(plan.FleetOwners, o)
+		}
+	}
 	for _, tj := range full.Tasks {
-		if !rows[tj.AppLockID] {
-			continue
+		if rows[tj.AppLockID] {
+			plan.Tasks = append(plan.Tasks, tj)
 		}
-		tj.Deferred = ""
-		// A requeue waits until the task's lock is gone; a lock held by
-		// another owner is not this release's to remove.
-		for _, k := range tj.Details().AfterRelease {
-			for _, o := range taskKeyOwners[k] {
-				if o != owner {
-					tj.Deferred = DeferredOtherTaskKey
-				}
-			}
-		}
-		out = append(out, tj)
 	}
-	return out
+	return plan
+}
+
+// waitForOtherOwners defers the update of each task whose lock another
+// owner holds in full: a requeue waits until the task's lock is gone, and a
+// lock held by another owner is not this release's to remove.
+func waitForOtherOwners(tasks []TaskJudgement, full Plan, owner string) {
+	heldByOthers := map[string]bool{}
+	for _, jd := range full.Holdings {
+		if jd.Kind == KindTask && jd.Owner != owner {
+			heldByOthers[jd.Key] = true
+		}
+	}
+	for i := range tasks {
+		tasks[i].Deferred = ""
+		if UpdateWaits(&tasks[i], heldByOthers) {
+			tasks[i].Deferred = DeferredOtherTaskKey
+		}
+	}
 }
 
 // declareDead returns the rows with the owner's heartbeats moved just past
@@ -151,23 +153,10 @@ func declareDead(rows []AppStatus, now time.Time, grace time.Duration, owner str
 // them held back by the alive-owner guard.
 func refuseAliveOwner(snap Snapshot, p Policy, o Owner) Plan {
 	full := All(snap, p)
-	rows := map[string]bool{}
-	for _, a := range snap.AppStatuses {
-		if a.Name == o.Name {
-			rows[a.ID] = true
-		}
-	}
-	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects), Guards: []Guard{{Name: GuardAliveOwner, Reason: fmt.Sprintf(
+	plan := ownerPlan(full, snap, o.Name)
+	plan.Guards = []Guard{{Name: GuardAliveOwner, Reason: fmt.Sprintf(
 		"%s has an online AppStatus row (heartbeat %s ago): its locks are most likely healthy; nothing is released and no task is updated; rerun with --force if it is really dead",
-		o.Name, Duration(o.HeartbeatAge))}}}
-	if plan.Suspects == nil {
-		plan.Suspects = map[SuspectKey]Suspect{}
-	}
-	for _, owner := range full.FleetOwners {
-		if owner.Name == o.Name {
-			plan.FleetOwners = append(plan.FleetOwners, owner)
-		}
-	}
+		o.Name, Duration(o.HeartbeatAge))}}
 	for _, jd := range full.Holdings {
 		if jd.Owner != o.Name {
 			continue
@@ -181,14 +170,10 @@ func refuseAliveOwner(snap Snapshot, p Policy, o Owner) Plan {
 		}
 		plan.Holdings = append(plan.Holdings, jd)
 	}
-	for _, tj := range full.Tasks {
-		if !rows[tj.AppLockID] {
-			continue
-		}
-		if tj.Action != ActionReport {
+	for i := range plan.Tasks {
+		if tj := &plan.Tasks[i]; tj.Action != ActionReport {
 			tj.Deferred = DeferredAliveOwner
 		}
-		plan.Tasks = append(plan.Tasks, tj)
 	}
 	plan.countListed()
 	return plan
