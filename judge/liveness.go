@@ -192,7 +192,8 @@ type WorkerRow struct {
 	Live bool
 	// Superseded says the row is dead by its heartbeat and a live or late
 	// row carries its name again: that worker restarted under the same
-	// pid@hostname.
+	// pid@hostname. Such rows are never counted as deaths: they would pile
+	// up with every restart until the guard tripped for good.
 	Superseded bool
 	// DeadFor is how long a row not live has been dead: since its last
 	// heartbeat plus its ttl plus the grace (negative for a row the
@@ -226,38 +227,6 @@ func (f *Fleet) WorkerRows() []WorkerRow {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-// WorkerCounts counts the worker rows and how many of them are dead, by
-// the window rule alone (the mass-death guard adds its memory of rows seen
-// alive: judge.MassDeathCount). So:
-//   - a dead row whose name a live or late row carries again is left out:
-//     that worker restarted under the same pid@hostname, and such rows would
-//     otherwise pile up with every restart until the guard tripped for good;
-//   - while any worker row is alive or late, a row dead for longer than
-//     window (measured from its last heartbeat + ttl + grace) is left out:
-//     pulpcore deletes dead rows only every ~17 minutes, so after a rolling
-//     restart under new names the old rows speak of deaths long past. When
-//     no worker row is alive or late every row counts, as it then cannot be
-//     told whether the workers died or the database stopped recording their
-//     heartbeats.
-func (f *Fleet) WorkerCounts(window time.Duration) (workers, dead int) {
-	var live, recent, old int
-	for _, r := range f.WorkerRows() {
-		switch {
-		case r.Live:
-			live++
-		case r.Superseded:
-		case r.DeadFor <= window:
-			recent++
-		default:
-			old++
-		}
-	}
-	if live == 0 {
-		return recent + old, recent + old
-	}
-	return live + recent, recent
 }
 
 // deadFor is how long a dead row has been dead: since its last heartbeat

@@ -162,11 +162,18 @@ func TestFleetWorkerCounts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			workers, dead := NewFleet(tc.rows, ltNow, ltGrace).WorkerCounts(forever)
+			workers, dead := ltWorkerCounts(NewFleet(tc.rows, ltNow, ltGrace), forever)
 			require.Equal(t, tc.workers, workers)
 			require.Equal(t, tc.deadRows, dead)
 		})
 	}
+}
+
+// ltWorkerCounts is what the mass-death guard counts of f's worker rows
+// when no pass remembers one alive: the window rule alone.
+func ltWorkerCounts(f *Fleet, window time.Duration) (workers, dead int) {
+	c := CountMassDeath(f.WorkerRows(), nil, window)
+	return c.Workers, c.Dead
 }
 
 // forever is a window no row of these tests has been dead for.
@@ -207,7 +214,7 @@ func TestFleetWorkerCountsRecentDeaths(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			workers, dead := NewFleet(tc.rows, ltNow, ltGrace).WorkerCounts(window)
+			workers, dead := ltWorkerCounts(NewFleet(tc.rows, ltNow, ltGrace), window)
 			require.Equal(t, tc.workers, workers)
 			require.Equal(t, tc.dead, dead)
 		})

@@ -240,7 +240,7 @@ func TestPodRulesSameNameRestart(t *testing.T) {
 	require.Equal(t, Alive, o.Liveness)
 	require.Equal(t, PodSeen, o.Kubernetes.Rule)
 	require.Equal(t, int32(1), o.Kubernetes.Container.Restarts)
-	workers, deadRows := f.WorkerCounts(3 * time.Minute)
+	workers, deadRows := ltWorkerCounts(f, 3*time.Minute)
 	// The old row was only late by its heartbeat, so the guard counts the
 	// death Kubernetes proved: pod evidence never makes the guard see fewer
 	// deaths than the heartbeats do.
@@ -259,7 +259,7 @@ func TestPodRulesNilViewChangesNothing(t *testing.T) {
 func TestPodRulesMassDeathCountsCertainDeaths(t *testing.T) {
 	t.Parallel()
 	rows := []AppStatus{ptLiveRow, ptWorker("a", "1@a", 40*time.Second, time.Hour), ptWorker("b", "1@b", 40*time.Second, time.Hour)}
-	workers, dead := NewFleet(rows, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptLivePod}, ptSeen("a", "b")), ptRules).WorkerCounts(3 * time.Minute)
+	workers, dead := ltWorkerCounts(NewFleet(rows, ltNow, ltGrace).WithPods(NewPodView([]Pod{ptLivePod}, ptSeen("a", "b")), ptRules), 3*time.Minute)
 	require.Equal(t, 3, workers)
 	require.Equal(t, 2, dead, "pods gone are deaths the mass-death guard sees")
 }
