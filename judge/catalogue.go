@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -54,18 +55,14 @@ func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil 
 
 // UnmarshalText reads a verdict's name.
 func (v *Verdict) UnmarshalText(b []byte) error {
-	p, ok := ParseVerdict(string(b))
-	if !ok {
-		return fmt.Errorf("unknown verdict %q", b)
-	}
-	*v = p
-	return nil
+	return unmarshalName(verdictNames[:], b, "verdict", v)
 }
 
 // ParseVerdict reads a verdict's name.
 func ParseVerdict(name string) (Verdict, bool) {
-	i, ok := indexOf(verdictNames[:], name)
-	return Verdict(i), ok
+	var v Verdict
+	err := v.UnmarshalText([]byte(name))
+	return v, err == nil
 }
 
 // nameOf is the i-th name, "" for none, a number for an unknown one.
@@ -76,17 +73,15 @@ func nameOf(names []string, i uint8) string {
 	return "#" + strconv.Itoa(int(i))
 }
 
-// indexOf is the position of name among names; "" is none.
-func indexOf(names []string, name string) (uint8, bool) {
-	if name == "" {
-		return 0, true
+// unmarshalName sets *v to the value that names gives the name text, the
+// one a MarshalText wrote.
+func unmarshalName[T ~uint8 | ~int](names []string, text []byte, what string, v *T) error {
+	i := slices.Index(names, string(text))
+	if i < 0 {
+		return fmt.Errorf("unknown %s %q", what, text)
 	}
-	for i, n := range names {
-		if n == name && i > 0 {
-			return uint8(i), true
-		}
-	}
-	return 0, false
+	*v = T(i)
+	return nil
 }
 
 // Verdicts is every verdict, most severe first: a dead owner's running
@@ -191,12 +186,7 @@ func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
 
 // UnmarshalText reads an action's name.
 func (a *Action) UnmarshalText(b []byte) error {
-	i, ok := indexOf(actionNames[:], string(b))
-	if !ok {
-		return fmt.Errorf("unknown action %q", b)
-	}
-	*a = Action(i)
-	return nil
+	return unmarshalName(actionNames[:], b, "action", a)
 }
 
 // Actions is every action, in the order a plan's summary lists them.

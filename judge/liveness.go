@@ -5,7 +5,6 @@ package judge
 // database's now and never reads a clock of its own.
 
 import (
-	"fmt"
 	"sort"
 	"time"
 )
@@ -25,17 +24,14 @@ const (
 	Alive
 )
 
+var livenessNames = [...]string{Gone: "gone", Dead: "dead", Late: "late", Alive: "alive"}
+
+// String is the liveness's name; a value no constant has is gone.
 func (l Liveness) String() string {
-	switch l {
-	case Alive:
-		return "alive"
-	case Late:
-		return "late"
-	case Dead:
-		return "dead"
-	default:
+	if l < Gone || l > Alive {
 		return "gone"
 	}
+	return livenessNames[l]
 }
 
 // MarshalText makes liveness print as its name in JSON reports.
@@ -43,13 +39,7 @@ func (l Liveness) MarshalText() ([]byte, error) { return []byte(l.String()), nil
 
 // UnmarshalText reads a name MarshalText wrote.
 func (l *Liveness) UnmarshalText(b []byte) error {
-	for _, c := range []Liveness{Gone, Dead, Late, Alive} {
-		if c.String() == string(b) {
-			*l = c
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown liveness %q", b)
+	return unmarshalName(livenessNames[:], b, "liveness", l)
 }
 
 // AppStatus is one core_appstatus row, with only the columns lock-reaper uses.

@@ -39,13 +39,7 @@ func (k Kind) MarshalText() ([]byte, error) {
 
 // UnmarshalText reads a kind's name.
 func (k *Kind) UnmarshalText(b []byte) error {
-	for i, name := range kindNames {
-		if string(b) == name {
-			*k = Kind(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown lock kind %q", b)
+	return unmarshalName(kindNames[:], b, "lock kind", k)
 }
 
 // Holding is one (lock key, owner) pair: a task key or an exclusive key gives
