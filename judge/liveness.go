@@ -5,7 +5,9 @@ package judge
 // database's now and never reads a clock of its own.
 
 import (
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -94,14 +96,17 @@ type Fleet struct {
 	// heartbeatNames is each name's liveness by heartbeats alone, kept when
 	// the Kubernetes rules changed names: the mass-death guard weighs both.
 	heartbeatNames map[string]Liveness
-	// podProven names the rows whose death the Kubernetes rules prove (the
-	// pod is gone, or its container restarted since the last heartbeat),
-	// dead by their heartbeat already or made dead by the rules.
-	podProven map[string]bool
-	// rowRules is the rule that decided each row the pods speak of, and
-	// viewTrusted whether the pod list could prove an absence (WithPods).
-	rowRules    map[string]PodRule
+	// podEvidence is the rule that decided each row the pods speak of, with
+	// the pod, and viewTrusted whether the pod list could prove an absence
+	// (WithPods).
+	podEvidence map[string]PodEvidence
 	viewTrusted bool
+}
+
+// FleetOf judges the liveness of the snapshot's owners: by their heartbeats,
+// then by the pass's pods when it read them.
+func FleetOf(snap Snapshot, p Policy) *Fleet {
+	return NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace).WithPods(snap.Pods, p.Kubernetes)
 }
 
 // NewFleet computes the liveness of every row and every owner name.
@@ -109,18 +114,13 @@ func NewFleet(rows []AppStatus, now time.Time, grace time.Duration) *Fleet {
 	f := &Fleet{Now: now, Grace: grace, rows: make(map[string]AppStatus, len(rows)), names: make(map[string]Owner, len(rows))}
 	for _, r := range rows {
 		f.rows[r.ID] = r
-		o, seen := f.names[r.Name]
-		live := r.Liveness(now, grace)
 		age := now.Sub(r.LastHeartbeat)
+		o, seen := f.names[r.Name]
 		if !seen {
-			o = Owner{Name: r.Name, Liveness: live, HeartbeatAge: age}
+			o = Owner{Name: r.Name, Liveness: Gone, HeartbeatAge: age}
 		}
-		if seen && live > o.Liveness {
-			o.Liveness = live
-		}
-		if seen && age < o.HeartbeatAge {
-			o.HeartbeatAge = age
-		}
+		o.Liveness = max(o.Liveness, r.Liveness(now, grace))
+		o.HeartbeatAge = min(o.HeartbeatAge, age)
 		o.Rows++
 		f.names[r.Name] = o
 	}
@@ -155,11 +155,8 @@ func (f *Fleet) rowLiveness(r AppStatus) Liveness {
 
 // Owners lists every owner name, sorted.
 func (f *Fleet) Owners() []Owner {
-	out := make([]Owner, 0, len(f.names))
-	for _, o := range f.names {
-		out = append(out, o)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	out := slices.AppendSeq(make([]Owner, 0, len(f.names)), maps.Values(f.names))
+	slices.SortFunc(out, func(a, b Owner) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -210,17 +207,11 @@ func (f *Fleet) WorkerRows() []WorkerRow {
 		w := WorkerRow{ID: r.ID, Name: r.Name, Live: !heartbeatDead && f.rowLiveness(r) != Dead}
 		if !w.Live {
 			w.Superseded = heartbeatDead && f.nameOutlives(r.Name)
-			w.DeadFor = f.deadFor(r)
-			w.PodProven = f.podProven[r.ID]
+			w.DeadFor = f.Now.Sub(r.LastHeartbeat.Add(r.TTL + f.Grace))
+			w.PodProven = f.podEvidence[r.ID].Rule.provesDeath()
 		}
 		out = append(out, w)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b WorkerRow) int { return strings.Compare(a.ID, b.ID) })
 	return out
-}
-
-// deadFor is how long a dead row has been dead: since its last heartbeat
-// plus its ttl plus the grace.
-func (f *Fleet) deadFor(r AppStatus) time.Duration {
-	return f.Now.Sub(r.LastHeartbeat.Add(r.TTL + f.Grace))
 }

@@ -127,9 +127,6 @@ func NewPodView(pods []Pod, seen map[string]SeenPod) *PodView {
 	return v
 }
 
-// Len is the number of pods in the view.
-func (v *PodView) Len() int { return len(v.pods) }
-
 // SeenBefore says an earlier complete list showed a pod of that name.
 func (v *PodView) SeenBefore(name string) bool {
 	_, ok := v.seen[name]
@@ -178,6 +175,13 @@ type PodEvidence struct {
 	Pod
 }
 
+// provesDeath says the rule proves a row's death: the pod is gone, or the
+// kubelet reports its container ended or restarted since the row's last
+// heartbeat.
+func (r PodRule) provesDeath() bool {
+	return r == PodGone || r == PodRestarted || r == PodContainerEnded
+}
+
 // splitOwner parses {pid}@{hostname}; ok is false for other names (such as
 // immediate-<uuid>).
 func splitOwner(name string) (pid, host string, ok bool) {
@@ -204,49 +208,33 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 	if f == nil || v == nil {
 		return f
 	}
-	trusted := viewTrusted(f.rows, f.Now, f.Grace, v)
-	f.podLiveness, f.rowRules, f.viewTrusted = map[string]Liveness{}, map[string]PodRule{}, trusted
-	type decided struct {
-		live Liveness
-		hb   time.Time
-		id   string
-		ev   *PodEvidence
-	}
-	byName := map[string]decided{}
-	for _, r := range f.rows {
-		base := r.Liveness(f.Now, f.Grace)
-		rule, pod, live := rowRule(r, base, f.Now, f.Grace, v, rules, trusted)
-		if rule != "" {
-			f.rowRules[r.ID] = rule
-		}
-		if live != base {
-			f.podLiveness[r.ID] = live
-		}
-		if live == Dead && (rule == PodGone || rule == PodRestarted || rule == PodContainerEnded) {
-			if f.podProven == nil {
-				f.podProven = map[string]bool{}
-			}
-			f.podProven[r.ID] = true
-		}
-		d, seen := byName[r.Name]
-		// The row that gives the name its liveness explains it; among equals,
-		// the newest heartbeat, as the name's heartbeat age does.
-		if seen && !explainsBetter(live, r.LastHeartbeat, r.ID, d.live, d.hb, d.id) {
-			continue
-		}
-		d = decided{live: live, hb: r.LastHeartbeat, id: r.ID}
-		if rule != "" {
-			d.ev = &PodEvidence{Rule: rule, Pod: pod}
-		}
-		byName[r.Name] = d
-	}
+	f.viewTrusted = viewTrusted(f.rows, f.Now, f.Grace, v)
+	f.podLiveness, f.podEvidence = map[string]Liveness{}, map[string]PodEvidence{}
 	f.heartbeatNames = make(map[string]Liveness, len(f.names))
 	for name, o := range f.names {
 		f.heartbeatNames[name] = o.Liveness
 	}
-	for name, d := range byName {
+	// The row that gives a name its liveness explains it.
+	explains := map[string]AppStatus{}
+	for _, r := range f.rows {
+		base := r.Liveness(f.Now, f.Grace)
+		rule, pod, live := rowRule(r, base, f.Now, f.Grace, v, rules, f.viewTrusted)
+		if rule != "" {
+			f.podEvidence[r.ID] = PodEvidence{Rule: rule, Pod: pod}
+		}
+		if live != base {
+			f.podLiveness[r.ID] = live
+		}
+		if best, seen := explains[r.Name]; !seen || f.explainsBetter(r, best) {
+			explains[r.Name] = r
+		}
+	}
+	for name, r := range explains {
 		o := f.names[name]
-		o.Liveness, o.Kubernetes = d.live, d.ev
+		o.Liveness, o.Kubernetes = f.rowLiveness(r), nil
+		if e, ok := f.podEvidence[r.ID]; ok {
+			o.Kubernetes = &e
+		}
 		f.names[name] = o
 	}
 	return f
@@ -254,21 +242,22 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 
 // RowRule is the Kubernetes rule that decided the row with pulp_id id, ""
 // when none did (no pods were read, or the row names no pod).
-func (f *Fleet) RowRule(id string) PodRule { return f.rowRules[id] }
+func (f *Fleet) RowRule(id string) PodRule { return f.podEvidence[id].Rule }
 
 // PodViewTrusted says the pass's pod list may prove a pod gone or an
 // incarnation ended (see viewTrusted); false when no pods were read.
 func (f *Fleet) PodViewTrusted() bool { return f.viewTrusted }
 
-// explainsBetter orders the rows of one name: better liveness, then newer
-// heartbeat, then the smaller id, so that the choice never depends on map order.
-func explainsBetter(live Liveness, hb time.Time, id string, thanLive Liveness, thanHB time.Time, thanID string) bool {
-	switch {
+// explainsBetter orders the rows of one name: better liveness (after the
+// Kubernetes rules), then newer heartbeat, as the name's heartbeat age
+// does, then the smaller id, so that the choice never depends on map order.
+func (f *Fleet) explainsBetter(r, than AppStatus) bool {
+	switch live, thanLive := f.rowLiveness(r), f.rowLiveness(than); {
 	case live != thanLive:
 		return live > thanLive
-	case !hb.Equal(thanHB):
-		return hb.After(thanHB)
+	case !r.LastHeartbeat.Equal(than.LastHeartbeat):
+		return r.LastHeartbeat.After(than.LastHeartbeat)
 	default:
-		return id < thanID
+		return r.ID < than.ID
 	}
 }
