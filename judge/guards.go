@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -68,15 +69,11 @@ type MassDeathCount struct {
 // CountMassDeath counts the worker rows by countsAs, given the rows an
 // earlier pass saw alive.
 func CountMassDeath(rows []WorkerRow, seen map[string]SeenAlive, window time.Duration) MassDeathCount {
-	c := MassDeathCount{NoneLive: true}
-	for _, r := range rows {
-		if r.Live {
-			c.NoneLive = false
-		}
-	}
+	anyLive := slices.ContainsFunc(rows, func(r WorkerRow) bool { return r.Live })
+	c := MassDeathCount{NoneLive: !anyLive}
 	for _, r := range rows {
 		_, remembered := seen[r.ID]
-		switch countsAs(r, remembered, !c.NoneLive, window) {
+		switch countsAs(r, remembered, anyLive, window) {
 		case countedLive:
 			c.Workers++
 			continue

@@ -123,8 +123,8 @@ func holdsLife(r AppStatus, p Pod, margin time.Duration) bool {
 // liveness after it. trusted says the view may prove a pod's absence or an
 // incarnation's end (viewTrusted).
 func rowRule(r AppStatus, live Liveness, now time.Time, grace time.Duration, v *PodView, rules PodRules, trusted bool) (PodRule, Pod, Liveness) {
-	pid, host, ok := splitOwner(r.Name)
-	if !ok || !podAppType(r.AppType) {
+	pid, host, ok := podOwner(r)
+	if !ok {
 		return "", Pod{}, live
 	}
 	pod, found, ambiguous := v.lookup(host)
@@ -165,24 +165,18 @@ func viewTrusted(rows map[string]AppStatus, now time.Time, grace time.Duration, 
 	alive := 0
 	for _, r := range rows {
 		live := r.Liveness(now, grace)
-		if !podAppType(r.AppType) || live == Dead {
+		_, host, ok := podOwner(r)
+		if !ok || live == Dead {
 			continue
 		}
-		_, host, ok := splitOwner(r.Name)
-		if !ok {
-			continue
-		}
-		_, found := v.pods[host]
+		_, found, ambiguous := v.lookup(host)
 		switch {
 		case live == Alive && !found:
 			return false
 		case live == Alive:
 			alive++
-		case found || v.SeenBefore(host):
-		default:
-			if _, _, ambiguous := v.lookup(host); !ambiguous {
-				return false
-			}
+		case !found && !ambiguous && !v.SeenBefore(host):
+			return false
 		}
 	}
 	return alive > 0

@@ -182,16 +182,13 @@ func (r PodRule) provesDeath() bool {
 	return r == PodGone || r == PodRestarted || r == PodContainerEnded
 }
 
-// splitOwner parses {pid}@{hostname}; ok is false for other names (such as
-// immediate-<uuid>).
-func splitOwner(name string) (pid, host string, ok bool) {
-	pid, host, ok = strings.Cut(name, "@")
-	return pid, host, ok && host != ""
+// podOwner parses the row's owner name, {pid}@{hostname}, when the row's
+// app type runs in the pods the selector covers (pulp-operator's worker and
+// API pods); ok is false for other rows and names (such as immediate-<uuid>).
+func podOwner(r AppStatus) (pid, host string, ok bool) {
+	pid, host, ok = strings.Cut(r.Name, "@")
+	return pid, host, ok && host != "" && (r.AppType == "worker" || r.AppType == "api")
 }
-
-// podAppType says whether rows of the app type run in the pods the selector
-// covers (pulp-operator's worker and API pods).
-func podAppType(appType string) bool { return appType == "worker" || appType == "api" }
 
 // containerOf is the container whose processes write rows of the app type.
 func containerOf(p Pod, appType string) *Container {
