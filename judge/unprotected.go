@@ -25,28 +25,25 @@ type ResourceHolder struct {
 // unguarded lists what task t reserves, in record order, with the other
 // holders of each: holdings whose owner is not worker.
 func (j *judge) unguarded(t Task, worker string) []UnguardedResource {
-	reserved := Reservations(t.Reserved)
-	out := make([]UnguardedResource, len(reserved))
-	// first is each resource's first reservation: a resource reserved both
-	// ways lists its holders once, there.
-	first := make(map[string]int, len(reserved))
-	for i, r := range reserved {
-		out[i] = UnguardedResource{Resource: r.Resource, Need: r.Kind, OtherHolders: []ResourceHolder{}}
-		if _, seen := first[r.Resource]; !seen {
-			first[r.Resource] = i
-		}
-	}
 	if j.holders == nil {
 		j.holders = resourceHolders(j.snap.Holdings)
 	}
-	for resource, n := range first {
-		for _, h := range j.holders[resource] {
+	reserved := Reservations(t.Reserved)
+	out := make([]UnguardedResource, len(reserved))
+	listed := make(map[string]bool, len(reserved))
+	for i, r := range reserved {
+		out[i] = UnguardedResource{Resource: r.Resource, Need: r.Kind, OtherHolders: []ResourceHolder{}}
+		// A resource reserved both ways lists its holders once, at its
+		// first reservation.
+		if listed[r.Resource] {
+			continue
+		}
+		listed[r.Resource] = true
+		for _, h := range j.holders[r.Resource] {
 			if h.Owner != worker {
-				out[n].OtherHolders = append(out[n].OtherHolders, h)
+				out[i].OtherHolders = append(out[i].OtherHolders, h)
 			}
 		}
-	}
-	for i := range out {
 		slices.SortFunc(out[i].OtherHolders, func(a, b ResourceHolder) int {
 			return cmp.Or(strings.Compare(a.Owner, b.Owner), cmp.Compare(a.Kind, b.Kind))
 		})
