@@ -57,8 +57,14 @@ func envLookup(env Env) func(string) (string, bool) {
 	return os.LookupEnv
 }
 
-// severityOf ranks verdicts, most severe first (judge.Verdicts).
-func severityOf(v judge.Verdict) int { return v.Severity() }
+// severityOf ranks a verdict among judge.Verdicts, 0 the most severe; a
+// verdict the catalogue does not know ranks among those that need a look.
+func severityOf(v judge.Verdict) int {
+	if i := slices.Index(judge.Verdicts, v); i >= 0 {
+		return i
+	}
+	return 6
+}
 
 const (
 	ansiRed    = "\x1b[31m"

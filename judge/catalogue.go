@@ -102,36 +102,18 @@ var HoldingVerdicts = []Verdict{
 // TaskVerdicts are the verdicts an incomplete task can get, most severe first.
 var TaskVerdicts = []Verdict{VerdictLost, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim}
 
-// Severity ranks a verdict among Verdicts, 0 the most severe; a verdict
-// the catalogue does not know ranks among those that need a look.
-func (v Verdict) Severity() int {
-	for i, known := range Verdicts {
-		if v == known {
-			return i
-		}
-	}
-	return 6
-}
-
 // Writes says a finding with this verdict is acted on, now or once
 // confirmed: a release or a task update, not a report only.
 func (v Verdict) Writes() bool {
-	switch v.action() {
-	case ActionRelease, ActionUpdate, ActionSuspect:
-		return true
-	}
-	return false
+	a := v.action()
+	return a == ActionRelease || a == ActionUpdate || a == ActionSuspect
 }
 
 // needsConfirmation lists the verdicts whose finding is only released on a
 // later pass that sees it again: a live owner may be between two legitimate
 // protocol steps.
 func (v Verdict) needsConfirmation() bool {
-	switch v {
-	case VerdictTaskMissing, VerdictUnclaimed, VerdictNoTask, VerdictStuckClaim:
-		return true
-	}
-	return false
+	return v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim
 }
 
 // Finding says a holding with the verdict is reported: every verdict but
@@ -188,9 +170,6 @@ func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
 func (a *Action) UnmarshalText(b []byte) error {
 	return unmarshalName(actionNames[:], b, "action", a)
 }
-
-// Actions is every action, in the order a plan's summary lists them.
-var Actions = []Action{ActionRelease, ActionUpdate, ActionSuspect, ActionReport, ActionKeep}
 
 // Names of the guards that hold back a plan's work (Plan.Guards).
 const (
