@@ -9,13 +9,10 @@ const (
 	ResourceKeyPrefix = "pulp:resource_lock:"
 )
 
-// immediateOwnerPrefix marks an owner name that stands for one immediate task
-// rather than a process: immediate-<task-uuid>.
 // ImmediateOwnerPrefix starts the owner name pulpcore's immediate dispatch
-// takes a task lock under: immediate-<task uuid>.
+// takes a task lock under: immediate-<task uuid>. Such an owner stands for
+// one immediate task rather than a process.
 const ImmediateOwnerPrefix = "immediate-"
-
-const immediateOwnerPrefix = ImmediateOwnerPrefix
 
 // IsTaskUUID reports whether s is a UUID in the canonical lowercase text form
 // pulpcore uses for task keys.
@@ -23,17 +20,11 @@ func IsTaskUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
+	for i, c := range []byte(s) {
+		dash := i == 8 || i == 13 || i == 18 || i == 23
+		hex := '0' <= c && c <= '9' || 'a' <= c && c <= 'f'
+		if dash && c != '-' || !dash && !hex {
+			return false
 		}
 	}
 	return true
@@ -41,7 +32,7 @@ func IsTaskUUID(s string) bool {
 
 // ImmediateTaskID returns the task an immediate-<uuid> owner name stands for.
 func ImmediateTaskID(owner string) (string, bool) {
-	id, ok := strings.CutPrefix(owner, immediateOwnerPrefix)
+	id, ok := strings.CutPrefix(owner, ImmediateOwnerPrefix)
 	if !ok || !IsTaskUUID(id) {
 		return "", false
 	}
@@ -51,6 +42,6 @@ func ImmediateTaskID(owner string) (string, bool) {
 // isImmediateOwnerOf says owner is immediate-<taskID>, without building the
 // name for each of a hundred thousand task locks.
 func isImmediateOwnerOf(owner, taskID string) bool {
-	id, ok := strings.CutPrefix(owner, immediateOwnerPrefix)
+	id, ok := strings.CutPrefix(owner, ImmediateOwnerPrefix)
 	return ok && id == taskID
 }

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -14,10 +15,7 @@ func CompareHoldings(a, b *Holding) int {
 		}
 		return 1
 	}
-	if c := strings.Compare(a.Key, b.Key); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Owner, b.Owner)
+	return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Owner, b.Owner))
 }
 
 // sortJudgements puts judgements in the order of CompareHoldings.

@@ -108,11 +108,7 @@ const (
 // Final reports whether a task state is terminal. Unknown states are treated
 // as incomplete, so that an odd state never makes a lock look finished.
 func Final(state string) bool {
-	switch state {
-	case StateCompleted, StateFailed, StateCanceled, StateSkipped:
-		return true
-	}
-	return false
+	return state == StateCompleted || state == StateFailed || state == StateCanceled || state == StateSkipped
 }
 
 // SuspectKey names a remembered suspect: a holding (lock key and owner) or,
