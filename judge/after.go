@@ -3,6 +3,8 @@ package judge
 // What a pass decides after acting: rules whose facts include what the
 // release did, applied by the actor between its steps.
 
+import "slices"
+
 // DeferredTaskLockHeld is why a task update waits for a later pass.
 const DeferredTaskLockHeld = "its task lock is still held"
 
@@ -20,10 +22,5 @@ func NeedsCancelSignal(tj *TaskJudgement) bool {
 // worker that picks it up. stillHeld names the task lock keys the plan
 // listed that the release left in place.
 func UpdateWaits(tj *TaskJudgement, stillHeld map[string]bool) bool {
-	for _, k := range tj.Details().AfterRelease {
-		if stillHeld[k] {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(tj.Details().AfterRelease, func(k string) bool { return stillHeld[k] })
 }

@@ -93,9 +93,9 @@ type Fleet struct {
 	// podLiveness is a row's liveness after the Kubernetes rules, for the
 	// rows they changed (WithPods).
 	podLiveness map[string]Liveness
-	// heartbeatNames is each name's liveness by heartbeats alone, kept when
-	// the Kubernetes rules changed names: the mass-death guard weighs both.
-	heartbeatNames map[string]Liveness
+	// heartbeatNames is each name by heartbeats alone, kept when the
+	// Kubernetes rules changed names: the mass-death guard weighs both.
+	heartbeatNames map[string]Owner
 	// podEvidence is the rule that decided each row the pods speak of, with
 	// the pod, and viewTrusted whether the pod list could prove an absence
 	// (WithPods).
@@ -165,7 +165,7 @@ func (f *Fleet) Owners() []Owner {
 // heartbeat is left out, pod evidence may make the guard see more deaths,
 // never fewer.
 func (f *Fleet) nameOutlives(name string) bool {
-	if l, ok := f.heartbeatNames[name]; ok && l <= Dead {
+	if o, ok := f.heartbeatNames[name]; ok && o.Liveness <= Dead {
 		return false
 	}
 	return f.names[name].Liveness > Dead

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"maps"
 	"strings"
 	"time"
 )
@@ -207,10 +208,7 @@ func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
 	}
 	f.viewTrusted = viewTrusted(f.rows, f.Now, f.Grace, v)
 	f.podLiveness, f.podEvidence = map[string]Liveness{}, map[string]PodEvidence{}
-	f.heartbeatNames = make(map[string]Liveness, len(f.names))
-	for name, o := range f.names {
-		f.heartbeatNames[name] = o.Liveness
-	}
+	f.heartbeatNames = maps.Clone(f.names)
 	// The row that gives a name its liveness explains it.
 	explains := map[string]AppStatus{}
 	for _, r := range f.rows {
