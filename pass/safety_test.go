@@ -255,6 +255,11 @@ func (h sfHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			h.before(cmd)
 		}
 		err := next(ctx, cmd)
+		if err != nil && cmd.Err() == nil {
+			// go-redis sets a command's error once the hooks have
+			// returned: after sees it as the caller will.
+			cmd.SetErr(err)
+		}
 		if h.after != nil {
 			h.after(cmd)
 		}
@@ -279,9 +284,13 @@ func (h sfHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 	}
 }
 
-// sfIsRelease tells the release script's call from every other command.
+// sfIsRelease tells the release script's call from every other command. An
+// EVALSHA the server answered NOSCRIPT ran nothing: go-redis sends the
+// script again with EVAL, and that is the call. (The first test of a run to
+// release meets an empty script cache; counted, it made a hook that acts on
+// the first call act before anything was released.)
 func sfIsRelease(cmd redis.Cmder) bool {
-	return cmd.Name() == "evalsha" || cmd.Name() == "eval"
+	return (cmd.Name() == "evalsha" || cmd.Name() == "eval") && !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
 }
 
 // sfResults counts the findings and tasks of a report by result.
