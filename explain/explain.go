@@ -262,7 +262,7 @@ func (x *explainer) collectResources() {
 		rn := ResourceNeed{Resource: n.Resource, Need: n.Kind, Holders: []Holder{}}
 		for _, jd := range byKey[judge.ResourceKeyPrefix+n.Resource] {
 			h := x.holder(jd)
-			h.Blocks = x.waiting() && !h.Own && judge.Conflicts(n.Kind, jd.Kind)
+			h.Blocks = x.waiting() && !h.Own && pulpdb.Conflicts(n.Kind, jd.Kind)
 			rn.Holders = append(rn.Holders, h)
 		}
 		x.e.Resources = append(x.e.Resources, rn)
@@ -293,7 +293,7 @@ func (x *explainer) collectAhead() {
 		}
 		for _, n := range mine {
 			for _, kind := range []judge.Kind{judge.KindExclusive, judge.KindShared} {
-				if theirs[judge.Reservation{Resource: n.Resource, Kind: kind}] && judge.Conflicts(n.Kind, kind) {
+				if theirs[judge.Reservation{Resource: n.Resource, Kind: kind}] && pulpdb.Conflicts(n.Kind, kind) {
 					hits = append(hits, n.Resource)
 					break
 				}

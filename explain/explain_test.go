@@ -481,13 +481,3 @@ func TestExplainClaimAndAhead(t *testing.T) {
 	require.Equal(t, judge.Gone, ex.Claim.Liveness)
 	require.Equal(t, "lost: claimed by a process whose AppStatus row deadbeef-0000-4000-8000-000000000000 is gone; the next pass cancels it", ex.Conclusion)
 }
-
-func TestConflicts(t *testing.T) {
-	t.Parallel()
-	require.True(t, judge.Conflicts(judge.KindExclusive, judge.KindExclusive))
-	require.True(t, judge.Conflicts(judge.KindExclusive, judge.KindShared))
-	require.True(t, judge.Conflicts(judge.KindShared, judge.KindExclusive))
-	require.False(t, judge.Conflicts(judge.KindShared, judge.KindShared))
-	require.Equal(t, []string{"a", "shared:a", "b"}, judge.ConflictingEntries([]string{"a", "shared:b", "a"}))
-	require.Equal(t, []judge.Reservation{{Resource: "a", Kind: judge.KindExclusive}, {Resource: "b", Kind: judge.KindShared}}, judge.Reservations([]string{"a", "shared:b", "a", "shared:b"}))
-}

@@ -57,12 +57,9 @@ func (j *judge) carryUnobservedSuspects(plan *Plan) {
 	}
 }
 
-// stuckClaimKey names a stuck claim among the suspects: no lock key starts
-// with "stuck-claim:", so it cannot collide with a holding.
-func stuckClaimKey(taskID, appLockID string) SuspectKey {
+// StuckClaimKey is the suspect a stuck claim of task taskID by appLockID is
+// remembered under; a pass forgets it once the claim is cleared. No lock key
+// starts with "stuck-claim:", so it cannot collide with a holding.
+func StuckClaimKey(taskID, appLockID string) SuspectKey {
 	return SuspectKey{Key: "stuck-claim:" + taskID, Owner: appLockID}
 }
-
-// StuckClaimKey is the suspect a stuck claim of task taskID by appLockID is
-// remembered under; a pass forgets it once the claim is cleared.
-func StuckClaimKey(taskID, appLockID string) SuspectKey { return stuckClaimKey(taskID, appLockID) }

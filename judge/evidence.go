@@ -9,14 +9,11 @@ import (
 // Evidence is assembled apart from the decisions: the rules take facts and
 // return verdicts; what the report shows of those facts is built here.
 
-// ownerCache holds the plan's record of each owner, the facts its listed
-// judgements point to, and the liveness values AppLockLiveness points to,
-// one per value, so that a hundred thousand task locks do not each allocate
-// one.
+// ownerCache holds the plan's record of each owner and the facts its listed
+// judgements point to.
 type ownerCache struct {
-	records    map[string]*ownerRecord
-	facts      map[judgedFacts]*judgedFacts
-	livenesses *[4]Liveness
+	records map[string]*ownerRecord
+	facts   map[judgedFacts]*judgedFacts
 }
 
 // ownerRecord is a plan's one record of a lock owner's evidence: its
@@ -151,16 +148,16 @@ func (j *judge) record(name string) *ownerRecord {
 	return o
 }
 
-// liveness returns a pointer to l that the judgements of one plan share.
-func (j *judge) liveness(l Liveness) *Liveness {
-	if l < 0 || int(l) >= len(j.owners.livenesses) {
-		odd := l
-		return &odd
+// livenesses are the values AppLockLiveness points to, one of each, so
+// that a hundred thousand task locks do not each allocate one. Nothing
+// writes through such a pointer.
+var livenesses = [...]Liveness{Gone, Dead, Late, Alive}
+
+func livenessPtr(l Liveness) *Liveness {
+	if l < 0 || int(l) >= len(livenesses) {
+		return &l
 	}
-	if j.owners.livenesses == nil {
-		j.owners.livenesses = &[4]Liveness{Gone, Dead, Late, Alive}
-	}
-	return &j.owners.livenesses[l]
+	return &livenesses[l]
 }
 
 // taskLockEvidence adds what the task row says to the owner's evidence e.
@@ -173,7 +170,7 @@ func (j *judge) taskLockEvidence(e Evidence, t Task, found bool) Evidence {
 		e.FinishedAge = durationPtr(j.snap.Now.Sub(*t.FinishedAt))
 	}
 	if row, live, ok := j.fleet.Row(t.AppLockID); ok {
-		e.AppLock, e.AppLockLiveness = row.Name, j.liveness(live)
+		e.AppLock, e.AppLockLiveness = row.Name, livenessPtr(live)
 	}
 	return e
 }

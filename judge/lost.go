@@ -166,7 +166,7 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) 
 		}
 	case VerdictStuckClaim:
 		tj.StateAfter, tj.ClearClaim = StateWaiting, true
-		s := remember(j.suspects, &j.snap, stuckClaimKey(id, t.AppLockID), v)
+		s := remember(j.suspects, &j.snap, StuckClaimKey(id, t.AppLockID), v)
 		tj.details().FirstSeen = &s.FirstSeen
 		if !confirmed(s.FirstSeen, j.snap.Now, j.p) {
 			tj.Action = ActionSuspect

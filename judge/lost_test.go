@@ -288,7 +288,7 @@ func TestJudgeLostTasks(t *testing.T) {
 			if tc.want.verdict == VerdictStuckClaim {
 				require.NotNil(t, tj.Details().FirstSeen)
 				require.Equal(t, jtNow, *tj.Details().FirstSeen)
-				require.Equal(t, Suspect{Verdict: VerdictStuckClaim, FirstSeen: jtNow}, plan.Suspects[stuckClaimKey(id, task.AppLockID)])
+				require.Equal(t, Suspect{Verdict: VerdictStuckClaim, FirstSeen: jtNow}, plan.Suspects[StuckClaimKey(id, task.AppLockID)])
 			}
 		})
 	}
@@ -335,7 +335,7 @@ func TestJudgeStuckClaimConfirmation(t *testing.T) {
 			w.snap.FullScan = tc.full
 			row := w.worker("1@w", time.Second)
 			id := w.task(StateWaiting, row)
-			key := stuckClaimKey(id, row)
+			key := StuckClaimKey(id, row)
 			if tc.ago != nil {
 				w.remember(key.Key, key.Owner, tc.verdict, *tc.ago)
 			}

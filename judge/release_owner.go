@@ -53,9 +53,6 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 // holding of a dead owner.
 func ownerHoldings(full Plan, owner string, realOwner Owner) []Judgement {
 	var out []Judgement
-	heartbeatAge := durationPtr(realOwner.HeartbeatAge)
-	var record *ownerRecord
-	declared := map[*judgedFacts]*judgedFacts{}
 	for _, jd := range full.Holdings {
 		if jd.Owner != owner {
 			continue
@@ -64,27 +61,21 @@ func ownerHoldings(full Plan, owner string, realOwner Owner) []Judgement {
 			jd.Verdict, jd.Action, jd.FirstSeen = VerdictOwnerDead, ActionRelease, nil
 		}
 		jd.Deferred = ""
-		// The owner is judged dead (an immediate-<uuid> owner has no row to
-		// declare dead), so that its registry leaves pulp:active_owners once
-		// empty; the heartbeat reported is the one it really had. All of
-		// its holdings point to one record, as in any plan.
-		if jd.facts != nil && declared[jd.facts] == nil {
-			if record == nil {
-				o := *jd.facts.owner
-				if o.liveness != Gone {
-					o.liveness = Dead
-				}
-				if realOwner.Rows > 0 {
-					o.heartbeatAge = heartbeatAge
-				}
-				record = &o
-			}
-			f := *jd.facts
-			f.owner = record
-			declared[jd.facts] = &f
-		}
-		jd.facts = declared[jd.facts]
 		out = append(out, jd)
+	}
+	if len(out) > 0 && out[0].facts != nil {
+		// The owner is judged dead (an immediate-<uuid> owner has no row
+		// to declare dead), so that its registry leaves pulp:active_owners
+		// once empty; the heartbeat reported is the one it really had. Its
+		// holdings all point to full's one record of it, which is this
+		// plan's now: full itself is never shown.
+		o := out[0].facts.owner
+		if o.liveness != Gone {
+			o.liveness = Dead
+		}
+		if realOwner.Rows > 0 {
+			o.heartbeatAge = durationPtr(realOwner.HeartbeatAge)
+		}
 	}
 	return out
 }

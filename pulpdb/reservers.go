@@ -36,7 +36,7 @@ func ReadSharedReservers(ctx context.Context, pool *pgxpool.Pool, timeout time.D
 	wanted := make(map[string]string, len(resources))
 	entries := make([]string, 0, len(resources))
 	for _, r := range resources {
-		e := judge.Reservation{Resource: r, Kind: judge.KindShared}.Entry()
+		e := entry(judge.Reservation{Resource: r, Kind: judge.KindShared})
 		if _, dup := wanted[e]; !dup {
 			wanted[e] = r
 			entries = append(entries, e)

@@ -93,7 +93,7 @@ func ReadExplainedTask(ctx context.Context, pool *pgxpool.Pool, timeout time.Dur
 		return out, nil
 	}
 	out.Row = &found[0]
-	forms := judge.ConflictingEntries(out.Row.Reserved)
+	forms := ConflictingEntries(out.Row.Reserved)
 	if len(forms) == 0 || judge.Final(out.Row.State) {
 		return out, nil
 	}

@@ -86,7 +86,7 @@ func (v *View) queue(rows []pulpdb.TaskRow) {
 // many there are.
 func aheadOf(i int, rows []pulpdb.TaskRow, byForm map[string][]int) ([]pulpdb.TaskRow, int) {
 	seen := map[int]bool{}
-	for _, f := range judge.ConflictingEntries(rows[i].Reserved) {
+	for _, f := range pulpdb.ConflictingEntries(rows[i].Reserved) {
 		for _, j := range byForm[f] {
 			if j >= i {
 				break
