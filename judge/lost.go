@@ -28,23 +28,6 @@ func (f taskFacts) claimLive() bool {
 	return f.claimed && (f.claim == Alive || f.claim == Late)
 }
 
-// mayBeLost is the one lost-task predicate on a task's state and claim
-// alone: a task for which it is false gets no verdict whatever its locks,
-// so only these are looked up among the task locks. It is decideTask's
-// condition with the lock facts left open.
-func mayBeLost(f taskFacts) bool {
-	for _, held := range [...]struct {
-		locks     int
-		immediate bool
-	}{{0, false}, {1, false}, {1, true}} {
-		f.locks, f.immediate = held.locks, held.immediate
-		if decideTask(f) != noVerdict {
-			return true
-		}
-	}
-	return false
-}
-
 // decideTask applies the lost task table of verdicts.md: the verdict on one
 // incomplete task, or "" when it deserves none.
 func decideTask(f taskFacts) Verdict {
@@ -87,10 +70,8 @@ func (j *judge) taskFactsOf(t Task) (taskFacts, AppStatus) {
 }
 
 // taskJudgements applies the lost task table to every incomplete task of the
-// snapshot, in task id order: each task is a candidate or not by its state
-// and claim (most run under a live claim and are never looked at again),
-// then the candidates' task locks are looked up and the table decides, and
-// a verdict that needs it is confirmed.
+// snapshot, in task id order, with what Redis holds of its task lock; a
+// verdict that needs it is confirmed.
 func (j *judge) taskJudgements() []TaskJudgement {
 	// The tasks of owners not alive are most of the verdicts, and when one
 	// worker dies holding everything there is one per task: the list is
@@ -108,12 +89,8 @@ func (j *judge) taskJudgements() []TaskJudgement {
 	j.rowReserved = map[rowReservation]string{}
 	for id, t := range j.snap.Tasks {
 		f, row := j.taskFactsOf(t)
-		running := runs(t.State) && f.claimLive()
-		if !running && !mayBeLost(f) {
-			continue
-		}
 		held := j.held[id]
-		if running {
+		if runs(t.State) && f.claimLive() {
 			j.rowReserves(id, t, row.Name, held)
 		}
 		f.locks, f.immediate = int(held.count), isImmediateOwnerOf(j.lastHolder(held).Owner, id)
