@@ -86,7 +86,7 @@ func (j *judge) taskJudgements() []TaskJudgement {
 	if expected > 0 {
 		out = make([]TaskJudgement, 0, expected)
 	}
-	j.rowReserved = map[rowReservation]string{}
+	j.rowReserved = map[holdingKey]string{}
 	for id, t := range j.snap.Tasks {
 		f, row := j.taskFactsOf(t)
 		held := j.held[id]

@@ -1,7 +1,8 @@
 package judge
 
 // holdingKey is a resource holding as a task's reservation names it: the
-// owner, the resource, and the kind of lock.
+// owner (the task lock's, or the worker running the task), the resource,
+// and the kind of lock.
 type holdingKey struct {
 	owner, resource string
 	kind            Kind
@@ -181,13 +182,6 @@ func (j *judge) resourceJudgement(at int) Judgement {
 	return jd
 }
 
-// rowReservation is one resource a running task reserves, with its kind and
-// the name of the owner running it.
-type rowReservation struct {
-	owner, resource string
-	kind            Kind
-}
-
 // reservingRow names the running or canceling task whose row, claimed by a
 // live or late row named after h's owner, reserves h's resource with h's
 // kind; or, for an immediate-<T> owner, T when its row is running or
@@ -200,7 +194,7 @@ func (j *judge) reservingRow(h *Holding) string {
 		}
 		return ""
 	}
-	return j.rowReserved[rowReservation{h.Owner, h.Resource(), h.Kind}]
+	return j.rowReserved[holdingKey{h.Owner, h.Resource(), h.Kind}]
 }
 
 // rowReserves gathers what running task id, claimed by the live or late
@@ -215,7 +209,7 @@ func (j *judge) rowReserves(id string, t Task, worker string, held taskLocksHeld
 		return
 	}
 	for _, r := range Reservations(t.Reserved) {
-		k := rowReservation{worker, r.Resource, r.Kind}
+		k := holdingKey{worker, r.Resource, r.Kind}
 		if cur, seen := j.rowReserved[k]; !seen || id < cur {
 			j.rowReserved[k] = id
 		}
