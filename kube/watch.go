@@ -226,7 +226,7 @@ func (w *Watcher) watchFailed(_ context.Context, _ *cache.Reflector, err error) 
 
 // observe notes a change of a pod and signals a worker container's end.
 //
-// What counts as an end is heartbeat.IncarnationEndedSince, the rule that
+// What counts as an end is judge.IncarnationEndedSince, the rule that
 // makes the ended incarnation's rows dead at once. The deletion of a pod
 // object is no end: the kubelet deletes a gracefully deleted pod with grace
 // period 0 once its containers stopped (pkg/kubelet/status/status_manager.go,
