@@ -42,17 +42,19 @@ func TestJSONShapes(t *testing.T) {
 		Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Gone})
 	lost := judge.TaskJudgement{ID: "00000000-0000-4000-8000-000000000002", Name: "pulpcore.app.tasks.sync", Verdict: judge.VerdictTaskLost,
 		Action: judge.ActionUpdate, Owner: "1@dead", AppLockID: "00000000-0000-4000-8000-0000000000a1", StateBefore: judge.StateRunning,
-		StateAfter: judge.StateWaiting, ClearClaim: true, Reason: "worker 1@dead died", Deferred: "mass-death guard",
-		TaskDetails: &judge.TaskDetails{FirstSeen: ago(time.Minute), AfterRelease: []string{"task:x"},
-			Resources: []judge.UnguardedResource{{Resource: "prn:r", Need: judge.KindExclusive, OtherHolders: []judge.ResourceHolder{{Owner: "2@w", Kind: judge.KindExclusive}}}}}}
+		StateAfter: judge.StateWaiting, ClearClaim: true, Deferred: "mass-death guard", FirstSeen: ago(time.Minute), AfterRelease: "task:x"}
+	canceled := judge.TaskJudgement{ID: "00000000-0000-4000-8000-000000000004", Verdict: judge.VerdictLost, Action: judge.ActionUpdate, Owner: "1@dead",
+		StateBefore: judge.StateRunning, StateAfter: judge.StateCanceled}
+	unguarded := []pass.UnguardedResource{{Resource: "prn:r", Need: judge.KindExclusive, OtherHolders: []pass.ResourceHolder{{Owner: "2@w", Kind: judge.KindExclusive}}}}
 	rep := &pass.Report{
 		Mode: pass.ModeOnce, StartedAt: at, DurationMS: 1234, DBNow: at, Skipped: "", Notes: []string{"a note"}, Error: "an error",
 		Scanned:    pass.Scanned{Keys: 10, TaskLocks: 2, ResourceHoldings: 3, Owners: 2, Tasks: 4, Ignored: 1, FullScan: true},
 		LockOwners: pass.OwnerReportsOf([]judge.OwnerReport{{Name: "1@dead", Liveness: "dead", HeartbeatAge: age(time.Hour), Holdings: 2, Kubernetes: pod}, {Name: "immediate-x", Liveness: "gone", Holdings: 1}}),
 		Findings:   []pass.Finding{{Judgement: &task, Result: pass.ResultReleased}, {Judgement: &res, Result: pass.ResultDeferred}},
-		Tasks:      []pass.TaskFinding{{TaskJudgement: &lost, Result: pass.ResultUpdated}},
-		Ignored:    []pass.Ignored{{Key: "task:nope", Type: "list", Reason: "not a string"}},
-		Guards:     pass.GuardsOf([]judge.Guard{{Name: judge.GuardMassDeath, Reason: "4 of 5 workers died"}}),
+		Tasks: []pass.TaskFinding{{TaskJudgement: &lost, Result: pass.ResultUpdated, Resources: unguarded},
+			{TaskJudgement: &canceled, Result: pass.ResultUpdated}},
+		Ignored: []pass.Ignored{{Key: "task:nope", Type: "list", Reason: "not a string"}},
+		Guards:  pass.GuardsOf([]judge.Guard{{Name: judge.GuardMaxReleases, Wanted: 12, Limit: 10}}),
 		Kubernetes: &pass.KubernetesReport{Read: pass.KubernetesRead, Where: "pulp/app=worker", Pods: 3,
 			OwnersByEvidence: map[judge.PodRule]int{judge.PodAliveNotHeartbeating: 1, pass.PodRuleNone: 2}},
 		Summary: pass.Summary{HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 1, judge.VerdictTaskFinished: 1},

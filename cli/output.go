@@ -39,13 +39,13 @@ func evidenceText(f pass.Finding) string {
 	e := f.Evidence()
 	parts := []string{"owner " + e.OwnerLiveness.String()}
 	if e.HeartbeatAge != nil {
-		parts[0] += " (heartbeat " + e.HeartbeatAge.String() + " ago)"
+		parts[0] += " (heartbeat " + pass.SecondsOf(e.HeartbeatAge).String() + " ago)"
 	}
 	switch {
 	case e.TaskState != "":
 		t := "task " + quoteText(e.TaskState)
 		if e.FinishedAge != nil {
-			t += " " + e.FinishedAge.String() + " ago"
+			t += " " + pass.SecondsOf(e.FinishedAge).String() + " ago"
 		}
 		parts = append(parts, t)
 	case f.Kind == judge.KindTask:

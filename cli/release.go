@@ -166,7 +166,7 @@ func confirmRelease(env Env, in *pass.Inspection, owner string) (int, bool) {
 func refuseAliveOwner(env Env, in *pass.Inspection, owner string) (int, bool) {
 	for _, g := range in.OwnerRelease(owner).Guards {
 		if g.Name == judge.GuardAliveOwner {
-			fmt.Fprintf(env.Stderr, "lock-reaper release: refused: %s\n", g.Reason)
+			fmt.Fprintf(env.Stderr, "lock-reaper release: refused: %s\n", pass.GuardReason(g))
 			return pass.ExitGuarded, true
 		}
 	}

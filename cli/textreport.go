@@ -281,7 +281,7 @@ func taskText(f pass.Finding) string {
 	case state == "":
 		return "-"
 	case e.FinishedAge != nil:
-		state += " " + e.FinishedAge.String() + " ago"
+		state += " " + pass.SecondsOf(e.FinishedAge).String() + " ago"
 	}
 	if id := findingTask(f); f.Kind != judge.KindTask && id != "" {
 		return id + " " + state // whole: it is copied into explain

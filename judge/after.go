@@ -3,8 +3,6 @@ package judge
 // What a pass decides after acting: rules whose facts include what the
 // release did, applied by the actor between its steps.
 
-import "slices"
-
 // DeferredTaskLockHeld is why a task update waits for a later pass.
 const DeferredTaskLockHeld = "its task lock is still held"
 
@@ -17,10 +15,10 @@ func NeedsCancelSignal(tj *TaskJudgement) bool {
 }
 
 // UpdateWaits says a task update must wait for a later pass: a task lock
-// its update needs gone (TaskDetails.AfterRelease) is still held after the
+// its update needs gone (TaskJudgement.AfterRelease) is still held after the
 // release. A task requeued while its old lock remains would block the next
 // worker that picks it up. stillHeld names the task lock keys the plan
 // listed that the release left in place.
 func UpdateWaits(tj *TaskJudgement, stillHeld map[string]bool) bool {
-	return slices.ContainsFunc(tj.Details().AfterRelease, func(k string) bool { return stillHeld[k] })
+	return tj.AfterRelease != "" && stillHeld[tj.AfterRelease]
 }

@@ -1,9 +1,7 @@
 package judge
 
 import (
-	"fmt"
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -124,32 +122,11 @@ func massDeath(c MassDeathCount, p Policy) bool {
 	return !p.Force && c.Workers > 0 && c.Workers >= p.MinWorkers && float64(c.Dead)/float64(c.Workers) > p.MaxDeadFraction
 }
 
-// massDeathReason says what the guard counted, with the deaths' real ages.
-func massDeathReason(c MassDeathCount, p Policy) string {
-	ages := "dead for " + Duration(c.Newest).String()
-	if c.Oldest != c.Newest {
-		ages = fmt.Sprintf("dead for %s to %s", Duration(c.Newest), Duration(c.Oldest))
-	}
-	var why string
-	switch {
-	case c.NoneLive:
-		why = "no worker row is alive"
-	case c.Remembered == c.Dead:
-		why = "each was seen alive by an earlier pass"
-	case c.Remembered > 0:
-		why = fmt.Sprintf("%d of them seen alive by an earlier pass, the others died within the last %s", c.Remembered, MassDeathWindow)
-	default:
-		why = fmt.Sprintf("each died within the last %s", MassDeathWindow)
-	}
-	return fmt.Sprintf("%d of %d worker rows are dead, %s (%s), more than max_dead_fraction %s: a database too slow to record heartbeats looks like a dead fleet; nothing is released on dead grounds and no task is updated until pulpcore deletes those rows, the pods prove the deaths, or a pass runs with --force; rerun with --force if the workers really died",
-		c.Dead, c.Workers, ages, why, strconv.FormatFloat(p.MaxDeadFraction, 'f', -1, 64))
-}
-
 // applyGuards holds back what the mass-death guard and the per-pass limits
 // forbid. Held-back work is reported as deferred and waits for the next pass.
 func applyGuards(plan *Plan, fleet *Fleet, seen map[string]SeenAlive, p Policy) {
 	if c := CountMassDeath(fleet.WorkerRows(), seen, MassDeathWindow); massDeath(c, p) {
-		plan.Guards = append(plan.Guards, Guard{Name: GuardMassDeath, Reason: massDeathReason(c, p)})
+		plan.Guards = append(plan.Guards, Guard{Name: GuardMassDeath, Count: c, MaxDeadFraction: p.MaxDeadFraction})
 		for i := range plan.Holdings {
 			if jd := &plan.Holdings[i]; jd.Action == ActionRelease && jd.Verdict.onDeadGrounds() {
 				jd.Deferred = "mass-death guard"
@@ -166,13 +143,13 @@ func applyGuards(plan *Plan, fleet *Fleet, seen map[string]SeenAlive, p Policy) 
 		jd := &holdings[i]
 		return releaseUnit(jd), jd.Action == ActionRelease && jd.Deferred == ""
 	}, func(i int) { holdings[i].Deferred = "max_releases" }); deferred > 0 {
-		plan.Guards = append(plan.Guards, Guard{Name: GuardMaxReleases, Reason: fmt.Sprintf("%d holdings to release, at most %d per pass (max_releases): the rest waits for the next pass", wanted, p.MaxReleases)})
+		plan.Guards = append(plan.Guards, Guard{Name: GuardMaxReleases, Wanted: wanted, Limit: p.MaxReleases})
 	}
 	tasks := plan.Tasks
 	if wanted, deferred := limitPerPass(len(tasks), p.MaxTaskUpdates, func(i int) (int, bool) {
 		return i, tasks[i].Action == ActionUpdate && tasks[i].Deferred == ""
 	}, func(i int) { tasks[i].Deferred = "max_task_updates" }); deferred > 0 {
-		plan.Guards = append(plan.Guards, Guard{Name: GuardMaxTaskUpdates, Reason: fmt.Sprintf("%d tasks to update, at most %d per pass (max_task_updates): the rest waits for the next pass", wanted, p.MaxTaskUpdates)})
+		plan.Guards = append(plan.Guards, Guard{Name: GuardMaxTaskUpdates, Wanted: wanted, Limit: p.MaxTaskUpdates})
 	}
 }
 

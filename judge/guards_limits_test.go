@@ -91,8 +91,10 @@ func TestJudgeMassDeathGuardReason(t *testing.T) {
 	plan := g.w.judge(DefaultPolicy())
 	require.Len(t, plan.Guards, 1)
 	require.Equal(t, "mass-death", plan.Guards[0].Name)
-	require.Contains(t, plan.Guards[0].Reason, "3 of 5 worker rows are dead")
-	require.Contains(t, plan.Guards[0].Reason, "0.5")
+	guard := plan.Guards[0]
+	require.Equal(t, 5, guard.Count.Workers)
+	require.Equal(t, 3, guard.Count.Dead)
+	require.Equal(t, 0.5, guard.MaxDeadFraction)
 }
 
 // A stuck-claim suspect is no update, so the guard has nothing to defer.

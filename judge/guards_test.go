@@ -203,12 +203,13 @@ func TestJudgeMassDeathGuardRemembers(t *testing.T) {
 	for _, after := range []time.Duration{120 * time.Second, 230 * time.Second, 250 * time.Second, 300 * time.Second, 20 * time.Minute, 23 * time.Hour} {
 		plan := build(after, true).judge(DefaultPolicy())
 		require.True(t, jtHasGuard(plan, "mass-death"), "after %s", after)
-		reason := plan.Guards[0].Reason
-		require.Contains(t, reason, "4 of 5 worker rows are dead, dead for "+Duration(after-death).String()+" (")
+		c := plan.Guards[0].Count
+		require.Equal(t, []int{5, 4}, []int{c.Workers, c.Dead}, "after %s", after)
+		require.Equal(t, []time.Duration{after - death, after - death}, []time.Duration{c.Newest, c.Oldest}, "its real age")
 		if after-death > MassDeathWindow {
-			require.Contains(t, reason, "(each was seen alive by an earlier pass)", "after %s", after)
+			require.Equal(t, 4, c.Remembered, "each was seen alive by an earlier pass, after %s", after)
 		} else {
-			require.Contains(t, reason, "(each died within the last 3m0s)", "after %s", after)
+			require.Zero(t, c.Remembered, "each died within the window, after %s", after)
 		}
 		for _, tj := range plan.Tasks {
 			require.Equal(t, "mass-death guard", tj.Deferred)
@@ -224,7 +225,7 @@ func TestJudgeMassDeathGuardRemembers(t *testing.T) {
 	// within it, one past it is not counted.
 	plan := build(120*time.Second, false).judge(DefaultPolicy())
 	require.True(t, jtHasGuard(plan, "mass-death"))
-	require.Contains(t, plan.Guards[0].Reason, "each died within the last 3m0s")
+	require.Zero(t, plan.Guards[0].Count.Remembered, "each died within the window")
 	require.Len(t, plan.SeenAlive, 5, "deaths seen happen are remembered")
 	require.False(t, jtHasGuard(build(20*time.Minute, false).judge(DefaultPolicy()), "mass-death"), "a death no pass saw happen")
 
@@ -238,16 +239,14 @@ func TestJudgeMassDeathGuardRemembers(t *testing.T) {
 	require.Len(t, seen, 4)
 }
 
-// TestMassDeathReasonSaysTheAges: the guard's reason gives the real ages of
-// the deaths it counted, not the window.
-func TestMassDeathReasonSaysTheAges(t *testing.T) {
+// TestMassDeathCountsTheAges: the guard counts the real ages of the deaths,
+// not the window (the report words them: pass.GuardReason).
+func TestMassDeathCountsTheAges(t *testing.T) {
 	t.Parallel()
-	p := DefaultPolicy()
 	c := CountMassDeath([]WorkerRow{
 		{ID: "a", Live: true}, {ID: "b", DeadFor: 30 * time.Second}, {ID: "c", DeadFor: 23 * time.Hour},
 	}, map[string]SeenAlive{"c": {Name: "1@c", At: jtNow}}, MassDeathWindow)
 	require.Equal(t, MassDeathCount{Workers: 3, Dead: 2, Remembered: 1, Newest: 30 * time.Second, Oldest: 23 * time.Hour}, c)
-	require.Contains(t, massDeathReason(c, p), "2 of 3 worker rows are dead, dead for 30s to 23h0m0s (1 of them seen alive by an earlier pass, the others died within the last 3m0s)")
 	c = CountMassDeath([]WorkerRow{{ID: "b", DeadFor: 2 * time.Hour}, {ID: "c", DeadFor: time.Hour}}, nil, MassDeathWindow)
-	require.Contains(t, massDeathReason(c, p), "2 of 2 worker rows are dead, dead for 1h0m0s to 2h0m0s (no worker row is alive)")
+	require.Equal(t, MassDeathCount{Workers: 2, Dead: 2, Newest: time.Hour, Oldest: 2 * time.Hour, NoneLive: true}, c)
 }

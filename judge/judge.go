@@ -57,10 +57,6 @@ type judge struct {
 	// claim's worker does not hold their task lock, gathered with the task
 	// verdicts (see reservingRow).
 	rowReserved map[holdingKey]string
-	// holders lists each resource's holders, for the unprotected tasks.
-	holders map[string][]ResourceHolder
-	// reasons are the lost tasks' messages, by owner and state.
-	reasons map[[2]string]string
 	// counts of every holding judged, listed or not.
 	byVerdict [len(verdictNames)]int
 	byOwner   map[string]int

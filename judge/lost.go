@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -131,47 +130,24 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) 
 		if t.State == StateRunning {
 			tj.StateAfter = j.p.LostRunning
 		}
-		tj.Reason = j.lostReason(owner, tj.StateAfter)
 	case VerdictOrphanedClaim:
 		if held.count > 0 {
-			tj.details().AfterRelease = []string{last.Key}
+			tj.AfterRelease = last.Key
 		}
 		if j.p.OrphanedWaiting == WaitingCancel {
-			tj.StateAfter, tj.Reason = StateCanceled, j.lostReason(owner, StateCanceled)
+			tj.StateAfter = StateCanceled
 		} else {
 			tj.StateAfter, tj.ClearClaim = StateWaiting, true
 		}
 	case VerdictStuckClaim:
 		tj.StateAfter, tj.ClearClaim = StateWaiting, true
 		s := remember(j.suspects, &j.snap, StuckClaimKey(id, t.AppLockID), v)
-		tj.details().FirstSeen = &s.FirstSeen
+		tj.FirstSeen = &s.FirstSeen
 		if !confirmed(s.FirstSeen, j.snap.Now, j.p) {
 			tj.Action = ActionSuspect
 		}
 	case VerdictUnprotected:
 		tj.StateAfter = t.State
-		tj.details().Resources = j.unguarded(t, owner)
-		tj.Reason = fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", owner, TaskKeyPrefix, id)
 	}
 	return tj
-}
-
-// lostReason is the message a lost task is finished with. It is one string
-// per owner and state, however many tasks the owner lost: a dead worker may
-// leave a hundred thousand.
-func (j *judge) lostReason(owner, stateAfter string) string {
-	key := [2]string{owner, stateAfter}
-	if r, ok := j.reasons[key]; ok {
-		return r
-	}
-	shown := owner
-	if shown == "" {
-		shown = "(unknown)"
-	}
-	r := fmt.Sprintf("Worker %s has gone missing; lock reaper %s.", shown, stateAfter)
-	if j.reasons == nil {
-		j.reasons = map[[2]string]string{}
-	}
-	j.reasons[key] = r
-	return r
 }

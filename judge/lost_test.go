@@ -20,9 +20,8 @@ func TestJudgeLostTasks(t *testing.T) {
 		action     Action
 		stateAfter string
 		clearClaim bool
-		reason     string
 		owner      string
-		after      bool // AfterRelease lists the task's lock key
+		after      bool // AfterRelease names the task's lock key
 	}
 	cases := []struct {
 		name   string
@@ -36,8 +35,7 @@ func TestJudgeLostTasks(t *testing.T) {
 			build: func(w *jtWorld) string {
 				return w.task(StateRunning, w.worker(owner, time.Hour))
 			},
-			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner,
-				reason: "Worker 1@worker-a has gone missing; lock reaper canceled."},
+			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner},
 		},
 		{
 			name:   "running, claim row dead, lost_running failed",
@@ -45,8 +43,7 @@ func TestJudgeLostTasks(t *testing.T) {
 			build: func(w *jtWorld) string {
 				return w.task(StateRunning, w.worker(owner, time.Hour))
 			},
-			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateFailed, owner: owner,
-				reason: "Worker 1@worker-a has gone missing; lock reaper failed."},
+			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateFailed, owner: owner},
 		},
 		{
 			name:   "canceling, claim row dead, lost_running failed still cancels",
@@ -54,8 +51,7 @@ func TestJudgeLostTasks(t *testing.T) {
 			build: func(w *jtWorld) string {
 				return w.task(StateCanceling, w.worker(owner, time.Hour))
 			},
-			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner,
-				reason: "Worker 1@worker-a has gone missing; lock reaper canceled."},
+			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner},
 		},
 		{
 			name: "running, claim row dead, successor alive under the same name",
@@ -64,8 +60,7 @@ func TestJudgeLostTasks(t *testing.T) {
 				w.worker(owner, time.Second)
 				return w.task(StateRunning, dead)
 			},
-			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner,
-				reason: "Worker 1@worker-a has gone missing; lock reaper canceled."},
+			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner},
 		},
 		{
 			name: "running, app_lock NULL, task lock names the worker",
@@ -74,24 +69,21 @@ func TestJudgeLostTasks(t *testing.T) {
 				w.taskLock(id, owner)
 				return id
 			},
-			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner,
-				reason: "Worker 1@worker-a has gone missing; lock reaper canceled."},
+			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner},
 		},
 		{
 			name: "running, app_lock NULL, no lock",
 			build: func(w *jtWorld) string {
 				return w.task(StateRunning, "")
 			},
-			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled,
-				reason: "Worker (unknown) has gone missing; lock reaper canceled."},
+			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled},
 		},
 		{
 			name: "canceling, app_lock NULL",
 			build: func(w *jtWorld) string {
 				return w.task(StateCanceling, "")
 			},
-			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled,
-				reason: "Worker (unknown) has gone missing; lock reaper canceled."},
+			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled},
 		},
 		{
 			name: "running, claim row missing",
@@ -100,8 +92,7 @@ func TestJudgeLostTasks(t *testing.T) {
 				w.taskLock(id, owner)
 				return id
 			},
-			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner,
-				reason: "Worker 1@worker-a has gone missing; lock reaper canceled."},
+			want: &want{verdict: VerdictLost, action: ActionUpdate, stateAfter: StateCanceled, owner: owner},
 		},
 		{
 			name: "running, claim row late: nothing",
@@ -132,16 +123,14 @@ func TestJudgeLostTasks(t *testing.T) {
 			build: func(w *jtWorld) string {
 				return w.task(StateRunning, w.worker(owner, time.Second))
 			},
-			want: &want{verdict: VerdictUnprotected, action: ActionReport, stateAfter: StateRunning, owner: owner,
-				reason: "Worker 1@worker-a runs the task, but its lock task:00000002-0000-4000-8000-000000000002 is gone from Redis: its resources are unguarded."},
+			want: &want{verdict: VerdictUnprotected, action: ActionReport, stateAfter: StateRunning, owner: owner},
 		},
 		{
 			name: "running, claim row late, no task lock in a full scan: unprotected",
 			build: func(w *jtWorld) string {
 				return w.task(StateRunning, w.worker(owner, 45*time.Second))
 			},
-			want: &want{verdict: VerdictUnprotected, action: ActionReport, stateAfter: StateRunning, owner: owner,
-				reason: "Worker 1@worker-a runs the task, but its lock task:00000002-0000-4000-8000-000000000002 is gone from Redis: its resources are unguarded."},
+			want: &want{verdict: VerdictUnprotected, action: ActionReport, stateAfter: StateRunning, owner: owner},
 		},
 		{
 			name: "running, claim row alive, no task lock in a registry-only read: nothing",
@@ -194,8 +183,7 @@ func TestJudgeLostTasks(t *testing.T) {
 				w.taskLock(id, owner)
 				return id
 			},
-			want: &want{verdict: VerdictOrphanedClaim, action: ActionUpdate, stateAfter: StateCanceled, owner: owner, after: true,
-				reason: "Worker 1@worker-a has gone missing; lock reaper canceled."},
+			want: &want{verdict: VerdictOrphanedClaim, action: ActionUpdate, stateAfter: StateCanceled, owner: owner, after: true},
 		},
 		{
 			name: "waiting, claim row missing: orphaned-claim",
@@ -277,17 +265,16 @@ func TestJudgeLostTasks(t *testing.T) {
 			require.Equal(t, task.Name, tj.Name)
 			require.Equal(t, tc.want.stateAfter, tj.StateAfter)
 			require.Equal(t, tc.want.clearClaim, tj.ClearClaim)
-			require.Equal(t, tc.want.reason, tj.Reason)
 			require.Equal(t, tc.want.owner, tj.Owner)
 			require.Empty(t, tj.Deferred)
 			if tc.want.after {
-				require.Equal(t, []string{TaskKeyPrefix + id}, tj.Details().AfterRelease)
+				require.Equal(t, TaskKeyPrefix+id, tj.AfterRelease)
 			} else {
-				require.Empty(t, tj.Details().AfterRelease)
+				require.Empty(t, tj.AfterRelease)
 			}
 			if tc.want.verdict == VerdictStuckClaim {
-				require.NotNil(t, tj.Details().FirstSeen)
-				require.Equal(t, jtNow, *tj.Details().FirstSeen)
+				require.NotNil(t, tj.FirstSeen)
+				require.Equal(t, jtNow, *tj.FirstSeen)
 				require.Equal(t, Suspect{Verdict: VerdictStuckClaim, FirstSeen: jtNow}, plan.Suspects[StuckClaimKey(id, task.AppLockID)])
 			}
 		})
@@ -349,7 +336,7 @@ func TestJudgeStuckClaimConfirmation(t *testing.T) {
 			}
 			require.Equal(t, VerdictStuckClaim, tj.Verdict)
 			require.Equal(t, tc.wantAction, tj.Action)
-			require.Equal(t, tc.wantFirst, *tj.Details().FirstSeen)
+			require.Equal(t, tc.wantFirst, *tj.FirstSeen)
 			require.True(t, tj.ClearClaim)
 			require.Equal(t, StateWaiting, tj.StateAfter)
 			require.Equal(t, Suspect{Verdict: VerdictStuckClaim, FirstSeen: tc.wantFirst}, plan.Suspects[key])

@@ -62,48 +62,28 @@ type TaskJudgement struct {
 	StateBefore string
 	StateAfter  string
 	// ClearClaim sets app_lock_id to NULL (a requeue); otherwise the task
-	// is finished with Reason.
+	// is finished, with a message the writer makes (pulpdb.TaskReason).
 	ClearClaim bool
-	Reason     string
 	Deferred   string
-	// TaskDetails is what few task judgements carry, nil for the others:
-	// the hundred thousand lost tasks of one dead worker carry none of it,
-	// and a pointer is a sixth of the room its fields would take in each.
-	*TaskDetails
-}
-
-// TaskDetails is what a stuck claim, an unprotected task or a requeue that
-// waits for a lock adds to its task judgement.
-type TaskDetails struct {
+	// FirstSeen is when a stuck claim was first sighted (database clock).
 	FirstSeen *time.Time
-	// Resources lists, for an unprotected task, what it reserves and who
-	// else holds each.
-	Resources []UnguardedResource
-	// AfterRelease lists task lock keys that must be gone before the update:
-	// a requeued task whose lock remains would block its next worker.
-	AfterRelease []string
+	// AfterRelease is the task lock key that must be gone before the
+	// update, "" for none: a requeued task whose lock remains would block
+	// its next worker.
+	AfterRelease string
 }
 
-// Details is the task judgement's details, the zero value when it has none.
-func (tj TaskJudgement) Details() TaskDetails {
-	if tj.TaskDetails == nil {
-		return TaskDetails{}
-	}
-	return *tj.TaskDetails
-}
-
-// details is the task judgement's details, made when it has none yet.
-func (tj *TaskJudgement) details() *TaskDetails {
-	if tj.TaskDetails == nil {
-		tj.TaskDetails = &TaskDetails{}
-	}
-	return tj.TaskDetails
-}
-
-// Guard says why a pass held back work.
+// Guard says why a pass held back work: the guard, and what it counted,
+// which the report words (pass.GuardReason).
 type Guard struct {
-	Name   string
-	Reason string
+	Name string
+	// Count is what the mass-death guard counted, over MaxDeadFraction.
+	Count           MassDeathCount
+	MaxDeadFraction float64
+	// Wanted is the work a per-pass limit found, Limit the limit.
+	Wanted, Limit int
+	// Owner is the owner a break-glass release refused (alive-owner).
+	Owner Owner
 }
 
 // Plan is the judge's answer for one snapshot: what to release, what to
@@ -179,21 +159,8 @@ func (jd Judgement) HoldingTask() string {
 	return ""
 }
 
-// Duration is an age as reports print it (String).
+// Duration is an age a verdict rested on; the report words it
+// (pass.Seconds).
 type Duration time.Duration
 
 func durationPtr(d time.Duration) *Duration { v := Duration(d); return &v }
-
-// String rounds to what a reader needs: milliseconds under a second, tenths
-// under a minute, whole seconds above.
-func (d Duration) String() string {
-	td := time.Duration(d)
-	switch abs := max(td, -td); {
-	case abs < time.Second:
-		return td.Round(time.Millisecond).String()
-	case abs < time.Minute:
-		return td.Round(100 * time.Millisecond).String()
-	default:
-		return td.Round(time.Second).String()
-	}
-}

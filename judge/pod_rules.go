@@ -37,49 +37,6 @@ func (c *Container) EndedBefore() (end time.Time, rule PodRule, ok bool) {
 	return time.Time{}, "", false
 }
 
-// IncarnationEnded says the pod's status shows, as the kubelet reports it,
-// that an incarnation of its worker or API container ended: state
-// terminated, or a restartCount above zero (after a restart the kubelet
-// keeps the end in lastState.terminated). A pod object that merely
-// disappeared, or lost Ready, shows nothing.
-func (p Pod) IncarnationEnded() bool {
-	return endReported(p.Container) || endReported(p.API)
-}
-
-func endReported(c *Container) bool {
-	return c != nil && (c.Terminated != nil || c.Restarts > 0)
-}
-
-// IncarnationEndedSince says now shows an incarnation end that before (the
-// same pod's earlier status; nil when none was seen) did not: a terminated
-// state newly reported, a restart count grown, or a later end. A watch
-// starts a pass when it turns true: the rows of the ended incarnation are
-// then dead at once (container-ended, container-restarted).
-func IncarnationEndedSince(before *Pod, now Pod) bool {
-	if before == nil || before.UID != now.UID {
-		return now.IncarnationEnded()
-	}
-	return endedSince(before.Container, now.Container) || endedSince(before.API, now.API)
-}
-
-func endedSince(before, now *Container) bool {
-	if !endReported(now) {
-		return false
-	}
-	if before == nil || !endReported(before) {
-		return true
-	}
-	if now.Restarts > before.Restarts {
-		// One restart after an end already reported (before's terminated
-		// state is now's lastState) shows no new end; more restarts, or one
-		// whose end was never reported, do.
-		return now.Restarts > before.Restarts+1 || !sameEnd(before.Terminated, now.LastTerminated)
-	}
-	b, _, bok := before.EndedBefore()
-	n, _, nok := now.EndedBefore()
-	return nok && (!bok || n.After(b))
-}
-
 // endedRule says the row was written only by an incarnation of its
 // container that the kubelet reports ended, and names the rule:
 //   - the kubelet reports an end at end (EndedBefore);
@@ -180,9 +137,4 @@ func viewTrusted(rows map[string]AppStatus, now time.Time, grace time.Duration, 
 		}
 	}
 	return alive > 0
-}
-
-// sameEnd says two reported terminations are one incarnation's end.
-func sameEnd(a, b *Termination) bool {
-	return a != nil && b != nil && a.FinishedAt != nil && b.FinishedAt != nil && a.FinishedAt.Equal(*b.FinishedAt)
 }

@@ -264,37 +264,6 @@ func TestPodRulesMassDeathCountsCertainDeaths(t *testing.T) {
 	require.Equal(t, 2, dead, "pods gone are deaths the mass-death guard sees")
 }
 
-func TestIncarnationEndedSince(t *testing.T) {
-	t.Parallel()
-	running := ptRunning("w", time.Hour, 0)
-	restarted := ptWith(ptRunning("w", 2*time.Second, 1), func(p *Pod) { p.Container.LastTerminated.Reason = "OOMKilled" })
-	restartedAgain := ptWith(ptRunning("w", time.Second, 2), func(p *Pod) {})
-	cases := []struct {
-		name   string
-		before *Pod
-		now    Pod
-		want   bool
-	}{
-		{"first sight, running, never restarted", nil, running, false},
-		{"first sight, restarted once", nil, restarted, true},
-		{"running, unchanged", &running, running, false},
-		{"restart count grown", &running, restarted, true},
-		{"restart count grown again", &restarted, restartedAgain, true},
-		{"restarted, unchanged", &restarted, restarted, false},
-		{"terminated now", &running, ptEnded(running, time.Second, "OOMKilled", 137), true},
-		{"Ready False only (node lost): no report", &running, ptNodeLost(running), false},
-		{"deletion timestamp only: no report", &running, ptWith(running, func(p *Pod) { p.Terminating = true }), false},
-		{"another pod of the name", &restarted, ptWith(restarted, func(p *Pod) { p.UID = "other" }), true},
-		{"API container terminated", &running, ptWith(running, func(p *Pod) { p.API = ptEnded(running, time.Second, "Error", 1).Container }), true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			require.Equal(t, tc.want, IncarnationEndedSince(tc.before, tc.now))
-		})
-	}
-}
-
 // The decision functions, called directly.
 func TestPodDecisionFunctions(t *testing.T) {
 	t.Parallel()

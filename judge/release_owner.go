@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"fmt"
 	"maps"
 	"time"
 )
@@ -145,9 +144,7 @@ func declareDead(rows []AppStatus, now time.Time, grace time.Duration, owner str
 func refuseAliveOwner(snap Snapshot, p Policy, o Owner) Plan {
 	full := All(snap, p)
 	plan := ownerPlan(full, snap, o.Name)
-	plan.Guards = []Guard{{Name: GuardAliveOwner, Reason: fmt.Sprintf(
-		"%s has an online AppStatus row (heartbeat %s ago): its locks are most likely healthy; nothing is released and no task is updated; rerun with --force if it is really dead",
-		o.Name, Duration(o.HeartbeatAge))}}
+	plan.Guards = []Guard{{Name: GuardAliveOwner, Owner: o}}
 	for _, jd := range full.Holdings {
 		if jd.Owner != o.Name {
 			continue

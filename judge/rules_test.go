@@ -245,7 +245,7 @@ func TestRuleAfterRelease(t *testing.T) {
 		require.Equal(t, c.want, NeedsCancelSignal(&c.tj), c.row)
 	}
 	key := TaskKeyPrefix + "0198a5c4-0000-7000-8000-000000000001"
-	requeue := TaskJudgement{StateBefore: StateWaiting, StateAfter: StateWaiting, ClearClaim: true, TaskDetails: &TaskDetails{AfterRelease: []string{key}}}
+	requeue := TaskJudgement{StateBefore: StateWaiting, StateAfter: StateWaiting, ClearClaim: true, AfterRelease: key}
 	require.True(t, UpdateWaits(&requeue, map[string]bool{key: true}), "its task lock is still held")
 	require.False(t, UpdateWaits(&requeue, map[string]bool{}), "its task lock was released")
 	require.False(t, UpdateWaits(&TaskJudgement{}, map[string]bool{key: true}), "an update that waits for no lock")

@@ -78,25 +78,25 @@ func TestPodEvidenceOfRealisticPods(t *testing.T) {
 	require.True(t, got.ContainersReady, "MarkPodsNotReady changes Ready only")
 	require.True(t, got.Container.Running)
 	require.False(t, got.CouldRun())
-	require.False(t, got.IncarnationEnded())
+	require.False(t, IncarnationEnded(got))
 
 	got = byName["example-worker-tainted"]
 	require.Equal(t, "DeletionByTaintManager", got.Disruption)
 	require.True(t, got.Terminating)
 	require.False(t, got.CouldRun())
-	require.False(t, got.IncarnationEnded(), "a deletion is no report of an end")
+	require.False(t, IncarnationEnded(got), "a deletion is no report of an end")
 
 	got = byName["example-worker-evicted"]
 	require.Equal(t, "Failed", got.Phase)
 	require.Equal(t, "Evicted", got.Reason)
 	require.Equal(t, &judge.Termination{Reason: "Error", ExitCode: 137, FinishedAt: &ended.Time}, got.Container.Terminated)
-	require.True(t, got.IncarnationEnded())
+	require.True(t, IncarnationEnded(got))
 
 	got = byName["example-worker-oom"]
 	require.True(t, got.CouldRun())
 	require.Equal(t, &judge.Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: &ended.Time}, got.Container.LastTerminated)
 	require.Equal(t, int32(1), got.Container.Restarts)
-	require.True(t, got.IncarnationEnded())
+	require.True(t, IncarnationEnded(got))
 
 	got = byName["example-api-otel"]
 	require.Nil(t, got.Container)

@@ -226,8 +226,8 @@ func (w *Watcher) watchFailed(_ context.Context, _ *cache.Reflector, err error) 
 
 // observe notes a change of a pod and signals a worker container's end.
 //
-// What counts as an end is judge.IncarnationEndedSince, the rule that
-// makes the ended incarnation's rows dead at once. The deletion of a pod
+// What counts as an end is IncarnationEndedSince (ended.go): the pod
+// rules then make the ended incarnation's rows dead at once. The deletion of a pod
 // object is no end: the kubelet deletes a gracefully deleted pod with grace
 // period 0 once its containers stopped (pkg/kubelet/status/status_manager.go,
 // syncPod: canBeDeleted, then Delete with GracePeriodSeconds 0 and the pod's
@@ -243,7 +243,7 @@ func (w *Watcher) observe(old, new *corev1.Pod) {
 		b := w.src.evidence(old)
 		before = &b
 	}
-	if !judge.IncarnationEndedSince(before, w.src.evidence(new)) {
+	if !IncarnationEndedSince(before, w.src.evidence(new)) {
 		return
 	}
 	w.endings.Add(1)

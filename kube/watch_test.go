@@ -181,7 +181,7 @@ func TestWatcherRemembersAPodDeletedAfterItsEnd(t *testing.T) {
 	require.Len(t, pods, 2, "the API pod, and a's last status; b, force-deleted, is not remembered")
 	require.Equal(t, a, pods[1].Name)
 	require.NotNil(t, pods[1].Container.Terminated, "the kubelet's report of a's end")
-	require.True(t, pods[1].IncarnationEnded())
+	require.True(t, IncarnationEnded(pods[1]))
 
 	require.NoError(t, api.Create(kubeapi.NewPod(kubeapi.PodSpec{Namespace: "pulp", Name: a, Component: "worker", Node: "node-b", Started: wt0.Add(2 * time.Minute)})))
 	require.Eventually(t, func() bool {

@@ -53,12 +53,13 @@ func (f *Finding) UnmarshalJSON(b []byte) error {
 // members, then the pass's result.
 type taskFindingJSON struct {
 	TaskVerdict
-	Result Result `json:"result"`
+	Resources []UnguardedResource `json:"resources,omitempty"`
+	Result    Result              `json:"result"`
 }
 
 // MarshalJSON writes a task finding as a report lists it.
 func (f TaskFinding) MarshalJSON() ([]byte, error) {
-	return json.Marshal(taskFindingJSON{TaskVerdict: *TaskVerdictOf(f.TaskJudgement), Result: f.Result})
+	return json.Marshal(taskFindingJSON{TaskVerdict: *TaskVerdictOf(f.TaskJudgement), Resources: f.Resources, Result: f.Result})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -67,6 +68,6 @@ func (f *TaskFinding) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*f = TaskFinding{TaskJudgement: v.TaskVerdict.judged(), Result: v.Result}
+	*f = TaskFinding{TaskJudgement: v.TaskVerdict.judged(), Result: v.Result, Resources: v.Resources}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pulpdb"
 )
 
 // The JSON shapes of what the judge decides, as every command prints them
@@ -22,8 +23,21 @@ func SecondsOf(d *judge.Duration) *Seconds { return (*Seconds)(d) }
 // judged is s in the judge's form, the same value.
 func (s *Seconds) judged() *judge.Duration { return (*judge.Duration)(s) }
 
-// String is the age as text prints it (judge.Duration's String).
-func (s Seconds) String() string { return judge.Duration(s).String() }
+// String rounds to what a reader needs: milliseconds under a second, tenths
+// under a minute, whole seconds above.
+func (s Seconds) String() string { return AgeText(time.Duration(s)) }
+
+// AgeText is an age as text prints it (Seconds.String).
+func AgeText(d time.Duration) string {
+	switch abs := max(d, -d); {
+	case abs < time.Second:
+		return d.Round(time.Millisecond).String()
+	case abs < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
 
 // MarshalJSON renders seconds with millisecond precision.
 func (s Seconds) MarshalJSON() ([]byte, error) {
@@ -167,7 +181,7 @@ type Ignored struct {
 	Reason string `json:"reason"`
 }
 
-// Guard says why a pass held back work (judge.Guard).
+// Guard says why a pass held back work (judge.Guard, worded by GuardReason).
 type Guard struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
@@ -185,37 +199,36 @@ func ignoredOf(ig []judge.Ignored) []Ignored {
 func GuardsOf(gs []judge.Guard) []Guard {
 	out := make([]Guard, len(gs))
 	for i, g := range gs {
-		out[i] = Guard(g)
+		out[i] = Guard{Name: g.Name, Reason: GuardReason(g)}
 	}
 	return out
 }
 
 // TaskVerdict is the verdict on one task as JSON writes it (judge.TaskJudgement).
 type TaskVerdict struct {
-	ID          string              `json:"id"`
-	Name        string              `json:"name,omitempty"`
-	Verdict     judge.Verdict       `json:"verdict"`
-	Action      judge.Action        `json:"action"`
-	Owner       string              `json:"owner,omitempty"`
-	AppLockID   string              `json:"app_lock_id,omitempty"`
-	StateBefore string              `json:"state_before"`
-	StateAfter  string              `json:"state_after"`
-	ClearClaim  bool                `json:"requeue,omitempty"`
-	Reason      string              `json:"reason,omitempty"`
-	Deferred    string              `json:"deferred,omitempty"`
-	FirstSeen   *time.Time          `json:"first_seen,omitempty"`
-	Resources   []UnguardedResource `json:"resources,omitempty"`
+	ID          string        `json:"id"`
+	Name        string        `json:"name,omitempty"`
+	Verdict     judge.Verdict `json:"verdict"`
+	Action      judge.Action  `json:"action"`
+	Owner       string        `json:"owner,omitempty"`
+	AppLockID   string        `json:"app_lock_id,omitempty"`
+	StateBefore string        `json:"state_before"`
+	StateAfter  string        `json:"state_after"`
+	ClearClaim  bool          `json:"requeue,omitempty"`
+	Reason      string        `json:"reason,omitempty"`
+	Deferred    string        `json:"deferred,omitempty"`
+	FirstSeen   *time.Time    `json:"first_seen,omitempty"`
 }
 
 // UnguardedResource is a resource an unprotected task reserves, with its
-// other holders (judge.UnguardedResource).
+// other holders (unguarded).
 type UnguardedResource struct {
 	Resource     string           `json:"resource"`
 	Need         judge.Kind       `json:"need"`
 	OtherHolders []ResourceHolder `json:"other_holders"`
 }
 
-// ResourceHolder is one holding of a resource (judge.ResourceHolder).
+// ResourceHolder is one holding of a resource.
 type ResourceHolder struct {
 	Owner string     `json:"owner"`
 	Kind  judge.Kind `json:"kind"`
@@ -226,35 +239,14 @@ func TaskVerdictOf(tj *judge.TaskJudgement) *TaskVerdict {
 	if tj == nil {
 		return nil
 	}
-	d := tj.Details()
-	v := &TaskVerdict{ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
-		StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, ClearClaim: tj.ClearClaim, Reason: tj.Reason, Deferred: tj.Deferred,
-		FirstSeen: d.FirstSeen}
-	for _, r := range d.Resources {
-		u := UnguardedResource{Resource: r.Resource, Need: r.Need, OtherHolders: make([]ResourceHolder, len(r.OtherHolders))}
-		for i, h := range r.OtherHolders {
-			u.OtherHolders[i] = ResourceHolder(h)
-		}
-		v.Resources = append(v.Resources, u)
-	}
-	return v
+	return &TaskVerdict{ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
+		StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, ClearClaim: tj.ClearClaim, Reason: pulpdb.TaskReason(tj), Deferred: tj.Deferred,
+		FirstSeen: tj.FirstSeen}
 }
 
 // judged is v in the judge's form (without what JSON does not carry: the
-// task locks a requeue waits for).
+// task lock a requeue waits for; its reason follows from the rest).
 func (v TaskVerdict) judged() *judge.TaskJudgement {
-	tj := &judge.TaskJudgement{ID: v.ID, Name: v.Name, Verdict: v.Verdict, Action: v.Action, Owner: v.Owner, AppLockID: v.AppLockID,
-		StateBefore: v.StateBefore, StateAfter: v.StateAfter, ClearClaim: v.ClearClaim, Reason: v.Reason, Deferred: v.Deferred}
-	if v.FirstSeen == nil && v.Resources == nil {
-		return tj
-	}
-	tj.TaskDetails = &judge.TaskDetails{FirstSeen: v.FirstSeen}
-	for _, r := range v.Resources {
-		u := judge.UnguardedResource{Resource: r.Resource, Need: r.Need, OtherHolders: make([]judge.ResourceHolder, len(r.OtherHolders))}
-		for i, h := range r.OtherHolders {
-			u.OtherHolders[i] = judge.ResourceHolder(h)
-		}
-		tj.Resources = append(tj.Resources, u)
-	}
-	return tj
+	return &judge.TaskJudgement{ID: v.ID, Name: v.Name, Verdict: v.Verdict, Action: v.Action, Owner: v.Owner, AppLockID: v.AppLockID,
+		StateBefore: v.StateBefore, StateAfter: v.StateAfter, ClearClaim: v.ClearClaim, Deferred: v.Deferred, FirstSeen: v.FirstSeen}
 }

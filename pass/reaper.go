@@ -136,6 +136,7 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase}
 	err = act.run(ctx)
 	rep.fill(&plan, act)
+	rep.addUnguarded(&snap)
 	return err
 }
 

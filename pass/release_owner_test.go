@@ -92,7 +92,7 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 	plan := judge.OwnerRelease(w.Snap, w.Policy, "1@live")
 	require.Len(t, plan.Guards, 1)
 	require.Equal(t, "alive-owner", plan.Guards[0].Name)
-	require.Contains(t, plan.Guards[0].Reason, "1@live has an online AppStatus row (heartbeat 1s ago)")
+	require.Contains(t, pass.GuardReason(plan.Guards[0]), "1@live has an online AppStatus row (heartbeat 1s ago)")
 	require.Len(t, plan.Holdings, 4, "the owner's holdings as a normal pass judges them")
 	for _, jd := range plan.Holdings {
 		require.NotEqual(t, judge.ActionSuspect, jd.Action, "a refused release remembers nothing")

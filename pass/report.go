@@ -63,6 +63,9 @@ type Finding struct {
 type TaskFinding struct {
 	*judge.TaskJudgement
 	Result Result
+	// Resources lists, for an unprotected task, what it reserves and who
+	// else holds each (addUnguarded).
+	Resources []UnguardedResource
 }
 
 // Summary counts holdings and tasks by verdict and by result.

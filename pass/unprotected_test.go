@@ -35,7 +35,7 @@ func TestUnprotectedTaskReportedNothingWritten(t *testing.T) {
 		require.Equal(t, judge.VerdictUnprotected, tf.Verdict)
 		require.Equal(t, judge.ActionReport, tf.Action)
 		require.Equal(t, pass.ResultReported, tf.Result)
-		require.Equal(t, []judge.UnguardedResource{{Resource: r, Need: judge.KindExclusive, OtherHolders: []judge.ResourceHolder{{Owner: "2@other", Kind: judge.KindExclusive}}}}, tf.Details().Resources)
+		require.Equal(t, []pass.UnguardedResource{{Resource: r, Need: judge.KindExclusive, OtherHolders: []pass.ResourceHolder{{Owner: "2@other", Kind: judge.KindExclusive}}}}, tf.Resources)
 		require.Zero(t, rep.Summary.TasksUpdated)
 	}
 	require.Equal(t, dbBefore, sfDBState(f), "nothing written to the database")

@@ -59,7 +59,7 @@ func (u *TaskUpdater) UpdateBatch(ctx context.Context, batch []judge.TaskJudgeme
 	locks := make([]*string, n)
 	clear := make([]bool, n)
 	for i, tj := range batch {
-		ids[i], states[i], newStates[i], reasons[i], clear[i] = tj.ID, tj.StateBefore, tj.StateAfter, tj.Reason, tj.ClearClaim
+		ids[i], states[i], newStates[i], reasons[i], clear[i] = tj.ID, tj.StateBefore, tj.StateAfter, TaskReason(&tj), tj.ClearClaim
 		if tj.AppLockID != "" {
 			lock := tj.AppLockID
 			locks[i] = &lock

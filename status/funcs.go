@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // funcs are the templates' helpers. Every value from Redis or the database
@@ -91,7 +92,7 @@ func durationText(d *judge.Duration) string {
 	if d == nil {
 		return "-"
 	}
-	return d.String()
+	return pass.AgeText(time.Duration(*d))
 }
 
 // roundDur writes a duration to the second, or the millisecond under one.
