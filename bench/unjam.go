@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/sim"
 )
 
@@ -27,11 +27,11 @@ const scenarioUnjam = "unjam"
 const (
 	unjamWorkerTTL     = sim.DefaultWorkerTTL
 	unjamAPITTL        = sim.DefaultAPITTL
-	unjamGrace         = judge.DefaultHeartbeatGrace
+	unjamGrace         = pass.DefaultHeartbeatGrace
 	unjamSchedule      = time.Minute // daemon.ScheduleDefault, "@every 1m"
 	unjamJitter        = 5 * time.Second
 	unjamFullScan      = 10 * time.Minute
-	unjamClockSkew     = judge.DefaultClockSkew
+	unjamClockSkew     = pass.DefaultClockSkew
 	unjamPodResolution = sim.DefaultPodTimeResolution
 	// unjamPoll is how often an idle simulated worker fetches, not scaled:
 	// pulpcore's Redis worker sleeps number of workers × 10 ms between

@@ -104,9 +104,7 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	f.task = strings.ToLower(f.task)
-	var known bool
-	f.verdict, known = judge.ParseVerdict(verdict)
-	if verdict != "" && (!known || !knownVerdict(f.verdict)) {
+	if verdict != "" && (f.verdict.UnmarshalText([]byte(verdict)) != nil || !knownVerdict(f.verdict)) {
 		fmt.Fprintf(env.Stderr, "lock-reaper locks: --verdict must be one of %s, got %q\n", verdictNames(), verdict)
 		return pass.ExitUsage
 	}
@@ -154,7 +152,7 @@ func lockLines(plan judge.Plan) []LockLine {
 		}
 		lines = append(lines, LockLine{
 			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: e.OwnerLiveness.String(),
-			HeartbeatAge: pass.SecondsOf(e.HeartbeatAge), Kubernetes: pod, Resource: jd.Resource(), Task: jd.HoldingTask(), TaskState: e.TaskState,
+			HeartbeatAge: pass.SecondsOf(e.HeartbeatAge), Kubernetes: pod, Resource: jd.Resource(), Task: pass.HoldingTask(&jd), TaskState: e.TaskState,
 			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
 		})
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pass"
 )
 
@@ -65,16 +64,16 @@ func TestDefault(t *testing.T) {
 	want.Pass.RedisTimeout = pass.DefaultRedisTimeout
 	want.Database.URL = ""
 	want.Pass.DatabaseTimeout = pass.DefaultDatabaseTimeout
-	want.Pass.HeartbeatGrace = judge.DefaultHeartbeatGrace
-	want.Pass.FinishedGrace = judge.DefaultFinishedGrace
-	want.Pass.ConfirmAfter = judge.DefaultConfirmAfter
+	want.Pass.HeartbeatGrace = pass.DefaultHeartbeatGrace
+	want.Pass.FinishedGrace = pass.DefaultFinishedGrace
+	want.Pass.ConfirmAfter = pass.DefaultConfirmAfter
 	want.Pass.SuspectTTL = pass.DefaultSuspectTTL
-	want.Pass.LostRunning = judge.DefaultLostRunning
-	want.Pass.OrphanedWaiting = judge.DefaultOrphanedWaiting
-	want.Pass.MaxDeadFraction = judge.DefaultMaxDeadFraction
-	want.Pass.MinWorkers = judge.DefaultMinWorkers
-	want.Pass.MaxReleases = judge.DefaultMaxReleases
-	want.Pass.MaxTaskUpdates = judge.DefaultMaxTaskUpdates
+	want.Pass.LostRunning = pass.DefaultLostRunning
+	want.Pass.OrphanedWaiting = pass.DefaultOrphanedWaiting
+	want.Pass.MaxDeadFraction = pass.DefaultMaxDeadFraction
+	want.Pass.MinWorkers = pass.DefaultMinWorkers
+	want.Pass.MaxReleases = pass.DefaultMaxReleases
+	want.Pass.MaxTaskUpdates = pass.DefaultMaxTaskUpdates
 	want.Pass.CoordinateWithPulpcore = true
 	want.Kubernetes.Enabled = "auto"
 	want.Kubernetes.Selector = "app.kubernetes.io/managed-by=pulp-operator,app.kubernetes.io/component in (worker,api)"

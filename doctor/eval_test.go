@@ -188,7 +188,7 @@ func TestEvalHeartbeats(t *testing.T) {
 func TestEvalLegacyOwners(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	in := &pass.Inspection{Snapshot: judge.Snapshot{Now: now, AppStatuses: []judge.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}}, Policy: judge.DefaultPolicy()}
+	in := &pass.Inspection{Snapshot: judge.Snapshot{Now: now, AppStatuses: []judge.AppStatus{{ID: "1", Name: "1@live", LastHeartbeat: now, TTL: time.Minute}}}, Policy: pass.DefaultConfig().Policy}
 	fleet := in.Fleet()
 	holdings := []judge.Holding{
 		{Key: "task:a", Owner: "1@live", Kind: judge.KindTask},

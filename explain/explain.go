@@ -227,9 +227,9 @@ func (x *explainer) holder(jd judge.Judgement) Holder {
 	e := jd.Evidence()
 	h := Holder{
 		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: e.OwnerLiveness, HeartbeatAge: pass.SecondsOf(e.HeartbeatAge),
-		Kubernetes: pass.PodEvidenceOf(e.Kubernetes), Task: x.taskRef(jd.HoldingTask()), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
+		Kubernetes: pass.PodEvidenceOf(e.Kubernetes), Task: x.taskRef(pass.HoldingTask(&jd)), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
 	}
-	h.Own = jd.HoldingTask() == x.id
+	h.Own = pass.HoldingTask(&jd) == x.id
 	return h
 }
 

@@ -58,13 +58,6 @@ func (v *Verdict) UnmarshalText(b []byte) error {
 	return unmarshalName(verdictNames[:], b, "verdict", v)
 }
 
-// ParseVerdict reads a verdict's name.
-func ParseVerdict(name string) (Verdict, bool) {
-	var v Verdict
-	err := v.UnmarshalText([]byte(name))
-	return v, err == nil
-}
-
 // nameOf is the i-th name, "" for none, a number for an unknown one.
 func nameOf(names []string, i uint8) string {
 	if int(i) < len(names) {

@@ -29,13 +29,13 @@ func TestJudgeConfirmation(t *testing.T) {
 		wantAction    Action
 		wantFirstSeen time.Time
 	}{
-		{"first sighting", nil, DefaultConfirmAfter, ActionSuspect, jtNow},
-		{"seen again before confirm_after", &remembered{VerdictUnclaimed, DefaultConfirmAfter - time.Nanosecond, owner}, DefaultConfirmAfter, ActionSuspect, jtNow.Add(-DefaultConfirmAfter + time.Nanosecond)},
-		{"seen again exactly confirm_after later", &remembered{VerdictUnclaimed, DefaultConfirmAfter, owner}, DefaultConfirmAfter, ActionRelease, jtNow.Add(-DefaultConfirmAfter)},
-		{"seen again long after", &remembered{VerdictUnclaimed, time.Hour, owner}, DefaultConfirmAfter, ActionRelease, jtNow.Add(-time.Hour)},
-		{"verdict changed restarts", &remembered{VerdictTaskMissing, time.Hour, owner}, DefaultConfirmAfter, ActionSuspect, jtNow},
-		{"another owner's suspect does not count", &remembered{VerdictUnclaimed, time.Hour, "2@worker-b"}, DefaultConfirmAfter, ActionSuspect, jtNow},
-		{"first seen in the future restarts", &remembered{VerdictUnclaimed, -time.Minute, owner}, DefaultConfirmAfter, ActionSuspect, jtNow},
+		{"first sighting", nil, jtConfirmAfter, ActionSuspect, jtNow},
+		{"seen again before confirm_after", &remembered{VerdictUnclaimed, jtConfirmAfter - time.Nanosecond, owner}, jtConfirmAfter, ActionSuspect, jtNow.Add(-jtConfirmAfter + time.Nanosecond)},
+		{"seen again exactly confirm_after later", &remembered{VerdictUnclaimed, jtConfirmAfter, owner}, jtConfirmAfter, ActionRelease, jtNow.Add(-jtConfirmAfter)},
+		{"seen again long after", &remembered{VerdictUnclaimed, time.Hour, owner}, jtConfirmAfter, ActionRelease, jtNow.Add(-time.Hour)},
+		{"verdict changed restarts", &remembered{VerdictTaskMissing, time.Hour, owner}, jtConfirmAfter, ActionSuspect, jtNow},
+		{"another owner's suspect does not count", &remembered{VerdictUnclaimed, time.Hour, "2@worker-b"}, jtConfirmAfter, ActionSuspect, jtNow},
+		{"first seen in the future restarts", &remembered{VerdictUnclaimed, -time.Minute, owner}, jtConfirmAfter, ActionSuspect, jtNow},
 		{"confirm_after 0: first sighting is still a suspect", nil, 0, ActionSuspect, jtNow},
 		{"confirm_after 0: any later pass confirms", &remembered{VerdictUnclaimed, time.Nanosecond, owner}, 0, ActionRelease, jtNow.Add(-time.Nanosecond)},
 		{"confirm_after 0: same instant does not confirm", &remembered{VerdictUnclaimed, 0, owner}, 0, ActionSuspect, jtNow},
@@ -50,7 +50,7 @@ func TestJudgeConfirmation(t *testing.T) {
 			if r := tc.remembered; r != nil {
 				w.remember(h.Key, r.owner, r.verdict, r.ago)
 			}
-			p := DefaultPolicy()
+			p := jtPolicy()
 			p.ConfirmAfter = tc.confirmAfter
 			plan := w.judge(p)
 			jd := jtHolding(t, plan, h.Key, owner)
@@ -76,7 +76,7 @@ func TestJudgeConfirmationOfEveryVerdictClass(t *testing.T) {
 		v := map[string]Verdict{missing.Key: VerdictTaskMissing, unclaimed.Key: VerdictUnclaimed, noTask.Key: VerdictNoTask}[h.Key]
 		w.remember(h.Key, h.Owner, v, 5*time.Minute)
 	}
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	for _, h := range []Holding{missing, unclaimed, noTask} {
 		jd := jtHolding(t, plan, h.Key, h.Owner)
 		require.Equal(t, ActionRelease, jd.Action, "%s %s", h.Key, jd.Verdict)
@@ -91,7 +91,7 @@ func TestJudgeConfirmationNotNeeded(t *testing.T) {
 	w.worker("1@w", time.Hour)
 	h := w.resource("R", KindExclusive, "1@w")
 	w.remember(h.Key, h.Owner, VerdictNoTask, 10*time.Second)
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	jd := jtHolding(t, plan, h.Key, h.Owner)
 	require.Equal(t, VerdictOwnerDead, jd.Verdict)
 	require.Equal(t, ActionRelease, jd.Action)
@@ -109,7 +109,7 @@ func TestJudgeSuspectsNotSeenAgain(t *testing.T) {
 		w.worker("1@w", time.Second)
 		w.remember(gone.Key, gone.Owner, VerdictNoTask, time.Minute)
 		w.remember(stuck.Key, stuck.Owner, VerdictStuckClaim, time.Minute)
-		return w.judge(DefaultPolicy())
+		return w.judge(jtPolicy())
 	}
 	t.Run("full scan forgets them", func(t *testing.T) {
 		t.Parallel()
@@ -143,7 +143,7 @@ func TestJudgeRegistryOnlyForgetsSuspectSeenWithOtherVerdict(t *testing.T) {
 	id := w.task(StateWaiting, row)
 	h := w.taskLock(id, "1@w") // healthy now: claimed by 1@w's online row
 	w.remember(h.Key, h.Owner, VerdictUnclaimed, time.Minute)
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	require.Equal(t, VerdictHealthy, jtHolding(t, plan, h.Key, h.Owner).Verdict)
 	require.NotContains(t, plan.Suspects, SuspectKey{Key: h.Key, Owner: h.Owner})
 }
@@ -160,7 +160,7 @@ func TestJudgeRegistryOnlyHealthyPassRestartsConfirmation(t *testing.T) {
 
 	// Pass 1, full scan, t0-150s: acquired, not yet claimed.
 	w.snap.Now = jtNow.Add(-150 * time.Second)
-	p1 := w.judge(DefaultPolicy())
+	p1 := w.judge(jtPolicy())
 	require.Equal(t, ActionSuspect, jtHolding(t, p1, h.Key, owner).Action)
 
 	// Pass 2, registry-only, t0-90s: claimed, healthy.
@@ -170,7 +170,7 @@ func TestJudgeRegistryOnlyHealthyPassRestartsConfirmation(t *testing.T) {
 	tk := w.snap.Tasks[id]
 	tk.AppLockID = row
 	w.snap.Tasks[id] = tk
-	p2 := w.judge(DefaultPolicy())
+	p2 := w.judge(jtPolicy())
 	require.Equal(t, VerdictHealthy, jtHolding(t, p2, h.Key, owner).Verdict)
 
 	// Pass 3, t0: the API is cancelling the task (app_lock = API).
@@ -179,7 +179,7 @@ func TestJudgeRegistryOnlyHealthyPassRestartsConfirmation(t *testing.T) {
 	w.snap.Suspects = p2.Suspects
 	tk.State, tk.AppLockID = StateCanceling, api
 	w.snap.Tasks[id] = tk
-	p3 := w.judge(DefaultPolicy())
+	p3 := w.judge(jtPolicy())
 	jd := jtHolding(t, p3, h.Key, owner)
 	require.Equal(t, VerdictUnclaimed, jd.Verdict)
 	require.Equal(t, ActionSuspect, jd.Action, "first unclaimed sighting after a healthy one")
@@ -195,7 +195,7 @@ func TestJudgeSuspectsNotMutated(t *testing.T) {
 	for k, v := range w.snap.Suspects {
 		before[k] = v
 	}
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	require.Equal(t, before, w.snap.Suspects)
 	require.Equal(t, Suspect{Verdict: VerdictNoTask, FirstSeen: jtNow}, plan.Suspects[SuspectKey{Key: h.Key, Owner: h.Owner}])
 }

@@ -36,8 +36,22 @@ type judgedFacts struct {
 	appLockLiveness *Liveness
 }
 
-func factsOf(o *ownerRecord, e Evidence) judgedFacts {
-	return judgedFacts{owner: o, taskState: e.TaskState, appLock: e.AppLock, appLockLiveness: e.AppLockLiveness}
+// shown is what a listed judgement will show besides its owner's record:
+// the task row's facts, the task lock it refers to, and its task's
+// finished age (0: none).
+type shown struct {
+	facts       judgedFacts
+	via         string
+	finishedFor time.Duration
+}
+
+// keptAge is a finished age as a judgement keeps it: 0 means none, so an
+// age of 0 is kept as 1ns.
+func keptAge(d time.Duration) time.Duration {
+	if d == 0 {
+		return 1
+	}
+	return d
 }
 
 // Evidence is what the verdict rested on, a copy the caller may change.
@@ -54,24 +68,14 @@ func (jd Judgement) Evidence() Evidence {
 	return e
 }
 
-// keepFinishedAge moves e's FinishedAge into the judgement.
-func (jd *Judgement) keepFinishedAge(e *Evidence) {
-	jd.finishedFor = 0
-	if e.FinishedAge != nil {
-		jd.finishedFor = time.Duration(*e.FinishedAge)
-		if jd.finishedFor == 0 {
-			jd.finishedFor = 1
-		}
-		e.FinishedAge = nil
-	}
-}
-
 // SetEvidence replaces the judgement's evidence with a record of its own.
 func (jd *Judgement) SetEvidence(e Evidence) {
-	jd.via = e.Via
-	jd.keepFinishedAge(&e)
-	f := factsOf(&ownerRecord{liveness: e.OwnerLiveness, heartbeatAge: e.HeartbeatAge, kubernetes: e.Kubernetes}, e)
-	jd.facts = &f
+	jd.via, jd.finishedFor = e.Via, 0
+	if e.FinishedAge != nil {
+		jd.finishedFor = keptAge(time.Duration(*e.FinishedAge))
+	}
+	jd.facts = &judgedFacts{owner: &ownerRecord{liveness: e.OwnerLiveness, heartbeatAge: e.HeartbeatAge, kubernetes: e.Kubernetes},
+		taskState: e.TaskState, appLock: e.AppLock, appLockLiveness: e.AppLockLiveness}
 }
 
 // WithEvidence is jd with evidence e (see SetEvidence).
@@ -80,14 +84,11 @@ func (jd Judgement) WithEvidence(e Evidence) Judgement {
 	return jd
 }
 
-// owner returns the liveness of a lock owner. An immediate-<uuid> owner is a
-// task, not a process: alive while that task is incomplete, gone once it is
-// final. While its row is not visible (the dispatching transaction may not
-// have committed) it counts as alive, so only confirmed verdicts can apply.
-func (j *judge) owner(name string) Owner { return LockOwner(j.snap.Tasks, j.fleet, name) }
-
 // LockOwner is the liveness of the lock owner name, given the snapshot's
-// tasks and fleet (see judge.owner).
+// tasks and fleet. An immediate-<uuid> owner is a task, not a process:
+// alive while that task is incomplete, gone once it is final. While its row
+// is not visible (the dispatching transaction may not have committed) it
+// counts as alive, so only confirmed verdicts can apply.
 func LockOwner(tasks map[string]Task, fleet *Fleet, name string) Owner {
 	if id, ok := ImmediateTaskID(name); ok {
 		if t, found := tasks[id]; found && Final(t.State) {
@@ -98,23 +99,16 @@ func LockOwner(tasks map[string]Task, fleet *Fleet, name string) Owner {
 	return fleet.Owner(name)
 }
 
-// ownerEvidence is the owner's liveness, heartbeat age and pod evidence.
-func (j *judge) ownerEvidence(name string) Evidence {
-	o := j.record(name)
-	return Evidence{OwnerLiveness: o.liveness, HeartbeatAge: o.heartbeatAge, Kubernetes: o.kubernetes}
-}
-
-// judgement is jd with evidence e: its facts point to the plan's record of
-// its owner, and are shared with every judgement whose facts are equal. A
-// judgement the plan only counts gets none: nothing shows it. e's owner
-// part is the owner's own (ownerEvidence), which its record holds.
-func (j *judge) judgement(jd Judgement, e Evidence) Judgement {
+// judgement is jd showing s: its facts point to the plan's record of its
+// owner, and are shared with every judgement whose facts are equal. A
+// judgement the plan only counts gets none: nothing shows it.
+func (j *judge) judgement(jd Judgement, s shown) Judgement {
 	if !j.lists(jd.Verdict) {
 		return jd
 	}
-	jd.via = e.Via
-	jd.keepFinishedAge(&e)
-	f := factsOf(j.record(jd.Owner), e)
+	jd.via, jd.finishedFor = s.via, s.finishedFor
+	f := s.facts
+	f.owner = j.record(jd.Owner)
 	p := j.owners.facts[f]
 	if p == nil {
 		if j.owners.facts == nil {
@@ -136,7 +130,7 @@ func (j *judge) record(name string) *ownerRecord {
 	if o, ok := j.owners.records[name]; ok {
 		return o
 	}
-	owner := j.owner(name)
+	owner := LockOwner(j.snap.Tasks, j.fleet, name)
 	o := &ownerRecord{liveness: owner.Liveness, kubernetes: owner.Kubernetes}
 	if owner.Rows > 0 {
 		o.heartbeatAge = durationPtr(owner.HeartbeatAge)
@@ -160,19 +154,19 @@ func livenessPtr(l Liveness) *Liveness {
 	return &livenesses[l]
 }
 
-// taskLockEvidence adds what the task row says to the owner's evidence e.
-func (j *judge) taskLockEvidence(e Evidence, t Task, found bool) Evidence {
+// taskRowShown is what task row t, when found, shows on its task lock.
+func (j *judge) taskRowShown(t Task, found bool) (s shown) {
 	if !found {
-		return e
+		return s
 	}
-	e.TaskState = t.State
+	s.facts.taskState = t.State
 	if t.FinishedAt != nil {
-		e.FinishedAge = durationPtr(j.snap.Now.Sub(*t.FinishedAt))
+		s.finishedFor = keptAge(j.snap.Now.Sub(*t.FinishedAt))
 	}
 	if row, live, ok := j.fleet.Row(t.AppLockID); ok {
-		e.AppLock, e.AppLockLiveness = row.Name, livenessPtr(live)
+		s.facts.appLock, s.facts.appLockLiveness = row.Name, livenessPtr(live)
 	}
-	return e
+	return s
 }
 
 // lockOwners reports each owner of a holding, by name.

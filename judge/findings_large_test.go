@@ -14,7 +14,7 @@ func TestJudgeFindingsLargeFleets(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			p := DefaultPolicy()
+			p := jtPolicy()
 			p.MaxReleases = len(snap.Holdings)
 			p.Force = true
 			full, findings := All(snap, p), Findings(snap, p)

@@ -41,7 +41,7 @@ func TestJudgeMassDeathGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := jtMassDeath(tc.workers, tc.dead)
-			p := DefaultPolicy()
+			p := jtPolicy()
 			if tc.policy != nil {
 				tc.policy(&p)
 			}
@@ -88,7 +88,7 @@ func TestJudgeMassDeathGuard(t *testing.T) {
 func TestJudgeMassDeathGuardReason(t *testing.T) {
 	t.Parallel()
 	g := jtMassDeath(4, 3)
-	plan := g.w.judge(DefaultPolicy())
+	plan := g.w.judge(jtPolicy())
 	require.Len(t, plan.Guards, 1)
 	require.Equal(t, "mass-death", plan.Guards[0].Name)
 	guard := plan.Guards[0]
@@ -106,7 +106,7 @@ func TestJudgeMassDeathGuardLeavesSuspectsAlone(t *testing.T) {
 	}
 	live := w.worker("1@live", time.Second)
 	id := w.task(StateWaiting, live)
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	require.True(t, jtHasGuard(plan, "mass-death"))
 	tj, ok := jtTask(plan, id)
 	require.True(t, ok)
@@ -116,7 +116,7 @@ func TestJudgeMassDeathGuardLeavesSuspectsAlone(t *testing.T) {
 
 func TestJudgeNoWorkersNoGuard(t *testing.T) {
 	t.Parallel()
-	p := DefaultPolicy()
+	p := jtPolicy()
 	p.MinWorkers = 0
 	w := jtNewWorld()
 	w.row("1@api", "api", jtAPITTL, time.Hour)
@@ -148,7 +148,7 @@ func TestJudgeMaxReleases(t *testing.T) {
 			}
 			// Kept and suspect holdings do not count.
 			w.resource("S", KindExclusive, "1@w")
-			p := DefaultPolicy()
+			p := jtPolicy()
 			p.MaxReleases = tc.max
 			plan := w.judge(p)
 			require.Equal(t, tc.wantGuard, jtHasGuard(plan, "max-releases"))
@@ -181,7 +181,7 @@ func TestJudgeMaxReleases(t *testing.T) {
 func TestJudgeMaxReleasesAfterMassDeath(t *testing.T) {
 	t.Parallel()
 	g := jtMassDeath(4, 3)
-	p := DefaultPolicy()
+	p := jtPolicy()
 	p.MaxReleases = 3
 	plan := g.w.judge(p)
 	require.True(t, jtHasGuard(plan, "mass-death"))
@@ -214,7 +214,7 @@ func TestJudgeMaxTaskUpdates(t *testing.T) {
 			}
 			// A stuck-claim suspect is no update and does not count.
 			w.task(StateWaiting, w.worker("1@w", time.Second))
-			p := DefaultPolicy()
+			p := jtPolicy()
 			p.MaxTaskUpdates = tc.max
 			plan := w.judge(p)
 			require.Equal(t, tc.wantGuard, jtHasGuard(plan, "max-task-updates"))

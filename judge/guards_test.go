@@ -36,7 +36,7 @@ func TestJudgeMaxReleasesKeepsTaskHoldingsTogether(t *testing.T) {
 				}
 				w.acquire(w.task(StateRunning, dead, reserved...), "1@dead")
 			}
-			p := DefaultPolicy()
+			p := jtPolicy()
 			p.MaxReleases = tc.max
 			plan := w.judge(p)
 			require.Equal(t, tc.wantGuard, jtHasGuard(plan, "max-releases"), "guards %+v", plan.Guards)
@@ -70,7 +70,7 @@ func TestJudgeMaxReleasesKeepsTaskHoldingsTogether(t *testing.T) {
 func TestJudgeMassDeathGuardCountsRecentDeaths(t *testing.T) {
 	t.Parallel()
 	// A row's death is its last heartbeat + ttl + grace (60 s by default).
-	death := jtWorkerTTL + DefaultHeartbeatGrace
+	death := jtWorkerTTL + jtHeartbeatGrace
 	cases := []struct {
 		name     string
 		live     int
@@ -101,7 +101,7 @@ func TestJudgeMassDeathGuardCountsRecentDeaths(t *testing.T) {
 				w.acquire(id, owner)
 				dead = append(dead, Holding{Key: TaskKeyPrefix + id, Owner: owner})
 			}
-			plan := w.judge(DefaultPolicy())
+			plan := w.judge(jtPolicy())
 			require.Equal(t, tc.trips, jtHasGuard(plan, "mass-death"), "guards %+v", plan.Guards)
 			for _, h := range dead {
 				jd := jtHolding(t, plan, h.Key, h.Owner)
@@ -183,7 +183,7 @@ func TestMassDeathRememberAlive(t *testing.T) {
 // the rows, or --force, ends it.
 func TestJudgeMassDeathGuardRemembers(t *testing.T) {
 	t.Parallel()
-	death := jtWorkerTTL + DefaultHeartbeatGrace
+	death := jtWorkerTTL + jtHeartbeatGrace
 	build := func(stoppedFor time.Duration, remembered bool) *jtWorld {
 		w := jtNewWorld()
 		w.worker("1@live", time.Second)
@@ -201,7 +201,7 @@ func TestJudgeMassDeathGuardRemembers(t *testing.T) {
 		return w
 	}
 	for _, after := range []time.Duration{120 * time.Second, 230 * time.Second, 250 * time.Second, 300 * time.Second, 20 * time.Minute, 23 * time.Hour} {
-		plan := build(after, true).judge(DefaultPolicy())
+		plan := build(after, true).judge(jtPolicy())
 		require.True(t, jtHasGuard(plan, "mass-death"), "after %s", after)
 		c := plan.Guards[0].Count
 		require.Equal(t, []int{5, 4}, []int{c.Workers, c.Dead}, "after %s", after)
@@ -215,7 +215,7 @@ func TestJudgeMassDeathGuardRemembers(t *testing.T) {
 			require.Equal(t, "mass-death guard", tj.Deferred)
 		}
 		require.Len(t, plan.SeenAlive, 5, "the memory is kept")
-		forced := DefaultPolicy()
+		forced := jtPolicy()
 		forced.Force = true
 		plan = build(after, true).judge(forced)
 		require.False(t, jtHasGuard(plan, "mass-death"))
@@ -223,17 +223,17 @@ func TestJudgeMassDeathGuardRemembers(t *testing.T) {
 	}
 	// Without the memory, the window rule alone: a death seen happen is
 	// within it, one past it is not counted.
-	plan := build(120*time.Second, false).judge(DefaultPolicy())
+	plan := build(120*time.Second, false).judge(jtPolicy())
 	require.True(t, jtHasGuard(plan, "mass-death"))
 	require.Zero(t, plan.Guards[0].Count.Remembered, "each died within the window")
 	require.Len(t, plan.SeenAlive, 5, "deaths seen happen are remembered")
-	require.False(t, jtHasGuard(build(20*time.Minute, false).judge(DefaultPolicy()), "mass-death"), "a death no pass saw happen")
+	require.False(t, jtHasGuard(build(20*time.Minute, false).judge(jtPolicy()), "mass-death"), "a death no pass saw happen")
 
 	// pulpcore deleted the rows: its cleanup judged them missing.
 	w := build(20*time.Minute, true)
 	seen := w.snap.SeenAlive
 	w.snap.AppStatuses = w.snap.AppStatuses[:1]
-	plan = w.judge(DefaultPolicy())
+	plan = w.judge(jtPolicy())
 	require.False(t, jtHasGuard(plan, "mass-death"))
 	require.Len(t, plan.SeenAlive, 1)
 	require.Len(t, seen, 4)

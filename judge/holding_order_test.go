@@ -52,7 +52,7 @@ func TestPlanListsInKeyOrder(t *testing.T) {
 		hs, want := orderFixture(t, seed)
 		snap := jbFleet(600)
 		snap.Holdings = hs
-		plan := All(snap, DefaultPolicy())
+		plan := All(snap, jtPolicy())
 		listed := make([]Holding, len(plan.Holdings))
 		for n, jd := range plan.Holdings {
 			listed[n] = jd.Holding

@@ -58,7 +58,7 @@ type judge struct {
 	// verdicts (see reservingRow).
 	rowReserved map[holdingKey]string
 	// counts of every holding judged, listed or not.
-	byVerdict [len(verdictNames)]int
+	byVerdict map[Verdict]int
 	byOwner   map[string]int
 }
 
@@ -67,19 +67,11 @@ type judge struct {
 // justified by the task locks, or by a running task's row); then the
 // guards, which cut what the plan lists in the order of CompareHoldings.
 func (j *judge) run() Plan {
-	j.suspects = map[SuspectKey]Suspect{}
-	j.byOwner = map[string]int{}
-	// Most reservations name a holding of the snapshot: the maps are made
-	// once at about their size, not grown through copies.
-	resources := 0
-	for i := range j.snap.Holdings {
-		if j.snap.Holdings[i].Kind != KindTask {
-			resources++
-		}
-	}
-	j.resources, j.opaque = newResourceIndex(j.snap.Holdings, resources), map[string]bool{}
-	j.reservedBy = make([]reservedBy, len(j.snap.Holdings))
-	j.held = make(map[string]taskLocksHeld, len(j.snap.Holdings)-resources)
+	j.suspects, j.byVerdict, j.byOwner = map[SuspectKey]Suspect{}, map[Verdict]int{}, map[string]int{}
+	var taskLocks int
+	j.resources, taskLocks = newResourceIndex(j.snap.Holdings)
+	j.opaque, j.reservedBy = map[string]bool{}, make([]reservedBy, len(j.snap.Holdings))
+	j.held = make(map[string]taskLocksHeld, taskLocks)
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
 	if n := j.expectedListed(); n > 0 {
 		plan.Holdings = make([]Judgement, 0, n)
@@ -97,14 +89,7 @@ func (j *judge) run() Plan {
 	}
 	sortJudgements(plan.Holdings)
 
-	plan.ByVerdict = map[Verdict]int{}
-	for v, n := range j.byVerdict {
-		if n > 0 {
-			plan.ByVerdict[Verdict(v)] = n
-		}
-	}
-	plan.LockOwners = j.lockOwners()
-	plan.Suspects = j.suspects
+	plan.ByVerdict, plan.LockOwners, plan.Suspects = j.byVerdict, j.lockOwners(), j.suspects
 	j.carryUnobservedSuspects(&plan)
 	applyGuards(&plan, j.fleet, j.snap.SeenAlive, j.p)
 	plan.SeenAlive = RememberAlive(j.fleet.WorkerRows(), j.snap.SeenAlive, j.snap.Now, MassDeathWindow, j.p.Force)
@@ -164,7 +149,7 @@ func (j *judge) expectedListed() int {
 		h := &j.snap.Holdings[i]
 		o := owners[h.Owner]
 		if o == nil {
-			o = &tally{alive: j.ownerEvidence(h.Owner).OwnerLiveness == Alive}
+			o = &tally{alive: j.record(h.Owner).liveness == Alive}
 			owners[h.Owner] = o
 		}
 		switch {

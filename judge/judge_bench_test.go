@@ -94,7 +94,7 @@ func benchmarkJudge(b *testing.B, judge func(Snapshot, Policy) Plan, judged func
 		n    int
 	}{{"1k", 1_000}, {"10k", 10_000}, {"100k", 100_000}} {
 		snap := jbFleet(size.n)
-		p := DefaultPolicy()
+		p := jtPolicy()
 		p.MaxReleases = size.n
 		b.Run("holdings="+size.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -130,7 +130,7 @@ func BenchmarkJudgeOneOwner(b *testing.B) {
 		n    int
 	}{{"1k", 1_000}, {"10k", 10_000}} {
 		snap := jbOneOwner(size.n)
-		p := DefaultPolicy()
+		p := jtPolicy()
 		p.MaxReleases = size.n
 		p.Force = true
 		b.Run("holdings="+size.name, func(b *testing.B) {

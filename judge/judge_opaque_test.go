@@ -24,7 +24,7 @@ func TestJudgeOpaqueOwnerKeepsConfirmedSharedSuspect(t *testing.T) {
 		Suspects: map[SuspectKey]Suspect{{Key: shared.Key, Owner: shared.Owner}: {Verdict: VerdictNoTask, FirstSeen: now.Add(-time.Hour)}},
 		FullScan: true,
 	}
-	plan := All(snap, DefaultPolicy())
+	plan := All(snap, jtPolicy())
 	for _, jd := range plan.Holdings {
 		require.NotEqual(t, ActionRelease, jd.Action, "%s %s", jd.Key, jd.Verdict)
 		if jd.Key == shared.Key {

@@ -19,7 +19,7 @@ func TestJudgeTaskLocksBeforeResources(t *testing.T) {
 	w.resource("b", KindShared, "y")
 	w.resource("b", KindShared, "x")
 	w.taskLock(jtID(3), "x")
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	var keys []string
 	for _, jd := range plan.Holdings {
 		keys = append(keys, jd.Key+"|"+jd.Owner)
@@ -35,7 +35,7 @@ func TestJudgeTaskLocksBeforeResources(t *testing.T) {
 
 func TestJudgeEmptySnapshot(t *testing.T) {
 	t.Parallel()
-	plan := All(Snapshot{Now: jtNow}, DefaultPolicy())
+	plan := All(Snapshot{Now: jtNow}, jtPolicy())
 	require.Empty(t, plan.Holdings)
 	require.Empty(t, plan.Tasks)
 	require.Empty(t, plan.Guards)
@@ -49,6 +49,6 @@ func TestJudgeDoesNotReorderInput(t *testing.T) {
 	w.resource("z", KindExclusive, "x")
 	w.taskLock(jtID(5), "x")
 	before := append([]Holding(nil), w.snap.Holdings...)
-	w.judge(DefaultPolicy())
+	w.judge(jtPolicy())
 	require.Equal(t, before, w.snap.Holdings)
 }

@@ -49,7 +49,7 @@ func TestJudgeKubernetesPodStates(t *testing.T) {
 		c.Terminated = &Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: kjAt(3 * time.Second)}
 		p.Container, p.Ready, p.ContainersReady = &c, false, false
 	})
-	dead := jtWorkerTTL + DefaultHeartbeatGrace + time.Minute
+	dead := jtWorkerTTL + jtHeartbeatGrace + time.Minute
 	cases := []struct {
 		name     string
 		age      time.Duration
@@ -74,7 +74,7 @@ func TestJudgeKubernetesPodStates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			w, task, _ := kjWorld(tc.age)
-			require.Equal(t, tc.without, jtHolding(t, w.judge(DefaultPolicy()), task.Key, "1@w").Verdict, "without pods")
+			require.Equal(t, tc.without, jtHolding(t, w.judge(jtPolicy()), task.Key, "1@w").Verdict, "without pods")
 			pods := []Pod{kjPod("live-0", time.Hour, 0), kjPod("live-1", time.Hour, 0), kjPod("live-2", time.Hour, 0)}
 			if tc.pod != nil {
 				pods = append(pods, *tc.pod)
@@ -84,7 +84,7 @@ func TestJudgeKubernetesPodStates(t *testing.T) {
 				seen["w"] = SeenPod{UID: "uid-w"}
 			}
 			w.snap.Pods = NewPodView(pods, seen)
-			jd := jtHolding(t, w.judge(DefaultPolicy()), task.Key, "1@w")
+			jd := jtHolding(t, w.judge(jtPolicy()), task.Key, "1@w")
 			require.Equal(t, tc.want, jd.Verdict)
 			require.Equal(t, tc.wantRule, jd.Evidence().Kubernetes.Rule)
 		})
@@ -98,7 +98,7 @@ func TestJudgeKubernetesOwnersCarryEvidence(t *testing.T) {
 	w, _, _ := kjWorld(8 * time.Second)
 	w.snap.Pods = NewPodView([]Pod{kjPod("live-0", time.Hour, 0), kjPod("live-1", time.Hour, 0), kjPod("live-2", time.Hour, 0), kjPod("w", 2*time.Second, 1)}, nil)
 	for name, plan := range map[string]Plan{
-		"all": All(w.snap, DefaultPolicy()), "findings": Findings(w.snap, DefaultPolicy()), "release": OwnerRelease(w.snap, DefaultPolicy(), "1@w"),
+		"all": All(w.snap, jtPolicy()), "findings": Findings(w.snap, jtPolicy()), "release": OwnerRelease(w.snap, jtPolicy(), "1@w"),
 	} {
 		var found bool
 		for _, o := range plan.LockOwners {

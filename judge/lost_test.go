@@ -105,7 +105,7 @@ func TestJudgeLostTasks(t *testing.T) {
 		{
 			name: "running, claim row at exactly ttl+grace: nothing",
 			build: func(w *jtWorld) string {
-				id := w.task(StateRunning, w.worker(owner, jtWorkerTTL+DefaultHeartbeatGrace))
+				id := w.task(StateRunning, w.worker(owner, jtWorkerTTL+jtHeartbeatGrace))
 				w.acquire(id, owner)
 				return id
 			},
@@ -246,7 +246,7 @@ func TestJudgeLostTasks(t *testing.T) {
 			t.Parallel()
 			w := jtNewWorld()
 			id := tc.build(w)
-			p := DefaultPolicy()
+			p := jtPolicy()
 			if tc.policy != nil {
 				tc.policy(&p)
 			}
@@ -292,7 +292,7 @@ func TestJudgeRunningImmediateTaskWithoutAppStatusIsNotLost(t *testing.T) {
 	w := jtNewWorld()
 	id := w.task(StateRunning, "", "R")
 	w.acquire(id, "immediate-"+id)
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	require.Equal(t, VerdictHealthy, jtHolding(t, plan, TaskKeyPrefix+id, "immediate-"+id).Verdict)
 	_, judged := jtTask(plan, id)
 	require.False(t, judged, "a healthy immediate task must not be cancelled")
@@ -311,7 +311,7 @@ func TestJudgeStuckClaimConfirmation(t *testing.T) {
 	}{
 		{"first sighting", true, nil, VerdictStuckClaim, true, ActionSuspect, jtNow},
 		{"seen again before confirm_after", true, jtDur(time.Minute), VerdictStuckClaim, true, ActionSuspect, jtNow.Add(-time.Minute)},
-		{"confirmed", true, jtDur(DefaultConfirmAfter), VerdictStuckClaim, true, ActionUpdate, jtNow.Add(-DefaultConfirmAfter)},
+		{"confirmed", true, jtDur(jtConfirmAfter), VerdictStuckClaim, true, ActionUpdate, jtNow.Add(-jtConfirmAfter)},
 		{"remembered under another verdict restarts", true, jtDur(time.Hour), VerdictUnclaimed, true, ActionSuspect, jtNow},
 		{"registry-only snapshot does not judge it", false, jtDur(time.Hour), VerdictStuckClaim, false, 0, time.Time{}},
 	}
@@ -326,7 +326,7 @@ func TestJudgeStuckClaimConfirmation(t *testing.T) {
 			if tc.ago != nil {
 				w.remember(key.Key, key.Owner, tc.verdict, *tc.ago)
 			}
-			plan := w.judge(DefaultPolicy())
+			plan := w.judge(jtPolicy())
 			tj, ok := jtTask(plan, id)
 			require.Equal(t, tc.wantJudged, ok)
 			if !ok {
@@ -350,7 +350,7 @@ func TestJudgeTasksSortedByID(t *testing.T) {
 	for range 20 {
 		w.task(StateRunning, "")
 	}
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	require.Len(t, plan.Tasks, 20)
 	for i := 1; i < len(plan.Tasks); i++ {
 		require.Less(t, plan.Tasks[i-1].ID, plan.Tasks[i].ID)

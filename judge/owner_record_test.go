@@ -22,7 +22,7 @@ func TestJudgementsShowTheirOwnersReport(t *testing.T) {
 	ago := 2 * time.Hour
 	w.acquire(w.finished(StateCompleted, &ago, "prn:repo:"+w.id()), "1@live")
 	for name, plan := range map[string]Plan{
-		"all": All(w.snap, DefaultPolicy()), "findings": Findings(w.snap, DefaultPolicy()), "release": OwnerRelease(w.snap, DefaultPolicy(), "1@dead"),
+		"all": All(w.snap, jtPolicy()), "findings": Findings(w.snap, jtPolicy()), "release": OwnerRelease(w.snap, jtPolicy(), "1@dead"),
 	} {
 		records := map[string]*ownerRecord{}
 		for _, jd := range plan.Holdings {

@@ -30,12 +30,12 @@ func TestJudgeOwnerLiveness(t *testing.T) {
 		{"gone", nil, Gone},
 		{"exactly ttl is alive", []row{{"worker", jtWorkerTTL, jtWorkerTTL}}, Alive},
 		{"just past ttl is late", []row{{"worker", jtWorkerTTL, jtWorkerTTL + time.Nanosecond}}, Late},
-		{"exactly ttl+grace is late", []row{{"worker", jtWorkerTTL, jtWorkerTTL + DefaultHeartbeatGrace}}, Late},
-		{"just past ttl+grace is dead", []row{{"worker", jtWorkerTTL, jtWorkerTTL + DefaultHeartbeatGrace + time.Nanosecond}}, Dead},
+		{"exactly ttl+grace is late", []row{{"worker", jtWorkerTTL, jtWorkerTTL + jtHeartbeatGrace}}, Late},
+		{"just past ttl+grace is dead", []row{{"worker", jtWorkerTTL, jtWorkerTTL + jtHeartbeatGrace + time.Nanosecond}}, Dead},
 		{"heartbeat in the future is alive", []row{{"worker", jtWorkerTTL, -10 * time.Second}}, Alive},
 		{"zero ttl, beat now", []row{{"worker", 0, 0}}, Alive},
 		{"zero ttl, beat 1s ago is late", []row{{"worker", 0, time.Second}}, Late},
-		{"zero ttl, beat past grace is dead", []row{{"worker", 0, DefaultHeartbeatGrace + time.Second}}, Dead},
+		{"zero ttl, beat past grace is dead", []row{{"worker", 0, jtHeartbeatGrace + time.Second}}, Dead},
 		{"api ttl 120s", []row{{"api", jtAPITTL, 100 * time.Second}}, Alive},
 		{"dead row and live row share the name", []row{{"worker", jtWorkerTTL, time.Hour}, {"worker", jtWorkerTTL, time.Second}}, Alive},
 		{"live row and dead row share the name", []row{{"worker", jtWorkerTTL, time.Second}, {"worker", jtWorkerTTL, time.Hour}}, Alive},
@@ -50,7 +50,7 @@ func TestJudgeOwnerLiveness(t *testing.T) {
 				w.row(owner, r.appType, r.ttl, r.age)
 			}
 			h := w.resource("prn:core.domain:d1", KindShared, owner)
-			plan := w.judge(DefaultPolicy())
+			plan := w.judge(jtPolicy())
 			jd := jtHolding(t, plan, h.Key, owner)
 			require.Equal(t, tc.want, jd.Evidence().OwnerLiveness)
 			// The stray holding's verdict follows the liveness.
@@ -96,7 +96,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 			owner := "immediate-" + id
 			// A stray holding of the owner: no task lock to justify or inherit from.
 			h := w.resource("prn:core.domain:d1", KindShared, owner)
-			plan := w.judge(DefaultPolicy())
+			plan := w.judge(jtPolicy())
 			jd := jtHolding(t, plan, h.Key, owner)
 			require.Equal(t, tc.want, jd.Evidence().OwnerLiveness)
 			if tc.want == Gone {
@@ -112,7 +112,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 		t.Parallel()
 		w := jtNewWorld()
 		h := w.resource("R", KindExclusive, "immediate-NOT-A-UUID")
-		jd := jtHolding(t, w.judge(DefaultPolicy()), h.Key, h.Owner)
+		jd := jtHolding(t, w.judge(jtPolicy()), h.Key, h.Owner)
 		require.Equal(t, Gone, jd.Evidence().OwnerLiveness)
 		require.Equal(t, VerdictOwnerGone, jd.Verdict)
 	})
@@ -121,7 +121,7 @@ func TestJudgeOwnerLivenessImmediate(t *testing.T) {
 		w := jtNewWorld()
 		w.task(StateRunning, "")
 		h := w.resource("R", KindExclusive, "immediate-00000001-0000-4000-8000-00000000000A")
-		jd := jtHolding(t, w.judge(DefaultPolicy()), h.Key, h.Owner)
+		jd := jtHolding(t, w.judge(jtPolicy()), h.Key, h.Owner)
 		require.Equal(t, Gone, jd.Evidence().OwnerLiveness)
 	})
 }
@@ -138,7 +138,7 @@ func TestJudgeImmediateOwnerWithMissingTask(t *testing.T) {
 	owner := "immediate-" + id
 	w.taskLock(id, owner)
 	res := w.resource("prn:core.domain:d1", KindShared, owner)
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 
 	tl := jtHolding(t, plan, TaskKeyPrefix+id, owner)
 	require.Equal(t, Alive, tl.Evidence().OwnerLiveness)
@@ -156,7 +156,7 @@ func TestJudgeOwnersListed(t *testing.T) {
 	w.worker("b", time.Second)
 	w.worker("a", time.Hour)
 	w.worker("a", time.Second)
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	require.Len(t, plan.FleetOwners, 2)
 	require.Equal(t, "a", plan.FleetOwners[0].Name)
 	require.Equal(t, 2, plan.FleetOwners[0].Rows)

@@ -3,7 +3,6 @@ package judge
 import (
 	"maps"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -143,20 +142,6 @@ type OwnerReport struct {
 	// Kubernetes is the owner's pod evidence: pod, phase, container start,
 	// restarts, and the rule that decided.
 	Kubernetes *PodEvidence
-}
-
-// HoldingTask names the task a holding is held for: the task of a task lock,
-// or for a resource holding the task of the owner's task lock that reserves
-// the resource (the one that justified it or whose verdict it inherited).
-// It is "" when no task lock of the owner reserves the resource.
-func (jd Judgement) HoldingTask() string {
-	if jd.Kind == KindTask {
-		return jd.TaskID()
-	}
-	if id, ok := strings.CutPrefix(jd.via, TaskKeyPrefix); ok && IsTaskUUID(id) {
-		return id
-	}
-	return ""
 }
 
 // Duration is an age a verdict rested on; the report words it

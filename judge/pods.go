@@ -161,15 +161,6 @@ type PodRules struct {
 	ClockSkew time.Duration
 }
 
-// Defaults of PodRules.
-const (
-	DefaultHungWorkerGrace = 10 * time.Minute
-	// DefaultClockSkew covers NTP-synchronised nodes with room to spare; a
-	// worker's rows and its container's times come from the same node's
-	// clock unless the pod was recreated on another node.
-	DefaultClockSkew = 2 * time.Second
-)
-
 // PodEvidence is what Kubernetes said about one owner, for reports.
 type PodEvidence struct {
 	Rule PodRule

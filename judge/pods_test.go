@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-var ptRules = PodRules{HungWorkerGrace: DefaultHungWorkerGrace, ClockSkew: DefaultClockSkew}
+var ptRules = PodRules{HungWorkerGrace: jtHungWorkerGrace, ClockSkew: jtClockSkew}
 
 // ptWorker is a worker row of owner name, heartbeat age old, created
 // created ago.
@@ -209,8 +209,8 @@ func TestPodRulesHold(t *testing.T) {
 		{name: "could run, running since before its row: held", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{running}, want: Late, wantRule: PodAliveNotHeartbeating},
 		{name: "restarts before the row count for nothing", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptRunning("w", 2*time.Hour, 4)}, want: Late, wantRule: PodAliveNotHeartbeating},
 		{name: "started within the margin after the row", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptRunning("w", time.Hour-time.Second, 0)}, want: Late, wantRule: PodAliveNotHeartbeating},
-		{name: "at exactly hung_worker_grace", row: ptWorker("r", "1@w", ltWorkerTTL+ltGrace+DefaultHungWorkerGrace, time.Hour), pods: []Pod{running}, want: Late, wantRule: PodAliveNotHeartbeating},
-		{name: "past hung_worker_grace: dead", row: ptWorker("r", "1@w", ltWorkerTTL+ltGrace+DefaultHungWorkerGrace+1, time.Hour), pods: []Pod{running}, want: Dead, wantRule: PodHungTooLong},
+		{name: "at exactly hung_worker_grace", row: ptWorker("r", "1@w", ltWorkerTTL+ltGrace+jtHungWorkerGrace, time.Hour), pods: []Pod{running}, want: Late, wantRule: PodAliveNotHeartbeating},
+		{name: "past hung_worker_grace: dead", row: ptWorker("r", "1@w", ltWorkerTTL+ltGrace+jtHungWorkerGrace+1, time.Hour), pods: []Pod{running}, want: Dead, wantRule: PodHungTooLong},
 		{name: "node crash at 40 s: Ready False, phase Running: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptNodeLost(running)}, want: Dead, wantRule: PodSeen},
 		{name: "node crash at 300 s: deletionTimestamp and DisruptionTarget: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptTaintEvicted(running)}, want: Dead, wantRule: PodSeen},
 		{name: "DisruptionTarget alone: no hold", row: ptWorker("r", "1@w", ptDead, time.Hour), pods: []Pod{ptWith(running, func(p *Pod) { p.Disruption = "EvictionByEvictionAPI" })}, want: Dead, wantRule: PodSeen},
@@ -284,22 +284,22 @@ func TestPodDecisionFunctions(t *testing.T) {
 	}
 
 	row := ptWorker("r", "1@w", 8*time.Second, time.Hour)
-	rule, ok := endedRule(row, ptEnded(ready, 3*time.Second, "OOMKilled", 137), DefaultClockSkew)
+	rule, ok := endedRule(row, ptEnded(ready, 3*time.Second, "OOMKilled", 137), jtClockSkew)
 	require.True(t, ok)
 	require.Equal(t, PodContainerEnded, rule)
-	rule, ok = endedRule(row, ptRunning("w", 2*time.Second, 1), DefaultClockSkew)
+	rule, ok = endedRule(row, ptRunning("w", 2*time.Second, 1), jtClockSkew)
 	require.True(t, ok)
 	require.Equal(t, PodRestarted, rule)
-	_, ok = endedRule(row, ready, DefaultClockSkew)
+	_, ok = endedRule(row, ready, jtClockSkew)
 	require.False(t, ok, "running, never restarted: no end reported")
-	_, ok = endedRule(ptAPI(row), ptRunning("w", 2*time.Second, 1), DefaultClockSkew)
+	_, ok = endedRule(ptAPI(row), ptRunning("w", 2*time.Second, 1), jtClockSkew)
 	require.False(t, ok, "an api row is judged by the API container")
 
 	dead := ptWorker("r", "1@w", ptDead, time.Hour)
-	require.True(t, holdsLife(dead, ready, DefaultClockSkew))
-	require.False(t, holdsLife(dead, ptNodeLost(ready), DefaultClockSkew))
-	require.False(t, holdsLife(dead, ptRunning("w", 50*time.Minute, 1), DefaultClockSkew), "started after the row")
-	require.False(t, holdsLife(ptAPI(dead), ready, DefaultClockSkew), "no API container")
+	require.True(t, holdsLife(dead, ready, jtClockSkew))
+	require.False(t, holdsLife(dead, ptNodeLost(ready), jtClockSkew))
+	require.False(t, holdsLife(dead, ptRunning("w", 50*time.Minute, 1), jtClockSkew), "started after the row")
+	require.False(t, holdsLife(ptAPI(dead), ready, jtClockSkew), "no API container")
 
 	end, _, ok := ready.Container.EndedBefore()
 	require.False(t, ok)

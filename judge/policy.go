@@ -2,19 +2,6 @@ package judge
 
 import "time"
 
-// Defaults of Policy, as verdicts.md gives them.
-const (
-	DefaultHeartbeatGrace  = 30 * time.Second
-	DefaultFinishedGrace   = 60 * time.Second
-	DefaultConfirmAfter    = 2 * time.Minute
-	DefaultMaxDeadFraction = 0.5
-	DefaultMinWorkers      = 3
-	DefaultMaxReleases     = 10000
-	DefaultMaxTaskUpdates  = 1000
-	DefaultLostRunning     = StateCanceled
-	DefaultOrphanedWaiting = WaitingRequeue
-)
-
 // What to do with a waiting task whose claim belongs to a dead worker.
 const (
 	WaitingRequeue = "requeue"
@@ -22,8 +9,8 @@ const (
 )
 
 // Policy is everything the judge needs besides the snapshot. It holds
-// values only: pass.Config, which embeds it, checks them; the defaults are
-// the Default* constants (DefaultPolicy).
+// values only: pass.Config, which embeds it, gives their defaults
+// (pass.DefaultConfig) and checks them (Config.Validate).
 type Policy struct {
 	// HeartbeatGrace is how long past its ttl a heartbeat may be late before
 	// its owner counts as dead.
@@ -52,20 +39,4 @@ type Policy struct {
 	MaxTaskUpdates int
 	// Kubernetes are the settings of the pod evidence rules (kubernetes.hung_worker_grace).
 	Kubernetes PodRules
-}
-
-// DefaultPolicy returns the policy with every default of verdicts.md.
-func DefaultPolicy() Policy {
-	return Policy{
-		HeartbeatGrace:  DefaultHeartbeatGrace,
-		FinishedGrace:   DefaultFinishedGrace,
-		ConfirmAfter:    DefaultConfirmAfter,
-		LostRunning:     DefaultLostRunning,
-		OrphanedWaiting: DefaultOrphanedWaiting,
-		MaxDeadFraction: DefaultMaxDeadFraction,
-		MinWorkers:      DefaultMinWorkers,
-		MaxReleases:     DefaultMaxReleases,
-		MaxTaskUpdates:  DefaultMaxTaskUpdates,
-		Kubernetes:      PodRules{HungWorkerGrace: DefaultHungWorkerGrace, ClockSkew: DefaultClockSkew},
-	}
 }

@@ -33,13 +33,19 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 	declared.AppStatuses = declareDead(snap.AppStatuses, snap.Now, p.HeartbeatGrace, owner)
 	forced := p
 	forced.Force = true
-	full := All(declared, forced)
-	plan := ownerPlan(full, snap, owner)
+	plan, heldByOthers := ownerPlan(All(declared, forced), snap, owner)
 	for i := range plan.FleetOwners {
 		plan.FleetOwners[i].HeartbeatAge = actual.HeartbeatAge
 	}
-	plan.Holdings = ownerHoldings(full, owner, actual)
-	waitForOtherOwners(plan.Tasks, full, owner)
+	releaseAsDead(plan.Holdings, actual)
+	// A requeue waits until the task's lock is gone, and a lock held by
+	// another owner is not this release's to remove.
+	for i := range plan.Tasks {
+		plan.Tasks[i].Deferred = ""
+		if UpdateWaits(&plan.Tasks[i], heldByOthers) {
+			plan.Tasks[i].Deferred = DeferredOtherTaskKey
+		}
+	}
 	applyGuards(&plan, NewFleet(declared.AppStatuses, declared.Now, p.HeartbeatGrace), nil, forced)
 	// The break-glass release judges one owner: the guard's memory stays
 	// as it was.
@@ -48,27 +54,22 @@ func OwnerRelease(snap Snapshot, p Policy, owner string) Plan {
 	return plan
 }
 
-// ownerHoldings is every holding of owner in full, each released as the
-// holding of a dead owner.
-func ownerHoldings(full Plan, owner string, realOwner Owner) []Judgement {
-	var out []Judgement
-	for _, jd := range full.Holdings {
-		if jd.Owner != owner {
-			continue
-		}
-		if jd.Action != ActionRelease {
+// releaseAsDead releases each of the owner's holdings as the holding of a
+// dead owner.
+func releaseAsDead(holdings []Judgement, realOwner Owner) {
+	for i := range holdings {
+		if jd := &holdings[i]; jd.Action != ActionRelease {
 			jd.Verdict, jd.Action, jd.FirstSeen = VerdictOwnerDead, ActionRelease, nil
 		}
-		jd.Deferred = ""
-		out = append(out, jd)
+		holdings[i].Deferred = ""
 	}
-	if len(out) > 0 && out[0].facts != nil {
+	if len(holdings) > 0 && holdings[0].facts != nil {
 		// The owner is judged dead (an immediate-<uuid> owner has no row
 		// to declare dead), so that its registry leaves pulp:active_owners
 		// once empty; the heartbeat reported is the one it really had. Its
-		// holdings all point to full's one record of it, which is this
-		// plan's now: full itself is never shown.
-		o := out[0].facts.owner
+		// holdings all point to the full plan's one record of it, which is
+		// this plan's now: the full plan itself is never shown.
+		o := holdings[0].facts.owner
 		if o.liveness != Gone {
 			o.liveness = Dead
 		}
@@ -76,19 +77,19 @@ func ownerHoldings(full Plan, owner string, realOwner Owner) []Judgement {
 			o.heartbeatAge = durationPtr(realOwner.HeartbeatAge)
 		}
 	}
-	return out
 }
 
-// ownerPlan is the part of full that concerns owner but its holdings: its
-// fleet names and the tasks its rows claim, with the suspects as they were.
-func ownerPlan(full Plan, snap Snapshot, owner string) Plan {
+// ownerPlan is the part of full that concerns owner: its fleet names, its
+// holdings as judged and the tasks its rows claim, with the suspects as
+// they were; and the task lock keys other owners hold.
+func ownerPlan(full Plan, snap Snapshot, owner string) (plan Plan, heldByOthers map[string]bool) {
 	rows := map[string]bool{}
 	for _, a := range snap.AppStatuses {
 		if a.Name == owner {
 			rows[a.ID] = true
 		}
 	}
-	plan := Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects)}
+	plan = Plan{Now: full.Now, Suspects: maps.Clone(snap.Suspects)}
 	if plan.Suspects == nil {
 		plan.Suspects = map[SuspectKey]Suspect{}
 	}
@@ -97,30 +98,21 @@ func ownerPlan(full Plan, snap Snapshot, owner string) Plan {
 			plan.FleetOwners = append(plan.FleetOwners, o)
 		}
 	}
+	heldByOthers = map[string]bool{}
+	for _, jd := range full.Holdings {
+		switch {
+		case jd.Owner == owner:
+			plan.Holdings = append(plan.Holdings, jd)
+		case jd.Kind == KindTask:
+			heldByOthers[jd.Key] = true
+		}
+	}
 	for _, tj := range full.Tasks {
 		if rows[tj.AppLockID] {
 			plan.Tasks = append(plan.Tasks, tj)
 		}
 	}
-	return plan
-}
-
-// waitForOtherOwners defers the update of each task whose lock another
-// owner holds in full: a requeue waits until the task's lock is gone, and a
-// lock held by another owner is not this release's to remove.
-func waitForOtherOwners(tasks []TaskJudgement, full Plan, owner string) {
-	heldByOthers := map[string]bool{}
-	for _, jd := range full.Holdings {
-		if jd.Kind == KindTask && jd.Owner != owner {
-			heldByOthers[jd.Key] = true
-		}
-	}
-	for i := range tasks {
-		tasks[i].Deferred = ""
-		if UpdateWaits(&tasks[i], heldByOthers) {
-			tasks[i].Deferred = DeferredOtherTaskKey
-		}
-	}
+	return plan, heldByOthers
 }
 
 // declareDead returns the rows with the owner's heartbeats moved just past
@@ -142,21 +134,16 @@ func declareDead(rows []AppStatus, now time.Time, grace time.Duration, owner str
 // tasks as a normal pass judges them, with anything a normal pass would do to
 // them held back by the alive-owner guard.
 func refuseAliveOwner(snap Snapshot, p Policy, o Owner) Plan {
-	full := All(snap, p)
-	plan := ownerPlan(full, snap, o.Name)
+	plan, _ := ownerPlan(All(snap, p), snap, o.Name)
 	plan.Guards = []Guard{{Name: GuardAliveOwner, Owner: o}}
-	for _, jd := range full.Holdings {
-		if jd.Owner != o.Name {
-			continue
-		}
-		switch jd.Action {
+	for i := range plan.Holdings {
+		switch jd := &plan.Holdings[i]; jd.Action {
 		case ActionRelease:
 			jd.Deferred = DeferredAliveOwner
 		case ActionSuspect:
 			// Not remembered either: the suspects stay as they were.
 			jd.Action, jd.FirstSeen = ActionKeep, nil
 		}
-		plan.Holdings = append(plan.Holdings, jd)
 	}
 	for i := range plan.Tasks {
 		if tj := &plan.Tasks[i]; tj.Action != ActionReport {

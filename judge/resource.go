@@ -25,8 +25,16 @@ type resourceIndex struct {
 	more map[holdingKey][]int32
 }
 
-func newResourceIndex(holdings []Holding, resources int) resourceIndex {
-	x := resourceIndex{exclusive: make(map[string]int32, resources), shared: map[string]map[string]int32{}}
+// newResourceIndex indexes the resource holdings, and counts the task locks.
+// Most reservations name a holding of the snapshot: the maps are made once
+// at about their size, not grown through copies.
+func newResourceIndex(holdings []Holding) (x resourceIndex, taskLocks int) {
+	for i := range holdings {
+		if holdings[i].Kind == KindTask {
+			taskLocks++
+		}
+	}
+	x = resourceIndex{exclusive: make(map[string]int32, len(holdings)-taskLocks), shared: map[string]map[string]int32{}}
 	for i := range holdings {
 		h := &holdings[i]
 		var m map[string]int32
@@ -53,7 +61,7 @@ func newResourceIndex(holdings []Holding, resources int) resourceIndex {
 		k := holdingKey{h.Owner, h.Resource(), h.Kind}
 		x.more[k] = append(x.more[k], int32(i))
 	}
-	return x
+	return x, taskLocks
 }
 
 // find is the position of the first holding of owner's reservation r.
@@ -129,7 +137,6 @@ func decideResource(f resourceFacts) (v Verdict, inherited bool) {
 // same pass, without a confirmation of their own.
 func (j *judge) resourceJudgement(at int) Judgement {
 	h := &j.snap.Holdings[at]
-	e := j.ownerEvidence(h.Owner)
 	rb := j.reservedBy[at]
 	// A shared membership is one set member for every task of its owner on
 	// that resource, so while the owner also holds a kept task lock whose
@@ -138,7 +145,7 @@ func (j *judge) resourceJudgement(at int) Judgement {
 	// unknown task's own resources are. An exclusive lock was taken together
 	// with the released task lock that reserves it, and is that task's alone.
 	opaque := h.Kind == KindShared && j.opaque[h.Owner]
-	f := resourceFacts{owner: e.OwnerLiveness, kept: rb.kept > 0, released: rb.released > 0, inherits: !opaque}
+	f := resourceFacts{owner: j.record(h.Owner).liveness, kept: rb.kept > 0, released: rb.released > 0, inherits: !opaque}
 	var byRow string
 	if !f.kept && (f.owner == Alive || f.owner == Late) {
 		byRow = j.reservingRow(h)
@@ -152,27 +159,28 @@ func (j *judge) resourceJudgement(at int) Judgement {
 	case v == VerdictJustified && !f.kept:
 		// Named by its task key, as a kept task lock would be, though
 		// that lock may be gone.
-		e.Via, e.TaskState = TaskKeyPrefix+byRow, j.snap.Tasks[byRow].State
-		return j.judgement(Judgement{Holding: *h, Verdict: v, Action: ActionKeep}, e)
+		s := shown{via: TaskKeyPrefix + byRow, facts: judgedFacts{taskState: j.snap.Tasks[byRow].State}}
+		return j.judgement(Judgement{Holding: *h, Verdict: v, Action: ActionKeep}, s)
 	case v == VerdictJustified:
 		kept := &j.snap.Holdings[rb.kept-1]
-		e.Via = kept.Key
+		s := shown{via: kept.Key}
 		if j.listAll {
-			e.TaskState = j.snap.Tasks[kept.TaskID()].State
+			s.facts.taskState = j.snap.Tasks[kept.TaskID()].State
 		}
-		return j.judgement(Judgement{Holding: *h, Verdict: v, Action: ActionKeep}, e)
+		return j.judgement(Judgement{Holding: *h, Verdict: v, Action: ActionKeep}, s)
 	case inherited:
 		// The task lock's verdict and evidence are decided again: a
 		// confirmation changes only its action.
 		released := &j.snap.Holdings[rb.released-1]
 		t, found := j.snap.Tasks[released.TaskID()]
 		tl := j.decidedTaskLock(released, t, found)
-		te := tl.Evidence()
-		e.Via, e.TaskState = tl.Key, te.TaskState
-		e.FinishedAge, e.AppLock, e.AppLockLiveness = te.FinishedAge, te.AppLock, te.AppLockLiveness
-		return j.judgement(Judgement{Holding: *h, Verdict: tl.Verdict, Action: ActionRelease}, e)
+		s := shown{via: tl.Key, finishedFor: tl.finishedFor}
+		if tl.facts != nil {
+			s.facts = *tl.facts
+		}
+		return j.judgement(Judgement{Holding: *h, Verdict: tl.Verdict, Action: ActionRelease}, s)
 	}
-	jd := j.confirm(j.judgement(Judgement{Holding: *h, Verdict: v, Action: v.action()}, e))
+	jd := j.confirm(j.judgement(Judgement{Holding: *h, Verdict: v, Action: v.action()}, shown{}))
 	if jd.Action == ActionRelease && v == VerdictNoTask && opaque {
 		// The suspect may predate the invisible task that now shares this
 		// membership: wait until that task lock is settled, so a

@@ -332,7 +332,7 @@ func TestJudgeResourceHolding(t *testing.T) {
 			t.Parallel()
 			w := jtNewWorld()
 			h := tc.build(w)
-			plan := w.judge(DefaultPolicy())
+			plan := w.judge(jtPolicy())
 			jd := jtHolding(t, plan, h.Key, h.Owner)
 			require.NotEqual(t, KindTask, jd.Kind)
 			require.Equal(t, tc.want.verdict, jd.Verdict)
@@ -365,14 +365,13 @@ func TestJudgeResourceKeptByRunningTaskRow(t *testing.T) {
 	w.resource("R", KindExclusive, "1@w")
 	w.resource("D", KindShared, "1@w")
 	w.remember(ResourceKeyPrefix+"R", "1@w", VerdictNoTask, time.Hour)
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 	for _, key := range []string{ResourceKeyPrefix + "R", ResourceKeyPrefix + "D"} {
 		jd := jtHolding(t, plan, key, "1@w")
 		require.Equal(t, VerdictJustified, jd.Verdict, key)
 		require.Equal(t, ActionKeep, jd.Action, key)
 		require.Equal(t, TaskKeyPrefix+id, jd.Evidence().Via, key)
 		require.Equal(t, StateRunning, jd.Evidence().TaskState, key)
-		require.Equal(t, id, jd.HoldingTask(), key)
 		require.NotContains(t, plan.Suspects, SuspectKey{Key: key, Owner: "1@w"})
 	}
 	// The task itself is still reported: nothing guards it against others.
@@ -390,7 +389,7 @@ func TestJudgeResourceInheritsConfirmedSuspect(t *testing.T) {
 	id := w.task(StateWaiting, "", "R", "shared:D")
 	w.acquire(id, "1@w")
 	w.remember(TaskKeyPrefix+id, "1@w", VerdictUnclaimed, 3*time.Minute)
-	plan := w.judge(DefaultPolicy())
+	plan := w.judge(jtPolicy())
 
 	tl := jtHolding(t, plan, TaskKeyPrefix+id, "1@w")
 	require.Equal(t, VerdictUnclaimed, tl.Verdict)

@@ -46,7 +46,7 @@ func TestRuleOwnerLiveness(t *testing.T) {
 // TestRuleTaskLock is the task lock table, first matching row first.
 func TestRuleTaskLock(t *testing.T) {
 	t.Parallel()
-	p := DefaultPolicy()
+	p := jtPolicy()
 	running := taskLockFacts{owner: Alive, found: true, state: StateRunning}
 	with := func(f taskLockFacts, change func(*taskLockFacts)) taskLockFacts { change(&f); return f }
 	for _, c := range []struct {
@@ -105,7 +105,7 @@ func TestRuleResource(t *testing.T) {
 // first sighting, by the database clock, and never by a clock gone back.
 func TestRuleConfirmation(t *testing.T) {
 	t.Parallel()
-	p := DefaultPolicy()
+	p := jtPolicy()
 	for _, c := range []struct {
 		row       string
 		firstSeen time.Time
@@ -187,7 +187,7 @@ func TestRuleMassDeathCount(t *testing.T) {
 	} {
 		require.Equal(t, c.want, countsAs(c.r, c.seen, c.anyLive, window), c.row)
 	}
-	p := DefaultPolicy()
+	p := jtPolicy()
 	for _, c := range []struct {
 		row   string
 		count MassDeathCount

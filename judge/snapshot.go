@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"fmt"
 	"strings"
 	"time"
 )
@@ -22,20 +21,10 @@ const (
 var kindNames = [...]string{KindTask: "task", KindExclusive: "exclusive", KindShared: "shared"}
 
 // String is the kind's name: task, exclusive or shared ("" for none).
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
+func (k Kind) String() string { return nameOf(kindNames[:], uint8(k)) }
 
 // MarshalText writes the kind's name, in JSON values and map keys alike.
-func (k Kind) MarshalText() ([]byte, error) {
-	if int(k) >= len(kindNames) {
-		return nil, fmt.Errorf("unknown lock kind %d", uint8(k))
-	}
-	return []byte(kindNames[k]), nil
-}
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // UnmarshalText reads a kind's name.
 func (k *Kind) UnmarshalText(b []byte) error {
@@ -71,14 +60,6 @@ func (h *Holding) Resource() string {
 		return ""
 	}
 	return strings.TrimPrefix(h.Key, ResourceKeyPrefix)
-}
-
-// Ignored is a key under a lock prefix that is not a Pulp lock. It is reported
-// and never touched.
-type Ignored struct {
-	Key    string
-	Type   string
-	Reason string
 }
 
 // Task is one core_task row, with only the columns lock-reaper uses.
@@ -137,7 +118,6 @@ type Snapshot struct {
 	// Now is the database's clock at the snapshot; every age is measured against it.
 	Now      time.Time
 	Holdings []Holding
-	Ignored  []Ignored
 	// AppStatuses is every core_appstatus row.
 	AppStatuses []AppStatus
 	// Tasks holds the tasks named by task locks or by immediate-<uuid> owners,
@@ -152,8 +132,6 @@ type Snapshot struct {
 	// FullScan says the keyspace was scanned, not only the owner registry; only
 	// then can the absence of a lock be trusted.
 	FullScan bool
-	// KeysScanned counts the keys the Redis read looked at.
-	KeysScanned int
 	// Pods is this pass's list of pods, read after the database; nil when
 	// Kubernetes evidence is off or the list failed.
 	Pods *PodView

@@ -73,12 +73,11 @@ func (j *judge) taskLockFactsOf(h *Holding, owner Liveness, t Task, found bool) 
 // found, with its evidence and the action the verdict calls for, before
 // confirmation; confirm makes it the lock's judgement.
 func (j *judge) decidedTaskLock(h *Holding, t Task, found bool) Judgement {
-	owner := j.ownerEvidence(h.Owner)
-	v := decideTaskLock(j.taskLockFactsOf(h, owner.OwnerLiveness, t, found), j.p)
+	v := decideTaskLock(j.taskLockFactsOf(h, j.record(h.Owner).liveness, t, found), j.p)
 	jd := Judgement{Holding: *h, Verdict: v, Action: v.action()}
 	if !j.lists(v) {
 		// Only counted: its evidence is never assembled.
 		return jd
 	}
-	return j.judgement(jd, j.taskLockEvidence(owner, t, found))
+	return j.judgement(jd, j.taskRowShown(t, found))
 }

@@ -61,7 +61,7 @@ func TestJudgeTaskLock(t *testing.T) {
 			name: "pending: finished exactly finished_grace ago",
 			build: func(w *jtWorld) string {
 				w.worker(owner, time.Second)
-				return w.finished(StateCompleted, jtDur(DefaultFinishedGrace))
+				return w.finished(StateCompleted, jtDur(jtFinishedGrace))
 			},
 			verdict: VerdictPending, action: ActionKeep, ownerLives: Alive,
 		},
@@ -69,7 +69,7 @@ func TestJudgeTaskLock(t *testing.T) {
 			name: "task-finished: finished finished_grace+1ns ago",
 			build: func(w *jtWorld) string {
 				w.worker(owner, time.Second)
-				return w.finished(StateCompleted, jtDur(DefaultFinishedGrace+time.Nanosecond))
+				return w.finished(StateCompleted, jtDur(jtFinishedGrace+time.Nanosecond))
 			},
 			verdict: VerdictTaskFinished, action: ActionRelease, ownerLives: Alive,
 		},
@@ -289,7 +289,7 @@ func TestJudgeTaskLock(t *testing.T) {
 			}
 			id := tc.build(w)
 			w.taskLock(id, o)
-			plan := w.judge(DefaultPolicy())
+			plan := w.judge(jtPolicy())
 			jd := jtHolding(t, plan, TaskKeyPrefix+id, o)
 			require.Equal(t, tc.verdict, jd.Verdict)
 			require.Equal(t, tc.action, jd.Action)
@@ -315,7 +315,7 @@ func TestJudgeTaskLockEvidence(t *testing.T) {
 	w.worker("1@w", 2*time.Second)
 	id := w.task(StateRunning, dead)
 	w.taskLock(id, "1@w")
-	jd := jtHolding(t, w.judge(DefaultPolicy()), TaskKeyPrefix+id, "1@w")
+	jd := jtHolding(t, w.judge(jtPolicy()), TaskKeyPrefix+id, "1@w")
 	require.Equal(t, VerdictTaskLost, jd.Verdict)
 	require.Equal(t, StateRunning, jd.Evidence().TaskState)
 	require.Equal(t, "1@w", jd.Evidence().AppLock)
@@ -328,7 +328,7 @@ func TestJudgeTaskLockEvidence(t *testing.T) {
 	w2.worker("1@w", time.Second)
 	fid := w2.finished(StateCompleted, jtDur(90*time.Second))
 	w2.taskLock(fid, "1@w")
-	jd = jtHolding(t, w2.judge(DefaultPolicy()), TaskKeyPrefix+fid, "1@w")
+	jd = jtHolding(t, w2.judge(jtPolicy()), TaskKeyPrefix+fid, "1@w")
 	require.NotNil(t, jd.Evidence().FinishedAge)
 	require.Equal(t, Duration(90*time.Second), *jd.Evidence().FinishedAge)
 	require.Equal(t, StateCompleted, jd.Evidence().TaskState)
@@ -340,7 +340,7 @@ func TestJudgeFinishedGraceIsConfigurable(t *testing.T) {
 	w.worker("1@w", time.Second)
 	id := w.finished(StateCompleted, jtDur(10*time.Second))
 	w.taskLock(id, "1@w")
-	p := DefaultPolicy()
+	p := jtPolicy()
 	p.FinishedGrace = 5 * time.Second
 	require.Equal(t, VerdictTaskFinished, jtHolding(t, w.judge(p), TaskKeyPrefix+id, "1@w").Verdict)
 	p.FinishedGrace = 0
@@ -355,7 +355,7 @@ func TestJudgeHeartbeatGraceIsConfigurable(t *testing.T) {
 	row := w.worker("1@w", 40*time.Second)
 	id := w.task(StateRunning, row)
 	w.taskLock(id, "1@w")
-	p := DefaultPolicy()
+	p := jtPolicy()
 	require.Equal(t, VerdictPending, jtHolding(t, w.judge(p), TaskKeyPrefix+id, "1@w").Verdict)
 	p.HeartbeatGrace = 5 * time.Second
 	require.Equal(t, VerdictOwnerDead, jtHolding(t, w.judge(p), TaskKeyPrefix+id, "1@w").Verdict)

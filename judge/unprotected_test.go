@@ -71,7 +71,7 @@ func TestJudgeUnprotected(t *testing.T) {
 			t.Parallel()
 			w := jtNewWorld()
 			id := tc.build(w)
-			plan := w.judge(DefaultPolicy())
+			plan := w.judge(jtPolicy())
 			tj, ok := jtTask(plan, id)
 			if !tc.unprotected {
 				require.False(t, ok && tj.Verdict == VerdictUnprotected, "judged %+v", tj)

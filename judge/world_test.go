@@ -161,7 +161,7 @@ type jtGuardWorld struct {
 
 // jtRecentlyDead is the heartbeat age of a worker that died a minute ago
 // (ttl + grace + 1m), well within MassDeathWindow.
-const jtRecentlyDead = jtWorkerTTL + DefaultHeartbeatGrace + time.Minute
+const jtRecentlyDead = jtWorkerTTL + jtHeartbeatGrace + time.Minute
 
 // jtMassDeath builds `workers` worker rows of which the first `dead` are dead.
 // It adds rows of its own: a restarted worker "5@reborn" (one live row, one

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // The fixtures the property tests share with the judge's own tests, which
@@ -23,7 +24,7 @@ const (
 	ltGrace     = 30 * time.Second
 )
 
-var ptRules = judge.PodRules{HungWorkerGrace: judge.DefaultHungWorkerGrace, ClockSkew: judge.DefaultClockSkew}
+var ptRules = judge.PodRules{HungWorkerGrace: pass.DefaultHungWorkerGrace, ClockSkew: pass.DefaultClockSkew}
 
 // jtID returns the n-th deterministic canonical task/row uuid.
 func jtID(n int) string {

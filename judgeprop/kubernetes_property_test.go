@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 	"pgregory.net/rapid"
 )
 
@@ -191,7 +192,7 @@ func TestKubernetesPropertyNoViewNoChange(t *testing.T) {
 // withDefaultPodRules is p with the Kubernetes rules' defaults: without a view
 // they must not matter.
 func withDefaultPodRules(p judge.Policy) judge.Policy {
-	p.Kubernetes = judge.DefaultPolicy().Kubernetes
+	p.Kubernetes = pass.DefaultConfig().Policy.Kubernetes
 	return p
 }
 

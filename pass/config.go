@@ -46,8 +46,24 @@ type Config struct {
 	PodSource PodSource
 }
 
-// Defaults of Config besides the judge's (judge.DefaultPolicy).
+// Defaults of Config, as verdicts.md and the README give them.
 const (
+	DefaultHeartbeatGrace  = 30 * time.Second
+	DefaultFinishedGrace   = 60 * time.Second
+	DefaultConfirmAfter    = 2 * time.Minute
+	DefaultMaxDeadFraction = 0.5
+	DefaultMinWorkers      = 3
+	DefaultMaxReleases     = 10000
+	DefaultMaxTaskUpdates  = 1000
+	DefaultLostRunning     = judge.StateCanceled
+	DefaultOrphanedWaiting = judge.WaitingRequeue
+	DefaultHungWorkerGrace = 10 * time.Minute
+	// DefaultClockSkew (kubernetes.clock_margin) covers NTP-synchronised
+	// nodes with room to spare; a worker's rows and its container's times
+	// come from the same node's clock unless the pod was recreated on
+	// another node.
+	DefaultClockSkew = 2 * time.Second
+
 	DefaultScanCount         = 1000
 	DefaultBatchSize         = 1000
 	DefaultRedisTimeout      = 5 * time.Second
@@ -62,11 +78,22 @@ const (
 const MaxClockMargin = 30 * time.Second
 
 // DefaultConfig returns the configuration with every default: the only
-// place the defaults of the settings a pass reads are given (the judge's
-// are its constants, through judge.DefaultPolicy).
+// place the defaults of the settings a pass reads are given, the judge's
+// among them.
 func DefaultConfig() Config {
 	return Config{
-		Policy:                 judge.DefaultPolicy(),
+		Policy: judge.Policy{
+			HeartbeatGrace:  DefaultHeartbeatGrace,
+			FinishedGrace:   DefaultFinishedGrace,
+			ConfirmAfter:    DefaultConfirmAfter,
+			LostRunning:     DefaultLostRunning,
+			OrphanedWaiting: DefaultOrphanedWaiting,
+			MaxDeadFraction: DefaultMaxDeadFraction,
+			MinWorkers:      DefaultMinWorkers,
+			MaxReleases:     DefaultMaxReleases,
+			MaxTaskUpdates:  DefaultMaxTaskUpdates,
+			Kubernetes:      judge.PodRules{HungWorkerGrace: DefaultHungWorkerGrace, ClockSkew: DefaultClockSkew},
+		},
 		ScanCount:              DefaultScanCount,
 		BatchSize:              DefaultBatchSize,
 		RedisTimeout:           DefaultRedisTimeout,

@@ -33,6 +33,8 @@ type Inspection struct {
 	// ActiveOwners counts the owners pulp:active_owners lists: a Redis
 	// worker's name stays there from its first lock until its cleanup.
 	ActiveOwners int
+	// Ignored lists the keys under a lock prefix that are no Pulp lock.
+	Ignored []Ignored
 }
 
 // Inspect reads one snapshot exactly as a pass does (Redis, then the
@@ -46,7 +48,7 @@ func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection,
 		return nil, err
 	}
 	in := &Inspection{Snapshot: snap, Plan: judge.All(snap, r.cfg.Policy), Policy: r.cfg.Policy, Kubernetes: rep.Kubernetes,
-		ActiveOwners: rep.activeOwners}
+		ActiveOwners: rep.activeOwners, Ignored: rep.Ignored}
 	if opts.TaskID != "" {
 		if in.Explained, err = pulpdb.ReadExplainedTask(ctx, r.pool, r.cfg.DatabaseTimeout, opts.TaskID); err != nil {
 			return nil, err

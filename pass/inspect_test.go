@@ -72,7 +72,7 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 
 	require.Len(t, in.Snapshot.Holdings, 6)
 	require.Nil(t, in.Explained)
-	require.Equal(t, judge.DefaultPolicy(), in.Policy)
+	require.Equal(t, pass.DefaultConfig().Policy, in.Policy)
 	verdicts := map[string]judge.Verdict{}
 	for _, jd := range in.Plan.Holdings {
 		verdicts[jd.Key+" "+jd.Owner] = jd.Verdict
@@ -88,10 +88,10 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	require.Equal(t, judge.Gone, in.Owner("7@nobody").Liveness)
 	for _, jd := range in.Plan.Holdings {
 		if jd.Key == judge.ResourceKeyPrefix+r1 {
-			require.Equal(t, healthy, jd.HoldingTask(), "a justified resource holding names its task")
+			require.Equal(t, healthy, pass.HoldingTask(&jd), "a justified resource holding names its task")
 		}
 		if jd.Key == judge.ResourceKeyPrefix+r3 {
-			require.Empty(t, jd.HoldingTask())
+			require.Empty(t, pass.HoldingTask(&jd))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pulpdb"
+	"github.com/lock-reaper/lock-reaper/redislocks"
 )
 
 // The JSON shapes of what the judge decides, as every command prints them
@@ -174,7 +175,7 @@ func OwnerReportsOf(owners []judge.OwnerReport) []OwnerReport {
 	return out
 }
 
-// Ignored is a key under a lock prefix that is not a Pulp lock (judge.Ignored).
+// Ignored is a key under a lock prefix that is not a Pulp lock (redislocks.Ignored).
 type Ignored struct {
 	Key    string `json:"key"`
 	Type   string `json:"type"`
@@ -187,7 +188,7 @@ type Guard struct {
 	Reason string `json:"reason"`
 }
 
-func ignoredOf(ig []judge.Ignored) []Ignored {
+func ignoredOf(ig []redislocks.Ignored) []Ignored {
 	out := make([]Ignored, len(ig))
 	for i, x := range ig {
 		out[i] = Ignored(x)

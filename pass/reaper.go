@@ -172,8 +172,8 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (j
 		return judge.Snapshot{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
 	}
 	snap := judge.Snapshot{
-		Now: ds.Now, Holdings: rs.Holdings, Ignored: rs.Ignored, AppStatuses: ds.AppStatuses,
-		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly, KeysScanned: rs.Keys,
+		Now: ds.Now, Holdings: rs.Holdings, AppStatuses: ds.AppStatuses,
+		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly,
 		Pods: pods,
 	}
 	rep.DBNow = ds.Now

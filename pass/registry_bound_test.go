@@ -85,7 +85,7 @@ return n`
 	r := f.reaper(func(c *pass.Config) { c.BatchSize = 1000 })
 	rep := f.pass(r, pass.ModeOnce)
 	require.Equal(t, pass.ResultSuspected, findingFor(rep, leak, live).Result)
-	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
+	f.ageSuspects(pass.DefaultConfig().Policy.ConfirmAfter + time.Second)
 	rep = f.pass(r, pass.ModeOnce)
 	require.Equal(t, pass.ResultReleased, findingFor(rep, leak, live).Result, "the huge registry held the release back")
 

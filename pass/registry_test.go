@@ -35,7 +35,7 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 
 	rep := f.pass(r, pass.ModeOnce)
 	require.Equal(t, pass.ResultSuspected, findingFor(rep, leak, owner).Result)
-	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
+	f.ageSuspects(pass.DefaultConfig().Policy.ConfirmAfter + time.Second)
 
 	// explain of a task waiting for the leaked resource says what the next
 	// pass does: release it.
@@ -62,7 +62,7 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 	leak2 := judge.ResourceKeyPrefix + "repo-leak-2"
 	require.NoError(t, f.Redis.Client.Set(f.Ctx, leak2, owner, 0).Err())
 	f.pass(r, pass.ModeOnce)
-	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
+	f.ageSuspects(pass.DefaultConfig().Policy.ConfirmAfter + time.Second)
 	rep, err = r.RunOnce(f.Ctx, pass.PassOptions{Mode: pass.ModeOnce, Adjust: func(*judge.Plan) {
 		f.Acquire(owner, other, nil, false)
 	}})
@@ -250,7 +250,7 @@ func TestLiveOwnerPastTheCountLimit(t *testing.T) {
 	// The rest, now without their task lock, are no-task suspects of the
 	// live owner, released once confirmed.
 	f.pass(r, pass.ModeOnce)
-	f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Second)
+	f.ageSuspects(pass.DefaultConfig().Policy.ConfirmAfter + time.Second)
 	f.pass(r, pass.ModeOnce)
 	require.Contains(t, f.Members(domain), owner)
 	for i := range leaked {

@@ -153,7 +153,7 @@ func TestTaskLockGoneKeepsRunningTasksResources(t *testing.T) {
 		require.NotNil(t, tf, "pass %d", round)
 		require.Equal(t, judge.VerdictUnprotected, tf.Verdict)
 		// Had a suspect been remembered, this would confirm it.
-		f.ageSuspects(judge.DefaultPolicy().ConfirmAfter + time.Minute)
+		f.ageSuspects(pass.DefaultConfig().Policy.ConfirmAfter + time.Minute)
 	}
 	require.Equal(t, before, f.keyspace(), "both holdings kept, nothing written to Redis")
 	require.Equal(t, "1@live", f.Get(judge.ResourceKeyPrefix+repo))

@@ -38,11 +38,19 @@ type Reader struct {
 // Snapshot is what one read of Redis found.
 type Snapshot struct {
 	Holdings []judge.Holding
-	Ignored  []judge.Ignored
+	Ignored  []Ignored
 	// Keys counts the lock keys read.
 	Keys int
 	// ActiveOwners counts the owners pulp:active_owners lists.
 	ActiveOwners int
+}
+
+// Ignored is a key under a lock prefix that is not a Pulp lock. It is
+// reported and never touched; the judge never sees it.
+type Ignored struct {
+	Key    string
+	Type   string
+	Reason string
 }
 
 // Read collects candidate keys from the owner registry and, on a full scan,
@@ -110,7 +118,7 @@ func (rr *Reader) Read(ctx context.Context, fullScan bool) (Snapshot, error) {
 	}
 	// Keys are read in no particular order; the report lists what it ignored
 	// by key, members of one set in their order.
-	slices.SortStableFunc(snap.Ignored, func(a, b judge.Ignored) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortStableFunc(snap.Ignored, func(a, b Ignored) int { return strings.Compare(a.Key, b.Key) })
 	return snap, nil
 }
 

@@ -181,7 +181,7 @@ func (s *Snapshot) addString(key, value string, reg *ownerRegistry) {
 }
 
 func (s *Snapshot) ignore(key, typ, reason string) {
-	s.Ignored = append(s.Ignored, judge.Ignored{Key: key, Type: typ, Reason: reason})
+	s.Ignored = append(s.Ignored, Ignored{Key: key, Type: typ, Reason: reason})
 }
 
 // quoteShort quotes a value for a report, cut to a readable length.

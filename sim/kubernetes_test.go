@@ -115,7 +115,7 @@ func TestKubernetesSameNameRestartCleanedInOnePass(t *testing.T) {
 	require.NoError(t, f.Kill(owner))
 	// The container restarts more than the margin after the old row's last
 	// heartbeat, even once the API has cut its start to the second.
-	time.Sleep(judge.DefaultClockSkew + sim.DefaultPodTimeResolution + 300*time.Millisecond)
+	time.Sleep(pass.DefaultClockSkew + sim.DefaultPodTimeResolution + 300*time.Millisecond)
 	require.NoError(t, f.Restart(b.ctx, owner))
 	pod, _ := podOf(t, f, owner)
 	require.EqualValues(t, 1, pod.Container.Restarts)

@@ -35,10 +35,11 @@ var funcs = template.FuncMap{
 	"evidence": func(jd judge.Judgement) judge.Evidence {
 		return jd.Evidence()
 	},
+	"holdingTask":   func(jd judge.Judgement) string { return pass.HoldingTask(&jd) },
 	"oldestBlocked": oldestBlocked,
 	"livenesses":    func() []string { return []string{"alive", "late", "dead", "gone"} },
 	"recent":        recent,
-	"first": func(ig []judge.Ignored, n int) []judge.Ignored {
+	"first": func(ig []pass.Ignored, n int) []pass.Ignored {
 		return ig[:min(n, len(ig))]
 	},
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/explain"
 	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // page is what every template gets: the view and the page's own data.
@@ -113,7 +114,8 @@ func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
 	v := s.view.Load()
 	q := r.URL.Query()
 	d := ownersData{Liveness: q.Get("liveness"), Verdict: q.Get("verdict")}
-	want, _ := judge.ParseVerdict(d.Verdict)
+	var want judge.Verdict
+	_ = want.UnmarshalText([]byte(d.Verdict)) // an unknown name matches nothing
 	var rows []OwnerRow
 	for _, o := range v.Owners {
 		if (d.Liveness == "" || o.Liveness == d.Liveness) && (d.Verdict == "" || o.ByVerdict[want] > 0) {
@@ -137,7 +139,7 @@ func (f holdingFilter) match(jd *judge.Judgement) bool {
 	return (f.Owner == "" || jd.Owner == f.Owner) &&
 		(f.Verdict == "" || jd.Verdict.String() == f.Verdict) &&
 		(f.Resource == "" || jd.Resource() == f.Resource) &&
-		(f.Task == "" || jd.HoldingTask() == f.Task)
+		(f.Task == "" || pass.HoldingTask(jd) == f.Task)
 }
 
 func (f holdingFilter) empty() bool { return f == holdingFilter{} }

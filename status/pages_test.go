@@ -222,5 +222,5 @@ func TestDebugHostile(t *testing.T) {
 			t.Logf("%+v", q.Explanation)
 		}
 	}
-	t.Log(v.In.Snapshot.Ignored)
+	t.Log(v.In.Ignored)
 }

@@ -16,7 +16,7 @@ import (
 // database would.
 type slowSource struct{ release chan struct{} }
 
-func (slowSource) Policy() judge.Policy { return judge.DefaultPolicy() }
+func (slowSource) Policy() judge.Policy { return pass.DefaultConfig().Policy }
 func (s slowSource) WaitingTasks(ctx context.Context, _ int) ([]pulpdb.TaskRow, int, error) {
 	<-s.release
 	return nil, 0, nil
