@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/explain"
+	"github.com/lock-reaper/lock-reaper/internal/passtest"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pass"
 	"github.com/lock-reaper/lock-reaper/pulpdb"
@@ -36,10 +37,10 @@ func TestJSONShapes(t *testing.T) {
 	}}
 	ev := judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: age(90 * time.Second), TaskState: judge.StateCompleted,
 		FinishedAge: age(30 * time.Minute), AppLock: "1@api", AppLockLiveness: &late, Via: "task:00000000-0000-4000-8000-000000000001", Kubernetes: pod}
-	task := judge.Judgement{Holding: judge.Holding{Key: "task:00000000-0000-4000-8000-000000000001", Owner: "1@dead", Kind: judge.KindTask, Registered: true},
-		Verdict: judge.VerdictTaskFinished, Action: judge.ActionRelease, FirstSeen: ago(time.Minute), Deferred: "max_releases"}.WithEvidence(ev)
-	res := judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:prn:core.domain:d", Owner: "1@dead", Kind: judge.KindShared},
-		Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Gone})
+	task := passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "task:00000000-0000-4000-8000-000000000001", Owner: "1@dead", Kind: judge.KindTask, Registered: true},
+		Verdict: judge.VerdictTaskFinished, Action: judge.ActionRelease, FirstSeen: ago(time.Minute), Deferred: "max_releases"}, ev)
+	res := passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:prn:core.domain:d", Owner: "1@dead", Kind: judge.KindShared},
+		Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}, judge.Evidence{OwnerLiveness: judge.Gone})
 	lost := judge.TaskJudgement{ID: "00000000-0000-4000-8000-000000000002", Name: "pulpcore.app.tasks.sync", Verdict: judge.VerdictTaskLost,
 		Action: judge.ActionUpdate, Owner: "1@dead", AppLockID: "00000000-0000-4000-8000-0000000000a1", StateBefore: judge.StateRunning,
 		StateAfter: judge.StateWaiting, ClearClaim: true, Deferred: "mass-death guard", FirstSeen: ago(time.Minute), AfterRelease: "task:x"}

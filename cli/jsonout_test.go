@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/passtest"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pass"
 )
@@ -26,7 +27,7 @@ func richReport() *pass.Report {
 			{Name: "2@<w>&", Liveness: "alive", Holdings: 1},
 		},
 		Findings: []pass.Finding{
-			{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: (*judge.Duration)(&age), TaskState: "running"})), Result: pass.ResultReleased},
+			{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}, judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: (*judge.Duration)(&age), TaskState: "running"})), Result: pass.ResultReleased},
 			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:r", Kind: judge.KindExclusive, Owner: "1@w"}, Verdict: judge.VerdictNoTask, Action: judge.ActionSuspect, FirstSeen: &seen}, Result: pass.ResultSuspected},
 		},
 		Tasks: []pass.TaskFinding{{TaskJudgement: &judge.TaskJudgement{ID: "a", Name: "sync", Verdict: judge.VerdictLost, Action: judge.ActionUpdate, StateBefore: "running",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/passtest"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pass"
 )
@@ -20,7 +21,7 @@ func TestTextReport(t *testing.T) {
 		Scanned:    pass.Scanned{Keys: 3, TaskLocks: 1, ResourceHoldings: 2, FullScan: true},
 		LockOwners: []pass.OwnerReport{{Name: "1@w", Liveness: "dead", HeartbeatAge: &age, Holdings: 3}},
 		Findings: []pass.Finding{
-			{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: (*judge.Duration)(&age), TaskState: "running"})), Result: pass.ResultReleased},
+			{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "task:a", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead}, judge.Evidence{OwnerLiveness: judge.Dead, HeartbeatAge: (*judge.Duration)(&age), TaskState: "running"})), Result: pass.ResultReleased},
 			{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "task:b", Kind: judge.KindTask, Owner: "1@w"}, Verdict: judge.VerdictOwnerDead, Deferred: "max_releases"}, Result: pass.ResultDeferred},
 		},
 		Summary: pass.Summary{FindingsByResult: map[pass.Result]int{pass.ResultReleased: 1, pass.ResultDeferred: 1}, Released: 1, Deferred: 1,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/passtest"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pass"
 )
@@ -55,13 +56,13 @@ func incidentReport() *pass.Report {
 	}
 	for i := 0; i < 6; i++ {
 		fin := judge.Duration(time.Duration(20+i) * time.Hour)
-		add(pass.Finding{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: fmt.Sprintf("task:0000000%d-aaaa-4bbb-8ccc-dddddddddddd", i), Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished}.WithEvidence(judge.Evidence{TaskState: "completed", FinishedAge: &fin})), Result: pass.ResultWouldRelease})
+		add(pass.Finding{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: fmt.Sprintf("task:0000000%d-aaaa-4bbb-8ccc-dddddddddddd", i), Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished}, judge.Evidence{TaskState: "completed", FinishedAge: &fin})), Result: pass.ResultWouldRelease})
 	}
 	for i := 0; i < 4; i++ {
 		id := fmt.Sprintf("9000000%d-aaaa-4bbb-8ccc-dddddddddddd", i)
-		add(pass.Finding{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:" + id, Kind: judge.KindTask}, Verdict: judge.VerdictOwnerDead}.WithEvidence(judge.Evidence{TaskState: "running", AppLock: "1@pulp-worker-incident-0", AppLockLiveness: &dead})), Result: pass.ResultWouldRelease})
+		add(pass.Finding{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "task:" + id, Kind: judge.KindTask}, Verdict: judge.VerdictOwnerDead}, judge.Evidence{TaskState: "running", AppLock: "1@pulp-worker-incident-0", AppLockLiveness: &dead})), Result: pass.ResultWouldRelease})
 	}
-	add(pass.Finding{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Kind: judge.KindExclusive}, Verdict: judge.VerdictOwnerDead}.WithEvidence(judge.Evidence{TaskState: "running", Via: "task:90000000-aaaa-4bbb-8ccc-dddddddddddd"})), Result: pass.ResultWouldRelease})
+	add(pass.Finding{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Kind: judge.KindExclusive}, Verdict: judge.VerdictOwnerDead}, judge.Evidence{TaskState: "running", Via: "task:90000000-aaaa-4bbb-8ccc-dddddddddddd"})), Result: pass.ResultWouldRelease})
 	rep.Tasks = []pass.TaskFinding{
 		{TaskJudgement: &judge.TaskJudgement{ID: "90000000-aaaa-4bbb-8ccc-dddddddddddd", Name: "pulp_rpm.app.tasks.synchronizing.synchronize", Verdict: judge.VerdictLost, Owner: "1@pulp-worker-incident-0", StateBefore: "running", StateAfter: "canceled"}, Result: pass.ResultWouldUpdate},
 	}

@@ -78,12 +78,6 @@ func (jd *Judgement) SetEvidence(e Evidence) {
 		taskState: e.TaskState, appLock: e.AppLock, appLockLiveness: e.AppLockLiveness}
 }
 
-// WithEvidence is jd with evidence e (see SetEvidence).
-func (jd Judgement) WithEvidence(e Evidence) Judgement {
-	jd.SetEvidence(e)
-	return jd
-}
-
 // LockOwner is the liveness of the lock owner name, given the snapshot's
 // tasks and fleet. An immediate-<uuid> owner is a task, not a process:
 // alive while that task is incomplete, gone once it is final. While its row
@@ -111,9 +105,6 @@ func (j *judge) judgement(jd Judgement, s shown) Judgement {
 	f.owner = j.record(jd.Owner)
 	p := j.owners.facts[f]
 	if p == nil {
-		if j.owners.facts == nil {
-			j.owners.facts = map[judgedFacts]*judgedFacts{}
-		}
 		// A copy of its own, made only when new: taking f's address would
 		// move every call's f to the heap.
 		p = new(judgedFacts)
@@ -134,9 +125,6 @@ func (j *judge) record(name string) *ownerRecord {
 	o := &ownerRecord{liveness: owner.Liveness, kubernetes: owner.Kubernetes}
 	if owner.Rows > 0 {
 		o.heartbeatAge = durationPtr(owner.HeartbeatAge)
-	}
-	if j.owners.records == nil {
-		j.owners.records = map[string]*ownerRecord{}
 	}
 	j.owners.records[name] = o
 	return o

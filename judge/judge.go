@@ -24,8 +24,7 @@ func Findings(snap Snapshot, p Policy) Plan {
 }
 
 func judgeSnapshot(snap Snapshot, p Policy, listAll bool) Plan {
-	j := &judge{snap: snap, p: p, listAll: listAll, fleet: FleetOf(snap, p)}
-	return j.run()
+	return (&judge{snap: snap, p: p, listAll: listAll, fleet: FleetOf(snap, p)}).run()
 }
 
 // judge is one judging of one snapshot: the snapshot, and what its rules
@@ -65,17 +64,16 @@ type judge struct {
 // run walks the snapshot: the task locks, then the tasks (which look up
 // their task locks), then the resource holdings (which inherit from or are
 // justified by the task locks, or by a running task's row); then the
-// guards, which cut what the plan lists in the order of CompareHoldings.
+// guards, which cut what the plan lists in the order of sortJudgements.
 func (j *judge) run() Plan {
 	j.suspects, j.byVerdict, j.byOwner = map[SuspectKey]Suspect{}, map[Verdict]int{}, map[string]int{}
+	j.owners = ownerCache{records: map[string]*ownerRecord{}, facts: map[judgedFacts]*judgedFacts{}}
 	var taskLocks int
 	j.resources, taskLocks = newResourceIndex(j.snap.Holdings)
 	j.opaque, j.reservedBy = map[string]bool{}, make([]reservedBy, len(j.snap.Holdings))
 	j.held = make(map[string]taskLocksHeld, taskLocks)
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
-	if n := j.expectedListed(); n > 0 {
-		plan.Holdings = make([]Judgement, 0, n)
-	}
+	plan.Holdings = make([]Judgement, 0, j.expectedListed())
 	for i := range j.snap.Holdings {
 		if j.snap.Holdings[i].Kind == KindTask {
 			j.judgeTaskLock(&plan.Holdings, i)
@@ -139,21 +137,22 @@ func (j *judge) expectedListed() int {
 	if j.listAll {
 		return len(j.snap.Holdings)
 	}
-	type tally struct {
-		alive                       bool
-		taskLocks, stale, resources int
-	}
-	owners := map[string]*tally{}
-	n, live := 0, 0
+	// live tallies the holdings of each live owner (nil for an owner not
+	// alive).
+	type tally struct{ taskLocks, stale, resources int }
+	live := map[string]*tally{}
+	n, rest := 0, 0
 	for i := range j.snap.Holdings {
 		h := &j.snap.Holdings[i]
-		o := owners[h.Owner]
-		if o == nil {
-			o = &tally{alive: j.record(h.Owner).liveness == Alive}
-			owners[h.Owner] = o
+		o, seen := live[h.Owner]
+		if !seen {
+			if j.record(h.Owner).liveness == Alive {
+				o = &tally{}
+			}
+			live[h.Owner] = o
 		}
 		switch {
-		case !o.alive:
+		case o == nil:
 			n++
 		case h.Kind != KindTask:
 			o.resources++
@@ -164,8 +163,8 @@ func (j *judge) expectedListed() int {
 			}
 		}
 	}
-	for _, o := range owners {
-		if !o.alive {
+	for _, o := range live {
+		if o == nil {
 			continue
 		}
 		stale := o.stale
@@ -173,9 +172,9 @@ func (j *judge) expectedListed() int {
 			stale += int(int64(o.resources) * int64(o.stale) / int64(o.taskLocks))
 		}
 		n += stale
-		live += o.taskLocks + o.resources - stale
+		rest += o.taskLocks + o.resources - stale
 	}
-	return n + live/32
+	return n + rest/32
 }
 
 // lists says the plan lists judgements with verdict v: every one, or the

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -81,10 +82,7 @@ func (j *judge) taskJudgements() []TaskJudgement {
 			expected++
 		}
 	}
-	var out []TaskJudgement
-	if expected > 0 {
-		out = make([]TaskJudgement, 0, expected)
-	}
+	out := make([]TaskJudgement, 0, expected)
 	j.rowReserved = map[holdingKey]string{}
 	for id, t := range j.snap.Tasks {
 		f, row := j.taskFactsOf(t)
@@ -119,10 +117,7 @@ func (j *judge) lastHolder(held taskLocksHeld) Holding {
 func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) TaskJudgement {
 	last := j.lastHolder(held)
 	row, _, _ := j.fleet.Row(t.AppLockID)
-	owner := row.Name
-	if owner == "" {
-		owner = last.Owner
-	}
+	owner := cmp.Or(row.Name, last.Owner)
 	tj := TaskJudgement{ID: id, Name: t.Name, Verdict: v, Action: v.action(), StateBefore: t.State, AppLockID: t.AppLockID, Owner: owner}
 	switch v {
 	case VerdictLost:

@@ -6,19 +6,12 @@ import (
 	"strings"
 )
 
-// CompareHoldings is the order a plan lists holdings in: task locks first,
-// then by key and owner.
-func CompareHoldings(a, b *Holding) int {
-	if ta, tb := a.Kind == KindTask, b.Kind == KindTask; ta != tb {
-		if ta {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Owner, b.Owner))
-}
-
-// sortJudgements puts judgements in the order of CompareHoldings.
+// sortJudgements puts judgements in the order a plan lists them: task locks
+// first (KindTask is the smallest kind; both resource kinds count as
+// KindExclusive here), then by key and owner.
 func sortJudgements(jds []Judgement) {
-	slices.SortFunc(jds, func(a, b Judgement) int { return CompareHoldings(&a.Holding, &b.Holding) })
+	slices.SortFunc(jds, func(a, b Judgement) int {
+		return cmp.Or(cmp.Compare(min(a.Kind, KindExclusive), min(b.Kind, KindExclusive)),
+			strings.Compare(a.Key, b.Key), strings.Compare(a.Owner, b.Owner))
+	})
 }

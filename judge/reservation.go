@@ -1,5 +1,7 @@
 package judge
 
+import "slices"
+
 // SharedPrefix marks a shared resource in a task's reserved_resources_record;
 // an exclusive one is written plain.
 const SharedPrefix = "shared:"
@@ -29,11 +31,9 @@ func IsShared[T string | []byte](entry T) bool {
 // Reservations lists a record's reservations in record order, each once.
 func Reservations(record []string) []Reservation {
 	out := make([]Reservation, 0, len(record))
-	seen := make(map[Reservation]bool, len(record))
 	for _, entry := range record {
-		r := ParseReservation(entry)
-		if !seen[r] {
-			seen[r] = true
+		// A record names a few resources: a scan beats a map.
+		if r := ParseReservation(entry); !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}

@@ -1,5 +1,7 @@
 package judge
 
+import "slices"
+
 // holdingKey is a resource holding as a task's reservation names it: the
 // owner (the task lock's, or the worker running the task), the resource,
 // and the kind of lock.
@@ -230,10 +232,5 @@ func runs(state string) bool { return state == StateRunning || state == StateCan
 // reservesHolding says t's record reserves h's resource with h's kind.
 func reservesHolding(t Task, h *Holding) bool {
 	want := Reservation{h.Resource(), h.Kind}
-	for _, entry := range t.Reserved {
-		if ParseReservation(entry) == want {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(t.Reserved, func(entry string) bool { return ParseReservation(entry) == want })
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/passtest"
 	"github.com/lock-reaper/lock-reaper/judge"
 	"github.com/lock-reaper/lock-reaper/pass"
 )
@@ -242,11 +243,11 @@ func TestFleetGauges(t *testing.T) {
 	rep.Findings[0].SetEvidence(e)
 	m.Observe(rep)
 	require.Equal(t, 300.0, g(m.oldestStale))
-	rep.Findings = append(rep.Findings, pass.Finding{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:x", Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished, Action: judge.ActionRelease}.WithEvidence(judge.Evidence{FinishedAge: &fin})), Result: pass.ResultDeferred})
+	rep.Findings = append(rep.Findings, pass.Finding{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "task:x", Kind: judge.KindTask}, Verdict: judge.VerdictTaskFinished, Action: judge.ActionRelease}, judge.Evidence{FinishedAge: &fin})), Result: pass.ResultDeferred})
 	m.Observe(rep)
 	require.Equal(t, 7200.0, g(m.oldestStale))
 	// Healthy and pending holdings are not stale, however old.
-	rep.Findings = []pass.Finding{{Judgement: new(judge.Judgement{Holding: judge.Holding{Key: "task:y", Kind: judge.KindTask}, Verdict: judge.VerdictPending, Action: judge.ActionKeep}.WithEvidence(judge.Evidence{HeartbeatAge: &fin}))}}
+	rep.Findings = []pass.Finding{{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "task:y", Kind: judge.KindTask}, Verdict: judge.VerdictPending, Action: judge.ActionKeep}, judge.Evidence{HeartbeatAge: &fin}))}}
 	m.Observe(rep)
 	require.Equal(t, 0.0, g(m.oldestStale))
 

@@ -18,9 +18,15 @@ func TestSeenRegistriesListsEachKeyOnce(t *testing.T) {
 	task := judge.Holding{Key: judge.TaskKeyPrefix + id(1), Owner: "1@w", Kind: judge.KindTask, Registered: true}
 	other := judge.Holding{Key: judge.TaskKeyPrefix + id(2), Owner: "1@w", Kind: judge.KindTask, Registered: true}
 	legacy := judge.Holding{Key: judge.TaskKeyPrefix + id(3), Owner: "1@w", Kind: judge.KindTask}
-	guardedRelease := judge.Judgement{Holding: judge.Holding{Key: judge.ResourceKeyPrefix + "r", Owner: "1@w", Kind: judge.KindExclusive, Registered: true},
-		Action: judge.ActionRelease}.WithEvidence(judge.Evidence{OwnerLiveness: judge.Alive})
+	guardedRelease := withEvidence(judge.Judgement{Holding: judge.Holding{Key: judge.ResourceKeyPrefix + "r", Owner: "1@w", Kind: judge.KindExclusive, Registered: true},
+		Action: judge.ActionRelease}, judge.Evidence{OwnerLiveness: judge.Alive})
 	elsewhere := judge.Holding{Key: judge.TaskKeyPrefix + id(4), Owner: "2@w", Kind: judge.KindTask, Registered: true}
 	seen := SeenRegistries([]judge.Holding{other, task, task, legacy, guardedRelease.Holding, elsewhere}, []judge.Judgement{guardedRelease})
 	require.Equal(t, map[string][]string{"1@w": {guardedRelease.Key, task.Key, other.Key}}, seen)
+}
+
+// withEvidence is jd with evidence e.
+func withEvidence(jd judge.Judgement, e judge.Evidence) judge.Judgement {
+	jd.SetEvidence(e)
+	return jd
 }

@@ -79,3 +79,10 @@ func (w *World) Hold(owner, taskID string, reserved ...string) {
 		w.Snap.Holdings = append(w.Snap.Holdings, judge.Holding{Key: judge.ResourceKeyPrefix + n.Resource, Kind: n.Kind, Owner: owner, Registered: true})
 	}
 }
+
+// WithEvidence is jd with evidence e (judge.Judgement.SetEvidence), for a
+// judgement built by hand.
+func WithEvidence(jd judge.Judgement, e judge.Evidence) judge.Judgement {
+	jd.SetEvidence(e)
+	return jd
+}
