@@ -125,6 +125,9 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 		opts.Snapshot(snap)
 	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
+	// Taken now, so that the snapshot's tasks are not kept through the
+	// actor's work: a dead worker's hundred thousand are megabytes.
+	unguarded := unguardedOf(plan.Tasks, snap.Tasks, snap.Holdings)
 	r.noteKubernetes(&plan, rep)
 	if opts.Adjust != nil {
 		opts.Adjust(&plan)
@@ -136,7 +139,9 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase}
 	err = act.run(ctx)
 	rep.fill(&plan, act)
-	rep.addUnguarded(&snap)
+	for i := range rep.Tasks {
+		rep.Tasks[i].Resources = unguarded[rep.Tasks[i].ID]
+	}
 	return err
 }
 

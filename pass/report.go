@@ -64,7 +64,7 @@ type TaskFinding struct {
 	*judge.TaskJudgement
 	Result Result
 	// Resources lists, for an unprotected task, what it reserves and who
-	// else holds each (addUnguarded).
+	// else holds each (unguardedOf).
 	Resources []UnguardedResource
 }
 

@@ -49,20 +49,22 @@ func resourceHolders(holdings []judge.Holding) map[string][]ResourceHolder {
 	return out
 }
 
-// addUnguarded gives each unprotected task of the report what it reserves
-// and who else holds it. The holders are gathered once, and only when a task
-// asks: a Redis that lost its keys makes every running task unprotected at
-// once.
-func (r *Report) addUnguarded(snap *judge.Snapshot) {
+// unguardedOf is, by task id, what each unprotected task of tasks reserves
+// and who else holds it; nil when no task is unprotected. The holders are
+// gathered once, and only when a task asks: a Redis that lost its keys
+// makes every running task unprotected at once.
+func unguardedOf(tasks []judge.TaskJudgement, rows map[string]judge.Task, holdings []judge.Holding) map[string][]UnguardedResource {
+	var out map[string][]UnguardedResource
 	var holders map[string][]ResourceHolder
-	for i := range r.Tasks {
-		tf := &r.Tasks[i]
-		if tf.Verdict != judge.VerdictUnprotected {
+	for i := range tasks {
+		tj := &tasks[i]
+		if tj.Verdict != judge.VerdictUnprotected {
 			continue
 		}
 		if holders == nil {
-			holders = resourceHolders(snap.Holdings)
+			out, holders = map[string][]UnguardedResource{}, resourceHolders(holdings)
 		}
-		tf.Resources = unguarded(snap.Tasks[tf.ID], tf.Owner, holders)
+		out[tj.ID] = unguarded(rows[tj.ID], tj.Owner, holders)
 	}
+	return out
 }
