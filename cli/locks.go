@@ -152,7 +152,7 @@ func lockLines(plan judge.Plan) []LockLine {
 		}
 		lines = append(lines, LockLine{
 			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: e.OwnerLiveness.String(),
-			HeartbeatAge: pass.SecondsOf(e.HeartbeatAge), Kubernetes: pod, Resource: jd.Resource(), Task: pass.HoldingTask(&jd), TaskState: e.TaskState,
+			HeartbeatAge: pass.SecondsOf(e.HeartbeatAge), Kubernetes: pod, Resource: jd.Resource(), Task: pass.HoldingTask(&jd.Holding, e.Via), TaskState: e.TaskState,
 			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
 		})
 	}

@@ -225,11 +225,12 @@ func (x *explainer) taskRef(id string) *TaskRef {
 
 func (x *explainer) holder(jd judge.Judgement) Holder {
 	e := jd.Evidence()
+	task := pass.HoldingTask(&jd.Holding, e.Via)
 	h := Holder{
 		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: e.OwnerLiveness, HeartbeatAge: pass.SecondsOf(e.HeartbeatAge),
-		Kubernetes: pass.PodEvidenceOf(e.Kubernetes), Task: x.taskRef(pass.HoldingTask(&jd)), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
+		Kubernetes: pass.PodEvidenceOf(e.Kubernetes), Task: x.taskRef(task), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
 	}
-	h.Own = pass.HoldingTask(&jd) == x.id
+	h.Own = task == x.id
 	return h
 }
 

@@ -28,7 +28,7 @@ type exWorld struct {
 
 const exTarget = "0000ffff-0000-4000-8000-00000000ffff"
 
-func exNewWorld() *exWorld { return &exWorld{World: passtest.NewWorld()} }
+func exNewWorld() *exWorld { return &exWorld{World: passtest.NewWorld(pass.DefaultConfig().Policy)} }
 
 // older adds an older incomplete task that explain's own query found.
 func (w *exWorld) older(state, appLock string, reserved ...string) string {

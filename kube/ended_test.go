@@ -58,7 +58,7 @@ func TestIncarnationEndedSince(t *testing.T) {
 		{"restart count grown again", &restarted, restartedAgain, true},
 		{"restarted, unchanged", &restarted, restarted, false},
 		{"terminated now", &running, endedTerminated(running, time.Second, "OOMKilled", 137), true},
-		{"terminated, then restarted: the end already reported", ptr(endedTerminated(running, 3*time.Second, "Error", 1)),
+		{"terminated, then restarted: the end already reported", new(endedTerminated(running, 3*time.Second, "Error", 1)),
 			endedWith(endedRunning(time.Second, 1), func(p *judge.Pod) { p.Container.LastTerminated.FinishedAt = endedAt(3 * time.Second) }), false},
 		{"Ready False only (node lost): no report", &running, endedWith(running, func(p *judge.Pod) { p.Ready = false }), false},
 		{"deletion timestamp only: no report", &running, endedWith(running, func(p *judge.Pod) { p.Terminating = true }), false},
@@ -74,5 +74,3 @@ func TestIncarnationEndedSince(t *testing.T) {
 		})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

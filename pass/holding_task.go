@@ -8,13 +8,14 @@ import (
 
 // HoldingTask names the task a holding is held for: the task of a task lock,
 // or for a resource holding the task of the owner's task lock that reserves
-// the resource (the one that justified it or whose verdict it inherited,
-// its evidence's Via). It is "" when no task lock of the owner reserves it.
-func HoldingTask(jd *judge.Judgement) string {
-	if jd.Kind == judge.KindTask {
-		return jd.TaskID()
+// the resource (the one that justified it or whose verdict it inherited:
+// via, its evidence's Via). It is "" when no task lock of the owner
+// reserves it.
+func HoldingTask(h *judge.Holding, via string) string {
+	if h.Kind == judge.KindTask {
+		return h.TaskID()
 	}
-	if id, ok := strings.CutPrefix(jd.Evidence().Via, judge.TaskKeyPrefix); ok && judge.IsTaskUUID(id) {
+	if id, ok := strings.CutPrefix(via, judge.TaskKeyPrefix); ok && judge.IsTaskUUID(id) {
 		return id
 	}
 	return ""

@@ -88,10 +88,10 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	require.Equal(t, judge.Gone, in.Owner("7@nobody").Liveness)
 	for _, jd := range in.Plan.Holdings {
 		if jd.Key == judge.ResourceKeyPrefix+r1 {
-			require.Equal(t, healthy, pass.HoldingTask(&jd), "a justified resource holding names its task")
+			require.Equal(t, healthy, pass.HoldingTask(&jd.Holding, jd.Evidence().Via), "a justified resource holding names its task")
 		}
 		if jd.Key == judge.ResourceKeyPrefix+r3 {
-			require.Empty(t, pass.HoldingTask(&jd))
+			require.Empty(t, pass.HoldingTask(&jd.Holding, jd.Evidence().Via))
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // the evidence, suspects kept as they were.
 func TestJudgeOwnerRelease(t *testing.T) {
 	t.Parallel()
-	w := passtest.NewWorld()
+	w := passtest.NewWorld(pass.DefaultConfig().Policy)
 	target := w.Worker("1@target", 40*time.Second) // late: a normal pass leaves it alone
 	other := w.Worker("2@dead", time.Hour)
 	w.Worker("3@dead", time.Hour)
@@ -79,7 +79,7 @@ func TestJudgeOwnerRelease(t *testing.T) {
 
 func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 	t.Parallel()
-	w := passtest.NewWorld()
+	w := passtest.NewWorld(pass.DefaultConfig().Policy)
 	live := w.Worker("1@live", time.Second)
 	running := w.Task("", judge.StateRunning, live, passtest.WorldRepo)
 	w.Hold("1@live", running, passtest.WorldRepo)
@@ -125,7 +125,7 @@ func TestJudgeOwnerReleaseAliveOwner(t *testing.T) {
 
 func TestJudgeOwnerReleaseLimits(t *testing.T) {
 	t.Parallel()
-	w := passtest.NewWorld()
+	w := passtest.NewWorld(pass.DefaultConfig().Policy)
 	dead := w.Worker("1@dead", time.Hour)
 	for range 3 {
 		w.Hold("1@dead", w.Task("", judge.StateRunning, dead))
@@ -267,7 +267,7 @@ func TestReleaseOwnerPassAliveOwner(t *testing.T) {
 // naming it releases its locks although its task is incomplete.
 func TestJudgeOwnerReleaseImmediateOwner(t *testing.T) {
 	t.Parallel()
-	w := passtest.NewWorld()
+	w := passtest.NewWorld(pass.DefaultConfig().Policy)
 	id := w.Task("", judge.StateRunning, "", passtest.WorldRepo)
 	owner := "immediate-" + id
 	w.Hold(owner, id, passtest.WorldRepo)

@@ -35,7 +35,7 @@ var funcs = template.FuncMap{
 	"evidence": func(jd judge.Judgement) judge.Evidence {
 		return jd.Evidence()
 	},
-	"holdingTask":   func(jd judge.Judgement) string { return pass.HoldingTask(&jd) },
+	"holdingTask":   func(jd judge.Judgement) string { return pass.HoldingTask(&jd.Holding, jd.Evidence().Via) },
 	"oldestBlocked": oldestBlocked,
 	"livenesses":    func() []string { return []string{"alive", "late", "dead", "gone"} },
 	"recent":        recent,

@@ -139,7 +139,7 @@ func (f holdingFilter) match(jd *judge.Judgement) bool {
 	return (f.Owner == "" || jd.Owner == f.Owner) &&
 		(f.Verdict == "" || jd.Verdict.String() == f.Verdict) &&
 		(f.Resource == "" || jd.Resource() == f.Resource) &&
-		(f.Task == "" || pass.HoldingTask(jd) == f.Task)
+		(f.Task == "" || pass.HoldingTask(&jd.Holding, jd.Evidence().Via) == f.Task)
 }
 
 func (f holdingFilter) empty() bool { return f == holdingFilter{} }

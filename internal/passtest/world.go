@@ -21,24 +21,13 @@ type World struct {
 	next   int
 }
 
-// NewWorld returns an empty snapshot at WorldNow, judged with the default policy.
-func NewWorld() *World {
+// NewWorld returns an empty snapshot at WorldNow, judged with policy
+// (pass.DefaultConfig's, as a rule: this package cannot import pass, for
+// pulpdb's tests use it).
+func NewWorld(policy judge.Policy) *World {
 	return &World{
 		Snap:   judge.Snapshot{Now: WorldNow, Tasks: map[string]judge.Task{}, Suspects: map[judge.SuspectKey]judge.Suspect{}, FullScan: true},
-		Policy: WorldPolicy(),
-	}
-}
-
-// WorldPolicy is the policy a world is judged with: the defaults of
-// verdicts.md, which pass.DefaultConfig gives the program (this package
-// cannot import pass: pulpdb's tests use it). TestWorldPolicyIsTheDefault
-// (pass) keeps the two equal.
-func WorldPolicy() judge.Policy {
-	return judge.Policy{
-		HeartbeatGrace: 30 * time.Second, FinishedGrace: 60 * time.Second, ConfirmAfter: 2 * time.Minute,
-		LostRunning: judge.StateCanceled, OrphanedWaiting: judge.WaitingRequeue,
-		MaxDeadFraction: 0.5, MinWorkers: 3, MaxReleases: 10000, MaxTaskUpdates: 1000,
-		Kubernetes: judge.PodRules{HungWorkerGrace: 10 * time.Minute, ClockSkew: 2 * time.Second},
+		Policy: policy,
 	}
 }
 
