@@ -17,20 +17,18 @@ build:
 services:
 	scripts/services.sh
 
-# MODULES are the Go modules of the repository: the program; judge/ (the
-# rules, a module with no requirement, so that no I/O package compiles into
-# them); and deploy/ (the chart and Dockerfile tests, a module of its own so
-# that Helm, Kubernetes and BuildKit stay out of the program's go.mod).
-# go.work joins the program and the judge; deploy and tools are built on
-# their own (GOWORK=off), so the program's build graph never includes their
-# requirements.
-MODULES     := . judge deploy
+# MODULES are the Go modules of the repository: the program (the rules
+# included: their purity is a test, reaper/judge/purity_test.go and
+# heartbeat/purity_test.go) and deploy/ (the chart and Dockerfile tests, a
+# module of its own so that Helm, Kubernetes and BuildKit stay out of the
+# program's go.mod). tools/ is built on its own for staticcheck.
+MODULES     := . deploy
 
 ## tools: the programs the tests and gates run: staticcheck (tools/go.mod),
 ## promtool alone and pgbouncer (scripts/tools.sh; no service is started)
 tools:
 	@mkdir -p $(TOOLS_BIN)
-	cd tools && GOWORK=off $(GO) build -o $(TOOLS_BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+	cd tools && $(GO) build -o $(TOOLS_BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 	@scripts/tools.sh >/dev/null
 # Further install steps the tests need (a browser for the dashboard test,
 # say) go in scripts/tools.sh, so that make and .ci/run share them.
@@ -40,13 +38,13 @@ lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@set -e; for m in $(MODULES); do \
-	  echo "== $$m"; (cd $$m && if [ $$m = deploy ]; then export GOWORK=off; fi; \
+	  echo "== $$m"; (cd $$m && \
 	    $(GO) vet ./... && $(STATICCHECK) ./...); done
 
 ## test: every test of every module, against real Redis and PostgreSQL, with the race detector
 test: services lint
 	@set -e; export PATH="$(TOOLS_BIN):$$PATH"; for m in $(MODULES); do \
-	  echo "== $$m"; (cd $$m && if [ $$m = deploy ]; then export GOWORK=off; fi; \
+	  echo "== $$m"; (cd $$m && \
 	    $(GO) test $(TEST_FLAGS) ./...); done
 
 ## demo: the 2026-07-24 incident reproduced, audited, reaped and audited again

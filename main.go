@@ -10,9 +10,9 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/lock-reaper/lock-reaper/cli"
+	"github.com/lock-reaper/lock-reaper/internal/cli"
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/internal/memlimit"
-	"github.com/lock-reaper/lock-reaper/pass"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -24,7 +24,7 @@ func main() {
 	limit, err := memlimit.Choose(os.LookupEnv, os.ReadFile)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lock-reaper: %v\n", err)
-		os.Exit(pass.ExitUsage)
+		os.Exit(exitcode.Usage)
 	}
 	if limit.Soft > 0 {
 		debug.SetMemoryLimit(limit.Soft)

@@ -14,9 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/internal/memlimit"
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // scenarioDeadOwner is the incident the reaper exists for at its worst for
@@ -93,10 +94,10 @@ const (
 // line: the worst case.
 var deadOwnerCases = func() []processCase {
 	base := []processCase{
-		{name: "audit, text report", args: []string{"audit"}, exit: pass.ExitFindings},
-		{name: "audit, JSON report", args: []string{"audit", "--output", "json"}, exit: pass.ExitFindings, json: true},
-		{name: "once, text report", args: []string{"once"}, exit: pass.ExitOK, real: true},
-		{name: "once, JSON report", args: []string{"once", "--output", "json"}, exit: pass.ExitOK, real: true, json: true},
+		{name: "audit, text report", args: []string{"audit"}, exit: exitcode.Findings},
+		{name: "audit, JSON report", args: []string{"audit", "--output", "json"}, exit: exitcode.Findings, json: true},
+		{name: "once, text report", args: []string{"once"}, exit: exitcode.OK, real: true},
+		{name: "once, JSON report", args: []string{"once", "--output", "json"}, exit: exitcode.OK, real: true, json: true},
 	}
 	// Each again with a memory limit: GOMEMLIMIT at the container's limit,
 	// as the chart set it before, and what the chart sets now, the
@@ -239,11 +240,11 @@ func (f *fleetEnv) close() {
 
 // checkReaped audits in this process after a real pass: nothing may be left.
 func (f *fleetEnv) checkReaped(ctx context.Context) error {
-	r, err := pass.New(pass.DefaultConfig(), f.rdb, f.pool, nil)
+	r, err := reaper.New(reaper.DefaultConfig(), f.rdb, f.pool, nil)
 	if err != nil {
 		return err
 	}
-	rep, err := r.RunOnce(ctx, pass.PassOptions{Mode: pass.ModeAudit})
+	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeAudit})
 	if err != nil {
 		return fmt.Errorf("audit after the real pass: %w", err)
 	}
@@ -260,7 +261,7 @@ func checkJSONReport(raw []byte, c processCase, m *sim.FleetManifest) error {
 		return fmt.Errorf("JSON report: %d lines, want one", n)
 	}
 	var rep struct {
-		Summary pass.Summary `json:"summary"`
+		Summary reaper.Summary `json:"summary"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		return fmt.Errorf("JSON report: %w", err)
@@ -268,7 +269,7 @@ func checkJSONReport(raw []byte, c processCase, m *sim.FleetManifest) error {
 	s := rep.Summary
 	got, tasks := s.Released, s.TasksUpdated
 	if !c.real {
-		got, tasks = s.FindingsByResult[pass.ResultWouldRelease], s.TasksByResult[pass.ResultWouldUpdate]
+		got, tasks = s.FindingsByResult[reaper.ResultWouldRelease], s.TasksByResult[reaper.ResultWouldUpdate]
 	}
 	if got != m.StaleHoldings || tasks != m.LostTasks {
 		return fmt.Errorf("JSON report: %d holdings and %d tasks, the fleet has %d stale holdings and %d lost tasks", got, tasks, m.StaleHoldings, m.LostTasks)

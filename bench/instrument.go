@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/lock-reaper/lock-reaper/redislocks"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -16,10 +16,10 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
-	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/redislocks"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
 
 // slowlogThreshold is the SLOWLOG threshold of the benchmark's own Redis: a
@@ -124,10 +124,10 @@ func measureLongestCommand(ctx context.Context, o options, stale int, logf func(
 	lc.StaleHoldings = m.StaleHoldings
 	logf("longest command: %d stale holdings, %d stale registry entries of %s", m.StaleHoldings, stale, strings.Join(m.Owners, ", "))
 
-	cfg := pass.DefaultConfig()
+	cfg := reaper.DefaultConfig()
 	cfg.ScanCount, cfg.BatchSize = o.scanCount, o.batchSize
 	cfg.MaxReleases, cfg.MaxTaskUpdates = math.MaxInt32, math.MaxInt32
-	r, err := pass.New(cfg, rdb, pool, nil)
+	r, err := reaper.New(cfg, rdb, pool, nil)
 	if err != nil {
 		return lc, err
 	}
@@ -135,7 +135,7 @@ func measureLongestCommand(ctx context.Context, o options, stale int, logf func(
 		return lc, err
 	}
 	start := time.Now()
-	rep, err := r.RunOnce(ctx, pass.PassOptions{Mode: pass.ModeOnce})
+	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
 	lc.PassMS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
 		return lc, fmt.Errorf("pass: %w", err)

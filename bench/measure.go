@@ -15,8 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // Measurement is one phase's figures. Wall time is the median of the runs;
@@ -82,7 +83,7 @@ type phaseRun struct {
 	// redisCPU is the Redis server's CPU time during the run, selfCPU this
 	// process's.
 	redisCPU, selfCPU time.Duration
-	report            *pass.Report
+	report            *reaper.Report
 }
 
 // harness runs phases against the counted clients.
@@ -93,8 +94,8 @@ type harness struct {
 	pool   *pgxpool.Pool
 	rc     *redisCounter
 	qc     *queryCounter
-	cfg    pass.Config
-	reaper *pass.Reaper
+	cfg    reaper.Config
+	reaper *reaper.Reaper
 	// fleet says what a correct pass finds and does.
 	fleet *sim.FleetManifest
 	// legacyLocks says some locks have no registry entry.
@@ -103,11 +104,11 @@ type harness struct {
 	reaped bool
 }
 
-func newHarness(rdb, admin *redis.Client, pool *pgxpool.Pool, rc *redisCounter, qc *queryCounter, cfg pass.Config) (*harness, error) {
+func newHarness(rdb, admin *redis.Client, pool *pgxpool.Pool, rc *redisCounter, qc *queryCounter, cfg reaper.Config) (*harness, error) {
 	// Logs are formatted as in production (one JSON line per released
 	// holding) and thrown away, so their cost is measured but not the disk's.
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	r, err := pass.New(cfg, rdb, pool, logger)
+	r, err := reaper.New(cfg, rdb, pool, logger)
 	if err != nil {
 		return nil, fmt.Errorf("new reaper: %w", err)
 	}
@@ -165,7 +166,7 @@ func (h *harness) baseline(ctx context.Context) (phaseRun, error) {
 	})
 }
 
-func (h *harness) pass(ctx context.Context, opts pass.PassOptions) (phaseRun, error) {
+func (h *harness) pass(ctx context.Context, opts reaper.PassOptions) (phaseRun, error) {
 	return h.timed(func() (phaseRun, error) {
 		rep, err := h.reaper.RunOnce(ctx, opts)
 		if err != nil {
@@ -258,7 +259,7 @@ func summarise(name, desc string, runs []phaseRun) Measurement {
 		m.Findings = len(rep.Findings)
 		m.Released = rep.Summary.Released
 		m.TasksUpdated = rep.Summary.TasksUpdated
-		m.ExitCode = rep.ExitCode()
+		m.ExitCode = exitcode.Of(rep)
 		if m.Released > 0 {
 			m.ReleasePhaseMS = ms(med.redis.scriptSpan)
 			m.ReleaseCalls, m.ReleaseCallsMS, m.SlowestReleaseMS = med.redis.scriptCalls, ms(med.redis.scriptBusy), ms(med.redis.scriptSlowest)

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // Phase names, as the table, the JSON and -profile use them.
@@ -113,7 +113,7 @@ func benchmark(ctx context.Context, o options, logf func(string, ...any)) (*Resu
 	keys := build.DBSize(ctx).Val()
 	logf("built %d keys in %v", keys, took.Round(time.Millisecond))
 
-	cfg := pass.DefaultConfig()
+	cfg := reaper.DefaultConfig()
 	cfg.ScanCount, cfg.BatchSize = o.scanCount, o.batchSize
 	// One pass does all the work of the fleet, so that the release rate is
 	// measured on every stale holding, not on the first max_releases.

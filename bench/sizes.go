@@ -3,7 +3,7 @@ package main
 import (
 	"unsafe"
 
-	"github.com/lock-reaper/lock-reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
 // TypeSizes are the bytes one holding costs in the reaper's types before any

@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
-	"github.com/lock-reaper/lock-reaper/status"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/status"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // scenarioStatusPage measures the status page over one dead owner holding
@@ -75,8 +75,8 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 	}
 	stopBeat := inc.KeepAliveInBackground(context.WithoutCancel(ctx), pool)
 	defer func() { _ = stopBeat() }()
-	cfg := pass.DefaultConfig()
-	r, err := pass.New(cfg, rdb, pool, nil)
+	cfg := reaper.DefaultConfig()
+	r, err := reaper.New(cfg, rdb, pool, nil)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 	var inspects, builds []float64
 	for range o.runs {
 		start := time.Now()
-		in, err := r.Inspect(ctx, pass.InspectOptions{})
+		in, err := r.Inspect(ctx, reaper.InspectOptions{})
 		if err != nil {
 			return err
 		}

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // scenarioUnjam measures the time to unjam: from a worker's death to its
@@ -27,11 +27,11 @@ const scenarioUnjam = "unjam"
 const (
 	unjamWorkerTTL     = sim.DefaultWorkerTTL
 	unjamAPITTL        = sim.DefaultAPITTL
-	unjamGrace         = pass.DefaultHeartbeatGrace
+	unjamGrace         = reaper.DefaultHeartbeatGrace
 	unjamSchedule      = time.Minute // daemon.ScheduleDefault, "@every 1m"
 	unjamJitter        = 5 * time.Second
 	unjamFullScan      = 10 * time.Minute
-	unjamClockSkew     = pass.DefaultClockSkew
+	unjamClockSkew     = reaper.DefaultClockSkew
 	unjamPodResolution = sim.DefaultPodTimeResolution
 	// unjamPoll is how often an idle simulated worker fetches, not scaled:
 	// pulpcore's Redis worker sleeps number of workers × 10 ms between

@@ -11,12 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/daemon"
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
-	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
-	"github.com/lock-reaper/lock-reaper/sim/simkube"
+	"github.com/lock-reaper/lock-reaper/internal/daemon"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim/simkube"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // trialPoll is how often a trial's own waits look, in real time.
@@ -231,13 +231,13 @@ func (o options) releasedBy(p passRecord, key, owner string, lastBeat time.Time)
 	verdict, rule = fd.Verdict.String(), "heartbeats"
 	k := fd.Evidence().Kubernetes
 	switch {
-	case k != nil && k.Rule == judge.PodHungTooLong:
+	case k != nil && k.Rule == heartbeat.PodHungTooLong:
 		rule = string(k.Rule)
 	case p.rep.DBNow.Sub(lastBeat) > o.scaled(unjamWorkerTTL+unjamGrace):
-	case k != nil && k.Rule != judge.PodSeen:
+	case k != nil && k.Rule != heartbeat.PodSeen:
 		rule = string(k.Rule)
 	case k != nil:
-		rule = string(judge.PodRestarted)
+		rule = string(heartbeat.PodRestarted)
 	}
 	return verdict, rule
 }
@@ -245,7 +245,7 @@ func (o options) releasedBy(p passRecord, key, owner string, lastBeat time.Time)
 // passRecorder is the daemon's runner: a real reaper, whose reports it keeps
 // with the moment each pass ended.
 type passRecorder struct {
-	r *pass.Reaper
+	r *reaper.Reaper
 
 	mu     sync.Mutex
 	passes []passRecord
@@ -253,7 +253,7 @@ type passRecorder struct {
 
 type passRecord struct {
 	start, end time.Time
-	rep        *pass.Report
+	rep        *reaper.Report
 }
 
 // startAfter is the start of the first pass at or after t; t itself when
@@ -269,7 +269,7 @@ func (p *passRecorder) startAfter(t time.Time) time.Time {
 	return t
 }
 
-func (p passRecord) finding(key, owner string) *pass.Finding {
+func (p passRecord) finding(key, owner string) *reaper.Finding {
 	if p.rep == nil {
 		return nil
 	}
@@ -284,10 +284,10 @@ func (p passRecord) finding(key, owner string) *pass.Finding {
 // newPassRecorder makes the reaper with the defaults, scaled, and with the
 // fleet's pods as its pod source when kubernetes is on.
 func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *sim.Fleet, kubernetes bool, watched *watchedPods) (*passRecorder, error) {
-	cfg := pass.DefaultConfig()
+	cfg := reaper.DefaultConfig()
 	cfg.HeartbeatGrace = o.scaled(unjamGrace)
 	cfg.FinishedGrace, cfg.ConfirmAfter = o.scaled(cfg.FinishedGrace), o.scaled(cfg.ConfirmAfter)
-	cfg.Kubernetes = judge.PodRules{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
+	cfg.Kubernetes = heartbeat.PodRules{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
 	switch {
 	case watched != nil:
 		cfg.PodSource = watched.watcher
@@ -298,14 +298,14 @@ func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *s
 		}
 		cfg.PodSource = src
 	}
-	r, err := pass.New(cfg, rdb, pool, nil)
+	r, err := reaper.New(cfg, rdb, pool, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &passRecorder{r: r}, nil
 }
 
-func (p *passRecorder) RunOnce(ctx context.Context, opts pass.PassOptions) (*pass.Report, error) {
+func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
 	start := time.Now()
 	rep, err := p.r.RunOnce(ctx, opts)
 	p.mu.Lock()
@@ -349,7 +349,7 @@ func (p *passRecorder) waitRelease(ctx context.Context, rdb *redis.Client, key, 
 				continue
 			}
 			n++
-			if fd := pr.finding(key, owner); fd != nil && fd.Result == pass.ResultReleased {
+			if fd := pr.finding(key, owner); fd != nil && fd.Result == reaper.ResultReleased {
 				found = pr
 				return true
 			}

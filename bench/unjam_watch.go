@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
-	"github.com/lock-reaper/lock-reaper/kube"
-	"github.com/lock-reaper/lock-reaper/sim"
-	"github.com/lock-reaper/lock-reaper/sim/simkube"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim/simkube"
 )
 
 // watchedPods is a watch case's Kubernetes: a stand-in API server that the

@@ -294,9 +294,9 @@ func TestReadmeAlertRules(t *testing.T) {
 // summaries also export _bucket (histograms only), _sum and _count.
 func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(repoRoot, "metrics", "*.go"))
+	files, err := filepath.Glob(filepath.Join(repoRoot, "internal", "metrics", "*.go"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no metrics/*.go in the main module (%v)", err)
+		t.Fatalf("no internal/metrics/*.go in the main module (%v)", err)
 	}
 	literal := regexp.MustCompile(`"(lock_reaper_[a-z0-9_]+)"`)
 	named := regexp.MustCompile(`Namespace:\s*namespace,\s*Name:\s*"([a-z0-9_]+)"`)
@@ -328,7 +328,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	for _, want := range []string{"lock_reaper_passes_total", "lock_reaper_last_success_timestamp_seconds",
 		"lock_reaper_holdings_released_total", "lock_reaper_pass_duration_seconds_bucket"} {
 		if !names[want] {
-			t.Fatalf("read %d metric names from metrics/*.go, not %s: the parsing no longer fits the source", len(names), want)
+			t.Fatalf("read %d metric names from internal/metrics/*.go, not %s: the parsing no longer fits the source", len(names), want)
 		}
 	}
 	return names
@@ -346,7 +346,7 @@ func checkQueryMetrics(t *testing.T, where, expr string, exported map[string]boo
 	}
 	for _, name := range used {
 		if !exported[name] {
-			t.Errorf("%s: %s is not a metric the program exports (metrics/*.go)", where, name)
+			t.Errorf("%s: %s is not a metric the program exports (internal/metrics/*.go)", where, name)
 		}
 	}
 }

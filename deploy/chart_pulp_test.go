@@ -368,13 +368,13 @@ func pulpOperatorPodLabels(cr, component string) map[string]string {
 // in the namespace are never taken for this one's workers.
 func TestPulpOperatorKubernetesEvidence(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile(filepath.Join(repoRoot, "kube", "open.go"))
+	src, err := os.ReadFile(filepath.Join(repoRoot, "heartbeat", "kube", "open.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	def := regexp.MustCompile(`DefaultSelector = "([^"]+)"`).FindSubmatch(src)
 	if def == nil {
-		t.Fatal("kube/open.go has no DefaultSelector")
+		t.Fatal("heartbeat/kube/open.go has no DefaultSelector")
 	}
 	for _, mode := range []string{"cronjob", "deployment"} {
 		m := render(t, map[string]any{"mode": mode, "pulp": map[string]any{"cr": "galaxy"}})

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // reaperReasonMark is in the error reason of every task the reaper finished
@@ -61,7 +61,7 @@ func (r *run) holdingAccountingProblems(rec recorded) ([]string, error) {
 			out = append(out, fmt.Sprintf("%s: released %d times on the wire, %d times in the reports", ref, w, rp))
 		}
 	}
-	if w := wireResults[string(pass.ResultReleased)]; w != rec.summaryReleased {
+	if w := wireResults[string(reaper.ResultReleased)]; w != rec.summaryReleased {
 		out = append(out, fmt.Sprintf("the reports' summaries count %d released holdings, the wire %d", rec.summaryReleased, w))
 	}
 	if len(rec.updated) != rec.summaryUpdated {
@@ -120,7 +120,7 @@ func (r *run) holdingAccountingProblems(rec recorded) ([]string, error) {
 // database; requeues only ever hit claims of killed workers, and every task
 // a kill left claimed or running was requeued or finished by the reaper.
 func (r *run) taskAccountingProblems(rec recorded) ([]string, error) {
-	finished := map[string]pass.TaskFinding{}
+	finished := map[string]reaper.TaskFinding{}
 	requeued := map[string]int{}
 	var out []string
 	for _, tf := range rec.updated {

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // Found by the chaos test (a safety violation of an API process during an
@@ -59,24 +59,24 @@ VALUES ($1, 'running', 'immediate', $2, $3, $4, true, now())`, t2, []string{repo
 	require.Empty(t, blocked)
 
 	cfg := reaperConfig()
-	rp, err := pass.New(cfg, rd.Client, db.Pool, nil)
+	rp, err := reaper.New(cfg, rd.Client, db.Pool, nil)
 	require.NoError(t, err)
-	rep, err := rp.RunOnce(ctx, pass.PassOptions{Mode: pass.ModeOnce})
+	rep, err := rp.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 
 	// T1's task lock and exclusive repository go; T2's task lock and
 	// repository are suspects. The domain membership does not inherit T1's
 	// verdict, since it may be T2's: it waits as a suspect, like T2's own
 	// locks, for T2's row to appear or for confirm_after to pass.
-	results := map[holdingRef]pass.Result{}
+	results := map[holdingRef]reaper.Result{}
 	for _, f := range rep.Findings {
 		results[holdingRef{Key: f.Key, Owner: f.Owner}] = f.Result
 	}
-	require.Equal(t, pass.ResultReleased, results[holdingRef{Key: sim.TaskKey(t1), Owner: api}])
-	require.Equal(t, pass.ResultReleased, results[holdingRef{Key: sim.ResourceKey(repo1), Owner: api}])
-	require.Equal(t, pass.ResultSuspected, results[holdingRef{Key: sim.TaskKey(t2), Owner: api}])
-	require.Equal(t, pass.ResultSuspected, results[holdingRef{Key: sim.ResourceKey(repo2), Owner: api}])
-	require.Equal(t, pass.ResultSuspected, results[holdingRef{Key: sim.ResourceKey(domain), Owner: api}])
+	require.Equal(t, reaper.ResultReleased, results[holdingRef{Key: sim.TaskKey(t1), Owner: api}])
+	require.Equal(t, reaper.ResultReleased, results[holdingRef{Key: sim.ResourceKey(repo1), Owner: api}])
+	require.Equal(t, reaper.ResultSuspected, results[holdingRef{Key: sim.TaskKey(t2), Owner: api}])
+	require.Equal(t, reaper.ResultSuspected, results[holdingRef{Key: sim.ResourceKey(repo2), Owner: api}])
+	require.Equal(t, reaper.ResultSuspected, results[holdingRef{Key: sim.ResourceKey(domain), Owner: api}])
 	member, err := rd.Client.SIsMember(ctx, sim.ResourceKey(domain), api).Result()
 	require.NoError(t, err)
 	require.True(t, member, "the domain membership T2 needs was released: %+v", rep.Findings)

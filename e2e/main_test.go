@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 )
 
 var (

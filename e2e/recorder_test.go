@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/daemon"
-	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/daemon"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
 // passRecorder runs reaper passes for the pass loop and for the daemon (it
@@ -29,11 +29,11 @@ type passRecorder struct {
 	// released counts the findings reported released, by holding.
 	released          map[holdingRef]int
 	releasedByVerdict map[judge.Verdict]int
-	results           map[pass.Result]int
+	results           map[reaper.Result]int
 	// summaryReleased and summaryUpdated add up the reports' summaries.
 	summaryReleased int
 	summaryUpdated  int
-	updated         []pass.TaskFinding
+	updated         []reaper.TaskFinding
 	// unsafe lists the releases of holdings that were actively worked on.
 	unsafe []string
 	// quietFrom, once set, counts the passes that start after it.
@@ -46,12 +46,12 @@ var _ daemon.Runner = (*passRecorder)(nil)
 func newPassRecorder(fleet *sim.Fleet, inner daemon.Runner) *passRecorder {
 	return &passRecorder{
 		fleet: fleet, inner: inner, guards: map[string]int{}, released: map[holdingRef]int{},
-		releasedByVerdict: map[judge.Verdict]int{}, results: map[pass.Result]int{},
+		releasedByVerdict: map[judge.Verdict]int{}, results: map[reaper.Result]int{},
 	}
 }
 
 // RunOnce runs one pass between two looks at the fleet's work.
-func (p *passRecorder) RunOnce(ctx context.Context, opts pass.PassOptions) (*pass.Report, error) {
+func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
 	before := p.fleet.ActiveHoldings()
 	start := time.Now()
 	rep, err := p.inner.RunOnce(ctx, opts)
@@ -76,7 +76,7 @@ func activeIDOf(h sim.ActiveHolding) activeID {
 // was working on them throughout the pass: listed both before and after it
 // as the same stretch of work, by a process that no correct reaper could
 // judge dead before the pass ended. Every release happened before end.
-func unsafeReleases(rep *pass.Report, before, after []sim.ActiveHolding, end time.Time) []string {
+func unsafeReleases(rep *reaper.Report, before, after []sim.ActiveHolding, end time.Time) []string {
 	if rep == nil {
 		return nil
 	}
@@ -92,7 +92,7 @@ func unsafeReleases(rep *pass.Report, before, after []sim.ActiveHolding, end tim
 	}
 	var out []string
 	for _, f := range rep.Findings {
-		if f.Result != pass.ResultReleased {
+		if f.Result != reaper.ResultReleased {
 			continue
 		}
 		if h, ok := protected[holdingRef{Key: f.Key, Owner: f.Owner}]; ok {
@@ -104,7 +104,7 @@ func unsafeReleases(rep *pass.Report, before, after []sim.ActiveHolding, end tim
 	return out
 }
 
-func (p *passRecorder) record(ctx context.Context, rep *pass.Report, err error, start time.Time, unsafe []string) {
+func (p *passRecorder) record(ctx context.Context, rep *reaper.Report, err error, start time.Time, unsafe []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.passes++
@@ -128,13 +128,13 @@ func (p *passRecorder) record(ctx context.Context, rep *pass.Report, err error, 
 	p.summaryUpdated += rep.Summary.TasksUpdated
 	for _, f := range rep.Findings {
 		p.results[f.Result]++
-		if f.Result == pass.ResultReleased {
+		if f.Result == reaper.ResultReleased {
 			p.released[holdingRef{Key: f.Key, Owner: f.Owner}]++
 			p.releasedByVerdict[f.Verdict]++
 		}
 	}
 	for _, tf := range rep.Tasks {
-		if tf.Result == pass.ResultUpdated {
+		if tf.Result == reaper.ResultUpdated {
 			p.updated = append(p.updated, tf)
 		}
 	}
@@ -154,9 +154,9 @@ type recorded struct {
 	guards                          map[string]int
 	released                        map[holdingRef]int
 	releasedByVerdict               map[judge.Verdict]int
-	results                         map[pass.Result]int
+	results                         map[reaper.Result]int
 	summaryReleased, summaryUpdated int
-	updated                         []pass.TaskFinding
+	updated                         []reaper.TaskFinding
 }
 
 func (p *passRecorder) snapshot() recorded {
@@ -166,8 +166,8 @@ func (p *passRecorder) snapshot() recorded {
 		passes: p.passes, skipped: p.skipped, passesQuiet: p.passesQuiet,
 		failures: append([]string(nil), p.failures...), unsafe: append([]string(nil), p.unsafe...),
 		guards: map[string]int{}, released: map[holdingRef]int{}, releasedByVerdict: map[judge.Verdict]int{},
-		results: map[pass.Result]int{}, summaryReleased: p.summaryReleased, summaryUpdated: p.summaryUpdated,
-		updated: append([]pass.TaskFinding(nil), p.updated...),
+		results: map[reaper.Result]int{}, summaryReleased: p.summaryReleased, summaryUpdated: p.summaryUpdated,
+		updated: append([]reaper.TaskFinding(nil), p.updated...),
 	}
 	for k, v := range p.guards {
 		r.guards[k] = v

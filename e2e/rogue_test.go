@@ -9,16 +9,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/judge"
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
 // runnerFunc adapts a function to daemon.Runner.
-type runnerFunc func(ctx context.Context, opts pass.PassOptions) (*pass.Report, error)
+type runnerFunc func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error)
 
-func (f runnerFunc) RunOnce(ctx context.Context, opts pass.PassOptions) (*pass.Report, error) {
+func (f runnerFunc) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
 	return f(ctx, opts)
 }
 
@@ -56,16 +56,16 @@ func TestChecksCatchARogueRelease(t *testing.T) {
 		return false
 	}, 10*time.Second, 10*time.Millisecond, "no worker took the task")
 
-	rp, err := pass.New(reaperConfig(), newRedisClient(t, rd.URL, 4, r.wire), newPool(t, db.URL, 4), nil)
+	rp, err := reaper.New(reaperConfig(), newRedisClient(t, rd.URL, 4, r.wire), newPool(t, db.URL, 4), nil)
 	require.NoError(t, err)
-	r.rec = newPassRecorder(f, runnerFunc(func(ctx context.Context, opts pass.PassOptions) (*pass.Report, error) {
+	r.rec = newPassRecorder(f, runnerFunc(func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
 		rep, err := rp.RunOnce(ctx, opts)
 		require.NoError(t, r.rdb.Del(ctx, victim.Key).Err())
-		rep.Findings = append(rep.Findings, pass.Finding{Judgement: &judge.Judgement{Holding: judge.Holding{Key: victim.Key, Kind: judge.KindTask, Owner: victim.Owner}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}, Result: pass.ResultReleased})
+		rep.Findings = append(rep.Findings, reaper.Finding{Judgement: &judge.Judgement{Holding: judge.Holding{Key: victim.Key, Kind: judge.KindTask, Owner: victim.Owner}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}, Result: reaper.ResultReleased})
 		rep.Summary.Released++
 		return rep, err
 	}))
-	_, err = r.rec.RunOnce(r.ctx, pass.PassOptions{Mode: pass.ModeOnce})
+	_, err = r.rec.RunOnce(r.ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(f.Violations()) > 0 }, 10*time.Second, 10*time.Millisecond,
 		"the worker never noticed its lock was gone")

@@ -13,10 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/daemon"
-	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
+	"github.com/lock-reaper/lock-reaper/internal/daemon"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // Durations shared by the fleet and the reaper, short so that a run is quick.
@@ -83,8 +83,8 @@ func fleetConfig(sc scenario, seed uint64, logger *slog.Logger) sim.Config {
 	}
 }
 
-func reaperConfig() pass.Config {
-	cfg := pass.DefaultConfig()
+func reaperConfig() reaper.Config {
+	cfg := reaper.DefaultConfig()
 	cfg.HeartbeatGrace = heartbeatGrace
 	cfg.FinishedGrace = finishedGrace
 	cfg.ConfirmAfter = confirmAfter
@@ -143,7 +143,7 @@ func startRun(t *testing.T, sc scenario) *run {
 	require.NoError(t, f.Start(r.ctx))
 	t.Cleanup(f.Stop)
 
-	rp, err := pass.New(reaperConfig(), reaperRDB, reaperPool, testLogger(t, slog.LevelError))
+	rp, err := reaper.New(reaperConfig(), reaperRDB, reaperPool, testLogger(t, slog.LevelError))
 	require.NoError(t, err)
 	r.rec = newPassRecorder(f, rp)
 	var stops []func()
@@ -176,7 +176,7 @@ func startPassLoop(t *testing.T, rec *passRecorder, seed uint64) (stop func()) {
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			_, _ = rec.RunOnce(ctx, pass.PassOptions{Mode: pass.ModeOnce}) // recorded by rec
+			_, _ = rec.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce}) // recorded by rec
 			gap := minPassGap + time.Duration(rng.Int64N(int64(maxPassGap-minPassGap)+1))
 			select {
 			case <-ctx.Done():

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/redislocks"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
 
 // holdingRef names one holding: a lock key and one owner.
@@ -26,7 +26,7 @@ func (h holdingRef) String() string { return h.Key + " held by " + h.Owner }
 // by the reaper from the same replies, so a report that drops, doubles or
 // invents a release disagrees with this log.
 //
-// It decodes the release script's calling convention (redislocks/release.go):
+// It decodes the release script's calling convention (reaper/redislocks/release.go):
 // KEYS are the lock keys, ARGV[1] is their number n, ARGV[2] their flags
 // and ARGV[3..n+2] their owners; the reply is a string of one result code
 // per key. Any call of the release script that does not fit is recorded as
@@ -125,7 +125,7 @@ func decodeRelease(cmd redis.Cmder) ([]holdingRef, []string, error) {
 // releaseResultCodes are the release script's one-letter results, spelled
 // out as the reports spell them.
 var releaseResultCodes = map[byte]string{
-	'r': string(pass.ResultReleased), 'g': string(pass.ResultAlreadyGone), 'o': string(pass.ResultOwnerChanged),
+	'r': string(reaper.ResultReleased), 'g': string(reaper.ResultAlreadyGone), 'o': string(reaper.ResultOwnerChanged),
 }
 
 // snapshot returns copies of what was recorded.

@@ -24,11 +24,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/cli"
-	"github.com/lock-reaper/lock-reaper/internal/testenv"
-	"github.com/lock-reaper/lock-reaper/pass"
-	"github.com/lock-reaper/lock-reaper/sim"
-	"github.com/lock-reaper/lock-reaper/status"
+	"github.com/lock-reaper/lock-reaper/internal/cli"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/status"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
 // browserCase is what check.mjs is told about the incident.
@@ -111,9 +111,9 @@ func TestStatusPageInABrowser(t *testing.T) {
 // blocks, and the first resource in its way; it returns its record.
 func pickBlocked(t *testing.T, rdb *testenv.Redis, db *testenv.Database, c *browserCase) []string {
 	t.Helper()
-	r, err := pass.New(pass.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
-	in, err := r.Inspect(context.Background(), pass.InspectOptions{})
+	in, err := r.Inspect(context.Background(), reaper.InspectOptions{})
 	require.NoError(t, err)
 	s := status.New(r, status.Options{})
 	s.Publish(context.Background(), in, 0, time.Time{})

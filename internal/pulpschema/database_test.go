@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
-	"github.com/lock-reaper/lock-reaper/internal/testenv"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 )
 
 // TestCreateAndDropDatabase: the demo's and the benchmark's throwaway

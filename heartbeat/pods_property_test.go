@@ -1,0 +1,137 @@
+package heartbeat
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// ptDrawContainer draws a container status as the kubelet reports one.
+func ptDrawContainer(t *rapid.T, name string) *Container {
+	if !rapid.Bool().Draw(t, "has "+name) {
+		return nil
+	}
+	c := &Container{Name: name, Running: rapid.Bool().Draw(t, name+" running"), Restarts: int32(rapid.IntRange(0, 3).Draw(t, name+" restarts"))}
+	at := func(label string) *time.Time {
+		return ptAt(time.Duration(rapid.Int64Range(0, 7200).Draw(t, name+" "+label)) * time.Second)
+	}
+	if c.Running {
+		c.StartedAt = at("started")
+	} else if rapid.Bool().Draw(t, name+" terminated") {
+		c.Terminated = &Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
+		c.FinishedAt = c.Terminated.FinishedAt
+	}
+	if rapid.Bool().Draw(t, name+" last terminated") {
+		c.LastTerminated = &Termination{Reason: "Error", ExitCode: 1, FinishedAt: at("last finished")}
+	}
+	return c
+}
+
+// ptDrawPod draws a pod in any state Kubernetes' controllers and the kubelet
+// leave one in.
+func ptDrawPod(t *rapid.T, host string) Pod {
+	p := Pod{
+		Name: host, UID: "uid-" + host,
+		Phase:           rapid.SampledFrom([]string{"Running", "Pending", "Failed", "Succeeded", "Unknown"}).Draw(t, "phase"),
+		Terminating:     rapid.Bool().Draw(t, "terminating"),
+		Ready:           rapid.Bool().Draw(t, "ready"),
+		ContainersReady: rapid.Bool().Draw(t, "containers ready"),
+		Disruption:      rapid.SampledFrom([]string{"", "", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC"}).Draw(t, "disruption"),
+		Container:       ptDrawContainer(t, "worker"),
+		API:             ptDrawContainer(t, "api"),
+	}
+	if rapid.IntRange(0, 4).Draw(t, "start time") > 0 {
+		p.StartTime = ptAt(time.Duration(rapid.Int64Range(0, 3*3600).Draw(t, "pod start")) * time.Second)
+	}
+	return p
+}
+
+// TestPodRulesProperty checks, for any fleet, any pods in any state and any
+// memory of earlier lists, that the Kubernetes rules:
+//   - make a row more dead only by pod-gone (a row past ttl of a pod an
+//     earlier list showed), container-restarted or container-ended (the
+//     kubelet's report), and only in a trusted view;
+//   - make a row less dead only by holding a dead row as late, and only for
+//     a pod that could run: no pod state yields a later release than
+//     without Kubernetes otherwise;
+//   - never call a pod gone that no earlier list showed.
+func TestPodRulesProperty(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		hosts := []string{"a", "b", "c", "d"}
+		var rows []AppStatus
+		for i := range rapid.IntRange(0, 6).Draw(t, "rows") {
+			pid := rapid.SampledFrom([]string{"1", "7"}).Draw(t, "pid")
+			host := rapid.SampledFrom(hosts).Draw(t, "host")
+			age := time.Duration(rapid.Int64Range(-5, int64(20*time.Minute/time.Second)).Draw(t, "age")) * time.Second
+			created := age + time.Duration(rapid.Int64Range(0, 3600).Draw(t, "created"))*time.Second
+			r := ptWorker(fmt.Sprintf("id-%d", i), pid+"@"+host, age, created)
+			r.AppType = rapid.SampledFrom([]string{"worker", "api", "content"}).Draw(t, "app_type")
+			rows = append(rows, r)
+		}
+		var pods []Pod
+		seen := map[string]SeenPod{}
+		for _, host := range hosts {
+			if rapid.Bool().Draw(t, "seen "+host) {
+				seen[host] = SeenPod{UID: "uid-" + host}
+			}
+			if rapid.Bool().Draw(t, "has pod "+host) {
+				pods = append(pods, ptDrawPod(t, host))
+			}
+		}
+		view := NewPodView(pods, seen)
+		plain := NewFleet(rows, ltNow, ltGrace)
+		withPods := NewFleet(rows, ltNow, ltGrace).WithPods(view, ptRules)
+		trusted := withPods.PodViewTrusted()
+		byName := map[string]Pod{}
+		for _, p := range pods {
+			byName[p.Name] = p
+		}
+		for _, r := range rows {
+			_, before, _ := plain.Row(r.ID)
+			_, after, _ := withPods.Row(r.ID)
+			rule := withPods.RowRule(r.ID)
+			_, host, _ := strings.Cut(r.Name, "@")
+			if rule == PodGone && !view.SeenBefore(host) {
+				t.Fatalf("row %s judged pod-gone, no earlier list showed %s", r.Name, host)
+			}
+			switch {
+			case after < before:
+				if !trusted {
+					t.Fatalf("row %s %s → %s by %q in an untrusted view", r.Name, before, after, rule)
+				}
+				switch rule {
+				case PodGone:
+					if before == Alive {
+						t.Fatalf("row %s alive by its heartbeat judged pod-gone", r.Name)
+					}
+				case PodRestarted, PodContainerEnded:
+					if p := byName[host]; !endReported(p.Container) && !endReported(p.API) {
+						t.Fatalf("row %s %s → %s by %q, the kubelet reports no end", r.Name, before, after, rule)
+					}
+				default:
+					t.Fatalf("row %s %s → %s by %q", r.Name, before, after, rule)
+				}
+			case after > before:
+				if rule != PodAliveNotHeartbeating || before != Dead || after != Late || !byName[host].CouldRun() {
+					t.Fatalf("row %s %s → %s by %q (pod %+v)", r.Name, before, after, rule, byName[host])
+				}
+			}
+		}
+		for _, o := range plain.Owners() {
+			after := withPods.Owner(o.Name)
+			if after.Liveness == Alive && o.Liveness != Alive {
+				t.Fatalf("owner %s made alive by Kubernetes", o.Name)
+			}
+		}
+	})
+}
+
+// endReported says the kubelet reports an end of the container: a
+// terminated state, or a restart (the end kept in lastState).
+func endReported(c *Container) bool {
+	return c != nil && (c.Terminated != nil || c.Restarts > 0)
+}

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+)
+
+// play tells the incident: the fleet, a queued task blocked by the dead
+// worker, the audit, why most of the dead worker's locks are leftovers of
+// finished tasks, the pass, and the same queued task free to run.
+func (d *demo) play(ctx context.Context, limit int) int {
+	inc := d.inc
+	deadTasks := sim.Count(inc.Stale, inc.DeadOwner, sim.KindTask)
+	deadResources := len(inc.Stale) - deadTasks
+	liveTasks := 0
+	for _, h := range inc.Healthy {
+		if h.Kind == sim.KindTask {
+			liveTasks++
+		}
+	}
+	liveResources := len(inc.Healthy) - liveTasks
+	fmt.Fprintf(d.out, "lock-reaper demo: the incident of 2026-07-24\n\n")
+	fmt.Fprintf(d.out, "Built in PostgreSQL database %s and Redis %s:\n", d.dbName, d.redisURL)
+	fmt.Fprintf(d.out, "  - worker %s, dead for 23 hours, still holds %d task locks\n", inc.DeadOwner, deadTasks)
+	fmt.Fprintf(d.out, "    and %d resource locks (%d keys are legacy locks with no owner-registry entry):\n", deadResources, len(inc.LegacyKeys))
+	fmt.Fprintf(d.out, "    %d of its tasks were running when it died, %d waiting tasks it had claimed, and\n", len(inc.Cancel), len(inc.Requeue))
+	fmt.Fprintf(d.out, "    %d finished long ago: their locks leaked;\n", len(inc.Finished))
+	fmt.Fprintf(d.out, "  - %d live workers run healthy tasks with %d task locks and %d resource holdings,\n", len(inc.LiveOwners), liveTasks, liveResources)
+	fmt.Fprintf(d.out, "    so the audit reads %d task locks and %d resource holdings in all;\n", deadTasks+liveTasks, deadResources+liveResources)
+	fmt.Fprintf(d.out, "  - %d queued tasks wait; those that need a repository the dead worker holds would wait forever.\n\n", len(inc.Queued))
+
+	blocked := inc.Queued[0] // the first queued task needs one of the dead worker's repositories
+	steps := []struct {
+		title string
+		args  []string
+		want  int
+		after func()
+	}{
+		{title: "1. lock-reaper explain: why a queued task does not start", args: []string{"explain", blocked}, want: exitcode.OK},
+		{title: "2. lock-reaper audit: what a pass would do (writes nothing)", args: []string{"audit"}, want: exitcode.Findings, after: func() {
+			fmt.Fprintf(d.out, "Most of the dead worker's locks (the task-finished ones, %d tasks) belong to tasks that\n"+
+				"completed long ago: the worker finished them but their locks were never released, and\n"+
+				"no one else releases a lock in Pulp. They go because their task is over. The ones that\n"+
+				"block the queue now are the owner-dead ones, listed first: the locks of tasks that were\n"+
+				"running when the worker died, among them exclusive repository locks the queued tasks need.\n\n", len(inc.Finished))
+		}},
+		{title: "3. lock-reaper once: release the stale locks, cancel and requeue the lost tasks", args: []string{"once"}, want: exitcode.OK},
+		{title: "4. lock-reaper audit again: nothing left to do", args: []string{"audit"}, want: exitcode.OK},
+		{title: "5. lock-reaper explain again: the queued task is free to run", args: []string{"explain", blocked}, want: exitcode.OK},
+	}
+	for _, s := range steps {
+		fmt.Fprintf(d.out, "━━ %s\n$ lock-reaper %s\n\n", s.title, strings.Join(s.args, " "))
+		lim := &limitValue{n: limit, set: true}
+		code := Main(ctx, Env{
+			Args: append(s.args, "--limit", strconv.Itoa(limit)), Stdout: d.out, Stderr: io.Discard, Version: d.env.Version,
+			LookupEnv: d.lookup, textLayout: d.layout(lim),
+		})
+		fmt.Fprintf(d.out, "(exit code %d)\n\n", code)
+		if code != s.want {
+			fmt.Fprintf(d.env.Stderr, "lock-reaper demo: step %q exited %d, expected %d\n", s.title, code, s.want)
+			return exitcode.Failed
+		}
+		if s.after != nil {
+			s.after()
+		}
+	}
+	fmt.Fprintf(d.out, "The dead worker's %d holdings are gone, its %d running tasks are canceled and its\n"+
+		"%d claimed waiting tasks requeued; every healthy lock of the live workers is intact, and the\n"+
+		"queue moves: the next free worker takes the queued tasks.\n", len(inc.Stale), len(inc.Cancel), len(inc.Requeue))
+	d.doctor(ctx)
+	return exitcode.OK
+}
+
+// layout is the demo's text layout: grouped by owner and verdict, as on a
+// terminal, so the most telling findings come first even when piped;
+// the width and colours of the terminal when there is one.
+func (d *demo) layout(limit *limitValue) *layout {
+	l := layoutFor(d.out, d.env.LookupEnv, limit)
+	l.grouped = true
+	return &l
+}
+
+// printKept says where the demo's state is and how to explore and remove it.
+func (d *demo) printKept() {
+	flags := fmt.Sprintf("--redis-url '%s' --database-url '%s'", d.redisURL, d.dbURL)
+	fmt.Fprintf(d.out, "\nThe demo's state is kept (--keep). Explore it:\n")
+	fmt.Fprintf(d.out, "  lock-reaper locks --by-owner %s\n", flags)
+	fmt.Fprintf(d.out, "  lock-reaper explain %s %s\n", d.inc.Queued[0], flags)
+	fmt.Fprintf(d.out, "  lock-reaper audit %s\n", flags)
+	fmt.Fprintf(d.out, "  lock-reaper run --listen 127.0.0.1:9090 %s\n", flags)
+	fmt.Fprintf(d.out, "The live workers' heartbeats stopped with the demo: after their TTL they look dead too,\n"+
+		"and the mass-death guard holds a pass back, as it would in a real outage.\n")
+	fmt.Fprintf(d.out, "Remove it:\n")
+	fmt.Fprintf(d.out, "  psql '%s' -c 'DROP DATABASE %s WITH (FORCE)'\n", d.admin, d.dbName)
+	fmt.Fprintf(d.out, "  redis-cli -u '%s' FLUSHDB\n", d.redisURL)
+	if d.stopBeat != nil {
+		_ = d.stopBeat()
+	}
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	if d.rdb != nil {
+		_ = d.rdb.Close()
+	}
+}

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/lock-reaper/lock-reaper/internal/config"
+	"github.com/lock-reaper/lock-reaper/internal/daemon"
+	"github.com/lock-reaper/lock-reaper/internal/doctor"
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+func init() {
+	register("doctor", "check Redis and PostgreSQL for what makes Pulp's locks unsafe (read-only)", runDoctor)
+}
+
+// runDoctor runs every check of package doctor against the configured Redis
+// and PostgreSQL. Exit 0 all ok, 3 warnings, 1 a failure, 2 usage or
+// configuration.
+func runDoctor(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	loader := config.Register(fs)
+	if code, ok := parseFlags(fs, env, args, 0); !ok {
+		return code
+	}
+	r, s, code, ok := newReaper(fs, loader, env, false)
+	if !ok {
+		return code
+	}
+	defer s.close()
+	rep := doctor.Run(ctx, doctorTarget(r, s))
+	if isJSON(s.cfg.Output) {
+		if err := writeJSON(env.Stdout, s.cfg.Output, rep); err != nil {
+			return exitcode.Failed
+		}
+	} else {
+		writeDoctorText(env.Stdout, rep)
+	}
+	return exitcode.OfDoctor(rep)
+}
+
+// doctorTarget points the checks at the clients a pass uses; the
+// legacy-owners check reads one snapshot exactly as a pass does.
+func doctorTarget(r *reaper.Reaper, s *setup) doctor.Target {
+	return doctor.Target{
+		Redis: s.rdb, Postgres: s.pool, Timeout: max(s.cfg.Pass.RedisTimeout, s.cfg.Pass.DatabaseTimeout),
+		Inspect: func(ctx context.Context) (*reaper.Inspection, error) {
+			return r.Inspect(ctx, reaper.InspectOptions{})
+		},
+	}
+}
+
+// withDoctor makes `run` check the deployment once at start.
+func withDoctor(dc daemon.Config, r *reaper.Reaper, s *setup) daemon.Config {
+	dc.Doctor = func(ctx context.Context) doctor.Report { return doctor.Run(ctx, doctorTarget(r, s)) }
+	return dc
+}
+
+// writeDoctorText prints one line per check, and the fix under each that
+// is not ok.
+func writeDoctorText(w io.Writer, rep doctor.Report) {
+	fmt.Fprintf(w, "lock-reaper doctor: %d ok, %d warnings, %d failures\n", rep.Counts[doctor.OK], rep.Counts[doctor.Warn], rep.Counts[doctor.Fail])
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range rep.Checks {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", statusText(c.Status), c.Check, c.Evidence)
+		if c.Fix != "" {
+			fmt.Fprintf(tw, "  \t\tfix: %s\n", c.Fix)
+		}
+	}
+	tw.Flush()
+}
+
+func statusText(s doctor.Status) string {
+	switch s {
+	case doctor.Warn:
+		return "WARN"
+	case doctor.Fail:
+		return "FAIL"
+	}
+	return "ok"
+}

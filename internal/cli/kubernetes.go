@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
+	"github.com/lock-reaper/lock-reaper/internal/config"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// openPods decides whether passes read Kubernetes pods (kubernetes.enabled)
+// and returns the source they list, nil when off. An error is a
+// configuration to fix; auto never fails.
+func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (reaper.PodSource, error) {
+	d, err := kube.Open(ctx, kube.Config{
+		Enabled: c.Kubernetes.Enabled, Namespace: c.Kubernetes.Namespace, Selector: c.Kubernetes.Selector,
+		Container: c.Kubernetes.Container, APIContainer: c.Kubernetes.APIContainer, Timeout: c.Pass.KubernetesTimeout, Kubeconfig: c.Kubernetes.Kubeconfig,
+		KubeconfigEnv: c.Kubernetes.KubeconfigEnv,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if d.Source == nil {
+		level := slog.LevelDebug
+		if d.Warn {
+			level = slog.LevelWarn
+		}
+		logger.Log(ctx, level, "kubernetes evidence off", slog.String("reason", d.Reason))
+		return nil, nil
+	}
+	logger.Info("kubernetes evidence on", slog.String("where", d.Source.Where()), slog.String("reason", d.Reason))
+	return d.Source, nil
+}
+
+// podText is an owner's pod evidence for text output, "" without one:
+// " [pod NAME PHASE, started T, N restarts: RULE]".
+func podText(e *reaper.PodEvidence) string {
+	if e == nil {
+		return ""
+	}
+	parts := []string{"pod " + e.Name}
+	if e.Phase != "" {
+		parts[0] += " " + e.Phase
+	}
+	if e.Terminating {
+		parts = append(parts, "terminating")
+	}
+	if c := e.Container; c != nil {
+		if c.StartedAt != nil {
+			parts = append(parts, "started "+c.StartedAt.UTC().Format(time.RFC3339))
+		}
+		parts = append(parts, fmt.Sprintf("%d restarts", c.Restarts))
+	}
+	return " [" + strings.Join(parts, ", ") + ": " + string(e.Rule) + "]"
+}
+
+// writeKubernetes says what the pass read from Kubernetes, when that is on.
+func writeKubernetes(w io.Writer, k *reaper.KubernetesReport) {
+	if k == nil {
+		return
+	}
+	if k.Read != reaper.KubernetesRead {
+		fmt.Fprintf(w, "\nKubernetes: unavailable (%s): judged by heartbeats alone: %s\n", k.Where, k.Error)
+		return
+	}
+	fmt.Fprintf(w, "\nKubernetes: %d pods read (%s)", k.Pods, k.Where)
+	if n := k.OwnersByEvidence[heartbeat.PodAliveNotHeartbeating]; n > 0 {
+		fmt.Fprintf(w, "; %d workers alive by Kubernetes but not heartbeating", n)
+	}
+	fmt.Fprintln(w)
+}

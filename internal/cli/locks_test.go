@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
+)
+
+// opsLocksFleet is a dead worker with a lost task and a leaked finished one,
+// a live worker with a healthy task, and a lock no task justifies.
+type opsLocksFleet struct {
+	*opsFleet
+	repoDead, repoDone, repoLive, stray string
+	lost, done, healthy                 string
+}
+
+func newOpsLocksFleet(t *testing.T) *opsLocksFleet {
+	f := &opsLocksFleet{opsFleet: newOpsFleet(t), repoDead: opsRepo(), repoDone: opsRepo(), repoLive: opsRepo(), stray: opsRepo()}
+	dead := f.worker("1@dead", time.Hour)
+	live := f.worker("1@live", 0)
+	f.lost = f.task("running", dead, []string{f.repoDead, "shared:" + opsDomain}, time.Hour)
+	f.acquire("1@dead", f.lost, f.repoDead, "shared:"+opsDomain)
+	f.done = f.task("completed", dead, []string{f.repoDone}, 2*time.Hour)
+	f.acquire("1@dead", f.done, f.repoDone)
+	f.healthy = f.task("running", live, []string{f.repoLive, "shared:" + opsDomain}, time.Minute)
+	f.acquire("1@live", f.healthy, f.repoLive, "shared:"+opsDomain)
+	require.NoError(t, f.r.Client.Set(f.ctx, "pulp:resource_lock:"+f.stray, "1@live", 0).Err())
+	return f
+}
+
+func (f *opsLocksFleet) lines(args ...string) []LockLine {
+	f.t.Helper()
+	code, out, stderr := run(f.t, f.env, append([]string{"locks", "--output", "json"}, args...)...)
+	require.Equal(f.t, exitcode.OK, code, stderr)
+	var lo LocksOutput
+	require.NoError(f.t, json.Unmarshal([]byte(out), &lo), out)
+	require.False(f.t, lo.DBNow.IsZero())
+	require.NotNil(f.t, lo.Holdings, "an empty list prints as []")
+	return lo.Holdings
+}
+
+func opsKeysOf(lines []LockLine) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l.Key + " " + l.Owner
+	}
+	return out
+}
+
+func TestLocks(t *testing.T) {
+	t.Parallel()
+	f := newOpsLocksFleet(t)
+	rk := func(r string) string { return "pulp:resource_lock:" + r }
+
+	all := f.lines()
+	require.Len(t, all, 9)
+	byKey := map[string]LockLine{}
+	for _, l := range all {
+		byKey[l.Key+" "+l.Owner] = l
+	}
+	lost := byKey["task:"+f.lost+" 1@dead"]
+	require.Equal(t, judge.KindTask, lost.Kind)
+	require.Equal(t, "dead", lost.OwnerLiveness)
+	require.NotNil(t, lost.HeartbeatAge)
+	require.InDelta(t, time.Hour.Seconds(), time.Duration(*lost.HeartbeatAge).Seconds(), 60)
+	require.Equal(t, f.lost, lost.Task)
+	require.Equal(t, "running", lost.TaskState)
+	require.Equal(t, judge.VerdictOwnerDead, lost.Verdict)
+	require.Equal(t, judge.ActionRelease, lost.Action)
+	domain := byKey[rk(opsDomain)+" 1@live"]
+	require.Equal(t, judge.KindShared, domain.Kind)
+	require.Equal(t, f.healthy, domain.Task, "a resource holding names the task its task lock reserves it for")
+	require.Equal(t, judge.VerdictJustified, domain.Verdict)
+	stray := byKey[rk(f.stray)+" 1@live"]
+	require.Empty(t, stray.Task)
+	require.Equal(t, judge.VerdictNoTask, stray.Verdict)
+	require.Equal(t, judge.ActionSuspect, stray.Action)
+
+	require.ElementsMatch(t, []string{
+		rk(f.repoDead) + " 1@dead", rk(f.repoDone) + " 1@dead", rk(opsDomain) + " 1@dead",
+		"task:" + f.done + " 1@dead", "task:" + f.lost + " 1@dead",
+	}, opsKeysOf(f.lines("--owner", "1@dead")))
+	require.ElementsMatch(t, []string{rk(opsDomain) + " 1@dead", rk(opsDomain) + " 1@live"}, opsKeysOf(f.lines("--resource", opsDomain)))
+	require.ElementsMatch(t, []string{rk(f.repoDone) + " 1@dead", "task:" + f.done + " 1@dead"}, opsKeysOf(f.lines("--verdict", "task-finished")))
+	require.ElementsMatch(t, []string{rk(f.repoLive) + " 1@live", rk(opsDomain) + " 1@live", "task:" + f.healthy + " 1@live"},
+		opsKeysOf(f.lines("--task", strings.ToUpper(f.healthy))))
+	require.ElementsMatch(t, []string{rk(opsDomain) + " 1@dead"}, opsKeysOf(f.lines("--owner", "1@dead", "--resource", opsDomain, "--verdict", "owner-dead")))
+	code, _, stderr := run(t, f.env, "locks", "--owner", "7@nobody", "--output", "json")
+	require.Equal(t, exitUnknownOwner, code)
+	require.Contains(t, stderr, "owner 7@nobody holds no lock and has no AppStatus row")
+
+	_, err := f.r.Client.Get(f.ctx, redislocks.SuspectsKey).Result()
+	require.Error(t, err, "locks writes nothing, not even suspects")
+	require.Equal(t, "1@dead", f.get("task:"+f.lost))
+	state, _ := f.state(f.lost)
+	require.Equal(t, "running", state)
+}
+
+func TestLocksByOwner(t *testing.T) {
+	t.Parallel()
+	f := newOpsLocksFleet(t)
+	code, out, stderr := run(t, f.env, "locks", "--by-owner", "--output", "json")
+	require.Equal(t, exitcode.OK, code, stderr)
+	var bo LocksByOwnerOutput
+	require.NoError(t, json.Unmarshal([]byte(out), &bo), out)
+	require.Len(t, bo.Owners, 2)
+	dead, live := bo.Owners[0], bo.Owners[1]
+	require.Equal(t, "1@dead", dead.Owner)
+	require.Equal(t, "dead", dead.OwnerLiveness)
+	require.Equal(t, 5, dead.Holdings)
+	require.Equal(t, map[judge.Kind]int{judge.KindTask: 2, judge.KindExclusive: 2, judge.KindShared: 1}, dead.ByKind)
+	require.Equal(t, map[judge.Verdict]int{judge.VerdictOwnerDead: 3, judge.VerdictTaskFinished: 2}, dead.ByVerdict)
+	require.Equal(t, "1@live", live.Owner)
+	require.Equal(t, "alive", live.OwnerLiveness)
+	require.Equal(t, map[judge.Verdict]int{judge.VerdictHealthy: 1, judge.VerdictJustified: 2, judge.VerdictNoTask: 1}, live.ByVerdict)
+
+	// Filters apply before counting.
+	code, out, _ = run(t, f.env, "locks", "--by-owner", "--verdict", "no-task", "--output", "json")
+	require.Equal(t, exitcode.OK, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &bo))
+	require.Len(t, bo.Owners, 1)
+	require.Equal(t, 1, bo.Owners[0].Holdings)
+
+	code, out, _ = run(t, f.env, "locks", "--by-owner", "--owner", "7@nobody", "--output", "json")
+	require.Equal(t, exitUnknownOwner, code)
+	require.Empty(t, out)
+
+	code, out, _ = run(t, f.env, "locks", "--by-owner")
+	require.Equal(t, exitcode.OK, code)
+	require.Contains(t, out, "OWNER")
+	require.Contains(t, out, "owner-dead 3, task-finished 2")
+	require.Contains(t, out, "2 owners at ")
+}
+
+func TestLocksText(t *testing.T) {
+	t.Parallel()
+	f := newOpsLocksFleet(t)
+	code, out, stderr := run(t, f.env, "locks", "--owner", "1@dead", "--verdict", "owner-dead")
+	require.Equal(t, exitcode.OK, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 5, out)
+	require.True(t, strings.HasPrefix(lines[0], "KEY "), out)
+	require.Contains(t, out, "task:"+f.lost)
+	require.Contains(t, out, f.lost+" (running)")
+	require.Contains(t, out, "dead, heartbeat 1h")
+	require.True(t, strings.HasPrefix(lines[4], "3 holdings at "), out)
+
+	code, _, stderr = run(t, f.env, "locks", "--verdict", "stale")
+	require.Equal(t, exitcode.Usage, code)
+	require.Contains(t, stderr, "--verdict must be one of")
+	code, _, _ = run(t, f.env, "locks", "extra")
+	require.Equal(t, exitcode.Usage, code)
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// TestJSONLogDurationsInSeconds: a duration in a JSON log is a number of
+// seconds, as in the report; text logs keep Go's duration text.
+func TestJSONLogDurationsInSeconds(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	logger, err := newLogger(&b, "json", "info")
+	require.NoError(t, err)
+	logger.Info("released holding", slog.Duration("heartbeat_age", 90*time.Minute+1500*time.Microsecond),
+		slog.Group("pass", slog.Duration("took", 250*time.Millisecond)))
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(b.Bytes(), &rec))
+	require.Equal(t, 5400.002, rec["heartbeat_age"])
+	require.Equal(t, map[string]any{"took": 0.25}, rec["pass"])
+
+	b.Reset()
+	logger, err = newLogger(&b, "text", "info")
+	require.NoError(t, err)
+	logger.Info("released holding", slog.Duration("heartbeat_age", 90*time.Minute))
+	require.Contains(t, b.String(), "heartbeat_age=1h30m0s")
+}
+
+// TestJSONLogsWithRedisDown: with Redis unreachable every line a pass writes
+// to stderr is one JSON object, go-redis's own complaints included. Stderr is
+// a file, as a process's is (go-redis's logger is process-wide, so only a
+// command logging to a file takes it); the test does not run in parallel, so
+// that no other command takes it meanwhile.
+func TestJSONLogsWithRedisDown(t *testing.T) {
+	env := map[string]string{
+		"REAPER_REDIS_URL":     "redis://" + closedAddr(t) + "/0",
+		"REAPER_REDIS_TIMEOUT": "1s",
+		"REAPER_DATABASE_URL":  "postgres://postgres@" + closedAddr(t) + "/pulp?sslmode=disable",
+		"REAPER_LOG_FORMAT":    "json",
+	}
+	stderrFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	require.NoError(t, err)
+	defer stderrFile.Close()
+	var out bytes.Buffer
+	code := Main(context.Background(), Env{
+		Args: []string{"audit", "--output", "json"}, Stdout: &out, Stderr: stderrFile, Version: "test",
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+	})
+	raw, err := os.ReadFile(stderrFile.Name())
+	require.NoError(t, err)
+	stderr := string(raw)
+	require.Equal(t, exitcode.Failed, code, stderr)
+	require.Equal(t, 1, strings.Count(out.String(), "\n"), "the report is one line")
+	var rep reaper.Report
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	require.NotEmpty(t, rep.Error)
+
+	msgs := map[string]int{}
+	s := bufio.NewScanner(strings.NewReader(stderr))
+	for s.Scan() {
+		var rec struct {
+			Msg    string `json:"msg"`
+			Detail string `json:"detail"`
+		}
+		require.NoError(t, json.Unmarshal(s.Bytes(), &rec), "every log line is JSON: %q", s.Text())
+		msgs[rec.Msg]++
+	}
+	require.Positive(t, msgs["pass failed"], stderr)
+	require.Positive(t, msgs["redis client"], "go-redis's own messages go through slog: %s", stderr)
+}
+
+// TestConfigurationErrorIsAJSONRecord: under --log-format json (flag,
+// environment or config file) a configuration error is one JSON record on
+// stderr, not a plain line; otherwise it stays a plain line.
+func TestConfigurationErrorIsAJSONRecord(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("log:\n  format: json\nredis:\n  timeout: soon\n"), 0o600))
+	for name, c := range map[string]struct {
+		env  map[string]string
+		args []string
+	}{
+		"flag":        {map[string]string{"REAPER_REDIS_TIMEOUT": "soon"}, []string{"once", "--log-format", "json"}},
+		"environment": {map[string]string{"REAPER_REDIS_TIMEOUT": "soon", "REAPER_LOG_FORMAT": "json"}, []string{"once"}},
+		"config file": {map[string]string{"REAPER_CONFIG": file}, []string{"audit"}},
+		"bad url":     {map[string]string{"REAPER_LOG_FORMAT": "json", "REAPER_REDIS_URL": "http://nowhere"}, []string{"once"}},
+	} {
+		code, _, stderr := run(t, c.env, c.args...)
+		require.Equal(t, exitcode.Usage, code, name)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		require.Len(t, lines, 1, "%s: one record: %s", name, stderr)
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[0]), &rec), "%s: %s", name, stderr)
+		require.Equal(t, "ERROR", rec["level"], name)
+		require.Equal(t, "configuration error", rec["msg"], name)
+		require.Equal(t, "lock-reaper", rec["command"], name)
+		require.NotEmpty(t, rec["error"], name)
+	}
+	code, _, stderr := run(t, map[string]string{"REAPER_REDIS_TIMEOUT": "soon"}, "once", "--log-format", "text")
+	require.Equal(t, exitcode.Usage, code)
+	require.True(t, strings.HasPrefix(stderr, "lock-reaper: configuration: "), stderr)
+}

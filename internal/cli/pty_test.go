@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/stretchr/testify/require"
+)
+
+// onTerminal runs the command with a pseudo-terminal as stdout and stdin,
+// cols wide, typing input; it returns the exit code, what the terminal
+// showed and stderr.
+func onTerminal(t *testing.T, env map[string]string, cols uint16, input string, args ...string) (int, string, string) {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	require.NoError(t, pty.Setsize(ptmx, &pty.Winsize{Cols: cols, Rows: 50}))
+	var shown bytes.Buffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&shown, ptmx); close(copied) }()
+	if input != "" {
+		_, err := ptmx.Write([]byte(input))
+		require.NoError(t, err)
+	}
+	var stderr bytes.Buffer
+	code := Main(context.Background(), Env{
+		Args: args, Stdin: tty, Stdout: tty, Stderr: &stderr, Version: "test",
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+	})
+	tty.Close()
+	select {
+	case <-copied:
+	case <-time.After(5 * time.Second):
+	}
+	return code, strings.ReplaceAll(shown.String(), "\r\n", "\n"), stderr.String()
+}
+
+func withEnv(env map[string]string, kv ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// Verdicts are coloured on a terminal, never with NO_COLOR or when piped;
+// the report fits the terminal's width.
+func TestTerminalColourAndWidth(t *testing.T) {
+	t.Parallel()
+	f := newOpsReleaseFleet(t)
+	code, shown, stderr := onTerminal(t, f.env, 60, "", "audit")
+	require.Contains(t, []int{exitcode.Findings, exitcode.Guarded}, code, stderr)
+	require.Contains(t, shown, ansiRed+"owner-dead"+ansiReset)
+	require.Contains(t, shown, "Findings: ")
+	requireFitsWidth(t, "audit at 60 columns", stripANSI(shown), 60)
+
+	_, shown, _ = onTerminal(t, withEnv(f.env, "NO_COLOR", "1"), 100, "", "audit")
+	require.NotContains(t, shown, "\x1b[")
+	require.Contains(t, shown, "owner-dead")
+
+	_, piped, _ := run(t, f.env, "audit")
+	require.NotContains(t, piped, "\x1b[")
+	require.Contains(t, piped, "Findings (holdings that are not healthy)")
+}
+
+// The release prompt on a real terminal: no is exit 5 and writes nothing,
+// yes releases.
+func TestReleasePromptOnTerminal(t *testing.T) {
+	t.Parallel()
+	f := newOpsReleaseFleet(t)
+	code, _, stderr := onTerminal(t, f.env, 100, "n\n", "release", "--owner", "1@dead")
+	require.Equal(t, exitAborted, code, stderr)
+	require.Contains(t, stderr, "Release 6 holdings of 1@dead and update 2 tasks? [y/N] ")
+	require.Contains(t, stderr, "aborted; nothing was written")
+	f.requireUntouched()
+
+	code, shown, stderr := onTerminal(t, f.env, 100, "y\n", "release", "--owner", "1@dead")
+	require.Equal(t, exitcode.OK, code, stderr)
+	require.Contains(t, shown, "released 6 holdings")
+	require.False(t, f.holds("1@dead", f.running))
+}
+
+func stripANSI(s string) string {
+	for {
+		i := strings.Index(s, "\x1b[")
+		if i < 0 {
+			return s
+		}
+		j := strings.IndexByte(s[i:], 'm')
+		if j < 0 {
+			return s
+		}
+		s = s[:i] + s[i+j+1:]
+	}
+}

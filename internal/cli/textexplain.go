@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/explain"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
+)
+
+// writeExplanation prints the explanation as one complete JSON document or
+// as text in layout l, with at most l.limit older tasks.
+func writeExplanation(w io.Writer, format string, ex explain.Explanation, l layout) error {
+	if isJSON(format) {
+		return writeJSON(w, format, ex)
+	}
+	writeExplanationText(w, ex, l)
+	return nil
+}
+
+func writeExplanationText(w io.Writer, ex explain.Explanation, l layout) {
+	fmt.Fprintf(w, "Task %s at %s (database clock)\n", ex.TaskID, ex.DBNow.UTC().Format(time.RFC3339))
+	if t := ex.Task; t != nil {
+		state := quoteText(t.State)
+		if !t.Created.IsZero() {
+			state += fmt.Sprintf(", created %s (%s ago)", t.Created.UTC().Format(time.RFC3339), ageText(ex.DBNow.Sub(t.Created)))
+		}
+		if t.FinishedAt != nil {
+			state += fmt.Sprintf(", finished %s ago", ageText(ex.DBNow.Sub(*t.FinishedAt)))
+		}
+		rows := [][2]string{{"name", quoteText(t.Name)}, {"state", state}, {"claim", claimText(ex.Claim)}}
+		if tj := ex.TaskVerdict; tj != nil {
+			rows = append(rows, [2]string{"task verdict", l.paint(tj.Verdict.String(), verdictColor(tj.Verdict)) +
+				fmt.Sprintf(": %s -> %s%s", quoteText(tj.StateBefore), afterText(tj), deferredText(tj.Deferred))})
+		}
+		for _, r := range rows {
+			fmt.Fprintf(w, "  %-12s  %s\n", r[0], r[1])
+		}
+	}
+	fmt.Fprintln(w, "\nTask lock")
+	if len(ex.TaskLocks) == 0 {
+		fmt.Fprintf(w, "  task:%s is not held\n", ex.TaskID)
+	}
+	writeHolders(w, ex.TaskLocks, l)
+	if len(ex.Resources) > 0 {
+		fmt.Fprintln(w, "\nReserved resources")
+		for _, rn := range ex.Resources {
+			fmt.Fprintf(w, "  %s (%s)\n", quoteText(rn.Resource), rn.Need)
+			if len(rn.Holders) == 0 {
+				fmt.Fprintln(w, "    not held")
+			}
+			writeHolders(w, rn.Holders, l)
+		}
+	}
+	if len(ex.Ahead) > 0 {
+		fmt.Fprintf(w, "\nOlder tasks that need the same resources and go first (%d)\n", ex.AheadTotal)
+		t := &table{indent: "  ", header: []string{"TASK", "NAME", "STATE", "CREATED", "CLAIM", "CONFLICTS ON"}, drop: []int{3, 1}}
+		n := shown(len(ex.Ahead), l.limit)
+		for _, a := range ex.Ahead[:n] {
+			conflicts := make([]string, len(a.Conflicts))
+			for i, c := range a.Conflicts {
+				conflicts[i] = quoteText(c)
+			}
+			t.add(keyCell(a.ID), freeCell(quoteText(a.Name)), textCell(quoteText(a.State)), textCell(a.Created.UTC().Format(time.RFC3339)),
+				freeCell(claimText(a.Claim)), keyCell(strings.Join(conflicts, ", ")))
+		}
+		t.write(w, l)
+		if rest := ex.AheadTotal - n; rest > 0 {
+			fmt.Fprintf(w, "  … and %d more (--limit 0 shows the first %d, --output json lists them)\n", rest, min(ex.AheadTotal, pulpdb.MaxAhead))
+		}
+	}
+	fmt.Fprintln(w)
+	l.line(w, "", "Conclusion: "+quoteText(ex.Conclusion))
+}
+
+func writeHolders(w io.Writer, hs []explain.Holder, l layout) {
+	if len(hs) == 0 {
+		return
+	}
+	t := &table{indent: "    ", labels: []string{"OWNER", "KIND", "LIVENESS", "TASK", "VERDICT", ""}}
+	for _, h := range hs {
+		task := "-"
+		if h.Task != nil {
+			task = "for task " + h.Task.ID
+			switch {
+			case h.Own:
+				task = "for this task"
+			case h.Task.State == "":
+				task += " (no task row)"
+			default:
+				task += " (" + quoteText(h.Task.State) + ")"
+			}
+		}
+		mark := ""
+		if h.Blocks {
+			mark = "BLOCKS"
+		}
+		t.add(keyCell(quoteText(h.Owner)), textCell(h.Kind.String()), textCell(livenessText(h.Liveness.String(), h.HeartbeatAge)+podText(h.Kubernetes)),
+			keyCell(task), textCell(h.Verdict.String()+" -> "+h.Action.String()+deferredText(h.Deferred)), textCell(mark).in(ansiBold))
+	}
+	t.write(w, l)
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/explain"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
+)
+
+// The incident's identifiers as an on-call engineer copies them from
+// explain and locks: the dead worker, a running task, the repository it
+// holds and the queued task waiting for it.
+const (
+	goldenOwner    = "1@pulp-worker-incident-0"
+	goldenRunning  = "0190c2d1-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
+	goldenQueued   = "0190c2d1-aaaa-7bbb-8ccc-000000000042"
+	goldenResource = "prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-000000000001"
+)
+
+func goldenExplanation() explain.Explanation {
+	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
+	day := reaper.Seconds(23 * time.Hour)
+	holder := explain.Holder{
+		Key: judge.ResourceKeyPrefix + goldenResource, Kind: judge.KindExclusive, Owner: goldenOwner,
+		Liveness: heartbeat.Dead, HeartbeatAge: &day, Task: &explain.TaskRef{ID: goldenRunning, State: "running"},
+		Blocks: true, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease,
+	}
+	return explain.Explanation{
+		TaskID: goldenQueued, DBNow: now,
+		Task: &pulpdb.TaskRow{Task: judge.Task{ID: goldenQueued, Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"},
+			Created: now.Add(-2 * time.Hour)},
+		Resources: []explain.ResourceNeed{{Resource: goldenResource, Need: judge.KindExclusive, Holders: []explain.Holder{holder}}},
+		Ahead: []explain.TaskAhead{{TaskRow: pulpdb.TaskRow{Task: judge.Task{ID: "0190c2d1-bbbb-7ccc-8ddd-000000000041",
+			Name: "pulp_rpm.app.tasks.synchronizing.synchronize", State: "waiting"}, Created: now.Add(-3 * time.Hour)},
+			Conflicts: []string{goldenResource}}},
+		AheadTotal: 1,
+		Conclusion: "blocked by " + goldenOwner + ", dead: the next pass releases its locks",
+	}
+}
+
+func goldenLocks() LocksOutput {
+	day := reaper.Seconds(23 * time.Hour)
+	out := LocksOutput{DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)}
+	out.Holdings = append(out.Holdings, LockLine{Key: judge.TaskKeyPrefix + goldenRunning, Kind: judge.KindTask, Owner: goldenOwner,
+		OwnerLiveness: "dead", HeartbeatAge: &day, Task: goldenRunning, TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
+	for i := 1; i <= 2; i++ {
+		res := fmt.Sprintf("prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-00000000000%d", i)
+		out.Holdings = append(out.Holdings, LockLine{Key: judge.ResourceKeyPrefix + res, Kind: judge.KindExclusive, Owner: goldenOwner,
+			OwnerLiveness: "dead", HeartbeatAge: &day, Resource: res, Task: goldenRunning, TaskState: "running",
+			Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
+	}
+	return out
+}
+
+// explain and locks at 80 and 120 columns: every identifier whole, rows
+// hung or stacked instead of cut.
+func TestGoldenExplainAndLocks(t *testing.T) {
+	t.Parallel()
+	for _, width := range []int{80, 120} {
+		l := layout{width: width, grouped: true, limit: 20}
+		var ex, locks bytes.Buffer
+		writeExplanationText(&ex, goldenExplanation(), l)
+		require.NoError(t, writeLocks(&locks, "text", goldenLocks(), l))
+		for name, text := range map[string]string{fmt.Sprintf("explain-%d.txt", width): ex.String(), fmt.Sprintf("locks-%d.txt", width): locks.String()} {
+			golden(t, name, text)
+			requireFitsWidth(t, name, text, width)
+			for _, id := range []string{goldenOwner, goldenRunning, goldenResource} {
+				require.Contains(t, text, id, "%s: %s whole", name, id)
+			}
+		}
+		require.Contains(t, ex.String(), "for task "+goldenRunning+" (running)")
+	}
+}

@@ -1,0 +1,47 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/lock-reaper/lock-reaper/internal/doctor"
+)
+
+// startDoctor runs Config.Doctor once, beside the first pass, and returns a
+// channel closed when it is done. Each check that is not ok is logged once
+// (warn at warn level, fail at error level) and every check's status goes
+// to lock_reaper_doctor_check_status. Its findings never make the daemon
+// unready: they describe the deployment, not an outage, and a pass still
+// does its work under them.
+func (d *Daemon) startDoctor(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if d.cfg.Doctor == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		rep := d.cfg.Doctor(ctx)
+		if ctx.Err() != nil {
+			return // stopped before it finished: what it saw is cut short
+		}
+		if d.cfg.Pages != nil {
+			d.cfg.Pages.DoctorDone(rep)
+		}
+		for _, c := range rep.Checks {
+			d.metrics.DoctorCheck(c.Check, c.Status.Level())
+			level := slog.LevelWarn
+			switch c.Status {
+			case doctor.OK:
+				continue
+			case doctor.Fail:
+				level = slog.LevelError
+			}
+			d.log.Log(ctx, level, "doctor check", slog.String("check", c.Check), slog.String("status", string(c.Status)),
+				slog.String("evidence", c.Evidence), slog.String("fix", c.Fix))
+		}
+		d.log.Info("doctor finished", slog.Int("ok", rep.Counts[doctor.OK]), slog.Int("warnings", rep.Counts[doctor.Warn]),
+			slog.Int("failures", rep.Counts[doctor.Fail]))
+	}()
+	return done
+}

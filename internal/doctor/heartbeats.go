@@ -1,0 +1,83 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
+)
+
+// Bounds of a plausible heartbeat, on the database clock.
+const (
+	// futureTolerance allows for the time between a worker reading its clock
+	// and the row being read back.
+	futureTolerance = time.Second
+	// behindLimit: pulpcore deletes the rows of missing processes, so a row
+	// this old is a process long gone that nothing cleans up, or a clock far
+	// behind.
+	behindLimit = 24 * time.Hour
+)
+
+func checkHeartbeatClock(ctx context.Context, t Target) Result {
+	tx, err := t.Postgres.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return couldNotCheck("read core_appstatus", err, "check that database.url reaches pulpcore's database.")
+	}
+	// Rollback's error is dropped: read-only.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := pulpdb.ReadAppStatuses(ctx, tx)
+	if err != nil {
+		return couldNotCheck("read core_appstatus", err, grantFix(err))
+	}
+	var now time.Time
+	if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return couldNotCheck("read the database clock", err, "check that database.url reaches pulpcore's database.")
+	}
+	return evalHeartbeats(rows, now)
+}
+
+// evalHeartbeats looks for heartbeats the database clock makes implausible.
+// Pulp's processes stamp last_heartbeat with their own clock: one ahead of
+// the database keeps a dead worker "alive" past its death, one behind by
+// more than its ttl makes a live worker look dead.
+func evalHeartbeats(rows []heartbeat.AppStatus, now time.Time) Result {
+	var future, behind []string
+	for _, r := range rows {
+		age := now.Sub(r.LastHeartbeat)
+		switch {
+		case -age > futureTolerance:
+			future = append(future, fmt.Sprintf("%s %q %s ahead", r.AppType, r.Name, (-age).Round(time.Second)))
+		case age > behindLimit:
+			behind = append(behind, fmt.Sprintf("%s %q %s behind", r.AppType, r.Name, age.Round(time.Minute)))
+		}
+	}
+	sort.Strings(future)
+	sort.Strings(behind)
+	evidence := fmt.Sprintf("%d core_appstatus rows on the database clock %s", len(rows), now.UTC().Format(time.RFC3339))
+	switch {
+	case len(future) > 0:
+		e := fmt.Sprintf("%s: %d heartbeats in the future (%s)", evidence, len(future), listSome(future, 5))
+		if len(behind) > 0 {
+			e += fmt.Sprintf("; %d more than a day behind (%s)", len(behind), listSome(behind, 5))
+		}
+		return Result{Status: Warn, Evidence: e + ": a worker clock ahead keeps a dead worker alive for lock-reaper and pulpcore alike",
+			Fix: "synchronise the clocks of Pulp's hosts with the database's (NTP/chrony)."}
+	case len(behind) > 0:
+		return Result{Status: Warn, Evidence: fmt.Sprintf("%s: %d heartbeats more than a day behind (%s): processes long gone that nothing cleans up, or clocks far behind", evidence, len(behind), listSome(behind, 5)),
+			Fix: "check those hosts' clocks; rows of processes that are gone are removed by pulpcore's worker cleanup."}
+	}
+	return Result{Status: OK, Evidence: evidence + ": none ahead of it, none more than a day behind"}
+}
+
+// listSome joins the first n items and says how many more there are.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}

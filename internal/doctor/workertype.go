@@ -1,0 +1,49 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
+)
+
+// checkRedisWorker asks whether Pulp runs the Redis worker at all: pulpcore's
+// default worker (WORKER_TYPE "pulpcore") takes PostgreSQL advisory locks,
+// never Redis ones, and pulp-operator sets no WORKER_TYPE, so a default
+// install gives lock-reaper nothing to find. It reads the snapshot the
+// legacy-owners check reads, pulp:active_owners included.
+func checkRedisWorker(ctx context.Context, t Target) Result {
+	if t.Inspect == nil {
+		return Result{Status: OK, Evidence: "not checked: no snapshot reader given"}
+	}
+	in, err := t.Inspect(ctx)
+	if err != nil {
+		return couldNotCheck("read the locks and heartbeats", err, "fix what the other checks report, then run lock-reaper doctor again.")
+	}
+	return evalRedisWorker(in)
+}
+
+func evalRedisWorker(in *reaper.Inspection) Result {
+	snap := in.Snapshot
+	holdings, owners := len(snap.Holdings), in.ActiveOwners
+	if note := reaper.WorkerTypeNote(holdings, owners, snap.AppStatuses, snap.Now); note != "" {
+		return Result{Status: Warn, Evidence: note, Fix: reaper.WorkerTypeFix}
+	}
+	return Result{Status: OK, Evidence: fmt.Sprintf("%d holdings, %d owners in %s: Pulp's workers use the Redis worker's locks, or none is alive",
+		holdings, owners, redislocks.ActiveOwnersKey)}
+}
+
+// inspectOnce reads one snapshot for every check that needs it.
+func inspectOnce(inspect func(context.Context) (*reaper.Inspection, error)) func(context.Context) (*reaper.Inspection, error) {
+	var (
+		once sync.Once
+		in   *reaper.Inspection
+		err  error
+	)
+	return func(ctx context.Context) (*reaper.Inspection, error) {
+		once.Do(func() { in, err = inspect(ctx) })
+		return in, err
+	}
+}

@@ -1,0 +1,117 @@
+package status
+
+import (
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+)
+
+// funcs are the templates' helpers. Every value from Redis or the database
+// goes through html/template's escaping; visible also makes control
+// characters readable, so a key cannot hide or forge text on the page.
+var funcs = template.FuncMap{
+	"visible": visible,
+	"clock":   clock,
+	"ago":     ago,
+	"age":     func(d *judge.Duration) string { return durationText(d) },
+	"since":   func(now, t time.Time) string { return roundDur(now.Sub(t)) },
+	"until":   func(now, t time.Time) string { return roundDur(t.Sub(now)) },
+	"dur":     roundDur,
+	"query":   query,
+	"add":     func(a, b int) int { return a + b },
+	"short":   short,
+	"live":    func(l fmt.Stringer) string { return l.String() },
+	"pod":     podText,
+	"verdicts": func() []judge.Verdict {
+		return holdingVerdicts
+	},
+	"finding": func(v judge.Verdict) bool { return v.Finding() },
+	"evidence": func(jd judge.Judgement) judge.Evidence {
+		return jd.Evidence()
+	},
+	"holdingTask":   func(jd judge.Judgement) string { return reaper.HoldingTask(&jd.Holding, jd.Evidence().Via) },
+	"oldestBlocked": oldestBlocked,
+	"livenesses":    func() []string { return []string{"alive", "late", "dead", "gone"} },
+	"recent":        recent,
+	"first": func(ig []reaper.Ignored, n int) []reaper.Ignored {
+		return ig[:min(n, len(ig))]
+	},
+}
+
+// oldestBlocked is the blocked task that has waited longest.
+func oldestBlocked(v *View) *Queued {
+	var out *Queued
+	for i := range v.Queue {
+		if q := &v.Queue[i]; q.Blocked() && (out == nil || q.Wait > out.Wait) {
+			out = q
+		}
+	}
+	return out
+}
+
+// recent is the last n points of a history, most recent first.
+func recent(h []PassPoint, n int) []PassPoint {
+	out := make([]PassPoint, 0, n)
+	for i := len(h) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, h[i])
+	}
+	return out
+}
+
+// visible writes a string with only printable characters as it is, any other
+// in Go's quoted form, as the command line's tables do.
+func visible(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == unicode.ReplacementChar }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// short cuts a long value for a table cell; the full one is in its title.
+func short(s string, n int) string {
+	s = visible(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return roundDur(now.Sub(t)) + " ago"
+}
+
+func durationText(d *judge.Duration) string {
+	if d == nil {
+		return "-"
+	}
+	return reaper.AgeText(time.Duration(*d))
+}
+
+// roundDur writes a duration to the second, or the millisecond under one.
+func roundDur(d time.Duration) string {
+	switch abs := max(d, -d); {
+	case abs < time.Second:
+		return d.Round(time.Millisecond).String()
+	case abs < time.Hour:
+		return d.Round(time.Second).String()
+	default:
+		return d.Round(time.Minute).String()
+	}
+}
+
+func podText(p any) string {
+	type podLike interface{ String() string }
+	if s, ok := p.(podLike); ok {
+		return s.String()
+	}
+	return fmt.Sprint(p)
+}

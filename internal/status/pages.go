@@ -1,0 +1,320 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/explain"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+)
+
+// page is what every template gets: the view and the page's own data.
+type page struct {
+	Title string
+	Nav   string
+	View  *View
+	// Served is when the page was rendered, for the snapshot's age.
+	Served  time.Time
+	Refresh int
+	Data    any
+}
+
+var templates = template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/templates/*.html"))
+
+// render writes a page; a template error is logged and answered 500
+// without the half-written page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, p page) {
+	p.Served = time.Now()
+	if p.View == nil {
+		p.View = s.view.Load()
+	}
+	if s.opts.Refresh > 0 {
+		p.Refresh = int(s.opts.Refresh / time.Second)
+	}
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, p); err != nil {
+		s.opts.Logger.Error("status page: render", slog.String("page", name), slog.String("error", err.Error()))
+		http.Error(w, "500 the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
+}
+
+// noView answers a page asked for before the first snapshot.
+func (s *Server) noView(w http.ResponseWriter, r *http.Request, nav string) bool {
+	if s.view.Load() != nil {
+		return false
+	}
+	s.render(w, r, http.StatusServiceUnavailable, "waiting", page{Title: "No snapshot yet", Nav: nav})
+	return true
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	if s.noView(w, r, "overview") {
+		return
+	}
+	v := s.view.Load()
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", View: v, Data: plotOf(v.History)})
+}
+
+// queueData is the blocked queue page.
+type queueData struct {
+	Rows        []Queued
+	OnlyBlocked bool
+	Pager       pager
+}
+
+func (s *Server) queuePage(w http.ResponseWriter, r *http.Request) {
+	if s.noView(w, r, "queue") {
+		return
+	}
+	v := s.view.Load()
+	q := r.URL.Query()
+	only := q.Get("blocked") != ""
+	rows := v.Queue
+	if only {
+		rows = nil
+		for _, e := range v.Queue {
+			if e.Blocked() {
+				rows = append(rows, e)
+			}
+		}
+	}
+	pg := s.pager(r, len(rows))
+	s.render(w, r, http.StatusOK, "queue", page{Title: "Blocked queue", Nav: "queue", View: v,
+		Data: queueData{Rows: rows[pg.From:pg.To], OnlyBlocked: only, Pager: pg}})
+}
+
+// ownersData is the owners page.
+type ownersData struct {
+	Rows     []OwnerRow
+	Liveness string
+	// Verdict is the verdict asked for, by name: an unknown one matches
+	// nothing.
+	Verdict string
+	Pager   pager
+}
+
+func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
+	if s.noView(w, r, "owners") {
+		return
+	}
+	v := s.view.Load()
+	q := r.URL.Query()
+	d := ownersData{Liveness: q.Get("liveness"), Verdict: q.Get("verdict")}
+	var want judge.Verdict
+	_ = want.UnmarshalText([]byte(d.Verdict)) // an unknown name matches nothing
+	var rows []OwnerRow
+	for _, o := range v.Owners {
+		if (d.Liveness == "" || o.Liveness == d.Liveness) && (d.Verdict == "" || o.ByVerdict[want] > 0) {
+			rows = append(rows, o)
+		}
+	}
+	d.Pager = s.pager(r, len(rows))
+	d.Rows = rows[d.Pager.From:d.Pager.To]
+	s.render(w, r, http.StatusOK, "owners", page{Title: "Owners", Nav: "owners", View: v, Data: d})
+}
+
+// holdingFilter keeps the holdings asked for in the query string, as the
+// flags of `lock-reaper locks` do; empty fields match everything.
+type holdingFilter struct {
+	Owner, Resource, Task string
+	// Verdict is by name: an unknown one matches nothing.
+	Verdict string
+}
+
+func (f holdingFilter) match(jd *judge.Judgement) bool {
+	return (f.Owner == "" || jd.Owner == f.Owner) &&
+		(f.Verdict == "" || jd.Verdict.String() == f.Verdict) &&
+		(f.Resource == "" || jd.Resource() == f.Resource) &&
+		(f.Task == "" || reaper.HoldingTask(&jd.Holding, jd.Evidence().Via) == f.Task)
+}
+
+func (f holdingFilter) empty() bool { return f == holdingFilter{} }
+
+// holdingsData is the holdings page.
+type holdingsData struct {
+	Filter  holdingFilter
+	Rows    []judge.Judgement
+	Total   int
+	Pager   pager
+	Verdict []judge.Verdict
+}
+
+// holdingVerdicts are the verdicts a holding can get, for the filter form.
+var holdingVerdicts = []judge.Verdict{judge.VerdictHealthy, judge.VerdictJustified, judge.VerdictPending, judge.VerdictTaskFinished, judge.VerdictOwnerDead, judge.VerdictOwnerGone, judge.VerdictTaskLost, judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask}
+
+func (s *Server) holdingsPage(w http.ResponseWriter, r *http.Request) {
+	if s.noView(w, r, "holdings") {
+		return
+	}
+	v := s.view.Load()
+	q := r.URL.Query()
+	f := holdingFilter{Owner: param(q, "owner"), Resource: param(q, "resource"), Task: strings.ToLower(param(q, "task")), Verdict: q.Get("verdict")}
+	all := v.Holdings()
+	// A key filter on one resource or task uses the index, not a walk.
+	var candidates []int
+	switch {
+	case f.Resource != "":
+		candidates = v.byKey[judge.ResourceKeyPrefix+f.Resource]
+	}
+	pgSize := s.opts.PageSize
+	from := (pageNumber(r) - 1) * pgSize
+	d := holdingsData{Filter: f, Verdict: holdingVerdicts}
+	take := func(jd *judge.Judgement) {
+		if d.Total >= from && d.Total < from+pgSize {
+			d.Rows = append(d.Rows, *jd)
+		}
+		d.Total++
+	}
+	switch {
+	case f.empty():
+		d.Total = len(all)
+		if from < len(all) {
+			d.Rows = all[from:min(from+pgSize, len(all))]
+		}
+	case candidates != nil || f.Resource != "":
+		for _, i := range candidates {
+			if f.match(&all[i]) {
+				take(&all[i])
+			}
+		}
+	default:
+		for i := range all {
+			if f.match(&all[i]) {
+				take(&all[i])
+			}
+		}
+	}
+	d.Pager = s.pager(r, d.Total)
+	s.render(w, r, http.StatusOK, "holdings", page{Title: "Holdings", Nav: "holdings", View: v, Data: d})
+}
+
+// taskData is the task page.
+type taskData struct {
+	Ref   string
+	ID    string
+	Error string
+	Ex    *explain.Explanation
+	// Queued is the task's entry in the blocked queue, if it waits there.
+	Queued *Queued
+}
+
+func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
+	if s.noView(w, r, "task") {
+		return
+	}
+	v := s.view.Load()
+	ref := r.PathValue("ref")
+	if ref == "" {
+		ref = r.URL.Query().Get("task")
+	}
+	d := taskData{Ref: ref}
+	if ref == "" {
+		s.render(w, r, http.StatusOK, "task", page{Title: "Task", Nav: "task", View: v, Data: d})
+		return
+	}
+	// The href forms (/pulp/api/v3/tasks/UUID/) arrive as the rest of the path.
+	if strings.Contains(ref, "/") && !strings.HasPrefix(ref, "/") && !strings.Contains(ref, "://") {
+		ref = "/" + ref
+	}
+	id, err := explain.TaskIDOf(ref)
+	if err != nil {
+		d.Error = err.Error()
+		s.render(w, r, http.StatusBadRequest, "task", page{Title: "Task", Nav: "task", View: v, Data: d})
+		return
+	}
+	d.ID = id
+	ex, err := s.explain.get(r.Context(), v, id, func(ctx context.Context) (explain.Explanation, error) {
+		ex, err := s.src.ExplainedTask(ctx, id)
+		if err != nil {
+			return explain.Explanation{}, err
+		}
+		return explain.On(v.In, ex, id), nil
+	})
+	if err != nil {
+		d.Error = "the task could not be read: " + err.Error()
+		s.render(w, r, http.StatusServiceUnavailable, "task", page{Title: "Task " + id, Nav: "task", View: v, Data: d})
+		return
+	}
+	d.Ex = &ex
+	for i := range v.Queue {
+		if v.Queue[i].Row.ID == id {
+			d.Queued = &v.Queue[i]
+		}
+	}
+	s.render(w, r, http.StatusOK, "task", page{Title: "Task " + id, Nav: "task", View: v, Data: d})
+}
+
+// param is a filter's value. The filter forms show a value holding control
+// characters in its quoted form (see visible), and take it back in that form.
+func param(q url.Values, name string) string {
+	v := q.Get(name)
+	if strings.HasPrefix(v, `"`) {
+		if u, err := strconv.Unquote(v); err == nil {
+			return u
+		}
+	}
+	return v
+}
+
+// pager is one page of a table.
+type pager struct {
+	Page, Pages, Total, From, To int
+	Prev, Next                   string
+}
+
+func pageNumber(r *http.Request) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("page"))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// pager places the page the request asks for among total rows; Prev and
+// Next are the same query string with the page changed.
+func (s *Server) pager(r *http.Request, total int) pager {
+	size := s.opts.PageSize
+	p := pager{Page: pageNumber(r), Total: total, Pages: max(1, (total+size-1)/size)}
+	p.Page = min(p.Page, p.Pages)
+	p.From = min((p.Page-1)*size, total)
+	p.To = min(p.From+size, total)
+	link := func(n int) string {
+		q := r.URL.Query()
+		q.Set("page", strconv.Itoa(n))
+		return r.URL.Path + "?" + q.Encode()
+	}
+	if p.Page > 1 {
+		p.Prev = link(p.Page - 1)
+	}
+	if p.Page < p.Pages {
+		p.Next = link(p.Page + 1)
+	}
+	return p
+}
+
+// query builds a query string from pairs of names and values, leaving out
+// the empty values. It is a template.URL because url.Values.Encode has
+// escaped every value already; the templates put it after a fixed path.
+func query(kv ...string) template.URL {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return template.URL(q.Encode()) //nolint:gosec // escaped by Encode
+}

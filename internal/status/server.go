@@ -1,0 +1,253 @@
+// Package status serves lock-reaper's read-only status page: why each
+// waiting task waits, who holds what, and when it will be freed.
+//
+// The pages are rendered from a View, a finished picture of one snapshot
+// that is published whole through an atomic pointer: a page view reads no
+// Redis key and no database row (the task page reads one task's rows, at
+// most one at a time, cached for a few seconds), and a pass never waits
+// for a page. Only GET and HEAD are served; nothing on a page writes.
+package status
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/doctor"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
+)
+
+// Source is what the pages read beside a snapshot: *reaper.Reaper is one.
+type Source interface {
+	Policy() judge.Policy
+	// WaitingTasks lists the waiting, unclaimed tasks in fetch order.
+	WaitingTasks(ctx context.Context, limit int) ([]pulpdb.TaskRow, int, error)
+	// ExplainedTask reads a task's rows for explain.On, to explain it on an
+	// inspection already made.
+	ExplainedTask(ctx context.Context, taskID string) (*pulpdb.ExplainedTask, error)
+	// TaskStarts reads when tasks started; granted is false when the role
+	// may not read core_task.started_at (an optional grant).
+	TaskStarts(ctx context.Context, ids []string) (starts map[string]time.Time, granted bool, err error)
+}
+
+// Options configure a Server. Zero fields take the defaults below.
+type Options struct {
+	// MaxWaiting bounds how many waiting tasks the blocked queue reads.
+	MaxWaiting int
+	// PageSize is the number of rows per table page.
+	PageSize int
+	// ExplainTTL is how long a task page's explanation is reused.
+	ExplainTTL time.Duration
+	// History is how many passes the overview plots.
+	History int
+	// Refresh is how often the pages reload themselves (by a small script;
+	// without JavaScript they do not). Zero turns it off.
+	Refresh time.Duration
+	// Logger receives the failures of the reads behind the pages.
+	Logger *slog.Logger
+}
+
+// Defaults of the Options left zero.
+const (
+	MaxWaitingDefault = 2000
+	PageSizeDefault   = 50
+	ExplainTTLDefault = 5 * time.Second
+	HistoryDefault    = 60
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = MaxWaitingDefault
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = PageSizeDefault
+	}
+	if o.ExplainTTL <= 0 {
+		o.ExplainTTL = ExplainTTLDefault
+	}
+	if o.History <= 0 {
+		o.History = HistoryDefault
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Server serves the pages of the latest published View.
+type Server struct {
+	src  Source
+	opts Options
+	view atomic.Pointer[View]
+	mux  http.Handler
+
+	mu      sync.Mutex
+	history []PassPoint
+	doctor  *doctor.Report
+	// pending is the newest pass not yet built into a view; building says
+	// a goroutine is building one.
+	pending  *job
+	building bool
+	idle     *sync.Cond
+
+	explain explainCache
+}
+
+// job is a pass or inspection to build a view of.
+type job struct {
+	in    *reaper.Inspection
+	snap  *judge.Snapshot
+	rep   *reaper.Report
+	taken time.Time
+	next  time.Time
+}
+
+// New returns a Server with no view yet: its pages say so until the first
+// pass is published.
+func New(src Source, opts Options) *Server {
+	s := &Server{src: src, opts: opts.withDefaults()}
+	s.idle = sync.NewCond(&s.mu)
+	s.explain.ttl = s.opts.ExplainTTL
+	s.mux = s.routes()
+	return s
+}
+
+// PassDone hands the server a pass's snapshot (nil when the pass read none)
+// and report, and when the next pass is due. It returns at once: the view is
+// judged and built in the background, the newest pass winning over one not
+// yet started, so a pass never waits for the page.
+func (s *Server) PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Time) {
+	s.submit(&job{snap: snap, rep: rep, taken: time.Now(), next: next})
+}
+
+// DoctorDone hands the server doctor's results, shown on the overview.
+func (s *Server) DoctorDone(rep doctor.Report) {
+	s.mu.Lock()
+	s.doctor = &rep
+	s.mu.Unlock()
+}
+
+// Publish builds a view of an inspection and publishes it before returning;
+// `lock-reaper status` calls it after each read-only inspection.
+func (s *Server) Publish(ctx context.Context, in *reaper.Inspection, took time.Duration, next time.Time) {
+	rep := &reaper.Report{Mode: reaper.ModeAudit, StartedAt: time.Now().Add(-took).UTC(), DurationMS: took.Milliseconds(),
+		DBNow: in.Snapshot.Now, Guards: reaper.GuardsOf(in.Plan.Guards), Kubernetes: in.Kubernetes}
+	point := pointOf(rep)
+	for _, jd := range in.Plan.Holdings {
+		if jd.Verdict.Finding() {
+			point.Stale++
+		}
+	}
+	s.mu.Lock()
+	s.record(point)
+	s.mu.Unlock()
+	s.publish(ctx, &job{in: in, rep: rep, taken: time.Now(), next: next})
+}
+
+// record adds a pass to the history, built into a view or not; called with
+// mu held.
+func (s *Server) record(p PassPoint) {
+	s.history = append(s.history, p)
+	if n := len(s.history) - s.opts.History; n > 0 {
+		s.history = append(s.history[:0:0], s.history[n:]...)
+	}
+}
+
+func (s *Server) submit(j *job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j.rep != nil {
+		s.record(pointOf(j.rep))
+	}
+	s.pending = j
+	if s.building {
+		return
+	}
+	s.building = true
+	go s.buildLoop()
+}
+
+func (s *Server) buildLoop() {
+	for {
+		s.mu.Lock()
+		j := s.pending
+		s.pending = nil
+		if j == nil {
+			s.building = false
+			s.idle.Broadcast()
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		s.publish(context.Background(), j)
+	}
+}
+
+// Wait returns once no view is being built; tests and a stopping daemon
+// call it.
+func (s *Server) Wait() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.building {
+		s.idle.Wait()
+	}
+}
+
+// publish builds a view of j and makes it the one the pages show. A pass
+// with no snapshot (it failed or was skipped) only adds to the history.
+func (s *Server) publish(ctx context.Context, j *job) {
+	s.mu.Lock()
+	history, doc := s.history, s.doctor
+	s.mu.Unlock()
+	in := j.in
+	if in == nil && j.snap != nil {
+		var kube *reaper.KubernetesReport
+		if j.rep != nil {
+			kube = j.rep.Kubernetes
+		}
+		in = reaper.Judged(*j.snap, s.src.Policy(), kube)
+	}
+	if in == nil {
+		if old := s.view.Load(); old != nil {
+			v := *old
+			v.History, v.Doctor, v.Report, v.NextPass = history, doc, j.rep, j.next
+			s.view.Store(&v)
+		}
+		return
+	}
+	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, History: history, Doctor: doc}
+	v.markReleased()
+	v.index()
+	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
+	if err != nil {
+		v.QueueError = err.Error()
+		s.opts.Logger.Warn("status page: waiting tasks not read", slog.String("error", err.Error()))
+	}
+	v.QueueTotal = total
+	v.queue(rows)
+	s.addRunningSince(ctx, v)
+	s.view.Store(v)
+}
+
+// pointOf is a report's point in the history.
+func pointOf(rep *reaper.Report) PassPoint {
+	p := PassPoint{At: rep.StartedAt, Duration: time.Duration(rep.DurationMS) * time.Millisecond,
+		Released: rep.Summary.Released, TasksUpdated: rep.Summary.TasksUpdated, Guards: len(rep.Guards), Error: rep.Error != ""}
+	for _, f := range rep.Findings {
+		if f.Verdict.Finding() {
+			p.Stale++
+		}
+	}
+	return p
+}
+
+// View is the published view; nil before the first.
+func (s *Server) View() *View { return s.view.Load() }
+
+// ServeHTTP serves the pages.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }

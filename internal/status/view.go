@@ -1,0 +1,227 @@
+package status
+
+import (
+	"sort"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/doctor"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+)
+
+// View is one finished picture the pages are served from: an inspection of
+// one snapshot (every holding judged) and what was derived from it once.
+// Nothing changes a View once it is published; a page view only reads it.
+type View struct {
+	In *reaper.Inspection
+	// Report is the pass's report; nil when the view is of a read-only
+	// inspection (`lock-reaper status`).
+	Report *reaper.Report
+	// Taken is when the snapshot was read, on this process's clock; the age
+	// every page shows is measured from it.
+	Taken time.Time
+	// NextPass is when the next pass or inspection is due; zero if unknown.
+	NextPass time.Time
+	// Queue is the waiting, unclaimed tasks in Pulp's fetch order (at most
+	// Options.MaxWaiting of them); QueueTotal counts all of them.
+	Queue      []Queued
+	QueueTotal int
+	// QueueError says why the waiting tasks could not be read.
+	QueueError string
+	Blocked    int
+	// Stale counts the holdings a pass releases or confirms, by verdict.
+	Stale []VerdictCount
+	// Owners are the lock owners with their counts by verdict, by name.
+	Owners []OwnerRow
+	// OwnersByLiveness counts the lock owners by liveness.
+	OwnersByLiveness map[string]int
+	// OldestStale is the holding whose evidence is oldest, among the stale.
+	OldestStale *Staleness
+	// History is the last passes, oldest first, this one last.
+	History []PassPoint
+	Doctor  *doctor.Report
+	// released are the holdings the pass released, by key and owner.
+	released map[judge.SuspectKey]bool
+	// byKey lists the positions in In.Plan.Holdings of each lock key.
+	byKey map[string][]int
+	// holdingTask is the task each holding is held for, by position.
+	ownerIndex map[string]int
+}
+
+// VerdictCount is one verdict and how many holdings have it.
+type VerdictCount struct {
+	Verdict judge.Verdict
+	Count   int
+}
+
+// OwnerRow is one lock owner: the plan's report of it and its counts.
+type OwnerRow struct {
+	judge.OwnerReport
+
+	ByVerdict map[judge.Verdict]int
+	Stale     int
+}
+
+// Staleness is how long a stale holding's evidence has said so: how long
+// its owner has not beaten, or its task has been finished.
+type Staleness struct {
+	Key, Owner string
+	Verdict    judge.Verdict
+	Age        time.Duration
+	Why        string
+}
+
+// PassPoint is one pass in the history.
+type PassPoint struct {
+	At           time.Time
+	Duration     time.Duration
+	Released     int
+	TasksUpdated int
+	Stale        int
+	Guards       int
+	Error        bool
+}
+
+// Age is how old the snapshot is at now.
+func (v *View) Age(now time.Time) time.Duration { return now.Sub(v.Taken) }
+
+// Now is the database clock of the snapshot.
+func (v *View) Now() time.Time { return v.In.Snapshot.Now }
+
+// Guards are the guards that held work back: the pass's, or those the plan
+// of an inspection would trip.
+func (v *View) Guards() []reaper.Guard {
+	if v.Report != nil {
+		return v.Report.Guards
+	}
+	return reaper.GuardsOf(v.In.Plan.Guards)
+}
+
+// Kubernetes is what the snapshot's pass read from Kubernetes; nil when off.
+func (v *View) Kubernetes() *reaper.KubernetesReport {
+	if v.Report != nil && v.Report.Kubernetes != nil {
+		return v.Report.Kubernetes
+	}
+	return v.In.Kubernetes
+}
+
+// Tasks are the lost, orphaned and stuck tasks the plan judged.
+func (v *View) Tasks() []judge.TaskJudgement { return v.In.Plan.Tasks }
+
+// Holdings are the plan's judgements, in the order a pass handles them.
+func (v *View) Holdings() []judge.Judgement { return v.In.Plan.Holdings }
+
+// index builds what the pages look holdings up by, and the counts.
+func (v *View) index() {
+	hs := v.In.Plan.Holdings
+	v.byKey = make(map[string][]int, len(hs))
+	stale := map[judge.Verdict]int{}
+	owners := map[string]*OwnerRow{}
+	for _, o := range v.In.Plan.LockOwners {
+		owners[o.Name] = &OwnerRow{OwnerReport: o, ByVerdict: map[judge.Verdict]int{}}
+	}
+	for i := range hs {
+		jd := &hs[i]
+		v.byKey[jd.Key] = append(v.byKey[jd.Key], i)
+		o := owners[jd.Owner]
+		if o == nil {
+			o = &OwnerRow{OwnerReport: judge.OwnerReport{Name: jd.Owner, Liveness: v.In.Owner(jd.Owner).Liveness.String()}, ByVerdict: map[judge.Verdict]int{}}
+			owners[jd.Owner] = o
+		}
+		o.ByVerdict[jd.Verdict]++
+		if !jd.Verdict.Finding() {
+			continue
+		}
+		o.Stale++
+		stale[jd.Verdict]++
+		if s, ok := staleness(jd); ok && (v.OldestStale == nil || s.Age > v.OldestStale.Age) {
+			v.OldestStale = &s
+		}
+	}
+	for verdict, n := range stale {
+		v.Stale = append(v.Stale, VerdictCount{verdict, n})
+	}
+	sort.Slice(v.Stale, func(a, b int) bool { return v.Stale[a].Verdict < v.Stale[b].Verdict })
+	v.OwnersByLiveness = map[string]int{}
+	v.ownerIndex = make(map[string]int, len(owners))
+	for _, o := range owners {
+		v.Owners = append(v.Owners, *o)
+		v.OwnersByLiveness[o.Liveness]++
+	}
+	sort.Slice(v.Owners, func(a, b int) bool { return v.Owners[a].Name < v.Owners[b].Name })
+	for i, o := range v.Owners {
+		v.ownerIndex[o.Name] = i
+	}
+}
+
+// staleness is a stale holding's age: that of its finished task, its
+// suspicion, or its owner's last heartbeat, the first known.
+func staleness(jd *judge.Judgement) (Staleness, bool) {
+	e := jd.Evidence()
+	s := Staleness{Key: jd.Key, Owner: jd.Owner, Verdict: jd.Verdict}
+	switch {
+	case e.FinishedAge != nil:
+		s.Age, s.Why = time.Duration(*e.FinishedAge), "its task finished"
+	case e.HeartbeatAge != nil && e.OwnerLiveness != heartbeat.Alive:
+		s.Age, s.Why = time.Duration(*e.HeartbeatAge), "its owner's last heartbeat"
+	default:
+		return s, false
+	}
+	return s, true
+}
+
+// markReleased notes the holdings the view's pass released: the snapshot
+// was read before the pass acted, so they still appear in it.
+func (v *View) markReleased() {
+	if v.Report == nil || v.Report.Mode == reaper.ModeAudit {
+		return
+	}
+	for _, f := range v.Report.Findings {
+		if f.Result == reaper.ResultReleased || f.Result == reaper.ResultAlreadyGone {
+			if v.released == nil {
+				v.released = map[judge.SuspectKey]bool{}
+			}
+			v.released[judge.SuspectKey{Key: f.Key, Owner: f.Owner}] = true
+		}
+	}
+}
+
+// Released says the view's pass released the holding.
+func (v *View) Released(key, owner string) bool {
+	return v.released[judge.SuspectKey{Key: key, Owner: owner}]
+}
+
+// Owner is the row of a lock owner; ok is false when it holds nothing.
+func (v *View) Owner(name string) (OwnerRow, bool) {
+	i, ok := v.ownerIndex[name]
+	if !ok {
+		return OwnerRow{}, false
+	}
+	return v.Owners[i], true
+}
+
+// holdingsOf returns the judgements of the holdings of key.
+func (v *View) holdingsOf(key string) []judge.Judgement {
+	at := v.byKey[key]
+	out := make([]judge.Judgement, len(at))
+	for i, n := range at {
+		out[i] = v.In.Plan.Holdings[n]
+	}
+	return out
+}
+
+// relevant returns the judgements that matter to a task reserving record:
+// its own task lock and every holding of the resources it reserves.
+func (v *View) relevant(taskID string, record []string) []judge.Judgement {
+	out := v.holdingsOf(judge.TaskKeyPrefix + taskID)
+	seen := map[string]bool{}
+	for _, n := range judge.Reservations(record) {
+		if seen[n.Resource] {
+			continue
+		}
+		seen[n.Resource] = true
+		out = append(out, v.holdingsOf(judge.ResourceKeyPrefix+n.Resource)...)
+	}
+	return out
+}

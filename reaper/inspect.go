@@ -1,0 +1,70 @@
+package reaper
+
+import (
+	"context"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
+)
+
+// InspectOptions choose what an inspection reads.
+type InspectOptions struct {
+	// RegistryOnly skips the keyspace SCAN, as PassOptions.RegistryOnly does.
+	RegistryOnly bool
+	// TaskID, when set, also reads that task and the older waiting tasks
+	// whose reservations conflict with it (see Inspection.Explained).
+	TaskID string
+	// Progress, when set, is told how many lock keys have been read.
+	Progress func(keys int)
+}
+
+// Inspection is what a pass would see and decide, without acting: the
+// snapshot, the plan Judge makes of it and the policy it was judged with.
+// Operator tools (explain, locks, the preview of a break-glass release) read
+// it; nothing in it has been written anywhere.
+type Inspection struct {
+	Snapshot judge.Snapshot
+	Plan     judge.Plan
+	Policy   judge.Policy
+	// Explained is set when InspectOptions.TaskID was.
+	Explained *pulpdb.ExplainedTask
+	// Kubernetes is what the inspection read from Kubernetes, when that is on.
+	Kubernetes *KubernetesReport
+	// ActiveOwners counts the owners pulp:active_owners lists: a Redis
+	// worker's name stays there from its first lock until its cleanup.
+	ActiveOwners int
+	// Ignored lists the keys under a lock prefix that are no Pulp lock.
+	Ignored []Ignored
+}
+
+// Inspect reads one snapshot exactly as a pass does (Redis, then the
+// database) and judges it, without taking the pass lock and without writing
+// anything, not even suspects.
+func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection, error) {
+	pass := PassOptions{Mode: ModeAudit, RegistryOnly: opts.RegistryOnly, Progress: opts.Progress}
+	rep := &Report{}
+	snap, err := r.snapshot(ctx, pass, rep)
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspection{Snapshot: snap, Plan: judge.All(snap, r.cfg.Policy), Policy: r.cfg.Policy, Kubernetes: rep.Kubernetes,
+		ActiveOwners: rep.activeOwners, Ignored: rep.Ignored}
+	if opts.TaskID != "" {
+		if in.Explained, err = pulpdb.ReadExplainedTask(ctx, r.pool, r.cfg.DatabaseTimeout, opts.TaskID); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// Owner returns what the inspection knows of an owner name: the liveness of
+// its AppStatus rows, or for an immediate-<uuid> owner that of its task.
+func (in *Inspection) Owner(name string) heartbeat.Owner {
+	return judge.LockOwner(in.Snapshot.Tasks, in.Fleet(), name)
+}
+
+// Fleet returns the liveness of every AppStatus row and name.
+func (in *Inspection) Fleet() *heartbeat.Fleet {
+	return judge.FleetOf(in.Snapshot, in.Policy)
+}

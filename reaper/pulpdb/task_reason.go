@@ -1,0 +1,26 @@
+package pulpdb
+
+import (
+	"fmt"
+
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+)
+
+// TaskReason is the message a task update finishes a lost or orphaned task
+// with, as its error's description, and for an unprotected task what the
+// report says of it; "" for a requeue, which finishes nothing. It is made
+// from the judgement when it is written or shown, not kept in it: a worker
+// that dies holding a hundred thousand tasks costs the plan no message.
+func TaskReason(tj *judge.TaskJudgement) string {
+	switch {
+	case tj.Verdict == judge.VerdictUnprotected:
+		return fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", tj.Owner, judge.TaskKeyPrefix, tj.ID)
+	case tj.ClearClaim || tj.Verdict != judge.VerdictLost && tj.Verdict != judge.VerdictOrphanedClaim:
+		return ""
+	}
+	owner := tj.Owner
+	if owner == "" {
+		owner = "(unknown)"
+	}
+	return fmt.Sprintf("Worker %s has gone missing; lock reaper %s.", owner, tj.StateAfter)
+}

@@ -1,0 +1,41 @@
+package pulpdb
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+)
+
+// TestTaskReason: the message a finished task is written with names the
+// worker it was lost by and the state it was moved to; a requeue and a
+// stuck claim's clearing finish nothing and carry none.
+func TestTaskReason(t *testing.T) {
+	t.Parallel()
+	const id = "00000000-0000-4000-8000-000000000002"
+	cases := []struct {
+		name string
+		tj   judge.TaskJudgement
+		want string
+	}{
+		{"lost, canceled", judge.TaskJudgement{Verdict: judge.VerdictLost, Owner: "1@w", StateAfter: judge.StateCanceled},
+			"Worker 1@w has gone missing; lock reaper canceled."},
+		{"lost, failed", judge.TaskJudgement{Verdict: judge.VerdictLost, Owner: "1@w", StateAfter: judge.StateFailed},
+			"Worker 1@w has gone missing; lock reaper failed."},
+		{"lost by no known worker", judge.TaskJudgement{Verdict: judge.VerdictLost, StateAfter: judge.StateCanceled},
+			"Worker (unknown) has gone missing; lock reaper canceled."},
+		{"orphaned claim, canceled", judge.TaskJudgement{Verdict: judge.VerdictOrphanedClaim, Owner: "1@w", StateAfter: judge.StateCanceled},
+			"Worker 1@w has gone missing; lock reaper canceled."},
+		{"orphaned claim, requeued", judge.TaskJudgement{Verdict: judge.VerdictOrphanedClaim, Owner: "1@w", StateAfter: judge.StateWaiting, ClearClaim: true}, ""},
+		{"stuck claim", judge.TaskJudgement{Verdict: judge.VerdictStuckClaim, Owner: "1@w", StateAfter: judge.StateWaiting, ClearClaim: true}, ""},
+		{"unprotected", judge.TaskJudgement{ID: id, Verdict: judge.VerdictUnprotected, Owner: "1@w", StateAfter: judge.StateRunning},
+			"Worker 1@w runs the task, but its lock task:" + id + " is gone from Redis: its resources are unguarded."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, TaskReason(&tc.tj))
+		})
+	}
+}
