@@ -244,7 +244,7 @@ func (f *fleetEnv) checkReaped(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeAudit})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeAudit})
 	if err != nil {
 		return fmt.Errorf("audit after the real pass: %w", err)
 	}

@@ -135,7 +135,7 @@ func measureLongestCommand(ctx context.Context, o options, stale int, logf func(
 		return lc, err
 	}
 	start := time.Now()
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	lc.PassMS = float64(time.Since(start).Microseconds()) / 1000
 	if err != nil {
 		return lc, fmt.Errorf("pass: %w", err)

@@ -166,7 +166,7 @@ func (h *harness) baseline(ctx context.Context) (phaseRun, error) {
 	})
 }
 
-func (h *harness) pass(ctx context.Context, opts reaper.PassOptions) (phaseRun, error) {
+func (h *harness) pass(ctx context.Context, opts reaper.Options) (phaseRun, error) {
 	return h.timed(func() (phaseRun, error) {
 		rep, err := h.reaper.RunOnce(ctx, opts)
 		if err != nil {

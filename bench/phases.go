@@ -33,7 +33,7 @@ func (s *session) baselinePhase(ctx context.Context, name, desc string) phase {
 	return phase{name, desc, func() (phaseRun, error) { return s.h.baseline(ctx) }}
 }
 
-func (s *session) passPhase(ctx context.Context, name, desc string, opts reaper.PassOptions) phase {
+func (s *session) passPhase(ctx context.Context, name, desc string, opts reaper.Options) phase {
 	return phase{name, desc, func() (phaseRun, error) { return s.h.checked(ctx, opts) }}
 }
 
@@ -42,8 +42,8 @@ func (s *session) passPhase(ctx context.Context, name, desc string, opts reaper.
 func (s *session) readOnly(ctx context.Context) error {
 	phases := []phase{
 		s.baselinePhase(ctx, phaseBaseline, "SCAN + pipelined TYPE/GET of the lock keys"),
-		s.passPhase(ctx, phaseAudit, "audit: full pass, dry run", reaper.PassOptions{Mode: reaper.ModeAudit}),
-		s.passPhase(ctx, phaseRegistry, "audit --registry-only", reaper.PassOptions{Mode: reaper.ModeAudit, RegistryOnly: true}),
+		s.passPhase(ctx, phaseAudit, "audit: full pass, dry run", reaper.Options{Mode: reaper.ModeAudit}),
+		s.passPhase(ctx, phaseRegistry, "audit --registry-only", reaper.Options{Mode: reaper.ModeAudit, RegistryOnly: true}),
 	}
 	ms, err := rounds(s.o.runs, phases, s.logf)
 	if err != nil {
@@ -66,7 +66,7 @@ func (s *session) scaled(ctx context.Context) error {
 	if s.o.scaleFactor <= 1 {
 		return nil
 	}
-	registryOnly := reaper.PassOptions{Mode: reaper.ModeAudit, RegistryOnly: true}
+	registryOnly := reaper.Options{Mode: reaper.ModeAudit, RegistryOnly: true}
 	ms, err := rounds(s.o.runs, []phase{
 		s.passPhase(ctx, phaseRegistryReaped, "audit --registry-only, after the real pass", registryOnly),
 	}, s.logf)
@@ -95,7 +95,7 @@ func (s *session) scaled(ctx context.Context) error {
 // nothing left to do.
 func (s *session) once(ctx context.Context) error {
 	stop := s.prof.phase(phaseOnce)
-	r, err := s.h.checked(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	r, err := s.h.checked(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	stop()
 	if err != nil {
 		return fmt.Errorf("%s: %w", phaseOnce, err)
@@ -107,7 +107,7 @@ func (s *session) once(ctx context.Context) error {
 // checked runs a pass and checks that it found (audit) or did (once) exactly
 // what the fleet's manifest says a correct reaper does: a benchmark of a
 // reaper that got the answer wrong would measure nothing.
-func (h *harness) checked(ctx context.Context, opts reaper.PassOptions) (phaseRun, error) {
+func (h *harness) checked(ctx context.Context, opts reaper.Options) (phaseRun, error) {
 	r, err := h.pass(ctx, opts)
 	if err != nil {
 		return r, err
@@ -141,7 +141,7 @@ func (h *harness) checked(ctx context.Context, opts reaper.PassOptions) (phaseRu
 
 // checkReaped audits after the real pass: nothing may be left to do.
 func (h *harness) checkReaped(ctx context.Context) error {
-	rep, err := h.reaper.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeAudit})
+	rep, err := h.reaper.RunOnce(ctx, reaper.Options{Mode: reaper.ModeAudit})
 	if err != nil {
 		return fmt.Errorf("audit after the real pass: %w", err)
 	}

@@ -287,7 +287,7 @@ func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *s
 	cfg := reaper.DefaultConfig()
 	cfg.HeartbeatGrace = o.scaled(unjamGrace)
 	cfg.FinishedGrace, cfg.ConfirmAfter = o.scaled(cfg.FinishedGrace), o.scaled(cfg.ConfirmAfter)
-	cfg.Kubernetes = heartbeat.PodRules{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
+	cfg.Kubernetes = heartbeat.PodPolicy{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
 	switch {
 	case watched != nil:
 		cfg.PodSource = watched.watcher
@@ -305,7 +305,7 @@ func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *s
 	return &passRecorder{r: r}, nil
 }
 
-func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 	start := time.Now()
 	rep, err := p.r.RunOnce(ctx, opts)
 	p.mu.Lock()

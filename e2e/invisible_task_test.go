@@ -61,7 +61,7 @@ VALUES ($1, 'running', 'immediate', $2, $3, $4, true, now())`, t2, []string{repo
 	cfg := reaperConfig()
 	rp, err := reaper.New(cfg, rd.Client, db.Pool, nil)
 	require.NoError(t, err)
-	rep, err := rp.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := rp.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 
 	// T1's task lock and exclusive repository go; T2's task lock and

@@ -51,7 +51,7 @@ func newPassRecorder(fleet *sim.Fleet, inner daemon.Runner) *passRecorder {
 }
 
 // RunOnce runs one pass between two looks at the fleet's work.
-func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 	before := p.fleet.ActiveHoldings()
 	start := time.Now()
 	rep, err := p.inner.RunOnce(ctx, opts)

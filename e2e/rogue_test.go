@@ -16,9 +16,9 @@ import (
 )
 
 // runnerFunc adapts a function to daemon.Runner.
-type runnerFunc func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error)
+type runnerFunc func(ctx context.Context, opts reaper.Options) (*reaper.Report, error)
 
-func (f runnerFunc) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+func (f runnerFunc) RunOnce(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 	return f(ctx, opts)
 }
 
@@ -58,14 +58,14 @@ func TestChecksCatchARogueRelease(t *testing.T) {
 
 	rp, err := reaper.New(reaperConfig(), newRedisClient(t, rd.URL, 4, r.wire), newPool(t, db.URL, 4), nil)
 	require.NoError(t, err)
-	r.rec = newPassRecorder(f, runnerFunc(func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+	r.rec = newPassRecorder(f, runnerFunc(func(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 		rep, err := rp.RunOnce(ctx, opts)
 		require.NoError(t, r.rdb.Del(ctx, victim.Key).Err())
 		rep.Findings = append(rep.Findings, reaper.Finding{Judgement: &judge.Judgement{Holding: judge.Holding{Key: victim.Key, Kind: judge.KindTask, Owner: victim.Owner}, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}, Result: reaper.ResultReleased})
 		rep.Summary.Released++
 		return rep, err
 	}))
-	_, err = r.rec.RunOnce(r.ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	_, err = r.rec.RunOnce(r.ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(f.Violations()) > 0 }, 10*time.Second, 10*time.Millisecond,
 		"the worker never noticed its lock was gone")

@@ -176,7 +176,7 @@ func startPassLoop(t *testing.T, rec *passRecorder, seed uint64) (stop func()) {
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			_, _ = rec.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce}) // recorded by rec
+			_, _ = rec.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce}) // recorded by rec
 			gap := minPassGap + time.Duration(rng.Int64N(int64(maxPassGap-minPassGap)+1))
 			select {
 			case <-ctx.Done():

@@ -79,7 +79,7 @@ func holdsLife(r AppStatus, p Pod, margin time.Duration) bool {
 // rowRule applies the rules to one row: the rule that decided and the row's
 // liveness after it. trusted says the view may prove a pod's absence or an
 // incarnation's end (viewTrusted).
-func rowRule(r AppStatus, live Liveness, now time.Time, grace time.Duration, v *PodView, rules PodRules, trusted bool) (PodRule, Pod, Liveness) {
+func rowRule(r AppStatus, live Liveness, now time.Time, grace time.Duration, v *PodView, rules PodPolicy, trusted bool) (PodRule, Pod, Liveness) {
 	pid, host, ok := podOwner(r)
 	if !ok {
 		return "", Pod{}, live

@@ -51,6 +51,13 @@ const (
 	PodNotInView PodRule = "not-in-view"
 )
 
+// PodRules lists every rule, in the order of their names, as reports and
+// metrics list them.
+var PodRules = []PodRule{
+	PodAliveNotHeartbeating, PodContainerEnded, PodRestarted, PodHungTooLong,
+	PodNotInView, PodOutsideView, PodGone, PodSeen,
+}
+
 // Pod is what one pod of the list says, reduced to what the rules need.
 type Pod struct {
 	Name string
@@ -149,8 +156,8 @@ func (v *PodView) lookup(host string) (p Pod, found, ambiguous bool) {
 	return Pod{}, false, false
 }
 
-// PodRules are the settings of the Kubernetes rules.
-type PodRules struct {
+// PodPolicy is the settings of the Kubernetes rules.
+type PodPolicy struct {
 	// HungWorkerGrace is how long past ttl + grace a worker alive by
 	// Kubernetes is kept before the ordinary dead-owner rule applies.
 	HungWorkerGrace time.Duration
@@ -193,7 +200,7 @@ func containerOf(p Pod, appType string) *Container {
 // WithPods applies the Kubernetes rules of one pass's pod list to the fleet
 // and returns it. A nil view (Kubernetes off or unreadable this pass) changes
 // nothing, so the pass judges exactly as it would without Kubernetes.
-func (f *Fleet) WithPods(v *PodView, rules PodRules) *Fleet {
+func (f *Fleet) WithPods(v *PodView, rules PodPolicy) *Fleet {
 	if f == nil || v == nil {
 		return f
 	}

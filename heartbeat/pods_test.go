@@ -1,6 +1,9 @@
 package heartbeat
 
 import (
+	"os"
+	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,7 +16,7 @@ const (
 	ptClockSkew       = 2 * time.Second
 )
 
-var ptRules = PodRules{HungWorkerGrace: ptHungWorkerGrace, ClockSkew: ptClockSkew}
+var ptRules = PodPolicy{HungWorkerGrace: ptHungWorkerGrace, ClockSkew: ptClockSkew}
 
 // ptWorker is a worker row of owner name, heartbeat age old, created
 // created ago.
@@ -343,4 +346,24 @@ func TestWorkerRowsPodProven(t *testing.T) {
 	for _, r := range NewFleet(rows, ltNow, ltGrace).WorkerRows() {
 		require.False(t, r.PodProven, "no pods, no proof: %s", r.ID)
 	}
+}
+
+// TestPodRulesListsEveryRule: PodRules holds every PodRule constant of
+// pods.go once, in the order of their names.
+func TestPodRulesListsEveryRule(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("pods.go")
+	require.NoError(t, err)
+	var declared []string
+	for _, m := range regexp.MustCompile(`(?m)^\t\w+ PodRule = "([^"]+)"`).FindAllStringSubmatch(string(src), -1) {
+		declared = append(declared, m[1])
+	}
+	require.Len(t, declared, 8)
+	var listed []string
+	for _, r := range PodRules {
+		listed = append(listed, string(r))
+	}
+	require.True(t, slices.IsSorted(listed), "in the order of their names: %v", listed)
+	slices.Sort(declared)
+	require.Equal(t, declared, listed)
 }

@@ -131,7 +131,7 @@ func (a *actor) release(ctx context.Context) error {
 	defer forget()
 	logs := a.startReleaseLog()
 	defer logs.wait()
-	return inBatchesCut(ctx, todo, end, a.failHoldings, func(done int, idx []int) error {
+	return inBatchesCutAt(ctx, todo, end, a.failHoldings, func(done int, idx []int) error {
 		b := redislocks.Batch{Holdings: make([]judge.Holding, len(idx)), Guarded: make([]bool, len(idx))}
 		retired := map[string]bool{}
 		for n, i := range idx {
@@ -218,14 +218,14 @@ var releaseResults = map[redislocks.Outcome]Result{
 // between batches. When ctx is done or do fails, what is left of todo, the
 // failed batch included, goes to rest, and the error is returned.
 func inBatches(ctx context.Context, todo []int, size int, rest func([]int), do func(done int, idx []int) error) error {
-	return inBatchesCut(ctx, todo, func(start int) int { return min(start+size, len(todo)) }, rest, do)
+	return inBatchesCutAt(ctx, todo, func(start int) int { return min(start+size, len(todo)) }, rest, do)
 }
 
-// inBatchesCut is inBatches with batches that end where end says: the batch
-// starting at start ends before end(start), which is past start.
-func inBatchesCut(ctx context.Context, todo []int, end func(start int) int, rest func([]int), do func(done int, idx []int) error) error {
+// inBatchesCutAt is inBatches with todo cut into batches where cutAt says:
+// the batch starting at start ends before cutAt(start), which is past start.
+func inBatchesCutAt(ctx context.Context, todo []int, cutAt func(start int) int, rest func([]int), do func(done int, idx []int) error) error {
 	for start, stop := 0, 0; start < len(todo); start = stop {
-		stop = end(start)
+		stop = cutAt(start)
 		err := ctx.Err()
 		if err == nil {
 			err = do(start, todo[start:stop])

@@ -30,11 +30,11 @@ func TestCancelSignalForFinishedRunningTasks(t *testing.T) {
 			for id, r := range map[string]string{running: "repo-a", canceling: "repo-b", waiting: "repo-c", raced: "repo-d"} {
 				f.Acquire("1@dead", id, []string{r}, false)
 			}
-			rep, err := f.reaper(func(c *reaper.Config) { c.LostRunning = lost }).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(*judge.Plan) {
+			rep, err := f.reaper(func(c *reaper.Config) { c.LostRunning = lost }).RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
 				// The task finishes after the snapshot: the update is skipped.
 				_, err := f.DB.Pool.Exec(f.Ctx, "UPDATE core_task SET state = 'completed' WHERE pulp_id = $1", raced)
 				require.NoError(t, err)
-			}})
+			})
 			require.NoError(t, err)
 			require.Equal(t, reaper.ResultSkipped, taskFindingFor(rep, raced).Result)
 			for _, id := range []string{running, canceling} {

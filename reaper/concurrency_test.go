@@ -103,7 +103,7 @@ func ccActOneAtATime(f *fixture, coordinate bool, newPool func() *pgxpool.Pool) 
 			defer wg.Done()
 			<-start
 			for round := range passes {
-				rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: adjust})
+				rep, err := r.RunOnceAdjusted(ctx, reaper.Options{Mode: reaper.ModeOnce}, adjust)
 				if err != nil {
 					t.Errorf("pass failed: %v", err)
 				}
@@ -217,7 +217,7 @@ func TestConcurrentPulpcoreCleanupWaitsForReaper(t *testing.T) {
 		return got
 	}
 	var duringPass bool
-	rep, err := f.reaper(nil).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(*judge.Plan) { duringPass = tryCleanupLock() }})
+	rep, err := f.reaper(nil).RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) { duringPass = tryCleanupLock() })
 	require.NoError(t, err)
 	require.Empty(t, rep.Skipped)
 	require.False(t, duringPass, "pulpcore's cleanup got its lock during a pass")

@@ -93,7 +93,7 @@ func DefaultConfig() Config {
 			MinWorkers:      DefaultMinWorkers,
 			MaxReleases:     DefaultMaxReleases,
 			MaxTaskUpdates:  DefaultMaxTaskUpdates,
-			Kubernetes:      heartbeat.PodRules{HungWorkerGrace: DefaultHungWorkerGrace, ClockSkew: DefaultClockSkew},
+			Kubernetes:      heartbeat.PodPolicy{HungWorkerGrace: DefaultHungWorkerGrace, ClockSkew: DefaultClockSkew},
 		},
 		ScanCount:              DefaultScanCount,
 		BatchSize:              DefaultBatchSize,

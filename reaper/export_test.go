@@ -6,13 +6,19 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
-// Hooks into the pass for its external tests (package pass_test).
+// Hooks into the pass for its external tests (package reaper_test).
+
+// RunOnceAdjusted runs one pass as RunOnce does, with adjust called on the
+// plan before it is acted on: the tests step in between judging and acting.
+func (r *Reaper) RunOnceAdjusted(ctx context.Context, opts Options, adjust func(*judge.Plan)) (*Report, error) {
+	return r.run(ctx, opts, adjust)
+}
 
 // ErrNoSnapshot is the error a pass without a database snapshot wraps.
 var ErrNoSnapshot = errNoSnapshot
 
 // ReadSnapshot reads a pass's snapshot as opts ask, without judging it.
-func (r *Reaper) ReadSnapshot(ctx context.Context, opts PassOptions) (judge.Snapshot, error) {
+func (r *Reaper) ReadSnapshot(ctx context.Context, opts Options) (judge.Snapshot, error) {
 	return r.snapshot(ctx, opts, &Report{})
 }
 

@@ -127,14 +127,14 @@ func TestFaultRedisUnreachableAtStart(t *testing.T) {
 	r := sfReaper(f, sfRedisClient(f, proxy.Addr()), f.DB.Pool, nil)
 	redisBefore, dbBefore := sfRedisState(f), sfDBState(f)
 
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.Error(t, err)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	require.Equal(t, redisBefore, sfRedisState(f))
 	require.Equal(t, dbBefore, sfDBState(f))
 
 	proxy.Admit()
-	rep, err = r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err = r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
 	sfRequireConverged(f, fl)
@@ -158,7 +158,7 @@ func TestFaultRedisCutBetweenReleaseBatches(t *testing.T) {
 	r := sfReaper(f, sfRedisClient(f, proxy.Addr(), cutAfterFirst), f.DB.Pool, nil)
 	dbBefore := sfDBState(f)
 
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.Error(t, err)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	holdings, tasks := sfResults(rep)
@@ -188,7 +188,7 @@ func TestFaultRedisStall(t *testing.T) {
 		proxy.Stall(0)
 
 		ctx := ftOuterContext(t, proxy)
-		rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+		rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 		require.Error(t, err)
 		require.NoError(t, ctx.Err(), "the per-call timeout, not the outer deadline, ended the pass")
 		require.Equal(t, exitcode.Failed, exitcode.Of(rep))
@@ -212,7 +212,7 @@ func TestFaultRedisStall(t *testing.T) {
 		r := sfReaper(f, sfRedisClient(f, proxy.Addr(), stallAfterFirst), f.DB.Pool, func(c *reaper.Config) { c.RedisTimeout = 300 * time.Millisecond })
 
 		ctx := ftOuterContext(t, proxy)
-		rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+		rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 		require.Error(t, err)
 		require.NoError(t, ctx.Err(), "the per-call timeout, not the outer deadline, ended the pass")
 		holdings, _ := sfResults(rep)
@@ -237,7 +237,7 @@ func TestFaultPostgresUnreachable(t *testing.T) {
 	redisBefore, dbBefore := sfRedisState(f), sfDBState(f)
 
 	for _, mode := range []string{reaper.ModeAudit, reaper.ModeOnce} {
-		rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: mode})
+		rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: mode})
 		require.Error(t, err, mode)
 		require.Equal(t, exitcode.Failed, exitcode.Of(rep), mode)
 	}
@@ -245,7 +245,7 @@ func TestFaultPostgresUnreachable(t *testing.T) {
 	require.Equal(t, dbBefore, sfDBState(f))
 
 	proxy.Admit()
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
 	sfRequireConverged(f, fl)
@@ -278,7 +278,7 @@ func TestFaultPostgresStall(t *testing.T) {
 	ctx := ftOuterContext(t, proxy)
 	// The pass lock is taken before Redis is read; the first progress report
 	// comes after Redis answered, before the database snapshot.
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Progress: func(int) { proxy.Stall(0) }})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce, Progress: func(int) { proxy.Stall(0) }})
 	require.ErrorIs(t, err, reaper.ErrNoSnapshot)
 	require.NoError(t, ctx.Err(), "the per-call timeout, not the outer deadline, ended the pass")
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
@@ -286,7 +286,7 @@ func TestFaultPostgresStall(t *testing.T) {
 	require.Equal(t, redisBefore, sfRedisState(f), "nothing written without a snapshot")
 	ftAwaitPassLockFree(f)
 
-	rep, err = r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err = r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
 	require.Empty(t, rep.Skipped)
@@ -311,7 +311,7 @@ func TestFaultPostgresStatementBlocked(t *testing.T) {
 	r := f.reaper(func(c *reaper.Config) { c.DatabaseTimeout = 300 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(f.Ctx, ftOuterDeadline)
 	defer cancel()
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.ErrorIs(t, err, reaper.ErrNoSnapshot)
 	require.NoError(t, ctx.Err(), "the per-call timeout, not the outer deadline, ended the pass")
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
@@ -332,10 +332,10 @@ func TestFaultPostgresDropsBeforeTaskUpdates(t *testing.T) {
 	r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, proxy.Addr(), nil), nil)
 	dbBefore := sfDBState(f)
 
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(*judge.Plan) {
+	rep, err := r.RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
 		proxy.Refuse()
 		proxy.Cut()
-	}})
+	})
 	require.Error(t, err)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	holdings, tasks := sfResults(rep)
@@ -367,13 +367,13 @@ func TestFaultLockChangesOwner(t *testing.T) {
 		}
 	}
 
-	rep, err := f.reaper(nil).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(*judge.Plan) {
+	rep, err := f.reaper(nil).RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
 		// A live worker takes the task key, and an exclusive lock becomes a
 		// shared one that the dead owner is still a member of.
 		require.NoError(t, rdb.Set(f.Ctx, taskKey, live, 0).Err())
 		require.NoError(t, rdb.Del(f.Ctx, resourceKey).Err())
 		require.NoError(t, rdb.SAdd(f.Ctx, resourceKey, fl.deadOwner, live).Err())
-	}})
+	})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
 	require.Equal(t, reaper.ResultOwnerChanged, findingFor(rep, taskKey, fl.deadOwner).Result)
@@ -393,12 +393,12 @@ func TestFaultTaskChangesState(t *testing.T) {
 	fl := sfBuild(f, 4) // lost[0] running, lost[1] waiting
 	liveRow := f.Worker("1@live-worker-new", time.Second)
 
-	rep, err := f.reaper(nil).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(*judge.Plan) {
+	rep, err := f.reaper(nil).RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
 		_, err := f.DB.Pool.Exec(f.Ctx, "UPDATE core_task SET state = 'completed', finished_at = now() WHERE pulp_id = $1", fl.lost[0])
 		require.NoError(t, err)
 		_, err = f.DB.Pool.Exec(f.Ctx, "UPDATE core_task SET app_lock_id = $2 WHERE pulp_id = $1", fl.lost[1], liveRow)
 		require.NoError(t, err)
-	}})
+	})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
 	require.Equal(t, reaper.ResultSkipped, taskFindingFor(rep, fl.lost[0]).Result)
@@ -428,12 +428,12 @@ func TestFaultPostgresCommitReplyLost(t *testing.T) {
 	fired := proxy.DropReplyAfter([]byte("WITH input AS"), []byte("commit"))
 
 	var raced string
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(p *judge.Plan) {
+	rep, err := r.RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(p *judge.Plan) {
 		// The first task of the first batch finishes after the snapshot.
 		raced = p.Tasks[0].ID
 		_, err := f.DB.Pool.Exec(f.Ctx, "UPDATE core_task SET state = 'completed' WHERE pulp_id = $1", raced)
 		require.NoError(t, err)
-	}})
+	})
 	select {
 	case <-fired:
 	default:

@@ -36,7 +36,7 @@ func (f *fixture) reaper(mutate func(*reaper.Config)) *reaper.Reaper {
 
 func (f *fixture) pass(r *reaper.Reaper, mode string) *reaper.Report {
 	f.T.Helper()
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: mode})
+	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: mode})
 	require.NoError(f.T, err)
 	return rep
 }

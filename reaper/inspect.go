@@ -10,7 +10,7 @@ import (
 
 // InspectOptions choose what an inspection reads.
 type InspectOptions struct {
-	// RegistryOnly skips the keyspace SCAN, as PassOptions.RegistryOnly does.
+	// RegistryOnly skips the keyspace SCAN, as Options.RegistryOnly does.
 	RegistryOnly bool
 	// TaskID, when set, also reads that task and the older waiting tasks
 	// whose reservations conflict with it (see Inspection.Explained).
@@ -42,7 +42,7 @@ type Inspection struct {
 // database) and judges it, without taking the pass lock and without writing
 // anything, not even suspects.
 func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection, error) {
-	pass := PassOptions{Mode: ModeAudit, RegistryOnly: opts.RegistryOnly, Progress: opts.Progress}
+	pass := Options{Mode: ModeAudit, RegistryOnly: opts.RegistryOnly, Progress: opts.Progress}
 	rep := &Report{}
 	snap, err := r.snapshot(ctx, pass, rep)
 	if err != nil {

@@ -3,7 +3,6 @@ package reaper
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 
@@ -91,7 +90,6 @@ func (r *Reaper) noteKubernetes(plan *judge.Plan, rep *Report) {
 	}
 }
 
-// PodRules are the Kubernetes rules in the order reports list them.
-func PodRules() []heartbeat.PodRule {
-	return slices.Sorted(maps.Keys(map[heartbeat.PodRule]bool{heartbeat.PodSeen: true, heartbeat.PodGone: true, heartbeat.PodRestarted: true, heartbeat.PodContainerEnded: true, heartbeat.PodAliveNotHeartbeating: true, heartbeat.PodHungTooLong: true, heartbeat.PodOutsideView: true, heartbeat.PodNotInView: true, PodRuleNone: true}))
-}
+// EvidenceRules are the names OwnersByEvidence counts by, in order: every
+// Kubernetes rule and PodRuleNone.
+var EvidenceRules = slices.Insert(slices.Clone(heartbeat.PodRules), slices.Index(heartbeat.PodRules, heartbeat.PodNotInView), PodRuleNone)

@@ -258,7 +258,7 @@ func TestPassRaces(t *testing.T) {
 	f.Acquire("4@dead", task, nil, false)
 
 	r := f.reaper(func(c *reaper.Config) {})
-	snap, err := r.ReadSnapshot(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	snap, err := r.ReadSnapshot(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	plan := judge.All(snap, r.Policy())
 	// Between the snapshot and the release, a live worker takes the key.
@@ -271,7 +271,7 @@ func TestPassRaces(t *testing.T) {
 	// A task that changed state between the snapshot and the update is skipped.
 	dead := f.Worker("5@dead", time.Hour)
 	lost := f.Task("running", dead, nil, -1)
-	snap, err = r.ReadSnapshot(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	snap, err = r.ReadSnapshot(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	plan = judge.All(snap, r.Policy())
 	_, err = f.DB.Pool.Exec(f.Ctx, "UPDATE core_task SET state = 'completed', app_lock_id = $2 WHERE pulp_id = $1", lost, live)
@@ -349,7 +349,7 @@ func TestPassLeavesHoldingsOfANewTask(t *testing.T) {
 	f.Acquire("8@w", leaked, []string{r1, "shared:" + domain}, false)
 
 	r := f.reaper(nil)
-	snap, err := r.ReadSnapshot(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	snap, err := r.ReadSnapshot(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	plan := judge.All(snap, r.Policy())
 	// Meanwhile the worker fetches its next task, sharing the domain.

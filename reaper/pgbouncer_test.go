@@ -110,7 +110,7 @@ func TestPgBouncerSingleServerConnection(t *testing.T) {
 	short := func(c *reaper.Config) { c.DatabaseTimeout = time.Second }
 
 	start := time.Now()
-	rep, err := sfReaper(f, f.Redis.Client, newPool(0), short).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := sfReaper(f, f.Redis.Client, newPool(0), short).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	var sce *pulpdb.SecondConnectionError
 	require.ErrorAs(t, err, &sce, "%v\n%s", err, bouncer.Log())
 	require.Less(t, time.Since(start), 5*time.Second, "the pass fails at start, within its database timeout")
@@ -126,7 +126,7 @@ func TestPgBouncerSingleServerConnection(t *testing.T) {
 		require.NotEqual(t, judge.StateCanceled, state, "no task was updated")
 	}
 
-	_, err = sfReaper(f, f.Redis.Client, newPool(1), short).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	_, err = sfReaper(f, f.Redis.Client, newPool(1), short).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.ErrorAs(t, err, &sce)
 	require.Contains(t, err.Error(), "pool_max_conns")
 

@@ -471,7 +471,7 @@ func TestTLS(t *testing.T) {
 
 	r, err := reaper.New(cfg.Pass, rdb, pool, nil)
 	require.NoError(t, err)
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Empty(t, rep.Skipped)
 	require.Equal(t, 1, rep.Summary.Released)

@@ -1,6 +1,6 @@
 package reaper
 
-// Phases of a pass, as PassOptions.Phase names them.
+// Phases of a pass, as Options.Phase names them.
 const (
 	// PhaseReadingDatabase: the locks are read; the database is next.
 	PhaseReadingDatabase = "reading database"
@@ -11,7 +11,7 @@ const (
 )
 
 // phase tells opts.Phase, when set, where the pass is.
-func (o PassOptions) phase(name string, done, total int) {
+func (o Options) phase(name string, done, total int) {
 	if o.Phase != nil {
 		o.Phase(name, done, total)
 	}

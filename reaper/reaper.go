@@ -1,4 +1,4 @@
-// Package pass finds and releases stale Pulp locks and lost tasks.
+// Package reaper finds and releases stale Pulp locks and lost tasks.
 //
 // One pass reads a snapshot (the pods when Kubernetes evidence is on, then
 // Redis, then the database), judges it with the pure function Judge, acts on
@@ -52,8 +52,8 @@ func New(cfg Config, rdb redis.UniversalClient, pool *pgxpool.Pool, logger *slog
 	return &Reaper{cfg: cfg, rdb: rdb, pool: pool, log: logger}, nil
 }
 
-// PassOptions choose what kind of pass to run.
-type PassOptions struct {
+// Options choose what kind of pass to run.
+type Options struct {
 	// Mode is ModeAudit (dry run: writes nothing), ModeOnce or ModeRelease.
 	Mode string
 	// RegistryOnly skips the keyspace SCAN and reads only the owner registry;
@@ -63,9 +63,6 @@ type PassOptions struct {
 	Progress func(keys int)
 	// Phase, when set, is told as the pass moves on (see PhaseReleasing).
 	Phase func(phase string, done, total int)
-	// Adjust, when set, may change the plan before it is acted on; it must
-	// keep the plan's invariants.
-	Adjust func(*judge.Plan)
 	// ReleaseOwner, when set, makes the pass the break-glass release of that
 	// one owner (`lock-reaper release`): see judge.OwnerRelease.
 	ReleaseOwner string
@@ -81,12 +78,18 @@ var errNoSnapshot = errors.New("no database snapshot, no writes")
 
 // RunOnce runs one pass. The returned report is never nil; the error says why
 // the pass could not complete, and is also in the report.
-func (r *Reaper) RunOnce(ctx context.Context, opts PassOptions) (*Report, error) {
+func (r *Reaper) RunOnce(ctx context.Context, opts Options) (*Report, error) {
+	return r.run(ctx, opts, nil)
+}
+
+// run runs one pass; adjust, a hook for the tests only (export_test.go),
+// may change the plan before it is acted on, keeping its invariants.
+func (r *Reaper) run(ctx context.Context, opts Options, adjust func(*judge.Plan)) (*Report, error) {
 	if opts.Mode == "" {
 		opts.Mode = ModeOnce
 	}
 	rep := &Report{Mode: opts.Mode, StartedAt: time.Now().UTC()}
-	err := r.runPass(ctx, opts, rep)
+	err := r.runPass(ctx, opts, rep, adjust)
 	rep.DurationMS = time.Since(rep.StartedAt).Milliseconds()
 	if err != nil {
 		rep.Error = err.Error()
@@ -96,7 +99,7 @@ func (r *Reaper) RunOnce(ctx context.Context, opts PassOptions) (*Report, error)
 	return rep, err
 }
 
-func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) error {
+func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust func(*judge.Plan)) error {
 	dryRun := opts.Mode == ModeAudit
 	if !dryRun {
 		lock, got, err := pulpdb.AcquirePassLock(ctx, r.pool, r.cfg.DatabaseTimeout, r.cfg.CoordinateWithPulpcore)
@@ -129,8 +132,8 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 	// actor's work: a dead worker's hundred thousand are megabytes.
 	unguarded := unguardedOf(plan.Tasks, snap.Tasks, snap.Holdings)
 	r.noteKubernetes(&plan, rep)
-	if opts.Adjust != nil {
-		opts.Adjust(&plan)
+	if adjust != nil {
+		adjust(&plan)
 	}
 	rep.Guards = append(rep.Guards, GuardsOf(plan.Guards)...)
 	for _, g := range rep.Guards {
@@ -153,7 +156,7 @@ func (r *Reaper) runPass(ctx context.Context, opts PassOptions, rep *Report) err
 // successor that starts during the pass then writes its row before the
 // database is read, so the name guard sees it alive, and no pod fact is
 // weighed against heartbeats older than itself.
-func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (judge.Snapshot, error) {
+func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge.Snapshot, error) {
 	pods := r.readPods(ctx, rep, opts.Mode == ModeAudit)
 	suspects, err := redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
@@ -207,7 +210,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts PassOptions, rep *Report) (j
 
 // judgeFor judges a snapshot the way the pass options ask: a normal pass, or
 // the break-glass release of one owner.
-func judgeFor(snap judge.Snapshot, p judge.Policy, opts PassOptions) judge.Plan {
+func judgeFor(snap judge.Snapshot, p judge.Policy, opts Options) judge.Plan {
 	if opts.ReleaseOwner != "" {
 		return judge.OwnerRelease(snap, p, opts.ReleaseOwner)
 	}

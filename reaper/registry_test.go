@@ -63,9 +63,9 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 	require.NoError(t, f.Redis.Client.Set(f.Ctx, leak2, owner, 0).Err())
 	f.pass(r, reaper.ModeOnce)
 	f.ageSuspects(reaper.DefaultConfig().Policy.ConfirmAfter + time.Second)
-	rep, err = r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(*judge.Plan) {
+	rep, err = r.RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
 		f.Acquire(owner, other, nil, false)
-	}})
+	})
 	require.NoError(t, err)
 	require.Equal(t, reaper.ResultOwnerChanged, findingFor(rep, leak2, owner).Result)
 	require.Equal(t, owner, f.Get(leak2))
@@ -172,10 +172,10 @@ func TestNewTaskWithoutRegistryKeepsItsMembership(t *testing.T) {
 	r := f.reaper(nil)
 
 	var next string
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(*judge.Plan) {
+	rep, err := r.RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
 		next = f.Task(judge.StateWaiting, "", []string{"shared:domain-x"}, -1)
 		f.Acquire(owner, next, []string{"shared:domain-x"}, true)
-	}})
+	})
 	require.NoError(t, err)
 	require.Equal(t, reaper.ResultReleased, findingFor(rep, judge.TaskKeyPrefix+finished, owner).Result)
 	require.Equal(t, reaper.ResultReleased, findingFor(rep, repo, owner).Result, "no task reserving it was taken")
@@ -229,11 +229,11 @@ func TestLiveOwnerPastTheCountLimit(t *testing.T) {
 	r := f.reaper(func(c *reaper.Config) { c.BatchSize, c.MaxReleases = 1000, 50_000 })
 
 	var next string
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Adjust: func(*judge.Plan) {
+	rep, err := r.RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
 		// Taken and claimed at once, as pulpcore's fetch does.
 		next = f.Task(judge.StateRunning, row, []string{"shared:domain-y"}, -1)
 		f.Acquire(owner, next, []string{"shared:domain-y"}, false)
-	}})
+	})
 	require.NoError(t, err)
 	domain := judge.ResourceKeyPrefix + "domain-y"
 	require.Equal(t, reaper.ResultOwnerChanged, findingFor(rep, domain, owner).Result)

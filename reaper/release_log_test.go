@@ -31,7 +31,7 @@ func TestReleaseLogComesBeforeThePassEnds(t *testing.T) {
 	cfg.BatchSize = 5 // five batches, logged while the next one runs
 	r, err := reaper.New(cfg, f.Redis.Client, f.DB.Pool, slog.New(slog.NewJSONHandler(log, nil)))
 	require.NoError(t, err)
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, 24, rep.Summary.Released)
 	for _, fd := range rep.Findings {

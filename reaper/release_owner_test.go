@@ -195,12 +195,12 @@ func TestReleaseOwnerPass(t *testing.T) {
 	r := f.reaper(nil)
 	require.Equal(t, exitcode.Guarded, exitcode.Of(f.pass(r, reaper.ModeAudit)), "2 of 3 workers dead trips the mass-death guard of a normal pass")
 
-	dry, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeAudit, ReleaseOwner: "1@target"})
+	dry, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeAudit, ReleaseOwner: "1@target"})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.Findings, exitcode.Of(dry))
 	require.Equal(t, "1@target", f.Get(judge.TaskKeyPrefix+running), "a dry run writes nothing")
 
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeRelease, ReleaseOwner: "1@target"})
+	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeRelease, ReleaseOwner: "1@target"})
 	require.NoError(t, err)
 	require.Equal(t, reaper.ModeRelease, rep.Mode)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep), "%+v", rep.Guards)
@@ -247,7 +247,7 @@ func TestReleaseOwnerPassAliveOwner(t *testing.T) {
 	healthy := f.Task("running", live, []string{rLive}, -1)
 	f.Acquire("1@live", healthy, []string{rLive}, false)
 
-	rep, err := f.reaper(nil).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeRelease, ReleaseOwner: "1@live"})
+	rep, err := f.reaper(nil).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeRelease, ReleaseOwner: "1@live"})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.Guarded, exitcode.Of(rep))
 	require.Equal(t, "alive-owner", rep.Guards[0].Name)
@@ -256,7 +256,7 @@ func TestReleaseOwnerPassAliveOwner(t *testing.T) {
 	state, _, _, _ := f.TaskRow(healthy)
 	require.Equal(t, "running", state)
 
-	rep, err = f.reaper(func(c *reaper.Config) { c.Force = true }).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeRelease, ReleaseOwner: "1@live"})
+	rep, err = f.reaper(func(c *reaper.Config) { c.Force = true }).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeRelease, ReleaseOwner: "1@live"})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
 	require.Equal(t, 2, rep.Summary.Released)

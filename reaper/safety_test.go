@@ -505,7 +505,7 @@ func TestNoSnapshotNoWrites(t *testing.T) {
 		require.NoError(t, err)
 		before := sfRedisState(f)
 
-		rep, err := f.reaper(nil).RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+		rep, err := f.reaper(nil).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 		require.Error(t, err)
 		require.ErrorIs(t, err, reaper.ErrNoSnapshot)
 		require.Equal(t, exitcode.Failed, exitcode.Of(rep))
@@ -527,7 +527,7 @@ func TestNoSnapshotNoWrites(t *testing.T) {
 
 		for _, mode := range []string{reaper.ModeAudit, reaper.ModeOnce} {
 			r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, closedPort, nil), nil)
-			rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: mode})
+			rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: mode})
 			require.Error(t, err, mode)
 			require.Equal(t, exitcode.Failed, exitcode.Of(rep), mode)
 			require.Equal(t, before, sfRedisState(f), "%s: nothing in Redis changed", mode)
@@ -544,7 +544,7 @@ func TestNoSnapshotNoWrites(t *testing.T) {
 		f.DB.Pool.Close()
 		testenv.DropDatabase(f.DB.Name)
 
-		rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+		rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 		require.Error(t, err)
 		require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 		require.Equal(t, before, sfRedisState(f), "nothing in Redis changed")
@@ -570,7 +570,7 @@ func TestShutdownFinishesTheReleaseBatch(t *testing.T) {
 	r := sfReaper(f, sfRedisClient(f, "", stopOnFirstRelease), f.DB.Pool, nil)
 	dbBefore := sfDBState(f)
 
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	holdings, tasks := sfResults(rep)
@@ -621,7 +621,7 @@ func TestShutdownFinishesTheUpdateBatch(t *testing.T) {
 	tracer := &sfStopTracer{cancel: cancel}
 	r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, "", tracer), func(c *reaper.Config) { c.BatchSize = 3 })
 
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	require.EqualValues(t, 1, tracer.updates.Load(), "no batch started after the stop")

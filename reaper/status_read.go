@@ -13,9 +13,9 @@ import (
 // Policy is the policy the reaper judges with.
 func (r *Reaper) Policy() judge.Policy { return r.cfg.Policy }
 
-// Judged is the inspection of a snapshot a pass read: every holding judged
+// InspectionOf is the inspection of a snapshot a pass read: every holding judged
 // with the policy, as Inspect judges, without reading anything again.
-func Judged(snap judge.Snapshot, p judge.Policy, kube *KubernetesReport) *Inspection {
+func InspectionOf(snap judge.Snapshot, p judge.Policy, kube *KubernetesReport) *Inspection {
 	return &Inspection{Snapshot: snap, Plan: judge.All(snap, p), Policy: p, Kubernetes: kube}
 }
 

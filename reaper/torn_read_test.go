@@ -27,7 +27,7 @@ func TestTornReadImmediateTaskStartsDuringAPass(t *testing.T) {
 		immediate := f.Task(judge.StateWaiting, "", []string{"repo-imm"}, -1)
 		owner := judge.ImmediateOwnerPrefix + immediate
 		started := false
-		rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce, Phase: func(phase string, _, _ int) {
+		rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce, Phase: func(phase string, _, _ int) {
 			if phase != reaper.PhaseReadingDatabase || started {
 				return
 			}

@@ -59,7 +59,7 @@ func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string
 	before := sfRedisState(f)
 	r, err := reaper.New(reaper.DefaultConfig(), f.Redis.Client, pool, passtest.Logger())
 	require.NoError(t, err)
-	rep, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	var nw *pulpdb.NotWritableError
 	require.True(t, errors.As(err, &nw), "want pulpdb.NotWritableError, got %v", err)
 	check(nw)
@@ -70,7 +70,7 @@ func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string
 	state, _, _, _ := f.TaskRow(taskID)
 	require.Equal(t, judge.StateRunning, state, "no task updated")
 
-	audit, err := r.RunOnce(f.Ctx, reaper.PassOptions{Mode: reaper.ModeAudit})
+	audit, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeAudit})
 	require.NoError(t, err)
 	require.Len(t, audit.Guards, 1, "%+v", audit.Guards)
 	require.Equal(t, reaper.GuardWritablePrimary, audit.Guards[0].Name)

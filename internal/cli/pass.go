@@ -45,7 +45,7 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 		mode = reaper.ModeAudit
 	}
 	progress.enable(s.cfg.Log.Format)
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
 	progress.done()
 	code = s.passExit(rep, err)
 	pushPass(ctx, s, env.Version, rep)

@@ -14,7 +14,7 @@ import (
 const progressInterval = 200 * time.Millisecond
 
 // progressKeys names the phase of reading lock keys, which the reaper
-// reports through PassOptions.Progress rather than Phase.
+// reports through Options.Progress rather than Phase.
 const progressKeys = "reading keys"
 
 // progress shows, on a terminal only, where a long pass is: the lock keys
@@ -65,7 +65,7 @@ func (p *progress) keys(n int) {
 	p.show(progressKeys, fmt.Sprintf("reading lock keys: %d read…", n))
 }
 
-// phase is called by the reaper as the pass moves on (PassOptions.Phase).
+// phase is called by the reaper as the pass moves on (Options.Phase).
 func (p *progress) phase(name string, done, total int) {
 	switch name {
 	case reaper.PhaseReadingDatabase:

@@ -123,7 +123,7 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 		mode = reaper.ModeAudit
 	}
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	rep, err := r.RunOnce(ctx, reaper.PassOptions{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
 	progress.done()
 	code = s.passExit(rep, err)
 	if rep.Skipped != "" && code == exitcode.OK {

@@ -47,7 +47,7 @@ const (
 // Runner runs one pass; *reaper.Reaper is one. The report must describe the
 // pass whatever happened, as reaper.Reaper.RunOnce's does.
 type Runner interface {
-	RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error)
+	RunOnce(ctx context.Context, opts reaper.Options) (*reaper.Report, error)
 }
 
 // Config configures a Daemon. Zero fields take the defaults above.

@@ -231,7 +231,7 @@ func TestCancelFinishesThePassUnderWay(t *testing.T) {
 func TestShutdownGraceCutsAHungPassShort(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{}, 1)
-	hung := runnerFunc(func(ctx context.Context, _ reaper.PassOptions) (*reaper.Report, error) {
+	hung := runnerFunc(func(ctx context.Context, _ reaper.Options) (*reaper.Report, error) {
 		entered <- struct{}{}
 		<-ctx.Done()
 		return &reaper.Report{Error: ctx.Err().Error()}, ctx.Err()
@@ -248,7 +248,7 @@ func TestShutdownGraceCutsAHungPassShort(t *testing.T) {
 // the ticks it covered pass without a pass; they are counted.
 func TestSlowPassSkipsTicks(t *testing.T) {
 	t.Parallel()
-	slow := runnerFunc(func(ctx context.Context, _ reaper.PassOptions) (*reaper.Report, error) {
+	slow := runnerFunc(func(ctx context.Context, _ reaper.Options) (*reaper.Report, error) {
 		// Wait until at least two whole ticks of @every 1s have gone by.
 		ctxwait.Sleep(ctx, 2500*time.Millisecond)
 		return &reaper.Report{StartedAt: time.Now()}, nil
@@ -262,7 +262,7 @@ func TestSlowPassSkipsTicks(t *testing.T) {
 
 func TestStartAndStopAreIdempotent(t *testing.T) {
 	t.Parallel()
-	quick := runnerFunc(func(context.Context, reaper.PassOptions) (*reaper.Report, error) {
+	quick := runnerFunc(func(context.Context, reaper.Options) (*reaper.Report, error) {
 		return &reaper.Report{StartedAt: time.Now()}, nil
 	})
 	d, err := New(quick, Config{Listen: "127.0.0.1:0", Logger: testLogger(t)})

@@ -39,7 +39,7 @@ func TestDoctorAtStart(t *testing.T) {
 	t.Parallel()
 	var logs lockedBuffer
 	doctorRuns := make(chan struct{}, 10)
-	runner := runnerFunc(func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+	runner := runnerFunc(func(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 		return &reaper.Report{Mode: reaper.ModeOnce, StartedAt: time.Now(), DBNow: time.Now(), Scanned: reaper.Scanned{FullScan: !opts.RegistryOnly}}, nil
 	})
 	cfg := Config{

@@ -19,9 +19,9 @@ import (
 )
 
 // runnerFunc adapts a function to Runner.
-type runnerFunc func(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error)
+type runnerFunc func(ctx context.Context, opts reaper.Options) (*reaper.Report, error)
 
-func (f runnerFunc) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+func (f runnerFunc) RunOnce(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 	return f(ctx, opts)
 }
 
@@ -38,7 +38,7 @@ func newGatedRunner(inner Runner) *gatedRunner {
 	return &gatedRunner{inner: inner, entered: make(chan struct{}, 100), gate: make(chan struct{})}
 }
 
-func (g *gatedRunner) RunOnce(ctx context.Context, opts reaper.PassOptions) (*reaper.Report, error) {
+func (g *gatedRunner) RunOnce(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 	g.entered <- struct{}{}
 	<-g.gate
 	return g.inner.RunOnce(ctx, opts)

@@ -24,7 +24,7 @@ type countingRunner struct {
 	each    func(ctx context.Context)
 }
 
-func (c *countingRunner) RunOnce(ctx context.Context, _ reaper.PassOptions) (*reaper.Report, error) {
+func (c *countingRunner) RunOnce(ctx context.Context, _ reaper.Options) (*reaper.Report, error) {
 	n := c.running.Add(1)
 	defer c.running.Add(-1)
 	for {

@@ -34,7 +34,7 @@ func newKubeMetrics() *kubeMetrics {
 	for _, r := range []string{reaper.KubernetesRead, reaper.KubernetesUnavailable} {
 		k.reads.WithLabelValues(r)
 	}
-	for _, rule := range reaper.PodRules() {
+	for _, rule := range reaper.EvidenceRules {
 		k.owners.WithLabelValues(string(rule))
 	}
 	return k
@@ -49,7 +49,7 @@ func (k *kubeMetrics) observe(rep *reaper.Report) {
 	if kr.Read != reaper.KubernetesRead {
 		return
 	}
-	for _, rule := range reaper.PodRules() {
+	for _, rule := range reaper.EvidenceRules {
 		k.owners.WithLabelValues(string(rule)).Set(float64(kr.OwnersByEvidence[rule]))
 	}
 }

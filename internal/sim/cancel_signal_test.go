@@ -34,7 +34,7 @@ func TestLateWorkerStopsOnTheReapersCancelSignal(t *testing.T) {
 	rc.HeartbeatGrace = cfg.HeartbeatGrace
 	r, err := reaper.New(rc, b.rdb, b.pool, nil)
 	require.NoError(t, err)
-	rep, err := r.RunOnce(b.ctx, reaper.PassOptions{Mode: reaper.ModeOnce})
+	rep, err := r.RunOnce(b.ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Summary.TasksUpdated, "%+v", rep.Tasks)
 

@@ -55,7 +55,7 @@ func kbPass(t *testing.T, f *sim.Fleet, b *bundle, cfg sim.Config, mode string, 
 	}
 	r, err := reaper.New(rc, b.rdb, b.pool, nil)
 	require.NoError(t, err)
-	rep, err := r.RunOnce(b.ctx, reaper.PassOptions{Mode: mode})
+	rep, err := r.RunOnce(b.ctx, reaper.Options{Mode: mode})
 	require.NoError(t, err)
 	if pods {
 		require.Equal(t, reaper.KubernetesRead, rep.Kubernetes.Read, rep.Kubernetes.Error)

@@ -210,7 +210,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 		if j.rep != nil {
 			kube = j.rep.Kubernetes
 		}
-		in = reaper.Judged(*j.snap, s.src.Policy(), kube)
+		in = reaper.InspectionOf(*j.snap, s.src.Policy(), kube)
 	}
 	if in == nil {
 		if old := s.view.Load(); old != nil {

@@ -51,7 +51,7 @@ func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 		p.Container, p.API = kpContainer(t, c, "worker"), kpContainer(t, c, "api")
 		pods = append(pods, p)
 	}
-	c.p.Kubernetes = heartbeat.PodRules{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
+	c.p.Kubernetes = heartbeat.PodPolicy{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
 	return heartbeat.NewPodView(pods, seen)
 }
 
@@ -175,7 +175,7 @@ func TestKubernetesPropertyNoViewNoChange(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		c.p.Kubernetes = heartbeat.PodRules{HungWorkerGrace: time.Minute, ClockSkew: time.Second}
+		c.p.Kubernetes = heartbeat.PodPolicy{HungWorkerGrace: time.Minute, ClockSkew: time.Second}
 		a, b := All(c.snap, c.p), All(c.snap, withDefaultPodRules(c.p))
 		if len(a.Holdings) != len(b.Holdings) || len(a.Tasks) != len(b.Tasks) {
 			t.Fatalf("plans differ")

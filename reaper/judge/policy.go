@@ -42,5 +42,5 @@ type Policy struct {
 	MaxReleases    int
 	MaxTaskUpdates int
 	// Kubernetes are the settings of the pod evidence rules (kubernetes.hung_worker_grace).
-	Kubernetes heartbeat.PodRules
+	Kubernetes heartbeat.PodPolicy
 }

@@ -27,6 +27,6 @@ func jtPolicy() Policy {
 		MinWorkers:      3,
 		MaxReleases:     10000,
 		MaxTaskUpdates:  1000,
-		Kubernetes:      heartbeat.PodRules{HungWorkerGrace: jtHungWorkerGrace, ClockSkew: jtClockSkew},
+		Kubernetes:      heartbeat.PodPolicy{HungWorkerGrace: jtHungWorkerGrace, ClockSkew: jtClockSkew},
 	}
 }
