@@ -51,7 +51,7 @@ type Scanned struct {
 // Finding is one holding that is not healthy, and what became of it: the
 // judge's judgement (the plan's own, not a copy: an incident's findings are
 // hundreds of thousands) and the pass's result. In JSON its holding's
-// fields are flat, with task_id and resource (finding_json.go).
+// fields are flat, with task_id and resource (report_json.go).
 type Finding struct {
 	*judge.Judgement
 	Result Result

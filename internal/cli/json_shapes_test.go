@@ -75,7 +75,7 @@ func TestJSONShapes(t *testing.T) {
 		TaskVerdict: reaper.TaskVerdictOf(&lost), Unprotected: &explain.Unprotected{Unguarded: []string{"prn:r"}, OtherHolders: []explain.Holder{holder}},
 		Status: explain.StatusBlocked, Conclusion: "blocked"}
 	line := LockLine{Key: "k", Kind: judge.KindShared, Owner: "o", OwnerLiveness: "dead", HeartbeatAge: reaper.SecondsOf(age(time.Minute)), Kubernetes: reaper.PodEvidenceOf(pod),
-		Resource: "r", Task: "t", TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d", Registered: true}
+		Resource: "r", TaskID: "t", Task: "t", TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d", Registered: true}
 	counts := OwnerCounts{Owner: "o", OwnerLiveness: "dead", HeartbeatAge: reaper.SecondsOf(age(time.Minute)), Holdings: 2,
 		ByKind: map[judge.Kind]int{judge.KindShared: 2}, ByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 2}}
 

@@ -52,8 +52,12 @@ type LockLine struct {
 	// Kubernetes is the owner's pod evidence, when the pass read pods.
 	Kubernetes *reaper.PodEvidence `json:"kubernetes,omitempty"`
 	Resource   string              `json:"resource,omitempty"`
-	// Task is the task the holding is held for: the task of a task lock, or
-	// of the owner's task lock that reserves the resource.
+	// TaskID is the task the holding is held for: the task of a task lock,
+	// or of the owner's task lock that reserves the resource. task_id names
+	// a task's id in every shape, as findings do.
+	TaskID string `json:"task_id,omitempty"`
+	// Task is TaskID under the name locks printed before 0.2.0; kept beside
+	// it for one release (CHANGELOG.md), then removed.
 	Task      string        `json:"task,omitempty"`
 	TaskState string        `json:"task_state,omitempty"`
 	Verdict   judge.Verdict `json:"verdict"`
@@ -83,7 +87,7 @@ type lockFilter struct {
 func (f lockFilter) match(l LockLine) bool {
 	return (f.owner == "" || l.Owner == f.owner) &&
 		(f.resource == "" || l.Resource == f.resource) &&
-		(f.task == "" || l.Task == f.task) &&
+		(f.task == "" || l.TaskID == f.task) &&
 		(f.verdict == 0 || l.Verdict == f.verdict)
 }
 
@@ -152,9 +156,10 @@ func lockLines(plan judge.Plan) []LockLine {
 			pod = reaper.PodEvidenceOf(e.Kubernetes)
 			pods[e.Kubernetes] = pod
 		}
+		task := reaper.HoldingTask(&jd.Holding, e.Via)
 		lines = append(lines, LockLine{
 			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: e.OwnerLiveness.String(),
-			HeartbeatAge: reaper.SecondsOf(e.HeartbeatAge), Kubernetes: pod, Resource: jd.Resource(), Task: reaper.HoldingTask(&jd.Holding, e.Via), TaskState: e.TaskState,
+			HeartbeatAge: reaper.SecondsOf(e.HeartbeatAge), Kubernetes: pod, Resource: jd.Resource(), TaskID: task, Task: task, TaskState: e.TaskState,
 			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
 		})
 	}

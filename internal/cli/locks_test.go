@@ -70,16 +70,16 @@ func TestLocks(t *testing.T) {
 	require.Equal(t, "dead", lost.OwnerLiveness)
 	require.NotNil(t, lost.HeartbeatAge)
 	require.InDelta(t, time.Hour.Seconds(), time.Duration(*lost.HeartbeatAge).Seconds(), 60)
-	require.Equal(t, f.lost, lost.Task)
+	require.Equal(t, f.lost, lost.TaskID)
 	require.Equal(t, "running", lost.TaskState)
 	require.Equal(t, judge.VerdictOwnerDead, lost.Verdict)
 	require.Equal(t, judge.ActionRelease, lost.Action)
 	domain := byKey[rk(opsDomain)+" 1@live"]
 	require.Equal(t, judge.KindShared, domain.Kind)
-	require.Equal(t, f.healthy, domain.Task, "a resource holding names the task its task lock reserves it for")
+	require.Equal(t, f.healthy, domain.TaskID, "a resource holding names the task its task lock reserves it for")
 	require.Equal(t, judge.VerdictJustified, domain.Verdict)
 	stray := byKey[rk(f.stray)+" 1@live"]
-	require.Empty(t, stray.Task)
+	require.Empty(t, stray.TaskID)
 	require.Equal(t, judge.VerdictNoTask, stray.Verdict)
 	require.Equal(t, judge.ActionSuspect, stray.Action)
 

@@ -25,8 +25,8 @@ func writeLocks(w io.Writer, format string, out LocksOutput, l layout) error {
 				task = quoteText(h.TaskState)
 			case h.Kind == judge.KindTask:
 				task = "no task row"
-			case h.Task != "":
-				task = h.Task
+			case h.TaskID != "":
+				task = h.TaskID
 				if h.TaskState != "" {
 					task += " (" + quoteText(h.TaskState) + ")"
 				}

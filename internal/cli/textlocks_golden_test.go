@@ -50,11 +50,11 @@ func goldenLocks() LocksOutput {
 	day := reaper.Seconds(23 * time.Hour)
 	out := LocksOutput{DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)}
 	out.Holdings = append(out.Holdings, LockLine{Key: judge.TaskKeyPrefix + goldenRunning, Kind: judge.KindTask, Owner: goldenOwner,
-		OwnerLiveness: "dead", HeartbeatAge: &day, Task: goldenRunning, TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
+		OwnerLiveness: "dead", HeartbeatAge: &day, TaskID: goldenRunning, TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
 	for i := 1; i <= 2; i++ {
 		res := fmt.Sprintf("prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-00000000000%d", i)
 		out.Holdings = append(out.Holdings, LockLine{Key: judge.ResourceKeyPrefix + res, Kind: judge.KindExclusive, Owner: goldenOwner,
-			OwnerLiveness: "dead", HeartbeatAge: &day, Resource: res, Task: goldenRunning, TaskState: "running",
+			OwnerLiveness: "dead", HeartbeatAge: &day, Resource: res, TaskID: goldenRunning, TaskState: "running",
 			Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
 	}
 	return out

@@ -1,8 +1,7 @@
 package reaper
 
 import (
-	"fmt"
-	"strconv"
+	"encoding/json"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -11,50 +10,11 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
 
-// The JSON shapes of what the judge decides, as every command prints them
-// (a pass's report, explain, locks): the judge's types carry no JSON of
-// their own. The names are pinned by cli's TestJSONShapes.
-
-// Seconds is an age as JSON writes it: seconds, to the millisecond.
-type Seconds time.Duration
-
-// SecondsOf is d in JSON's form, the same value: the evidence of one owner's
-// holdings shares one age, and so do their lines.
-func SecondsOf(d *judge.Duration) *Seconds { return (*Seconds)(d) }
-
-// judged is s in the judge's form, the same value.
-func (s *Seconds) judged() *judge.Duration { return (*judge.Duration)(s) }
-
-// String rounds to what a reader needs: milliseconds under a second, tenths
-// under a minute, whole seconds above.
-func (s Seconds) String() string { return AgeText(time.Duration(s)) }
-
-// AgeText is an age as text prints it (Seconds.String).
-func AgeText(d time.Duration) string {
-	switch abs := max(d, -d); {
-	case abs < time.Second:
-		return d.Round(time.Millisecond).String()
-	case abs < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	default:
-		return d.Round(time.Second).String()
-	}
-}
-
-// MarshalJSON renders seconds with millisecond precision.
-func (s Seconds) MarshalJSON() ([]byte, error) {
-	return []byte(strconv.FormatFloat(time.Duration(s).Seconds(), 'f', 3, 64)), nil
-}
-
-// UnmarshalJSON reads the seconds MarshalJSON wrote.
-func (s *Seconds) UnmarshalJSON(b []byte) error {
-	secs, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return fmt.Errorf("a duration in seconds: %w", err)
-	}
-	*s = Seconds(secs * float64(time.Second))
-	return nil
-}
+// The JSON shapes of a report, as every command prints them (a pass's
+// report, explain, locks, the status page's data): the judge's types carry
+// no JSON of their own. A task's id is task_id wherever it stands beside
+// other fields, id inside a task's own object. The names are pinned by the
+// command line's TestJSONShapes (internal/cli/testdata/json-shapes.json).
 
 // PodEvidence is an owner's pod evidence: the rule that decided, and the pod.
 type PodEvidence struct {
@@ -251,4 +211,69 @@ func TaskVerdictOf(tj *judge.TaskJudgement) *TaskVerdict {
 func (v TaskVerdict) judged() *judge.TaskJudgement {
 	return &judge.TaskJudgement{ID: v.ID, Name: v.Name, Verdict: v.Verdict, Action: v.Action, Owner: v.Owner, AppLockID: v.AppLockID,
 		StateBefore: v.StateBefore, StateAfter: v.StateAfter, ClearClaim: v.ClearClaim, Deferred: v.Deferred, FirstSeen: v.FirstSeen}
+}
+
+// findingJSON is a finding as reports write it: the holding's fields flat,
+// with its task and resource spelled out.
+type findingJSON struct {
+	Key        string        `json:"key"`
+	Kind       judge.Kind    `json:"kind"`
+	Owner      string        `json:"owner"`
+	TaskID     string        `json:"task_id,omitempty"`
+	Resource   string        `json:"resource,omitempty"`
+	Registered bool          `json:"registered"`
+	Verdict    judge.Verdict `json:"verdict"`
+	Action     judge.Action  `json:"action"`
+	Result     Result        `json:"result"`
+	Deferred   string        `json:"deferred,omitempty"`
+	FirstSeen  *time.Time    `json:"first_seen,omitempty"`
+	Evidence   Evidence      `json:"evidence"`
+}
+
+// MarshalJSON writes a finding as a report lists it.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	jd := f.Judgement
+	return json.Marshal(findingJSON{
+		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, TaskID: jd.TaskID(), Resource: jd.Resource(), Registered: jd.Registered,
+		Verdict: jd.Verdict, Action: jd.Action, Result: f.Result, Deferred: jd.Deferred, FirstSeen: jd.FirstSeen, Evidence: evidenceOf(jd.Evidence()),
+	})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote; the task and resource follow
+// from the key.
+func (f *Finding) UnmarshalJSON(b []byte) error {
+	var v findingJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	jd := judge.Judgement{
+		Holding: judge.Holding{Key: v.Key, Kind: v.Kind, Owner: v.Owner, Registered: v.Registered},
+		Verdict: v.Verdict, Action: v.Action, Deferred: v.Deferred, FirstSeen: v.FirstSeen,
+	}
+	jd.SetEvidence(v.Evidence.judged())
+	*f = Finding{Judgement: &jd, Result: v.Result}
+	return nil
+}
+
+// taskFindingJSON is a task finding as reports write it: the task verdict's
+// members, then the pass's result.
+type taskFindingJSON struct {
+	TaskVerdict
+	Resources []UnguardedResource `json:"resources,omitempty"`
+	Result    Result              `json:"result"`
+}
+
+// MarshalJSON writes a task finding as a report lists it.
+func (f TaskFinding) MarshalJSON() ([]byte, error) {
+	return json.Marshal(taskFindingJSON{TaskVerdict: *TaskVerdictOf(f.TaskJudgement), Resources: f.Resources, Result: f.Result})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (f *TaskFinding) UnmarshalJSON(b []byte) error {
+	var v taskFindingJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = TaskFinding{TaskJudgement: v.TaskVerdict.judged(), Result: v.Result, Resources: v.Resources}
+	return nil
 }
