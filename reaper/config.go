@@ -151,7 +151,7 @@ func (c Config) Validate() error {
 	// expires before it can ever be confirmed and nothing is released.
 	if c.SuspectTTL <= c.ConfirmAfter {
 		errs = append(errs, fmt.Errorf("suspect_ttl (%s) must be greater than confirm_after (%s)",
-			formatDuration(c.SuspectTTL), formatDuration(c.ConfirmAfter)))
+			FormatDuration(c.SuspectTTL), FormatDuration(c.ConfirmAfter)))
 	}
 	return errors.Join(errs...)
 }
@@ -181,14 +181,14 @@ func oneOf(s string, allowed ...string) error {
 
 func show[T int | time.Duration](v T) string {
 	if d, ok := any(v).(time.Duration); ok {
-		return formatDuration(d)
+		return FormatDuration(d)
 	}
 	return strconv.Itoa(int(v))
 }
 
-// formatDuration writes durations the way the configuration does: 1m, not
-// 1m0s.
-func formatDuration(d time.Duration) string {
+// FormatDuration writes a duration the way the configuration and people
+// write it: 1m, not 1m0s.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

@@ -19,7 +19,7 @@ func init() {
 		args:    "TASK (a UUID, /pulp/api/v3/tasks/UUID/, /pulp/DOMAIN/api/v3/tasks/UUID/ or prn:core.task:UUID)",
 		keys:    readKeys, run: runExplain,
 		exits: []exitCode{{0, "explained"}, {1, "no such task, or Redis or PostgreSQL could not be read"},
-			{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database)"}},
+			{2, usageOrConfig}},
 	})
 }
 

@@ -66,19 +66,25 @@ var (
 	pushKey = func(k config.Key) bool { return k.Key == "pushgateway_url" || k.Key == "pushgateway_grouping" }
 )
 
+// The exit texts several commands share.
+const (
+	usageOrConfig = "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database)"
+	unreadable    = "Redis or PostgreSQL could not be read"
+)
+
 var (
-	genericExits = []exitCode{{0, "done"}, {1, "Redis or PostgreSQL could not be read"}, {2, "usage or configuration error"}}
+	genericExits = []exitCode{{0, "done"}, {1, unreadable}, {2, "usage or configuration error"}}
 	auditExits   = []exitCode{
 		{0, "nothing to do"},
 		{1, "the pass could not complete"},
-		{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database)"},
+		{2, usageOrConfig},
 		{3, "a real pass would release a lock or update a task (findings that first need confirmation count)"},
 		{4, "a guard would hold work back"},
 	}
 	onceExits = []exitCode{
 		{0, "the pass completed, whatever it released"},
 		{1, "the pass could not complete"},
-		{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database)"},
+		{2, usageOrConfig},
 		{4, "a guard held work back"},
 	}
 )

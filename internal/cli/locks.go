@@ -19,8 +19,8 @@ func init() {
 	registerCommand("locks", command{
 		summary: "list every lock holding with its owner's liveness, task and verdict (read-only)",
 		keys:    readKeys, run: runLocks,
-		exits: []exitCode{{0, "listed"}, {1, "Redis or PostgreSQL could not be read"},
-			{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database); or --owner names an owner that holds nothing and has no AppStatus row"}},
+		exits: []exitCode{{0, "listed"}, {1, unreadable},
+			{2, usageOrConfig + "; or --owner names an owner that holds nothing and has no AppStatus row"}},
 	})
 }
 

@@ -25,7 +25,7 @@ func init() {
 		summary: "break-glass: release every lock of one owner known to be dead and handle its tasks as a dead worker's",
 		keys:    readKeys, run: runRelease,
 		exits: []exitCode{{0, "released (or, with --dry-run, nothing to do)"}, {1, "the pass could not complete"},
-			{2, "usage or configuration error (also: a Redis database index out of range, failed authentication, no such database, not Pulp's database); or --owner names an owner that holds nothing and has no AppStatus row (the nearest known owners are listed)"},
+			{2, usageOrConfig + "; or --owner names an owner that holds nothing and has no AppStatus row (the nearest known owners are listed)"},
 			{3, "with --dry-run: the release would do something"},
 			{4, "the owner has an online AppStatus row (without --force), or a guard held work back"},
 			{exitAborted, "answered no at the prompt: nothing was written"},

@@ -16,6 +16,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
+	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
 )
 
 type syncBuffer struct {
@@ -33,18 +34,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-func httpDo(t *testing.T, method, url string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(body)
 }
 
 // TestStatusServesThePages runs `lock-reaper status` as an operator would
@@ -81,15 +70,15 @@ func TestStatusServesThePages(t *testing.T) {
 		}
 		return false
 	}, 30*time.Second, 20*time.Millisecond, "status says where it serves: %s", stderr.String())
-	require.Eventually(t, func() bool { code, _ := httpDo(t, http.MethodGet, base+"/"); return code == http.StatusOK }, 30*time.Second, 50*time.Millisecond)
-	_, body := httpDo(t, http.MethodGet, base+"/")
+	require.Eventually(t, func() bool { code, _ := webtest.Do(t, http.MethodGet, base+"/"); return code == http.StatusOK }, 30*time.Second, 50*time.Millisecond)
+	_, body := webtest.Do(t, http.MethodGet, base+"/")
 	require.Contains(t, body, "<strong>Yes:</strong>")
 	require.Contains(t, body, "from a read-only inspection")
 	require.NotContains(t, body, db.URL)
-	_, body = httpDo(t, http.MethodGet, base+"/holdings?owner="+strings.ReplaceAll(inc.DeadOwner, "@", "%40"))
+	_, body = webtest.Do(t, http.MethodGet, base+"/holdings?owner="+strings.ReplaceAll(inc.DeadOwner, "@", "%40"))
 	require.Contains(t, body, "owner-dead")
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
-		code, _ := httpDo(t, m, base+"/")
+		code, _ := webtest.Do(t, m, base+"/")
 		require.Equal(t, http.StatusMethodNotAllowed, code, m)
 	}
 	time.Sleep(1100 * time.Millisecond) // another inspection

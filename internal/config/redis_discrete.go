@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"strconv"
@@ -26,16 +27,7 @@ func applyRedisSettings(c Config, t redisTarget) error {
 		if r.Host != "" || r.Port != "" {
 			return errors.New("redis.host and redis.port do not apply to a Sentinel redis.url: list the sentinels in the URL")
 		}
-		overrideCredentials(r.Username, r.Password, &o.Username, &o.Password)
-		if db >= 0 {
-			o.DB = db
-		}
-		tc, err := redisTLS(c, o.TLSConfig)
-		if err != nil {
-			return err
-		}
-		o.TLSConfig = tc
-		return nil
+		return overrideConnection(c, db, &o.Username, &o.Password, &o.DB, &o.TLSConfig)
 	}
 	o := t.plain
 	if r.Host != "" || r.Port != "" {
@@ -59,15 +51,22 @@ func applyRedisSettings(c Config, t redisTarget) error {
 		}
 		o.Addr = net.JoinHostPort(host, port)
 	}
-	overrideCredentials(r.Username, r.Password, &o.Username, &o.Password)
+	return overrideConnection(c, db, &o.Username, &o.Password, &o.DB, &o.TLSConfig)
+}
+
+// overrideConnection applies what a plain Redis and a Sentinel's master
+// share: the credentials, the database (db < 0 keeps the URL's) and the TLS
+// files.
+func overrideConnection(c Config, db int, user, pass *string, dbOf *int, tlsOf **tls.Config) error {
+	overrideCredentials(c.Redis.Username, c.Redis.Password, user, pass)
 	if db >= 0 {
-		o.DB = db
+		*dbOf = db
 	}
-	tc, err := redisTLS(c, o.TLSConfig)
+	tc, err := redisTLS(c, *tlsOf)
 	if err != nil {
 		return err
 	}
-	o.TLSConfig = tc
+	*tlsOf = tc
 	return nil
 }
 

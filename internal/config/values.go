@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/robfig/cron/v3"
 )
 
@@ -83,7 +84,7 @@ var durationCodec = codec[time.Duration]{
 		}
 		return d, nil
 	},
-	format: formatDuration,
+	format: reaper.FormatDuration,
 }
 
 var intCodec = codec[int]{
@@ -137,28 +138,16 @@ func numErr(err error) error {
 	return err
 }
 
-// formatDuration writes durations the way people write them: 1m, not 1m0s.
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
 func positive(v time.Duration) error {
 	if v <= 0 {
-		return fmt.Errorf("must be greater than 0, got %s", formatDuration(v))
+		return fmt.Errorf("must be greater than 0, got %s", reaper.FormatDuration(v))
 	}
 	return nil
 }
 
 func nonNegative(v time.Duration) error {
 	if v < 0 {
-		return fmt.Errorf("must not be negative, got %s", formatDuration(v))
+		return fmt.Errorf("must not be negative, got %s", reaper.FormatDuration(v))
 	}
 	return nil
 }

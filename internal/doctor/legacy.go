@@ -7,18 +7,31 @@ import (
 	"strings"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
 func checkLegacyOwners(ctx context.Context, t Target) Result {
+	in, stop := inspected(ctx, t)
+	if stop != nil {
+		return *stop
+	}
+	return evalLegacyOwners(in.Snapshot.Holdings, in.Fleet())
+}
+
+// inspected is the opening of the checks that judge a snapshot: the
+// inspection, or the result that stops the check (no reader given, or the
+// read failed).
+func inspected(ctx context.Context, t Target) (*reaper.Inspection, *Result) {
 	if t.Inspect == nil {
-		return Result{Status: OK, Evidence: "not checked: no snapshot reader given"}
+		return nil, &Result{Status: OK, Evidence: "not checked: no snapshot reader given"}
 	}
 	in, err := t.Inspect(ctx)
 	if err != nil {
-		return couldNotCheck("read the locks and heartbeats", err, "fix what the other checks report, then run lock-reaper doctor again.")
+		r := couldNotCheck("read the locks and heartbeats", err, "fix what the other checks report, then run lock-reaper doctor again.")
+		return nil, &r
 	}
-	return evalLegacyOwners(in.Snapshot.Holdings, in.Fleet())
+	return in, nil
 }
 
 // legacyOwner is an owner holding locks that no registry lists and no

@@ -15,12 +15,9 @@ import (
 // install gives lock-reaper nothing to find. It reads the snapshot the
 // legacy-owners check reads, pulp:active_owners included.
 func checkRedisWorker(ctx context.Context, t Target) Result {
-	if t.Inspect == nil {
-		return Result{Status: OK, Evidence: "not checked: no snapshot reader given"}
-	}
-	in, err := t.Inspect(ctx)
-	if err != nil {
-		return couldNotCheck("read the locks and heartbeats", err, "fix what the other checks report, then run lock-reaper doctor again.")
+	in, stop := inspected(ctx, t)
+	if stop != nil {
+		return *stop
 	}
 	return evalRedisWorker(in)
 }

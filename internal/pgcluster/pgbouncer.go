@@ -43,7 +43,7 @@ func StartPgBouncer(t testtool.TB, upstream, poolMode string, poolSize int, user
 		fmt.Fprintf(&userlist, "%q \"\"\n", u)
 	}
 	userFile := filepath.Join(dir, "userlist.txt")
-	b := &PgBouncer{Port: freePort(t)}
+	b := &PgBouncer{Port: testtool.MustFreePort(t)}
 	ini := fmt.Sprintf(`[databases]
 * = host=%s port=%s
 

@@ -329,12 +329,3 @@ func (c *Cluster) writeOwned(t testtool.TB, path, body string) {
 		}
 	}
 }
-
-func freePort(t testtool.TB) int {
-	t.Helper()
-	port, err := testtool.FreePort()
-	if err != nil {
-		t.Fatalf("pgcluster: %v", err)
-	}
-	return port
-}

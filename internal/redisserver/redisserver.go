@@ -41,7 +41,7 @@ func (s *Server) URL(db int) string { return fmt.Sprintf("redis://%s/%d", s.Addr
 // to a file, and its working directory is a fresh t.TempDir().
 func Start(t testtool.TB, args ...string) *Server {
 	t.Helper()
-	port := freePort(t)
+	port := testtool.MustFreePort(t)
 	run(t, append([]string{"--port", strconv.Itoa(port)}, args...))
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port}
 	s.Client = redis.NewClient(&redis.Options{Addr: s.Addr})
@@ -58,7 +58,7 @@ func Start(t testtool.TB, args ...string) *Server {
 // was built without TLS.
 func StartTLS(t testtool.TB, certFile, keyFile, caFile string, args ...string) int {
 	t.Helper()
-	port := freePort(t)
+	port := testtool.MustFreePort(t)
 	run(t, append([]string{"--port", "0", "--tls-port", strconv.Itoa(port),
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile}, args...))
 	return port
@@ -151,13 +151,4 @@ func ReplicaOf(t testtool.TB, primary *Server, args ...string) *Server {
 	}
 	t.Fatalf("replica on %s never linked to its primary on %s", replica.Addr, primary.Addr)
 	return nil
-}
-
-func freePort(t testtool.TB) int {
-	t.Helper()
-	port, err := testtool.FreePort()
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	return port
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/daemon"
+	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
 )
 
 // TestDaemonServesPages: `lock-reaper run` serves the pages at / beside
@@ -39,17 +40,17 @@ func TestDaemonServesPages(t *testing.T) {
 	}
 	require.Positive(t, released)
 
-	code, body := do(t, http.MethodGet, base+"/")
+	code, body := webtest.Do(t, http.MethodGet, base+"/")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "from pass of mode once")
-	code, body = do(t, http.MethodGet, base+"/queue")
+	code, body = webtest.Do(t, http.MethodGet, base+"/queue")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "unblocked by the last pass")
-	code, _ = do(t, http.MethodGet, base+"/metrics")
+	code, _ = webtest.Do(t, http.MethodGet, base+"/metrics")
 	require.Equal(t, http.StatusOK, code)
 	for _, p := range []string{"/", "/metrics", "/livez", "/queue", "/holdings"} {
 		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
-			code, _ := do(t, m, base+p)
+			code, _ := webtest.Do(t, m, base+p)
 			assert.Equal(t, http.StatusMethodNotAllowed, code, "%s %s", m, p)
 		}
 	}

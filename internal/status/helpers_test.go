@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
+	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -65,17 +65,5 @@ func (f *fixture) inspect() *View {
 // get fetches a path and returns its status and body.
 func (f *fixture) get(path string) (int, string) {
 	f.t.Helper()
-	return do(f.t, http.MethodGet, f.web.URL+path)
-}
-
-func do(t *testing.T, method, url string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return webtest.Do(f.t, http.MethodGet, f.web.URL+path)
 }

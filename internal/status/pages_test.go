@@ -13,6 +13,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/explain"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -109,10 +110,10 @@ func TestOnlyGetAndHead(t *testing.T) {
 	paths := []string{"/", "/queue", "/owners", "/holdings", "/tasks/" + f.inc.Queued[0], "/static/style.css", "/nowhere"}
 	for _, p := range paths {
 		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, "TRACE", "CONNECT", "PROPFIND"} {
-			code, _ := do(t, m, f.web.URL+p)
+			code, _ := webtest.Do(t, m, f.web.URL+p)
 			assert.Equal(t, http.StatusMethodNotAllowed, code, "%s %s", m, p)
 		}
-		code, body := do(t, http.MethodHead, f.web.URL+p)
+		code, body := webtest.Do(t, http.MethodHead, f.web.URL+p)
 		assert.Contains(t, []int{http.StatusOK, http.StatusNotFound}, code, "HEAD %s", p)
 		assert.Empty(t, body)
 	}

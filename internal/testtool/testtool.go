@@ -62,3 +62,14 @@ func FreePort() (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+// MustFreePort is FreePort for a test's helper: it fails t when no port can
+// be had.
+func MustFreePort(t TB) int {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return port
+}
