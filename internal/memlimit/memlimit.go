@@ -3,9 +3,8 @@
 //
 // The runtime's limit bounds only the memory the runtime maps (heap, stacks,
 // its own metadata). A container's resident memory also holds the binary's
-// code and data pages, which the kernel reads in on demand: about 20 MiB of
-// lock-reaper's are resident once a pass has run (BENCHMARKS.md, "Memory when
-// everything is stale"). A limit equal to the container's therefore lets the
+// code and data pages, which the kernel reads in on demand and which stay
+// resident once a pass has run (BENCHMARKS.md has how much). A limit equal to the container's therefore lets the
 // process outgrow it; Fraction of it leaves room for those pages.
 package memlimit
 

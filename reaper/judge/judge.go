@@ -126,9 +126,8 @@ func (j *judge) judgeTaskLock(listed *[]Judgement, at int) {
 // the list is made once at its size: every holding, or the findings. When
 // one worker dies holding everything, or a live one never released the
 // locks of the tasks it finished, a list grown by appending would hold its
-// last two copies at once: tens of megabytes at the peak of a pass (round
-// 10 of BENCHMARKS.md: without it, a dead owner's 200,001 holdings took
-// the audit to 129-130 MiB under the chart's 128 MiB limit).
+// last two copies at once at the peak of a pass, which took a dead owner's
+// audit over the chart's memory limit (BENCHMARKS.md has the figures).
 //
 // The holdings of owners not alive are nearly all findings. Of a live
 // owner's, the task locks whose task row is missing or final are, and about

@@ -45,7 +45,8 @@ const (
 	// release call have at most this many entries together.
 	registryCallBudget = 20_000
 	// registryCountLimit is the largest registry the release script counts
-	// or walks for an owner's new-task check: about 12 ms of SINTERCARD.
+	// or walks for an owner's new-task check, so that no call blocks Redis
+	// for long (BENCHMARKS.md has the cost a registry entry).
 	// A larger one leaves the check to the reserving tasks' task locks.
 	registryCountLimit = registryCallBudget
 )
@@ -130,8 +131,8 @@ const settleLookups = 10_000
 // but moves the members to the new table a bucket per operation on the set
 // (each visiting at most ten empty buckets); until then SSCAN visits the
 // old table too, and each of its steps visits every old bucket that maps to
-// one new bucket: right after a million entries were pruned one SSCAN page
-// of the three left walked the whole old table (44 ms). Each lookup moves
+// one new bucket: right after a large prune, one SSCAN page of the few
+// entries left can walk the whole old table. Each lookup moves
 // the rehashing on a step: the registry is asked SMISMEMBER of
 // settleLookups names (none a member; the answer is not looked at) as many
 // times as the pruned entries' table may need, each command a fraction of

@@ -102,10 +102,10 @@ func (r *Releaser) RememberSeen(ctx context.Context, seen map[string][]string, o
 
 // shrinkSeen empties a large set of keys seen a chunk per command before
 // forget deletes it: DEL frees a set's members in the one command, which
-// blocks Redis about 0.35 µs a member (70 ms for a live owner's 200,000
-// leaked locks). UNLINK would free them in the background, but takes a
-// command the reaper's ACL has not had. A set of one chunk or less is left
-// to the DEL.
+// blocks Redis for as long as a large set takes (a live owner's leaked locks
+// make it long: BENCHMARKS.md). UNLINK would free them in the background,
+// but takes a command the reaper's ACL has not had. A set of one chunk or
+// less is left to the DEL.
 func (r *Releaser) shrinkSeen(ctx context.Context, set string, keys []string) {
 	if len(keys) <= seenChunk {
 		return

@@ -34,8 +34,8 @@ import (
 // pass, a set per owner (RememberSeen), rather than sent with every call.
 // Only an acquire adds to a registry, so when the registry lists nothing
 // but keys the snapshot saw (SINTERCARD of the two equals SCARD of the
-// registry) the owner took no task: a count in Redis, about 0.6 µs an entry
-// (60 ms for a hundred thousand), where walking the registry took 1.75 µs.
+// registry) the owner took no task: a count in Redis, about three times
+// cheaper an entry than walking the registry (BENCHMARKS.md).
 // Otherwise the script walks the registry's task keys a page at a time and
 // asks the set about each page (SMISMEMBER). A registry entry the snapshot
 // did not see whose key no longer exists is stale (pulpcore's legacy
@@ -57,7 +57,8 @@ import (
 // it. (An exclusive lock is not taken again while it stands: the acquire
 // fails on a key that exists.)
 //
-// Counting a registry costs about 0.6 µs an entry, so a call counts (or
+// Counting a registry costs time an entry, in a script that blocks Redis,
+// so a call counts (or
 // walks) no registry of more than registryCountLimit entries: a live owner
 // that leaked a hundred thousand locks would make every call of its
 // releases count them all. Such an owner's guarded holdings are released
