@@ -49,7 +49,9 @@ func NewFleet(rows []AppStatus, now time.Time, grace time.Duration) *Fleet {
 	f := &Fleet{Now: now, Grace: grace, rows: make(map[string]AppStatus, len(rows)), names: make(map[string]Owner, len(rows))}
 	for _, r := range rows {
 		f.rows[r.ID] = r
-		age := now.Sub(r.LastHeartbeat)
+		// A heartbeat ahead of the database's clock (the worker's clock runs
+		// ahead) is no younger than one written now.
+		age := max(now.Sub(r.LastHeartbeat), 0)
 		o, seen := f.names[r.Name]
 		if !seen {
 			o = Owner{Name: r.Name, Liveness: Gone, HeartbeatAge: age}
@@ -148,5 +150,24 @@ func (f *Fleet) WorkerRows() []WorkerRow {
 		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b WorkerRow) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// AheadMargin is how far a heartbeat may be ahead of the database's clock
+// before it is reported: clocks a little apart are normal.
+const AheadMargin = 2 * time.Second
+
+// RowsAhead lists the rows whose heartbeat is more than AheadMargin ahead of
+// the database's clock, in pulp_id order. pulpcore stamps last_heartbeat with
+// the worker's own clock: a worker whose clock runs ahead by some minutes is
+// judged alive those minutes longer after it dies.
+func (f *Fleet) RowsAhead() []AppStatus {
+	var out []AppStatus
+	for _, r := range f.rows {
+		if r.LastHeartbeat.Sub(f.Now) > AheadMargin {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b AppStatus) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

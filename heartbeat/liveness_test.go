@@ -77,7 +77,7 @@ func TestFleetOwner(t *testing.T) {
 		{"dead and late", []row{{"a", ltWorkerTTL, time.Hour}, {"a", ltWorkerTTL, 50 * time.Second}}, "a", Late, 2, 50 * time.Second},
 		{"late and dead", []row{{"a", ltWorkerTTL, 50 * time.Second}, {"a", ltWorkerTTL, time.Hour}}, "a", Late, 2, 50 * time.Second},
 		{"three dead", []row{{"a", ltWorkerTTL, time.Hour}, {"a", ltWorkerTTL, 2 * time.Hour}, {"a", ltWorkerTTL, 61 * time.Second}}, "a", Dead, 3, 61 * time.Second},
-		{"future heartbeat", []row{{"a", ltWorkerTTL, -time.Minute}}, "a", Alive, 1, -time.Minute},
+		{"future heartbeat: its age is bounded at zero", []row{{"a", ltWorkerTTL, -time.Minute}}, "a", Alive, 1, 0},
 		// A longer ttl keeps an older heartbeat alive: liveness is per row,
 		// the best row decides.
 		{"older row with longer ttl", []row{{"a", ltWorkerTTL, 50 * time.Second}, {"a", 120 * time.Second, 100 * time.Second}}, "a", Alive, 2, 50 * time.Second},
@@ -184,4 +184,21 @@ func TestFleetWorkerRows(t *testing.T) {
 		{ID: "4", Name: "w1", Superseded: true, DeadFor: 2*time.Hour - ltWorkerTTL - ltGrace},
 		{ID: "6", Name: "w6", Live: true},
 	}, rows)
+}
+
+// TestFleetHeartbeatAhead: a heartbeat ahead of the database's clock (the
+// worker's clock runs ahead) counts as written now, never as younger, and
+// the fleet lists the rows ahead by more than AheadMargin.
+func TestFleetHeartbeatAhead(t *testing.T) {
+	t.Parallel()
+	f := NewFleet([]AppStatus{
+		ltRow("a", "w-ahead", "worker", ltWorkerTTL, -5*time.Minute),
+		ltRow("b", "w-skew", "worker", ltWorkerTTL, -AheadMargin),
+		ltRow("c", "w-fine", "worker", ltWorkerTTL, time.Second),
+	}, ltNow, ltGrace)
+	require.Equal(t, time.Duration(0), f.Owner("w-ahead").HeartbeatAge)
+	require.Equal(t, Alive, f.Owner("w-ahead").Liveness)
+	ahead := f.RowsAhead()
+	require.Len(t, ahead, 1)
+	require.Equal(t, "a", ahead[0].ID)
 }

@@ -1,14 +1,10 @@
 package reaper
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -93,126 +89,6 @@ func (a *actor) initResults() {
 	}
 }
 
-// release applies the releases in batches of BatchSize, one Lua call each.
-func (a *actor) release(ctx context.Context) error {
-	var todo []int
-	for i, res := range a.holdingResults {
-		if res == "" {
-			todo = append(todo, i)
-		}
-	}
-	// A guarded holding costs the release script a count of its owner's
-	// registry in each batch the owner comes up in: guarded holdings go
-	// last, grouped by owner, so that an owner comes up in few batches.
-	// The guarded shared memberships come last of all: each batch with one
-	// reads the tasks reserving them from the database first, and there
-	// are few (an owner's domains), so they fill few batches. The others
-	// are grouped by owner too: the script removes each owner's registry
-	// entries with one SREM per batch, so a batch of few owners makes few
-	// calls.
-	slices.SortStableFunc(todo, func(x, y int) int {
-		gx, gy := a.plan.Holdings[x], a.plan.Holdings[y]
-		if c := cmp.Compare(releaseGroup(gx), releaseGroup(gy)); c != 0 {
-			return c
-		}
-		return strings.Compare(gx.Owner, gy.Owner)
-	})
-	rel := &redislocks.Releaser{RDB: a.r.rdb, Timeout: a.r.cfg.RedisTimeout, Log: a.r.log}
-	end, err := rel.BatchEnds(ctx, a.plan.Holdings, todo, a.r.cfg.BatchSize)
-	if err != nil {
-		a.failHoldings(todo)
-		return err
-	}
-	forget, err := rel.RememberSeen(ctx, redislocks.SeenRegistries(a.holdings, a.plan.Holdings), redislocks.GuardedOwners(a.plan.Holdings, todo))
-	if err != nil {
-		a.failHoldings(todo)
-		return err
-	}
-	defer forget()
-	logs := a.startReleaseLog()
-	defer logs.wait()
-	return inBatchesCutAt(ctx, todo, end, a.failHoldings, func(done int, idx []int) error {
-		b := redislocks.Batch{Holdings: make([]judge.Holding, len(idx)), Guarded: make([]bool, len(idx))}
-		retired := map[string]bool{}
-		for n, i := range idx {
-			jd := a.plan.Holdings[i]
-			b.Holdings[n] = jd.Holding
-			switch l := jd.Evidence().OwnerLiveness; {
-			case (l == heartbeat.Dead || l == heartbeat.Gone) && !retired[jd.Owner]:
-				retired[jd.Owner] = true
-				b.Retire = append(b.Retire, jd.Owner)
-			case judge.Guarded(jd):
-				b.Guarded[n] = true
-			}
-		}
-		if err := a.readReservers(ctx, &b); err != nil {
-			return err
-		}
-		outcomes, err := rel.Release(context.WithoutCancel(ctx), b)
-		if err != nil {
-			return err
-		}
-		results := make([]Result, len(idx))
-		for n, i := range idx {
-			results[n] = releaseResults[outcomes[n]]
-			a.holdingResults[i] = results[n]
-		}
-		logs.add(idx, results)
-		a.progress(PhaseReleasing, done+len(idx), len(todo))
-		return nil
-	})
-}
-
-// releaseGroup orders the releases: holdings of owners that are neither
-// alive nor late, then the guarded exclusive locks, then the guarded
-// shared memberships.
-func releaseGroup(jd judge.Judgement) int {
-	switch {
-	case !judge.Guarded(jd):
-		return 0
-	case jd.Kind != judge.KindShared:
-		return 1
-	}
-	return 2
-}
-
-// readReservers gives the batch's guarded shared memberships the incomplete
-// tasks that reserve their resources shared, read just before the release:
-// the release script leaves a membership alone whose owner holds the task
-// lock of one of them (a task it took since the snapshot, whose acquire
-// found the owner in the set already and left no trace there). Without the
-// owner registry (pulpcore before 3.117), or with one too large to count,
-// nothing else tells of such a task. An exclusive lock needs no such read:
-// pulpcore's acquire fails on a key that exists, so no new task takes it
-// while it stands.
-func (a *actor) readReservers(ctx context.Context, b *redislocks.Batch) error {
-	var resources []string
-	for n, h := range b.Holdings {
-		if b.Guarded[n] && h.Kind == judge.KindShared {
-			resources = append(resources, h.Resource())
-		}
-	}
-	if len(resources) == 0 {
-		return nil
-	}
-	reservers, err := pulpdb.ReadSharedReservers(context.WithoutCancel(ctx), a.r.pool, a.r.cfg.DatabaseTimeout, resources)
-	if err != nil {
-		return inStep("reading the tasks that reserve the shared resources to release in", SystemDatabase, err)
-	}
-	b.Reservers = make([][]string, len(b.Holdings))
-	for n, h := range b.Holdings {
-		if b.Guarded[n] && h.Kind == judge.KindShared {
-			b.Reservers[n] = reservers[h.Resource()]
-		}
-	}
-	return nil
-}
-
-// releaseResults are the results of the release script's outcomes.
-var releaseResults = map[redislocks.Outcome]Result{
-	redislocks.Released: ResultReleased, redislocks.AlreadyGone: ResultAlreadyGone, redislocks.OwnerChanged: ResultOwnerChanged,
-}
-
 // inBatches calls do with consecutive batches of at most size of todo, and
 // how many came before. A batch is never cut short: ctx is looked at only
 // between batches. When ctx is done or do fails, what is left of todo, the
@@ -236,44 +112,6 @@ func inBatchesCutAt(ctx context.Context, todo []int, cutAt func(start int) int, 
 		}
 	}
 	return nil
-}
-
-// failHoldings marks the holdings of idx that have no result yet failed.
-func (a *actor) failHoldings(idx []int) {
-	for _, i := range idx {
-		if a.holdingResults[i] == "" {
-			a.holdingResults[i] = ResultFailed
-		}
-	}
-}
-
-func (a *actor) logHolding(jd judge.Judgement, res Result) {
-	e := jd.Evidence()
-	attrs := []slog.Attr{
-		slog.String("key", jd.Key), slog.String("kind", jd.Kind.String()), slog.String("owner", jd.Owner),
-		slog.String("verdict", jd.Verdict.String()), slog.String("result", string(res)),
-		slog.String("owner_liveness", e.OwnerLiveness.String()),
-	}
-	if jd.TaskID() != "" {
-		attrs = append(attrs, slog.String("task", jd.TaskID()))
-	}
-	if e.HeartbeatAge != nil {
-		attrs = append(attrs, slog.Duration("heartbeat_age", timeDuration(e.HeartbeatAge)))
-	}
-	if e.TaskState != "" {
-		attrs = append(attrs, slog.String("task_state", e.TaskState))
-	}
-	if e.FinishedAge != nil {
-		attrs = append(attrs, slog.Duration("finished_age", timeDuration(e.FinishedAge)))
-	}
-	if e.Via != "" {
-		attrs = append(attrs, slog.String("via", e.Via))
-	}
-	level := slog.LevelInfo
-	if res == ResultOwnerChanged {
-		level = slog.LevelWarn
-	}
-	a.r.log.LogAttrs(context.Background(), level, "released holding", attrs...)
 }
 
 // updateTasks applies the task updates. A requeue or cancel of a waiting task
@@ -308,31 +146,34 @@ func (a *actor) updateTasks(ctx context.Context) error {
 	up := &pulpdb.TaskUpdater{Pool: a.r.pool, Timeout: a.r.cfg.DatabaseTimeout, Log: a.r.log}
 	return inBatches(ctx, todo, a.r.cfg.BatchSize, a.failTasks, func(done int, idx []int) error {
 		batch := make([]judge.TaskJudgement, len(idx))
+		var signal []string
 		for n, i := range idx {
 			batch[n] = a.plan.Tasks[i]
+			if judge.NeedsCancelSignal(&batch[n]) {
+				signal = append(signal, batch[n].ID)
+			}
+		}
+		// The cancel signals go first: a process that stops between the
+		// two steps (a kill, a lost connection) leaves either signals for
+		// tasks still running, which the next pass cancels and signals
+		// again, or nothing. Sent after the commit, they were lost for
+		// good with such a stop: the next pass sees the tasks finished. A
+		// signal for a task whose update then loses its race (the task
+		// ended meanwhile) is read by no worker and expires.
+		if err := redislocks.PublishCancelSignals(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, signal); err != nil {
+			return inStep("publishing cancel signals in", SystemRedis, err)
 		}
 		updated, err := up.UpdateBatch(context.WithoutCancel(ctx), batch)
 		if err != nil {
 			return inStep("updating Pulp's tasks in", SystemDatabase, err)
 		}
-		results := make([]Result, len(idx))
-		for n, ok := range updated {
-			results[n] = ResultSkipped
-			if ok {
-				results[n] = ResultUpdated
-			}
-		}
-		var signal []string
 		for n, i := range idx {
-			a.taskResults[i] = results[n]
-			a.logTask(a.plan.Tasks[i], results[n])
-			if results[n] == ResultUpdated && judge.NeedsCancelSignal(&a.plan.Tasks[i]) {
-				signal = append(signal, a.plan.Tasks[i].ID)
+			res := ResultSkipped
+			if updated[n] {
+				res = ResultUpdated
 			}
-		}
-		// The batch's updates stand: a failed signal fails the tasks after it.
-		if err := redislocks.PublishCancelSignals(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.log, signal); err != nil {
-			return inStep("publishing cancel signals in", SystemRedis, err)
+			a.taskResults[i] = res
+			a.logTask(a.plan.Tasks[i], res)
 		}
 		a.progress(PhaseUpdatingTasks, done+len(idx), len(todo))
 		return nil

@@ -322,8 +322,10 @@ func TestFaultPostgresStatementBlocked(t *testing.T) {
 }
 
 // TestFaultPostgresDropsBeforeTaskUpdates: the database connection drops
-// between the snapshot and the task updates. The releases, conditional on
-// Redis alone, stand; no task is half-updated; the next pass updates them.
+// between the snapshot and the task updates. The releases conditional on
+// Redis alone stand; the dead owner's shared membership, whose release first
+// reads the database (a reborn name may have taken a task reserving it),
+// fails and is left; no task is half-updated; the next pass finishes.
 func TestFaultPostgresDropsBeforeTaskUpdates(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -339,7 +341,8 @@ func TestFaultPostgresDropsBeforeTaskUpdates(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	holdings, tasks := sfResults(rep)
-	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: len(fl.stale)}, holdings)
+	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: len(fl.stale) - 1, reaper.ResultFailed: 1}, holdings)
+	require.Equal(t, reaper.ResultFailed, findingFor(rep, judge.ResourceKeyPrefix+domain, fl.deadOwner).Result)
 	require.Equal(t, map[reaper.Result]int{reaper.ResultFailed: len(fl.lost)}, tasks)
 	require.Equal(t, dbBefore, sfDBState(f))
 	sfRequireHealthy(f, fl)

@@ -31,6 +31,10 @@ const (
 // write to the database: a hot standby, or a read-only session.
 const GuardWritablePrimary = "writable-primary"
 
+// GuardRedisPrimary names the guard an audit reports when Redis is no
+// primary: a pass would stop before its first write.
+const GuardRedisPrimary = "redis-primary"
+
 // Reaper runs passes against one Redis and one database.
 type Reaper struct {
 	cfg  Config
@@ -118,6 +122,11 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 		if err := pulpdb.CheckSecondConnection(ctx, r.pool, r.cfg.DatabaseTimeout); err != nil {
 			return fmt.Errorf("%w: %w", errNoSnapshot, err)
 		}
+		// As the database is asked whether it takes writes: a writable
+		// replica would take the releases while Pulp's primary keeps them.
+		if err := redislocks.CheckPrimary(ctx, r.rdb, r.cfg.RedisTimeout); err != nil {
+			return inStep("checking that Redis is the primary in", SystemRedis, err)
+		}
 	}
 
 	snap, err := r.snapshot(ctx, opts, rep)
@@ -189,6 +198,11 @@ func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge
 		// Only an audit gets here: a pass that writes checked first.
 		rep.Guards = append(rep.Guards, Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
 	}
+	if opts.Mode == ModeAudit {
+		if np := (*redislocks.NotPrimaryError)(nil); errors.As(redislocks.CheckPrimary(ctx, r.rdb, r.cfg.RedisTimeout), &np) {
+			rep.Guards = append(rep.Guards, Guard{Name: GuardRedisPrimary, Reason: np.Error() + "; a pass would stop before its first write"})
+		}
+	}
 	rep.Ignored = ignoredOf(rs.Ignored)
 	rep.Scanned = Scanned{Keys: rs.Keys, Owners: len(ds.AppStatuses), Tasks: len(ds.Tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
 	for _, h := range rs.Holdings {
@@ -201,6 +215,10 @@ func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge
 	rep.activeOwners = rs.ActiveOwners
 	if note := WorkerTypeNote(len(rs.Holdings), rs.ActiveOwners, ds.AppStatuses, ds.Now); note != "" {
 		rep.Notes = append(rep.Notes, note+". To check: "+WorkerTypeFix)
+	}
+	if note := aheadNote(ds.AppStatuses, ds.Now, r.cfg.Policy.HeartbeatGrace); note != "" {
+		rep.Notes = append(rep.Notes, note)
+		r.log.Warn("heartbeats ahead of the database clock", slog.String("note", note))
 	}
 	for _, ig := range rs.Ignored {
 		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))

@@ -6,7 +6,7 @@ package judge
 // DeferredTaskLockHeld is why a task update waits for a later pass.
 const DeferredTaskLockHeld = "its task lock is still held"
 
-// NeedsCancelSignal says a task update finished a task that a worker may
+// NeedsCancelSignal says a task update finishes a task that a worker may
 // still be running: pulpcore's cancel signal then makes a worker that was
 // only late abort it, rather than run on beside the next holder of its
 // resources.

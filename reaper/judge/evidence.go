@@ -176,11 +176,25 @@ func (o *ownerRecord) report(name string, holdings int) OwnerReport {
 }
 
 // Guarded says a release must first check that the holding's owner took no
-// new task since the snapshot: a resource of a live or late owner.
+// new task since the snapshot that may hold the same resource again: a
+// resource holding of a live or late owner, and a shared membership of any
+// owner. Lock values are names, not incarnations: a dead or gone name can be
+// reborn at any moment of the pass (a worker restarted under the same
+// {pid}@{hostname}) and take a task that reserves the same resource shared,
+// and the acquire adds a name already in the set without a trace. A task
+// lock or an exclusive lock of a name neither alive nor late needs no check:
+// the acquire fails on a key that exists, so a reborn name cannot have
+// taken it again while it stands.
 func Guarded(jd Judgement) bool {
 	l := heartbeat.Gone
 	if jd.facts != nil {
 		l = jd.facts.owner.liveness
 	}
-	return (l == heartbeat.Alive || l == heartbeat.Late) && jd.Kind != KindTask
+	switch jd.Kind {
+	case KindTask:
+		return false
+	case KindShared:
+		return true
+	}
+	return l == heartbeat.Alive || l == heartbeat.Late
 }

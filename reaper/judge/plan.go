@@ -3,6 +3,7 @@ package judge
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -151,3 +152,25 @@ type OwnerReport struct {
 type Duration time.Duration
 
 func durationPtr(d time.Duration) *Duration { v := Duration(d); return &v }
+
+// HoldsAsStale says the snapshot saw the task lock of taskID held by owner
+// and this plan does not keep it (it releases it, waits to confirm it, or
+// defers its release). Such a task is no new task of the owner's: a shared
+// membership it reserves is not the owner's since the snapshot, and the
+// release of the membership does not wait for it. The plan lists its task
+// locks first, in key order (sortJudgements).
+func (p *Plan) HoldsAsStale(taskID, owner string) bool {
+	key := TaskKeyPrefix + taskID
+	i, found := slices.BinarySearchFunc(p.Holdings, key, func(jd Judgement, key string) int {
+		if jd.Kind != KindTask {
+			return 1
+		}
+		return strings.Compare(jd.Key, key)
+	})
+	for ; found && i < len(p.Holdings) && p.Holdings[i].Key == key; i++ {
+		if jd := p.Holdings[i]; jd.Owner == owner {
+			return jd.Action != ActionKeep
+		}
+	}
+	return false
+}

@@ -20,6 +20,75 @@ WHERE NOT (state IN ('completed', 'failed', 'canceled', 'skipped'))
   AND state IN ('waiting', 'running', 'canceling')
   AND reserved_resources_record && $1::text[]`
 
+// liveNamesSQL lists which of $1 (owner names) a core_appstatus row alive or
+// late carries now, by the database's clock: last_heartbeat within its ttl
+// plus the heartbeat grace ($2).
+const liveNamesSQL = `
+SELECT DISTINCT name FROM core_appstatus
+WHERE name = ANY($1::text[]) AND last_heartbeat >= now() - ttl - $2::interval`
+
+// uncommittedTaskWritesSQL counts the other sessions that hold a write lock
+// on core_task: a transaction that inserted or changed a task row and has
+// not committed. PostgreSQL keeps the lock until the transaction ends, and
+// pg_locks shows every session's locks to every role. A relation's oid is
+// only unique within its database (a database made from a template shares
+// its tables' oids), hence the database.
+const uncommittedTaskWritesSQL = `
+SELECT count(DISTINCT pid) FROM pg_locks
+WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND granted AND pid <> pg_backend_pid()
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND relation = to_regclass('core_task')`
+
+// SharedCheck is what the release of shared memberships reads just before
+// its call (ReadSharedCheck).
+type SharedCheck struct {
+	// Reservers lists, by resource, the incomplete tasks reserving it shared.
+	Reservers map[string][]string
+	// LiveNames are the names asked of that a row alive or late carries now.
+	LiveNames map[string]bool
+	// UncommittedTaskWrites counts the other sessions with a write to
+	// core_task not yet committed.
+	UncommittedTaskWrites int
+}
+
+// ReadSharedCheck reads what may have made a shared membership a new task's
+// since the snapshot: the tasks reserving each of resources shared
+// (ReadSharedReservers), which of names (owners judged dead or gone) a row
+// alive or late carries now, and whether a write to core_task is not yet
+// committed (a task whose row other sessions cannot see yet).
+func ReadSharedCheck(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, resources, names []string, grace time.Duration) (SharedCheck, error) {
+	var c SharedCheck
+	var err error
+	if c.Reservers, err = ReadSharedReservers(ctx, pool, timeout, resources); err != nil {
+		return c, err
+	}
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := pool.QueryRow(qctx, uncommittedTaskWritesSQL).Scan(&c.UncommittedTaskWrites); err != nil {
+		return c, fmt.Errorf("read the uncommitted writes to core_task (pg_locks): %w", err)
+	}
+	if len(names) == 0 {
+		return c, nil
+	}
+	rows, err := pool.Query(qctx, liveNamesSQL, names, grace)
+	if err != nil {
+		return c, fmt.Errorf("read the rows of %d owners judged dead or gone: %w", len(names), err)
+	}
+	defer rows.Close()
+	c.LiveNames = map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return c, fmt.Errorf("read the rows of owners judged dead or gone: %w", err)
+		}
+		c.LiveNames[name] = true
+	}
+	if err := rows.Err(); err != nil {
+		return c, fmt.Errorf("read the rows of owners judged dead or gone: %w", err)
+	}
+	return c, nil
+}
+
 // ReadSharedReservers reads, for each of resources (names without the lock
 // key prefix), the incomplete tasks (waiting, running or canceling) whose
 // reserved_resources_record lists it shared. The release phase asks it just

@@ -182,3 +182,20 @@ func appendReservers(args []any, b Batch) []any {
 	args[at] = c
 	return args
 }
+
+// Without is the batch less the holdings leave marks, in order; the owners
+// to retire stay.
+func (b Batch) Without(leave []bool) Batch {
+	out := Batch{Retire: b.Retire}
+	for n, h := range b.Holdings {
+		if leave[n] {
+			continue
+		}
+		out.Holdings = append(out.Holdings, h)
+		out.Guarded = append(out.Guarded, b.Guarded[n])
+		if b.Reservers != nil {
+			out.Reservers = append(out.Reservers, b.Reservers[n])
+		}
+	}
+	return out
+}
