@@ -127,7 +127,7 @@ func (j *judge) judgeTaskLock(listed *[]Judgement, at int) {
 // one worker dies holding everything, or a live one never released the
 // locks of the tasks it finished, a list grown by appending would hold its
 // last two copies at once: tens of megabytes at the peak of a pass (round
-// 10 of BENCHMARKS.md: without it, a dead owner's 200,001 holdings took
+// 10 in docs/benchmarks-history.md: without it, a dead owner's 200,001 holdings took
 // the audit to 129-130 MiB under the chart's 128 MiB limit).
 //
 // The holdings of owners not alive are nearly all findings. Of a live
