@@ -29,7 +29,7 @@ const (
 )
 
 // rssLimit is the memory a CronJob's pod is given in the chart's example and
-// the README's sizing advice.
+// the sizing advice of docs/kubernetes.md (Memory).
 const rssLimit = 128 << 20
 
 // Defaults of the dead-owner scenario where the fleet's do not fit: 100,000

@@ -322,7 +322,7 @@ func TestPodMonitor(t *testing.T) {
 
 // TestSecretRotation: a Deployment rolls when a DSN given to the chart
 // changes (checksum/secret), and has no checksum of a Secret the chart does
-// not manage, which therefore needs a restart after rotation (README.md).
+// not manage, which therefore needs a restart after rotation (docs/kubernetes.md).
 func TestSecretRotation(t *testing.T) {
 	t.Parallel()
 	sum := func(vals map[string]any) (string, bool) {

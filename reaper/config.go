@@ -47,7 +47,7 @@ type Config struct {
 	PodSource PodSource
 }
 
-// Defaults of Config, as verdicts.md and the README give them.
+// Defaults of Config, as docs/verdicts.md and docs/configuration.md give them.
 const (
 	DefaultHeartbeatGrace  = 30 * time.Second
 	DefaultFinishedGrace   = 60 * time.Second

@@ -75,7 +75,7 @@ func explainFailure(err error, t targets) failure {
 		f.message += "\nAuthentication failed: check the user and password of redis.url (REAPER_REDIS_URL), redis.username and redis.password."
 	case strings.Contains(raw, "NOPERM"):
 		f.configuration = true
-		f.message += "\nThe Redis user lacks a permission lock-reaper needs: see the ACL in the README."
+		f.message += "\nThe Redis user lacks a permission lock-reaper needs: see the ACL user of docs/security.md (internal/privilege/redis.acl)."
 	case strings.Contains(raw, "context deadline exceeded") || strings.Contains(raw, "i/o timeout"):
 		f.message += "\nNo answer within redis.timeout: is the address right and reachable from here?"
 	}

@@ -120,7 +120,7 @@ func checkRedisACL(ctx context.Context, t Target) Result {
 // which the release script counts a live owner's registry with. Redis 6.2
 // has not, so its ACL leaves +sintercard out and the script walks instead. A
 // version INFO does not tell counts as 7: the check is then as strict as
-// the README's ACL.
+// internal/privilege/redis.acl.
 func redisHasSintercard(ctx context.Context, rdb redis.UniversalClient) bool {
 	server, err := readInfo(ctx, rdb, "server")
 	if err != nil {
@@ -276,10 +276,10 @@ func evalACL(a aclAnswers) Result {
 	switch {
 	case len(missing) > 0:
 		return Result{Status: Fail, Evidence: evidence + "; refused: " + strings.Join(missing, ", ") + " (a pass needs them)",
-			Fix: "run the ACL SETUSER line of the README (internal/privilege/redis.acl) for the reaper's user."}
+			Fix: "run the ACL SETUSER line of docs/security.md (internal/privilege/redis.acl) for the reaper's user."}
 	case len(extra) > 0:
 		return Result{Status: Warn, Evidence: evidence + "; also allowed: " + strings.Join(extra, ", ") + " (more than a pass needs)",
-			Fix: "give the reaper an ACL user of its own with exactly the README's ACL SETUSER rules."}
+			Fix: "give the reaper an ACL user of its own with exactly the ACL SETUSER rules of docs/security.md."}
 	case len(a.unclear) > 0:
 		return Result{Status: Warn, Evidence: evidence, Fix: "check the ACL by hand with ACL DRYRUN."}
 	}

@@ -23,7 +23,7 @@ import (
 )
 
 // TestCleanDeploymentEveryCheckOK runs `lock-reaper doctor` against a
-// deployment set up as the README says: a Redis that never evicts locks and
+// deployment set up as docs/doctor.md and docs/security.md say: a Redis that never evicts locks and
 // appends to an AOF, the documented ACL user and PostgreSQL role, pulpcore
 // 3.117 workers on time holding registered locks. Every check is ok, and
 // the exit code is 0.

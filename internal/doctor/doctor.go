@@ -212,7 +212,7 @@ func grantFix(err error) string {
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
 		return "point database.url at pulpcore's database (and search_path at its schema)."
 	}
-	return "grant the README's least-privilege set (internal/privilege/postgres.sql) to the role."
+	return "grant the least-privilege set of docs/security.md (internal/privilege/postgres.sql) to the role."
 }
 
 // couldNotCheck is the result of a check whose read was refused or failed.

@@ -208,16 +208,16 @@ func TestStatusLevels(t *testing.T) {
 	require.Equal(t, []int{0, 1, 2}, []int{OK.Level(), Warn.Level(), Fail.Level()})
 }
 
-// TestREADMEDocumentsEveryCheck: each check has its row in the README's
-// doctor table, and the checks Run runs are exactly CheckNames.
-func TestREADMEDocumentsEveryCheck(t *testing.T) {
+// TestDocsDocumentEveryCheck: each check has its row in docs/doctor.md's
+// table, and the checks Run runs are exactly CheckNames.
+func TestDocsDocumentEveryCheck(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "doctor.md"))
 	require.NoError(t, err)
 	require.Len(t, checks, len(CheckNames))
 	for i, name := range CheckNames {
 		require.Equal(t, name, checks[i].name)
-		require.Contains(t, string(readme), "| `"+name+"` |", name)
+		require.Contains(t, string(doc), "| `"+name+"` |", name)
 	}
 }
 

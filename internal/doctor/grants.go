@@ -33,7 +33,7 @@ func (g grant) String() string {
 var columnGrant = regexp.MustCompile(`(?m)^GRANT (\w+) \(([^)]*)\) ON (\w+) TO [^;]*;[ \t]*(-- optional)?`)
 
 // documentedGrants reads the least-privilege set from
-// internal/privilege/postgres.sql, the file the README quotes: USAGE on the
+// internal/privilege/postgres.sql, the file docs/security.md links: USAGE on the
 // schema and the column privileges it grants, and nothing else; optional
 // lists the grants a pass does without.
 func documentedGrants() (set, optional map[grant]bool, tables []string) {
@@ -88,7 +88,7 @@ func checkPostgresGrants(ctx context.Context, t Target) Result {
 	}
 	if super {
 		return Result{Status: Warn, Evidence: fmt.Sprintf("role %q is a superuser: it may do anything", role),
-			Fix: "create the README's lock_reaper role (internal/privilege/postgres.sql) and use it in database.url."}
+			Fix: "create the lock_reaper role of docs/security.md (internal/privilege/postgres.sql) and use it in database.url."}
 	}
 	var present int
 	if err := t.Postgres.QueryRow(ctx, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ANY($1)", tables).Scan(&present); err != nil {
@@ -141,12 +141,12 @@ func evalGrants(role string, want, optional, have map[grant]bool) Result {
 			e += "; beyond the documented set " + strings.Join(extra, ", ")
 		}
 		return Result{Status: Fail, Evidence: e,
-			Fix: "grant the README's least-privilege set (internal/privilege/postgres.sql) to the role."}
+			Fix: "grant the least-privilege set of docs/security.md (internal/privilege/postgres.sql) to the role."}
 	case len(extra) > 0:
 		return Result{Status: Warn, Evidence: evidence + ": beyond the documented set " + strings.Join(extra, ", "),
-			Fix: "revoke what the README's least-privilege set (internal/privilege/postgres.sql) does not grant."}
+			Fix: "revoke what the least-privilege set of docs/security.md (internal/privilege/postgres.sql) does not grant."}
 	}
-	return Result{Status: OK, Evidence: fmt.Sprintf("%s holds the README's least-privilege set (%d privileges) and nothing beyond", evidence, len(want)-len(diffGrants(optional, have)))}
+	return Result{Status: OK, Evidence: fmt.Sprintf("%s holds the least-privilege set of docs/security.md (%d privileges) and nothing beyond", evidence, len(want)-len(diffGrants(optional, have)))}
 }
 
 // diffGrants lists the grants of a that b lacks, sorted.

@@ -87,7 +87,7 @@ func checkPostgresPooler(ctx context.Context, t Target) Result {
 		// A prepared statement missing, or there already, on a connection
 		// that cached it: a pooler gave it another server connection.
 		return Result{Status: Fail, Evidence: "a prepared statement of pgx's statement cache was missing on its connection (" + pe.Message + "): a transaction pooler is in between and hands the cache's statements to other server connections",
-			Fix: "set database.exec_mode: exec (README, PgBouncer), or connect directly or through PgBouncer in session mode."}
+			Fix: "set database.exec_mode: exec (docs/safety.md, PgBouncer), or connect directly or through PgBouncer in session mode."}
 	}
 	if err != nil {
 		return couldNotCheck("probe for a transaction pooler", err, "check that database.url reaches pulpcore's database.")
@@ -167,7 +167,7 @@ func evalPooler(p poolerProbe) Result {
 	case (p.got != p.want || p.pidAfter != p.pidBefore) && p.cachesStatements:
 		return Result{Status: Fail, Evidence: fmt.Sprintf("session state did not stay with the session: setting %q read back as %q, backend pid %d then %d; a transaction pooler is in between, and pgx's statement cache (the exec mode in use) gives prepared statements to connections that do not have them",
 			poolerProbeSetting, p.got, p.pidBefore, p.pidAfter),
-			Fix: "set database.exec_mode: exec (README, PgBouncer), or connect directly or through PgBouncer in session mode."}
+			Fix: "set database.exec_mode: exec (docs/safety.md, PgBouncer), or connect directly or through PgBouncer in session mode."}
 	case p.got != p.want || p.pidAfter != p.pidBefore:
 		return Result{Status: OK, Evidence: fmt.Sprintf("a transaction pooler is in between (setting %q read back as %q, backend pid %d then %d); a pass keeps its locks and timeouts inside one transaction and its exec mode caches no statements, so it works through it",
 			poolerProbeSetting, p.got, p.pidBefore, p.pidAfter)}

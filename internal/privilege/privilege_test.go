@@ -3,6 +3,7 @@ package privilege
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -36,24 +37,76 @@ func TestRedisRules(t *testing.T) {
 	require.True(t, strings.HasPrefix(RedisSetUserCommand("u", "p"), "ACL SETUSER u reset on >p resetkeys ~task:* "))
 }
 
-// TestDocumentationShowsTheseDefinitions: the documentation quotes the
-// definitions the tests run under, verbatim, so that what operators create
-// is what was tested.
+// TestDocumentationShowsTheseDefinitions: the documentation links the
+// definitions the tests run under, and the one command it shows, the ACL
+// SETUSER line, is theirs verbatim, so that what operators create is what
+// was tested. A page that copies the SQL must copy it whole.
 func TestDocumentationShowsTheseDefinitions(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join("..", "..")
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "safety.md"))
-	require.NoError(t, err)
-	require.Contains(t, string(doc), PostgresSQL)
-	require.Contains(t, string(doc), RedisSetUserCommand(DefaultRedisUser, DefaultPassword))
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		require.NoError(t, err)
+		return string(data)
+	}
+	security := read("docs/security.md")
+	require.Contains(t, security, "](../internal/privilege/postgres.sql)")
+	require.Contains(t, security, "](../internal/privilege/redis.acl)")
+	require.Contains(t, security, RedisSetUserCommand(DefaultRedisUser, DefaultPassword))
+	require.Contains(t, read("SECURITY.md"), "](internal/privilege/postgres.sql)")
+	require.Contains(t, read("SECURITY.md"), "](internal/privilege/redis.acl)")
 
-	// Once merged into the README, the README must quote them verbatim too.
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	for _, name := range []string{"README.md", "SECURITY.md", "docs/security.md", "docs/safety.md"} {
+		doc := read(name)
+		if strings.Contains(doc, "ACL SETUSER "+DefaultRedisUser+" reset") {
+			require.Contains(t, doc, RedisSetUserCommand(DefaultRedisUser, DefaultPassword), name)
+		}
+		if strings.Contains(doc, "CREATE ROLE") {
+			require.Contains(t, doc, PostgresSQL, name)
+		}
+	}
+}
+
+// grantLine is one column grant of postgres.sql.
+var grantLine = regexp.MustCompile(`(?m)^GRANT (SELECT|UPDATE) \(([^)]*)\) ON (\w+) TO`)
+
+// TestDocumentedColumnsAreTheGrants: docs/security.md's table of the role's
+// grants names, for each table, exactly the columns postgres.sql grants, and
+// SECURITY.md names every column the reaper may update.
+func TestDocumentedColumnsAreTheGrants(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	security, err := os.ReadFile(filepath.Join(root, "docs", "security.md"))
 	require.NoError(t, err)
-	if strings.Contains(string(readme), "ACL SETUSER") {
-		require.Contains(t, string(readme), RedisSetUserCommand(DefaultRedisUser, DefaultPassword))
+	policy, err := os.ReadFile(filepath.Join(root, "SECURITY.md"))
+	require.NoError(t, err)
+
+	// The rows of the table: | `table` ... | SELECT columns | UPDATE columns | why |
+	documented := map[string]bool{}
+	for _, line := range strings.Split(string(security), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 6 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`core_") {
+			continue
+		}
+		table := strings.Trim(strings.Fields(cells[1])[0], "`")
+		for i, privilege := range map[int]string{2: "SELECT", 3: "UPDATE"} {
+			for _, col := range strings.Split(cells[i], ",") {
+				if col = strings.Trim(strings.TrimSpace(col), "`"); col != "" {
+					documented[privilege+" "+table+"."+col] = true
+				}
+			}
+		}
 	}
-	if strings.Contains(string(readme), "CREATE ROLE") {
-		require.Contains(t, string(readme), PostgresSQL)
+	granted := map[string]bool{}
+	for _, m := range grantLine.FindAllStringSubmatch(PostgresSQL, -1) {
+		for _, col := range strings.Split(m[2], ",") {
+			granted[m[1]+" "+m[3]+"."+strings.TrimSpace(col)] = true
+			if m[1] == "UPDATE" {
+				require.Contains(t, string(policy), "`"+m[3]+"`", "SECURITY.md names the table %s", m[3])
+				require.Contains(t, string(policy), "`"+strings.TrimSpace(col)+"`", "SECURITY.md names the column %s.%s", m[3], col)
+			}
+		}
 	}
+	require.NotEmpty(t, granted)
+	require.Equal(t, granted, documented)
 }

@@ -127,7 +127,7 @@ func (j *judge) judgeTaskLock(listed *[]Judgement, at int) {
 // one worker dies holding everything, or a live one never released the
 // locks of the tasks it finished, a list grown by appending would hold its
 // last two copies at once at the peak of a pass, which took a dead owner's
-// audit over the chart's memory limit (BENCHMARKS.md has the figures).
+// audit over the chart's memory limit (docs/benchmarks-history.md has the figures).
 //
 // The holdings of owners not alive are nearly all findings. Of a live
 // owner's, the task locks whose task row is missing or final are, and about

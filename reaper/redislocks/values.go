@@ -61,7 +61,7 @@ func (rr *Reader) values(ctx context.Context, keys []string) ([]*string, error) 
 		}
 		rr.noMGET = true
 		if rr.Log != nil {
-			rr.Log.Warn("the Redis user may not run MGET: lock values are read one GET each, which costs Redis about twice the work; add +mget to its ACL (README, Redis ACL)",
+			rr.Log.Warn("the Redis user may not run MGET: lock values are read one GET each, which costs Redis about twice the work; add +mget to its ACL (docs/security.md, The Redis ACL user)",
 				slog.String("error", err.Error()))
 		}
 	}
