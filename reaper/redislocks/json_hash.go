@@ -3,6 +3,8 @@ package redislocks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,7 +42,7 @@ func readJSONHash[T any](ctx context.Context, rdb redis.UniversalClient, timeout
 func writeJSONHash[T any](ctx context.Context, rdb redis.UniversalClient, timeout, ttl time.Duration, key string, m map[string]T) error {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {
+	cmds, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {
 		p.Del(cctx, key)
 		if len(m) == 0 {
 			return nil
@@ -57,5 +59,19 @@ func writeJSONHash[T any](ctx context.Context, rdb redis.UniversalClient, timeou
 		p.Expire(cctx, key, ttl)
 		return nil
 	})
+	return refusedIn(cmds, err)
+}
+
+// refusedIn names the command a MULTI refused: Redis answers EXEC with
+// EXECABORT alone, and the command's own error (NOPERM …) says which.
+func refusedIn(cmds []redis.Cmder, err error) error {
+	if err == nil || !strings.HasPrefix(err.Error(), "EXECABORT") {
+		return err
+	}
+	for _, c := range cmds {
+		if cerr := c.Err(); cerr != nil && !strings.HasPrefix(cerr.Error(), "EXECABORT") {
+			return fmt.Errorf("%s refused: %w", strings.ToUpper(c.Name()), cerr)
+		}
+	}
 	return err
 }

@@ -61,7 +61,10 @@ const (
 // stay). It returns the next cursor ("0" at the end), the entries pruned and
 // 1 when an entry of an existing key was seen. A registry that is not a set
 // is left alone and ends the walk.
-var pruneRegistryScript = redis.NewScript(`
+var pruneRegistryScript = redis.NewScript(aclCheckLua(
+	[]string{"'TYPE'", "KEYS[1]"}, []string{"'SSCAN'", "KEYS[1]", "'0'"},
+	[]string{"'EXISTS'", luaString(judge.TaskKeyPrefix + "x")}, []string{"'SREM'", "KEYS[1]", "'x'"},
+) + `
 local registry = KEYS[1]
 if redis.call('TYPE', registry)['ok'] ~= 'set' then return {'0', 0, 1} end
 local page = redis.call('SSCAN', registry, ARGV[1], 'COUNT', tonumber(ARGV[2]))

@@ -89,7 +89,13 @@ import (
 // task lock the snapshot saw or no task key at all, so the new-task check
 // counts it alike on both sides), and a key deleted at the end is absent for
 // every holding after it (gone), so the results are those of writing at once.
-var releaseScript = redis.NewScript(`
+var releaseScript = redis.NewScript(aclCheckLua(
+	[]string{"'TYPE'", "KEYS[1]"}, []string{"'EXISTS'", "KEYS[1]"}, []string{"'GET'", "KEYS[1]"}, []string{"'DEL'", "KEYS[1]"},
+	[]string{"'SREM'", "KEYS[1]", "'x'"}, []string{"'SISMEMBER'", "KEYS[1]", "'x'"},
+	[]string{"'SCARD'", luaString(OwnerLocksPrefix + "x")}, []string{"'SSCAN'", luaString(OwnerLocksPrefix + "x"), "'0'"},
+	[]string{"'SREM'", luaString(OwnerLocksPrefix + "x"), "'x'"}, []string{"'SREM'", luaString(ActiveOwnersKey), "'x'"},
+	[]string{"'SMISMEMBER'", luaString(RegistrySeenPrefix + "x"), "'x'"},
+) + `
 local n, flags = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local function is_set(k) return redis.call('TYPE', k)['ok'] == 'set' end

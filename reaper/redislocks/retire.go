@@ -30,7 +30,11 @@ import (
 //
 // It returns the number of entries pruned, the owners that left, the large
 // owners, and the index in ARGV of the first owner it did not look at.
-var retireScript = redis.NewScript(`
+var retireScript = redis.NewScript(aclCheckLua(
+	[]string{"'TYPE'", luaString(ActiveOwnersKey)}, []string{"'SSCAN'", luaString(OwnerLocksPrefix + "x"), "'0'"},
+	[]string{"'EXISTS'", luaString(judge.TaskKeyPrefix + "x")}, []string{"'SREM'", luaString(OwnerLocksPrefix + "x"), "'x'"},
+	[]string{"'SREM'", luaString(ActiveOwnersKey), "'x'"},
+) + `
 local active = '` + ActiveOwnersKey + `'
 if redis.call('TYPE', active)['ok'] ~= 'set' then return {0, {}, {}, #ARGV + 1} end
 local function is_lock_key(k)

@@ -1,0 +1,57 @@
+package reaper_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
+	"github.com/lock-reaper/lock-reaper/reaper"
+)
+
+// TestACLMissingACommandChangesNothing: the Redis user lacks one command
+// the release needs (GET, DEL, SREM, SCARD). Before, the script failed
+// halfway, without naming the command, and without DEL or SCARD a
+// membership was removed while the report said failed. Now the release
+// asks Redis first whether it may run each command it calls: the pass
+// fails naming the refused command and the fix, and Redis holds every lock
+// it held.
+func TestACLMissingACommandChangesNothing(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"get", "del", "srem", "scard"} {
+		t.Run(cmd, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			r, db := testenv.NewRedis(t), testenv.NewDatabase(t)
+			spec := sim.IncidentSpec{DeadTaskLocks: 6, DeadResourceLocks: 4, DeadRunning: 2, LiveWorkers: 2}
+			inc, err := sim.BuildIncident(ctx, r.Client, db.Pool, spec)
+			require.NoError(t, err)
+			p := pvRestrict(t, r, db)
+			require.NoError(t, r.Client.Do(ctx, "ACL", "SETUSER", p.user, "-"+cmd).Err())
+			env := map[string]string{"REAPER_REDIS_URL": p.redisURL, "REAPER_DATABASE_URL": p.database, "REAPER_LOG_FORMAT": "json"}
+			code, stdout, stderr := pvRun(t, env, "once", "--output", "json")
+			require.NotZero(t, code, stderr)
+			var rep reaper.Report
+			require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+			require.Contains(t, rep.Error, "may not run "+strings.ToUpper(cmd))
+			require.Contains(t, rep.Error, "nothing was changed")
+			holdings, _ := sfResults(&rep)
+			require.Equal(t, map[reaper.Result]int{reaper.ResultFailed: len(inc.Stale)}, holdings)
+			for _, h := range append(inc.Stale, inc.Healthy...) {
+				typ := r.Client.Type(ctx, h.Key).Val()
+				switch typ {
+				case "string":
+					require.Equal(t, h.Owner, r.Client.Get(ctx, h.Key).Val(), h.Key)
+				case "set":
+					require.True(t, r.Client.SIsMember(ctx, h.Key, h.Owner).Val(), "%s lost %s", h.Key, h.Owner)
+				default:
+					t.Fatalf("%s is gone", h.Key)
+				}
+			}
+		})
+	}
+}
