@@ -62,8 +62,8 @@ const (
 // 1 when an entry of an existing key was seen. A registry that is not a set
 // is left alone and ends the walk.
 var pruneRegistryScript = redis.NewScript(aclCheckLua(
-	[]string{"'TYPE'", "KEYS[1]"}, []string{"'SSCAN'", "KEYS[1]", "'0'"},
-	[]string{"'EXISTS'", luaString(judge.TaskKeyPrefix + "x")}, []string{"'SREM'", "KEYS[1]", "'x'"},
+	[]string{"'TYPE'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')"}, []string{"'SSCAN'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')", "'0'"},
+	[]string{"'EXISTS'", luaString(judge.TaskKeyPrefix + "x")}, []string{"'SREM'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')", "'x'"},
 ) + `
 local registry = KEYS[1]
 if redis.call('TYPE', registry)['ok'] ~= 'set' then return {'0', 0, 1} end

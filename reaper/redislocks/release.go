@@ -76,6 +76,9 @@ const handedBack Outcome = 'b'
 // new-task check ended) go to a further call, as many as it takes: each
 // call settles at least its first guarded owner.
 func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
+	if len(b.Holdings) == 0 && len(b.Retire) == 0 {
+		return nil, nil
+	}
 	out, err := r.releaseOnce(ctx, b)
 	if err != nil {
 		return nil, err

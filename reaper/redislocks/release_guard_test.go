@@ -104,7 +104,9 @@ func TestReleaseScriptByKeyType(t *testing.T) {
 // TestReleaseScriptFailsOnADeniedCommand: only WRONGTYPE tells the script
 // a key holds something else. Any other error, such as a command the ACL
 // refuses, fails the batch rather than reading as owner-changed, so that a
-// misconfigured user is seen at once instead of releasing nothing quietly.
+// misconfigured user is seen at once instead of releasing nothing quietly;
+// the script asks before its first write, so the error names the command
+// and nothing was changed.
 func TestReleaseScriptFailsOnADeniedCommand(t *testing.T) {
 	t.Parallel()
 	f := passtest.New(t)
@@ -122,7 +124,8 @@ func TestReleaseScriptFailsOnADeniedCommand(t *testing.T) {
 		{Key: judge.ResourceKeyPrefix + "s", Owner: "3@w", Kind: judge.KindShared},
 	} {
 		_, err := rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{h}, Guarded: []bool{false}})
-		require.ErrorContains(t, err, "can't run this command", h.Key)
+		require.ErrorContains(t, err, "may not run GET", h.Key)
+		require.ErrorContains(t, err, "nothing was changed", h.Key)
 	}
 }
 

@@ -90,8 +90,8 @@ import (
 // counts it alike on both sides), and a key deleted at the end is absent for
 // every holding after it (gone), so the results are those of writing at once.
 var releaseScript = redis.NewScript(aclCheckLua(
-	[]string{"'TYPE'", "KEYS[1]"}, []string{"'EXISTS'", "KEYS[1]"}, []string{"'GET'", "KEYS[1]"}, []string{"'DEL'", "KEYS[1]"},
-	[]string{"'SREM'", "KEYS[1]", "'x'"}, []string{"'SISMEMBER'", "KEYS[1]", "'x'"},
+	[]string{"'TYPE'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')"}, []string{"'EXISTS'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')"}, []string{"'GET'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')"}, []string{"'DEL'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')"},
+	[]string{"'SREM'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')", "'x'"}, []string{"'SISMEMBER'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')", "'x'"},
 	[]string{"'SCARD'", luaString(OwnerLocksPrefix + "x")}, []string{"'SSCAN'", luaString(OwnerLocksPrefix + "x"), "'0'"},
 	[]string{"'SREM'", luaString(OwnerLocksPrefix + "x"), "'x'"}, []string{"'SREM'", luaString(ActiveOwnersKey), "'x'"},
 	[]string{"'SMISMEMBER'", luaString(RegistrySeenPrefix + "x"), "'x'"},
