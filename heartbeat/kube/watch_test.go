@@ -204,7 +204,7 @@ func TestWatcherStalledWatchRelists(t *testing.T) {
 	require.WithinDuration(t, time.Now(), confirmed, time.Second, "bookmarks confirm the cache")
 
 	watches := api.Watches()
-	api.Mute(true) // no events, no bookmarks, the connection open
+	api.Mute(true)                     // no events, no bookmarks, the connection open
 	time.Sleep(100 * time.Millisecond) // a bookmark already on its way lands
 	stalledAt := time.Now()
 	require.NoError(t, api.ContainerTerminated("pulp", "example-worker-6d9f-aaaaa", "worker", 137, "OOMKilled", wt0.Add(time.Minute)))
