@@ -143,6 +143,7 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase}
 	err = act.run(ctx)
 	rep.fill(&plan, act)
+	rep.ReleaseDelays = releaseDelays(snap, &plan, rep, r.cfg.Policy.HeartbeatGrace)
 	for i := range rep.Tasks {
 		rep.Tasks[i].Resources = unguarded[rep.Tasks[i].ID]
 	}

@@ -37,6 +37,9 @@ type Report struct {
 	// zero when none is pending or the pass judged nothing. The daemon runs
 	// its next pass then.
 	NextChange time.Time `json:"-"`
+	// ReleaseDelays is, per dead owner whose locks this pass released, how
+	// long after the rules allowed it (releaseDelays).
+	ReleaseDelays []time.Duration `json:"-"`
 
 	verdictCounts map[judge.Verdict]int
 	// activeOwners counts the owners pulp:active_owners listed, for Inspection.

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -68,6 +69,8 @@ type Watcher struct {
 	ended    chan struct{}
 	endings  atomic.Int64
 	stalls   atomic.Int64
+	// refusalSaid: a refused watch was logged at warning level once.
+	refusalSaid atomic.Bool
 
 	mu          sync.Mutex
 	healthy     bool
@@ -258,7 +261,17 @@ func (w *Watcher) watchFailed(_ context.Context, _ *cache.Reflector, err error) 
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	w.cfg.Logger.Warn("kubernetes pods watch failed; passes list the pods until it is back",
+	// A refusal is said once: it stays until someone grants the watch, and
+	// client-go retries it every second or so meanwhile.
+	level := slog.LevelWarn
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		if w.refusalSaid.Swap(true) {
+			level = slog.LevelDebug
+		}
+	} else {
+		w.refusalSaid.Store(false)
+	}
+	w.cfg.Logger.Log(context.Background(), level, "kubernetes pods watch failed; passes list the pods until it is back",
 		slog.String("where", w.src.Where()), slog.String("error", err.Error()))
 }
 

@@ -74,4 +74,7 @@ func TestHeartbeatCrossingStartsAPass(t *testing.T) {
 	t.Logf("released %v after last heartbeat + ttl + grace", delay)
 	require.GreaterOrEqual(t, delay, time.Duration(0))
 	require.Less(t, delay, 3*time.Second)
+	require.Len(t, res.Report.ReleaseDelays, 1, "the delay metric's observation, one per dead owner")
+	require.InDelta(t, delay.Seconds(), res.Report.ReleaseDelays[0].Seconds(), 0.001)
+	require.Equal(t, 2.0, b.scrape(t)["lock_reaper_release_delay_seconds_count"], "the incident's dead owner in the first pass, this one now")
 }
