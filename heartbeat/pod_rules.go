@@ -67,19 +67,75 @@ func endedRule(r AppStatus, p Pod, margin time.Duration) (PodRule, bool) {
 	return rule, true
 }
 
+// terminalRule says the kubelet reports every container of the pod stopped
+// and the row was written by this pod's incarnation, which has therefore
+// ended, although the kubelet could give no finish time:
+//   - phase Failed or Succeeded, and no container of the pod running: the
+//     kubelet holds a terminal phase back while the pod could have running
+//     containers (status_manager.go, mergePodStatus), whereas PodGC writes
+//     Failed over the last reported states, typically running;
+//   - the row's container terminated (ContainerStatusUnknown, or another
+//     reason): not a pod rejected or never initialised, whose containers
+//     never ran;
+//   - no DisruptionTarget condition but the kubelet's own
+//     (TerminationByKubelet): PodGC adds DeletionByPodGC for a node that no
+//     longer exists, and the node may still run the containers;
+//   - no deletion timestamp: PodGC fails the terminating pods of an
+//     out-of-service node, and the unscheduled terminating ones, with no
+//     condition at all;
+//   - the row created no earlier than the pod's start - margin (it is this
+//     pod's, not an earlier pod's of the name) and before the view was last
+//     confirmed - margin: a pod of the same name can only be created once
+//     this one is deleted, after the view showed it, so a successor's rows
+//     are younger.
+//
+// The phase carries no time, so the row's heartbeat is not compared with an
+// end; the phase is the end.
+func terminalRule(r AppStatus, p Pod, confirmed time.Time, margin time.Duration) bool {
+	c := containerOf(p, r.AppType)
+	switch {
+	case p.Phase != "Failed" && p.Phase != "Succeeded", p.AnyRunning, p.Terminating:
+		return false
+	case p.Disruption != "" && p.Disruption != "TerminationByKubelet":
+		return false
+	case c == nil || c.Running || c.Terminated == nil:
+		return false
+	case r.PulpCreated.IsZero() || p.StartTime == nil:
+		return false
+	case r.PulpCreated.Before(p.StartTime.Add(-margin)):
+		return false
+	}
+	return r.PulpCreated.Before(confirmed.Add(-margin))
+}
+
 // holdsLife says the pod proves the row's process alive: the pod can run,
 // and its container runs without restart since no later than the row's
-// creation + margin, so the running process is the one that created the row.
-func holdsLife(r AppStatus, p Pod, margin time.Duration) bool {
+// creation + margin, so the running process is the one that created the row;
+// and the view was confirmed after the row's last heartbeat + margin, so the
+// life it shows is newer than the silence it excuses (a stalled watch's
+// cache shows a pod that may have been gone since).
+func holdsLife(r AppStatus, p Pod, confirmed time.Time, margin time.Duration) bool {
 	c := containerOf(p, r.AppType)
 	return p.CouldRun() && c != nil && c.Running && c.StartedAt != nil &&
-		!r.PulpCreated.IsZero() && !c.StartedAt.After(r.PulpCreated.Add(margin))
+		!r.PulpCreated.IsZero() && !c.StartedAt.After(r.PulpCreated.Add(margin)) &&
+		confirmed.After(r.LastHeartbeat.Add(margin))
+}
+
+// rowFacts are the facts of the pass every row's rules share: the database's
+// now, when the view was last confirmed (on the same clock), the heartbeat
+// grace, and whether the view is anchored in the fleet (viewAnchored).
+type rowFacts struct {
+	now, confirmed time.Time
+	grace          time.Duration
+	trusted        bool
 }
 
 // rowRule applies the rules to one row: the rule that decided and the row's
-// liveness after it. trusted says the view may prove a pod's absence or an
-// incarnation's end (viewTrusted).
-func rowRule(r AppStatus, live Liveness, now time.Time, grace time.Duration, v *PodView, rules PodPolicy, trusted bool) (PodRule, Pod, Liveness) {
+// liveness after it. The absence and end rules apply only in an anchored
+// view, and each only to an owner the view covers: its pod is in the view
+// (ended, terminal) or an earlier list showed it (gone). An owner the view
+// cannot see keeps the heartbeat rules, whatever the others have.
+func rowRule(r AppStatus, live Liveness, fx rowFacts, v *PodView, rules PodPolicy) (PodRule, Pod, Liveness) {
 	pid, host, ok := podOwner(r)
 	if !ok {
 		return "", Pod{}, live
@@ -90,18 +146,21 @@ func rowRule(r AppStatus, live Liveness, now time.Time, grace time.Duration, v *
 		switch {
 		case live == Alive:
 			return PodOutsideView, gone, live
-		case ambiguous || !trusted || !v.SeenBefore(host):
+		case ambiguous || !fx.trusted || !v.SeenBefore(host):
 			return PodNotInView, gone, live
 		}
 		return PodGone, gone, Dead
 	}
-	if trusted {
+	if fx.trusted {
 		if rule, ok := endedRule(r, pod, rules.ClockSkew); ok {
 			return rule, pod, Dead
 		}
+		if terminalRule(r, pod, fx.confirmed, rules.ClockSkew) {
+			return PodTerminal, pod, Dead
+		}
 	}
-	if live == Dead && pid == "1" && holdsLife(r, pod, rules.ClockSkew) {
-		if now.Sub(r.LastHeartbeat) <= r.TTL+grace+rules.HungWorkerGrace {
+	if live == Dead && pid == "1" && holdsLife(r, pod, fx.confirmed, rules.ClockSkew) {
+		if fx.now.Sub(r.LastHeartbeat) <= r.TTL+fx.grace+rules.HungWorkerGrace {
 			return PodAliveNotHeartbeating, pod, Late
 		}
 		return PodHungTooLong, pod, live
@@ -109,32 +168,25 @@ func rowRule(r AppStatus, live Liveness, now time.Time, grace time.Duration, v *
 	return PodSeen, pod, live
 }
 
-// viewTrusted says the view may prove that a pod is gone or that an
-// incarnation ended: at least one worker or API row is alive, every alive
-// row's pod is in the view, and every late row's pod is in the view or was in
-// an earlier one. A heartbeat (fresh or late) of a host the view never
-// showed means the selector or namespace misses part of the fleet (a VM
-// worker, another namespace, a relabelled pod) or the list is another
-// cluster's; a fleet with no fresh heartbeat at all is the signature of a
-// database too slow to record them, not of pods gone. Dead rows are left
-// out: pulpcore keeps them for minutes after a rolling restart.
-func viewTrusted(rows map[string]AppStatus, now time.Time, grace time.Duration, v *PodView) bool {
-	alive := 0
+// viewAnchored says the view is a list of this fleet's pods, taken while the
+// database records heartbeats: some worker or API row is alive and its pod,
+// by its exact name, is in the view. A list of another cluster (a wrong
+// context) or namespace shares no pod name with ours (a Deployment's pods
+// carry its ReplicaSet's hash and a random suffix), and a fleet with no
+// fresh heartbeat is the signature of a database too slow to record them,
+// not of pods gone. An alive or late owner without a pod in the view (a
+// hostNetwork worker named after its node, a worker on a VM, a pod created
+// after the list) shows only that this owner lives outside the view: it
+// keeps the heartbeat rules (rowRule), and the others their pod evidence.
+func viewAnchored(rows map[string]AppStatus, now time.Time, grace time.Duration, v *PodView) bool {
 	for _, r := range rows {
-		live := r.Liveness(now, grace)
 		_, host, ok := podOwner(r)
-		if !ok || live == Dead {
+		if !ok || r.Liveness(now, grace) != Alive {
 			continue
 		}
-		_, found, ambiguous := v.lookup(host)
-		switch {
-		case live == Alive && !found:
-			return false
-		case live == Alive:
-			alive++
-		case !found && !ambiguous && !v.SeenBefore(host):
-			return false
+		if _, found, _ := v.lookup(host); found {
+			return true
 		}
 	}
-	return alive > 0
+	return false
 }

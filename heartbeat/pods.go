@@ -33,6 +33,11 @@ const (
 	// (its current state, or its last one while it waits to restart) after
 	// the row was created: dead now, whatever its heartbeat age.
 	PodContainerEnded PodRule = "container-ended"
+	// PodTerminal: the kubelet put the pod in phase Failed or Succeeded, no
+	// container runs, and the row's container is terminated without a
+	// finish time (ContainerStatusUnknown after an eviction): the rows of
+	// this pod's incarnation are dead now (terminalRule).
+	PodTerminal PodRule = "pod-terminal"
 	// PodAliveNotHeartbeating: the pod can still run (PodCouldRun) and its
 	// worker container has run since before the row was created, yet the
 	// heartbeat is past ttl + grace: held as late until hung_worker_grace has
@@ -42,8 +47,9 @@ const (
 	// than ttl + grace + hung_worker_grace: the ordinary dead-owner rule applies.
 	PodHungTooLong PodRule = "hung-too-long"
 	// PodOutsideView: a fresh heartbeat and no pod: the owner lives outside
-	// this view (another namespace or cluster). Reported only; while any such
-	// owner exists the view is not trusted to be complete.
+	// this view (another namespace or cluster, a hostNetwork or VM worker, a
+	// pod created after the list). Reported only; the other owners keep
+	// their pod evidence.
 	PodOutsideView PodRule = "outside-view"
 	// PodNotInView: no pod, heartbeat past ttl, and the absence proves
 	// nothing: the view is not trusted, the name may be truncated, or no
@@ -55,7 +61,7 @@ const (
 // metrics list them.
 var PodRules = []PodRule{
 	PodAliveNotHeartbeating, PodContainerEnded, PodRestarted, PodHungTooLong,
-	PodNotInView, PodOutsideView, PodGone, PodSeen,
+	PodNotInView, PodOutsideView, PodGone, PodSeen, PodTerminal,
 }
 
 // Pod is what one pod of the list says, reduced to what the rules need.
@@ -74,6 +80,9 @@ type Pod struct {
 	// Disruption is the reason of a DisruptionTarget condition that is True
 	// (DeletionByTaintManager, EvictionByEvictionAPI, ...), "" without one.
 	Disruption string
+	// AnyRunning: some container of the pod (init, regular or ephemeral,
+	// whichever it is) has a running state in the status.
+	AnyRunning bool
 	// StartTime is status.startTime: when the kubelet accepted the pod (node
 	// clock); nil when not yet.
 	StartTime *time.Time
@@ -123,7 +132,25 @@ type SeenPod struct {
 type PodView struct {
 	pods map[string]Pod
 	seen map[string]SeenPod
+	// age is how long before the database's now the pods were last known
+	// to be as the view shows them (WithAge); zero for a list made just
+	// before the database was read.
+	age time.Duration
 }
+
+// WithAge says the view was last confirmed age before the snapshot's now:
+// the time since its list was sent, or since the watch it came from was
+// last heard from, measured once the database was read (so never less than
+// the true age). It returns v.
+func (v *PodView) WithAge(age time.Duration) *PodView {
+	if v != nil {
+		v.age = max(age, 0)
+	}
+	return v
+}
+
+// Age is how long before the snapshot's now the view was last confirmed.
+func (v *PodView) Age() time.Duration { return v.age }
 
 // NewPodView indexes the pods of one complete list. seen holds the pods
 // earlier complete lists showed, by name: only their absence proves anything.
@@ -178,7 +205,7 @@ type PodEvidence struct {
 // kubelet reports its container ended or restarted since the row's last
 // heartbeat.
 func (r PodRule) provesDeath() bool {
-	return r == PodGone || r == PodRestarted || r == PodContainerEnded
+	return r == PodGone || r == PodRestarted || r == PodContainerEnded || r == PodTerminal
 }
 
 // podOwner parses the row's owner name, {pid}@{hostname}, when the row's
@@ -204,14 +231,15 @@ func (f *Fleet) WithPods(v *PodView, rules PodPolicy) *Fleet {
 	if f == nil || v == nil {
 		return f
 	}
-	f.viewTrusted = viewTrusted(f.rows, f.Now, f.Grace, v)
+	f.viewTrusted = viewAnchored(f.rows, f.Now, f.Grace, v)
+	confirmed := f.Now.Add(-v.age)
 	f.podLiveness, f.podEvidence = map[string]Liveness{}, map[string]PodEvidence{}
 	f.heartbeatNames = maps.Clone(f.names)
 	// The row that gives a name its liveness explains it.
 	explains := map[string]AppStatus{}
 	for _, r := range f.rows {
 		base := r.Liveness(f.Now, f.Grace)
-		rule, pod, live := rowRule(r, base, f.Now, f.Grace, v, rules, f.viewTrusted)
+		rule, pod, live := rowRule(r, base, rowFacts{now: f.Now, confirmed: confirmed, grace: f.Grace, trusted: f.viewTrusted}, v, rules)
 		if rule != "" {
 			f.podEvidence[r.ID] = PodEvidence{Rule: rule, Pod: pod}
 		}
@@ -237,8 +265,9 @@ func (f *Fleet) WithPods(v *PodView, rules PodPolicy) *Fleet {
 // when none did (no pods were read, or the row names no pod).
 func (f *Fleet) RowRule(id string) PodRule { return f.podEvidence[id].Rule }
 
-// PodViewTrusted says the pass's pod list may prove a pod gone or an
-// incarnation ended (see viewTrusted); false when no pods were read.
+// PodViewTrusted says the pass's pod list is anchored in the fleet, so that
+// it may prove a pod gone or an incarnation ended for the owners it covers
+// (see viewAnchored); false when no pods were read.
 func (f *Fleet) PodViewTrusted() bool { return f.viewTrusted }
 
 // explainsBetter orders the rows of one name: better liveness (after the

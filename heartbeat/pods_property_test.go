@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ func ptDrawContainer(t *rapid.T, name string) *Container {
 		c.StartedAt = at("started")
 	} else if rapid.Bool().Draw(t, name+" terminated") {
 		c.Terminated = &Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
+		if rapid.Bool().Draw(t, name+" no finish time") {
+			c.Terminated = &Termination{Reason: "ContainerStatusUnknown", ExitCode: 137}
+		}
 		c.FinishedAt = c.Terminated.FinishedAt
 	}
 	if rapid.Bool().Draw(t, name+" last terminated") {
@@ -39,7 +43,8 @@ func ptDrawPod(t *rapid.T, host string) Pod {
 		Terminating:     rapid.Bool().Draw(t, "terminating"),
 		Ready:           rapid.Bool().Draw(t, "ready"),
 		ContainersReady: rapid.Bool().Draw(t, "containers ready"),
-		Disruption:      rapid.SampledFrom([]string{"", "", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC"}).Draw(t, "disruption"),
+		Disruption:      rapid.SampledFrom([]string{"", "", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC", "TerminationByKubelet"}).Draw(t, "disruption"),
+		AnyRunning:      rapid.Bool().Draw(t, "any running"),
 		Container:       ptDrawContainer(t, "worker"),
 		API:             ptDrawContainer(t, "api"),
 	}
@@ -82,7 +87,7 @@ func TestPodRulesProperty(t *testing.T) {
 				pods = append(pods, ptDrawPod(t, host))
 			}
 		}
-		view := NewPodView(pods, seen)
+		view := NewPodView(pods, seen).WithAge(time.Duration(rapid.Int64Range(0, 300).Draw(t, "view age")) * time.Second)
 		plain := NewFleet(rows, ltNow, ltGrace)
 		withPods := NewFleet(rows, ltNow, ltGrace).WithPods(view, ptRules)
 		trusted := withPods.PodViewTrusted()
@@ -103,10 +108,18 @@ func TestPodRulesProperty(t *testing.T) {
 				if !trusted {
 					t.Fatalf("row %s %s → %s by %q in an untrusted view", r.Name, before, after, rule)
 				}
+				if _, found := byName[host]; !found && !view.SeenBefore(host) {
+					t.Fatalf("row %s %s → %s by %q: the view does not cover its owner", r.Name, before, after, rule)
+				}
 				switch rule {
 				case PodGone:
 					if before == Alive {
 						t.Fatalf("row %s alive by its heartbeat judged pod-gone", r.Name)
+					}
+				case PodTerminal:
+					if p := byName[host]; p.Phase != "Failed" && p.Phase != "Succeeded" || p.AnyRunning || p.Terminating ||
+						p.Disruption != "" && p.Disruption != "TerminationByKubelet" {
+						t.Fatalf("row %s %s → %s by %q, the kubelet did not end pod %+v", r.Name, before, after, rule, p)
 					}
 				case PodRestarted, PodContainerEnded:
 					if p := byName[host]; !endReported(p.Container) && !endReported(p.API) {
@@ -118,6 +131,9 @@ func TestPodRulesProperty(t *testing.T) {
 			case after > before:
 				if rule != PodAliveNotHeartbeating || before != Dead || after != Late || !byName[host].CouldRun() {
 					t.Fatalf("row %s %s → %s by %q (pod %+v)", r.Name, before, after, rule, byName[host])
+				}
+				if !ltNow.Add(-view.Age()).After(r.LastHeartbeat) {
+					t.Fatalf("row %s held alive by a view confirmed %s ago, before its last heartbeat", r.Name, view.Age())
 				}
 			}
 		}
@@ -134,4 +150,47 @@ func TestPodRulesProperty(t *testing.T) {
 // terminated state, or a restart (the end kept in lastState).
 func endReported(c *Container) bool {
 	return c != nil && (c.Terminated != nil || c.Restarts > 0)
+}
+
+// TestPodRulesPropertyOwnerOutsideView: an owner the view cannot see (a
+// hostNetwork worker named after its node, a VM worker, a pod created after
+// the list) changes no other row's liveness, as long as some alive row's
+// pod is in the view; and is itself judged by its heartbeat alone.
+func TestPodRulesPropertyOwnerOutsideView(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, func(t *rapid.T) {
+		hosts := []string{"a", "b", "c"}
+		rows := []AppStatus{ptLiveRow}
+		for i := range rapid.IntRange(0, 5).Draw(t, "rows") {
+			host := rapid.SampledFrom(hosts).Draw(t, "host")
+			age := time.Duration(rapid.Int64Range(0, int64(20*time.Minute/time.Second)).Draw(t, "age")) * time.Second
+			created := age + time.Duration(rapid.Int64Range(0, 3600).Draw(t, "created"))*time.Second
+			rows = append(rows, ptWorker(fmt.Sprintf("id-%d", i), "1@"+host, age, created))
+		}
+		pods := []Pod{ptLivePod}
+		seen := ptSeen("live")
+		for _, host := range hosts {
+			if rapid.Bool().Draw(t, "seen "+host) {
+				seen[host] = SeenPod{UID: "uid-" + host}
+			}
+			if rapid.Bool().Draw(t, "has pod "+host) {
+				pods = append(pods, ptDrawPod(t, host))
+			}
+		}
+		outsideAge := time.Duration(rapid.Int64Range(0, int64(20*time.Minute/time.Second)).Draw(t, "outside age")) * time.Second
+		outside := ptWorker("outside", "1@node-9", outsideAge, time.Hour)
+		without := NewFleet(rows, ltNow, ltGrace).WithPods(NewPodView(pods, seen), ptRules)
+		with := NewFleet(append(slices.Clone(rows), outside), ltNow, ltGrace).WithPods(NewPodView(pods, seen), ptRules)
+		for _, r := range rows {
+			_, a, _ := without.Row(r.ID)
+			_, b, _ := with.Row(r.ID)
+			if a != b {
+				t.Fatalf("row %s: %s without the outside owner, %s with it", r.Name, a, b)
+			}
+		}
+		_, live, _ := with.Row("outside")
+		if live != outside.Liveness(ltNow, ltGrace) {
+			t.Fatalf("the outside owner judged %s, %s by its heartbeat", live, outside.Liveness(ltNow, ltGrace))
+		}
+	})
 }

@@ -157,8 +157,8 @@ func TestPodRulesAbsence(t *testing.T) {
 		{name: "fresh heartbeat, no pod: outside the view, report only", row: ptWorker("r", "1@w", time.Second, time.Hour), seen: []string{"w"}, want: Alive, wantRule: PodOutsideView},
 		{name: "a live worker has no pod: view not trusted", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"}, livePod: true, want: Late, wantRule: PodNotInView},
 		{name: "no worker alive: a slow database, not pods gone", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"}, noLive: true, want: Late, wantRule: PodNotInView},
-		{name: "a late worker never seen makes the view untrusted", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"},
-			extra: []AppStatus{ptWorker("vm", "1@vm", ptLate, time.Hour)}, want: Late, wantRule: PodNotInView},
+		{name: "a late worker never seen (a VM) leaves the others their evidence", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"},
+			extra: []AppStatus{ptWorker("vm", "1@vm", ptLate, time.Hour)}, want: Dead, wantRule: PodGone},
 		{name: "a dead worker never seen does not (old rows of a rolling restart)", row: ptWorker("r", "1@w", ptLate, time.Hour), seen: []string{"w"},
 			extra: []AppStatus{ptWorker("old", "1@old", ptDead, time.Hour)}, want: Dead, wantRule: PodGone},
 		{name: "hostname may be a truncated pod name", row: ptWorker("r", "1@w-truncat", ptLate, time.Hour), seen: []string{"w-truncat"}, pods: []Pod{ptRunning("w-truncated-name", time.Hour, 0)}, want: Late, wantRule: PodNotInView},
@@ -314,10 +314,10 @@ func TestPodDecisionFunctions(t *testing.T) {
 	require.False(t, ok, "an api row is judged by the API container")
 
 	dead := ptWorker("r", "1@w", ptDead, time.Hour)
-	require.True(t, holdsLife(dead, ready, ptClockSkew))
-	require.False(t, holdsLife(dead, ptNodeLost(ready), ptClockSkew))
-	require.False(t, holdsLife(dead, ptRunning("w", 50*time.Minute, 1), ptClockSkew), "started after the row")
-	require.False(t, holdsLife(ptAPI(dead), ready, ptClockSkew), "no API container")
+	require.True(t, holdsLife(dead, ready, ltNow, ptClockSkew))
+	require.False(t, holdsLife(dead, ptNodeLost(ready), ltNow, ptClockSkew))
+	require.False(t, holdsLife(dead, ptRunning("w", 50*time.Minute, 1), ltNow, ptClockSkew), "started after the row")
+	require.False(t, holdsLife(ptAPI(dead), ready, ltNow, ptClockSkew), "no API container")
 
 	end, _, ok := ready.Container.EndedBefore()
 	require.False(t, ok)
@@ -358,7 +358,7 @@ func TestPodRulesListsEveryRule(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^\t\w+ PodRule = "([^"]+)"`).FindAllStringSubmatch(string(src), -1) {
 		declared = append(declared, m[1])
 	}
-	require.Len(t, declared, 8)
+	require.Len(t, declared, 9)
 	var listed []string
 	for _, r := range PodRules {
 		listed = append(listed, string(r))

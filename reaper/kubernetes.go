@@ -20,6 +20,15 @@ type PodSource interface {
 	Where() string
 }
 
+// ConfirmedPodSource is a PodSource that keeps its pods between passes (a
+// watch's cache) and says when they were last known current: the list a
+// cache was filled from, or the watch's latest event or bookmark. A plain
+// PodSource's pods are as of the moment its list was sent.
+type ConfirmedPodSource interface {
+	PodSource
+	ListPodsConfirmed(ctx context.Context) ([]heartbeat.Pod, time.Time, error)
+}
+
 // Results of a pass's Kubernetes read, KubernetesReport.Read.
 const (
 	KubernetesRead        = "ok"
@@ -48,25 +57,37 @@ const PodRuleNone heartbeat.PodRule = "none"
 // view the pods earlier lists showed; the list is then remembered (in Redis
 // too unless dryRun). A failure is never the pass's: it is reported, and the
 // snapshot has no pods, so the judge decides as it would without Kubernetes.
-func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) *heartbeat.PodView {
+// confirmed is when the pods were last known current (the reaper's clock,
+// for an age only: the snapshot's view gets its age once the database was
+// read).
+func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) (view *heartbeat.PodView, confirmed time.Time) {
 	src := r.cfg.PodSource
 	if src == nil {
-		return nil
+		return nil, time.Time{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.KubernetesTimeout)
 	defer cancel()
-	pods, err := src.ListPods(ctx)
+	var (
+		pods []heartbeat.Pod
+		err  error
+	)
+	if cs, ok := src.(ConfirmedPodSource); ok {
+		pods, confirmed, err = cs.ListPodsConfirmed(ctx)
+	} else {
+		confirmed = time.Now()
+		pods, err = src.ListPods(ctx)
+	}
 	rep.Kubernetes = &KubernetesReport{Read: KubernetesRead, Where: src.Where()}
 	if err != nil {
 		rep.Kubernetes.Read, rep.Kubernetes.Error = KubernetesUnavailable, err.Error()
 		r.log.Warn("kubernetes unavailable, judging by heartbeats alone", slog.String("where", src.Where()), slog.String("error", err.Error()))
-		return nil
+		return nil, time.Time{}
 	}
 	rep.Kubernetes.Pods = len(pods)
 	now := time.Now()
 	seen := r.rememberedPods(ctx, src.Where(), now)
 	r.rememberPods(ctx, src.Where(), pods, now, dryRun)
-	return heartbeat.NewPodView(pods, seen)
+	return heartbeat.NewPodView(pods, seen), confirmed
 }
 
 // noteKubernetes counts the owners by evidence and warns of the workers that

@@ -327,24 +327,23 @@ func TestKubernetesPassAbsenceOnlyOfAPodSeen(t *testing.T) {
 	f.kpKept(rep, "1@vm-worker", vmTask, vmRes)
 
 	// Now the pod w is gone; its worker's row is late. The VM worker, late
-	// too and never seen, keeps the view untrusted: nothing is released.
+	// too and never seen, is judged by its heartbeat alone, and takes pod
+	// evidence from nobody else: 1@w's locks are freed by pod-gone.
 	row := f.kpWorker("1@w", 40*time.Second, time.Hour)
 	taskID, res := f.kpRunningTask("1@w", row)
 	cluster.remove("w")
 	rep = f.pass(r, reaper.ModeOnce)
-	require.Equal(t, heartbeat.PodNotInView, findingFor(rep, judge.TaskKeyPrefix+taskID, "1@w").Evidence().Kubernetes.Rule)
-	f.kpKept(rep, "1@w", taskID, res)
-	f.kpKept(rep, "1@vm-worker", vmTask, vmRes)
-
-	// Once the VM worker is dead by its heartbeat (the ordinary rule frees
-	// its locks) the view is trusted again, and a one-shot run (a new
-	// reaper: the sighting comes from Redis) frees 1@w's locks by pod-gone.
-	_, err := f.DB.Pool.Exec(f.Ctx, `UPDATE core_appstatus SET last_heartbeat = now() - interval '5 minutes' WHERE pulp_id = $1`, vmRow)
-	require.NoError(t, err)
-	rep = f.kpPass(cluster, reaper.ModeOnce)
 	fd = f.kpReleased(rep, "1@w", taskID, res)
 	require.Equal(t, heartbeat.PodGone, fd.Evidence().Kubernetes.Rule)
 	require.Equal(t, "uid-w", fd.Evidence().Kubernetes.UID)
+	require.Equal(t, heartbeat.PodNotInView, findingFor(rep, judge.TaskKeyPrefix+vmTask, "1@vm-worker").Evidence().Kubernetes.Rule)
+	f.kpKept(rep, "1@vm-worker", vmTask, vmRes)
+
+	// Once the VM worker is dead by its heartbeat the ordinary rule frees
+	// its locks, in a one-shot run too (a new reaper).
+	_, err := f.DB.Pool.Exec(f.Ctx, `UPDATE core_appstatus SET last_heartbeat = now() - interval '5 minutes' WHERE pulp_id = $1`, vmRow)
+	require.NoError(t, err)
+	rep = f.kpPass(cluster, reaper.ModeOnce)
 	fd = f.kpReleased(rep, "1@vm-worker", vmTask, vmRes)
 	require.Equal(t, judge.VerdictOwnerDead, fd.Verdict)
 	require.Equal(t, heartbeat.PodNotInView, fd.Evidence().Kubernetes.Rule)

@@ -137,6 +137,7 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 		opts.Snapshot(snap)
 	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
+	rep.NextChange = judge.NextChange(snap, plan, r.cfg.Policy)
 	// Taken now, so that the snapshot's tasks are not kept through the
 	// actor's work: a dead worker's hundred thousand are megabytes.
 	unguarded := unguardedOf(plan.Tasks, snap.Tasks, snap.Holdings)
@@ -151,6 +152,7 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase}
 	err = act.run(ctx)
 	rep.fill(&plan, act)
+	rep.ReleaseDelays = releaseDelays(snap, &plan, rep, r.cfg.Policy.HeartbeatGrace)
 	for i := range rep.Tasks {
 		rep.Tasks[i].Resources = unguarded[rep.Tasks[i].ID]
 	}
@@ -166,7 +168,7 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 // database is read, so the name guard sees it alive, and no pod fact is
 // weighed against heartbeats older than itself.
 func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge.Snapshot, error) {
-	pods := r.readPods(ctx, rep, opts.Mode == ModeAudit)
+	pods, podsConfirmed := r.readPods(ctx, rep, opts.Mode == ModeAudit)
 	suspects, err := redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
 		return judge.Snapshot{}, inStep("reading the remembered suspects from", SystemRedis, err)
@@ -188,6 +190,9 @@ func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge
 	if rs.Holdings, err = redislocks.RecheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.Holdings, ds.Tasks); err != nil {
 		return judge.Snapshot{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
 	}
+	// Measured after the database's now, the age is never less than the
+	// view's age at that now: a hold on it is never granted too easily.
+	pods.WithAge(time.Since(podsConfirmed))
 	snap := judge.Snapshot{
 		Now: ds.Now, Holdings: rs.Holdings, AppStatuses: ds.AppStatuses,
 		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly,

@@ -32,6 +32,15 @@ type Report struct {
 	// Error says why the pass could not complete; what it did before is above.
 	Error string `json:"error,omitempty"`
 
+	// NextChange is the earliest moment (database clock) at which a verdict
+	// of this pass can change with nothing else changing (judge.NextChange);
+	// zero when none is pending or the pass judged nothing. The daemon runs
+	// its next pass then.
+	NextChange time.Time `json:"-"`
+	// ReleaseDelays is, per dead owner whose locks this pass released, how
+	// long after the rules allowed it (releaseDelays).
+	ReleaseDelays []time.Duration `json:"-"`
+
 	verdictCounts map[judge.Verdict]int
 	// activeOwners counts the owners pulp:active_owners listed, for Inspection.
 	activeOwners int

@@ -38,3 +38,13 @@ func (r *Reaper) ExplainedTask(ctx context.Context, taskID string) (*pulpdb.Expl
 func (r *Reaper) TaskStarts(ctx context.Context, ids []string) (map[string]time.Time, bool, error) {
 	return pulpdb.ReadTaskStarts(ctx, r.pool, r.cfg.DatabaseTimeout, ids)
 }
+
+// Heartbeats reads the worker rows and the database's clock, for the
+// daemon's watch on rows crossing their ttl + grace; nothing else.
+func (r *Reaper) Heartbeats(ctx context.Context) (pulpdb.Heartbeats, error) {
+	hb, err := pulpdb.ReadHeartbeats(ctx, r.pool, r.cfg.DatabaseTimeout)
+	if err != nil {
+		return hb, inStep("reading Pulp's worker heartbeats from", SystemDatabase, err)
+	}
+	return hb, nil
+}

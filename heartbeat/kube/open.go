@@ -69,8 +69,13 @@ type Decision struct {
 	Source *Source
 	Reason string
 	// Warn says the reason is worth a warning: auto turned the feature off
-	// because the kubeconfig the user named cannot be used.
+	// because the kubeconfig the user named cannot be used, or the pods may
+	// be listed but not watched.
 	Warn bool
+	// WatchForbidden says the trial watch was refused (401/403) although the
+	// list was allowed: `run` then lists the pods once per pass instead of
+	// watching them, and says so once.
+	WatchForbidden bool
 }
 
 // Open decides, by cfg.Enabled, whether the reaper reads pods, and returns
@@ -86,7 +91,7 @@ func Open(ctx context.Context, cfg Config) (Decision, error) {
 	default:
 		return Decision{}, fmt.Errorf("kubernetes.enabled must be auto, true or false, got %q", cfg.Enabled)
 	}
-	restCfg, namespace, err := clientConfig(cfg)
+	restCfg, namespace, from, err := clientConfig(cfg)
 	if err != nil {
 		if cfg.Enabled == EnabledAuto {
 			if errors.Is(err, rest.ErrNotInCluster) {
@@ -113,13 +118,15 @@ func Open(ctx context.Context, cfg Config) (Decision, error) {
 	if cfg.Enabled == EnabledTrue {
 		return Decision{Source: src, Reason: "kubernetes.enabled is true"}, nil
 	}
-	return decideAuto(ctx, src, cfg.Timeout)
+	return decideAuto(ctx, src, from, cfg.Timeout)
 }
 
-// decideAuto lists one pod to learn whether the service account may list
-// pods. Only a refusal turns auto off: an API that is slow or down now may
-// answer later, and each pass that cannot read it judges without it.
-func decideAuto(ctx context.Context, src *Source, timeout time.Duration) (Decision, error) {
+// decideAuto lists one pod, then opens and closes a watch, to learn whether
+// the reaper may list and watch pods. Only a refused list turns auto off: an
+// API that is slow or down now may answer later, and each pass that cannot
+// read it judges without it. A refused watch leaves the lists on. from says
+// where the configuration came from ("in a cluster", or the kubeconfig).
+func decideAuto(ctx context.Context, src *Source, from string, timeout time.Duration) (Decision, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -128,46 +135,65 @@ func decideAuto(ctx context.Context, src *Source, timeout time.Duration) (Decisi
 	_, err := src.pods.List(ctx, metav1.ListOptions{LabelSelector: src.selector, Limit: 1})
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-		return Decision{Reason: "the service account may not list pods in " + src.namespace + ": " + err.Error()}, nil
+		return Decision{Reason: from + ", but may not list pods in " + src.namespace + ": " + err.Error()}, nil
 	case err != nil:
-		return Decision{Source: src, Reason: "in a cluster; the trial list failed and passes will say so: " + err.Error()}, nil
-	default:
-		return Decision{Source: src, Reason: "in a cluster whose service account may list pods"}, nil
+		return Decision{Source: src, Reason: from + "; the trial list failed and passes will say so: " + err.Error()}, nil
 	}
+	if err := trialWatch(ctx, src); apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return Decision{Source: src, WatchForbidden: true, Warn: true, Reason: from + ", may list pods but not watch them: " +
+			"run lists them once per pass and starts no pass on a container's end; grant watch on pods to fix: " + err.Error()}, nil
+	}
+	return Decision{Source: src, Reason: from + ", may list pods"}, nil
+}
+
+// trialWatch opens a watch of the Source's pods and closes it at once; nil
+// for a source without a REST client (nothing to watch with).
+func trialWatch(ctx context.Context, src *Source) error {
+	rp, ok := src.pods.(restPods)
+	if !ok {
+		return nil
+	}
+	opts := metav1.ListOptions{LabelSelector: src.selector, Watch: true}
+	w, err := rp.client.Get().Namespace(src.namespace).Resource("pods").VersionedParams(&opts, parameterCodec).Watch(ctx)
+	if err != nil {
+		return err
+	}
+	w.Stop()
+	return nil
 }
 
 // clientConfig is the kubeconfig's configuration when one is named
 // (--kubeconfig or KUBECONFIG), else the in-cluster one, with the namespace
-// to list.
-func clientConfig(cfg Config) (*rest.Config, string, error) {
+// to list and where the configuration came from, for the log.
+func clientConfig(cfg Config) (rc *rest.Config, namespace, from string, err error) {
 	if rules, where, ok := kubeconfigRules(cfg); ok {
 		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 		rc, err := loader.ClientConfig()
 		if err != nil {
-			return nil, "", kubeconfigError(where, rules, err)
+			return nil, "", "", kubeconfigError(where, rules, err)
 		}
 		ns := cfg.Namespace
 		if ns == "" {
 			if ns, _, err = loader.Namespace(); err != nil {
-				return nil, "", kubeconfigError(where, rules, fmt.Errorf("namespace: %w", err))
+				return nil, "", "", kubeconfigError(where, rules, fmt.Errorf("namespace: %w", err))
 			}
 		}
-		return rc, ns, nil
+		return rc, ns, "with " + where, nil
 	}
-	rc, err := rest.InClusterConfig()
+	rc, err = rest.InClusterConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("kubernetes in-cluster configuration: %w; run in a pod with a service account, "+
+		return nil, "", "", fmt.Errorf("kubernetes in-cluster configuration: %w; run in a pod with a service account, "+
 			"name a kubeconfig with --kubeconfig or KUBECONFIG, or set kubernetes.enabled to auto or false", err)
 	}
 	ns := cfg.Namespace
 	if ns == "" {
 		b, err := os.ReadFile(serviceAccountNamespace)
 		if err != nil {
-			return nil, "", fmt.Errorf("kubernetes.namespace is empty and the reaper's own is unreadable: %w", err)
+			return nil, "", "", fmt.Errorf("kubernetes.namespace is empty and the reaper's own is unreadable: %w", err)
 		}
 		ns = strings.TrimSpace(string(b))
 	}
-	return rc, ns, nil
+	return rc, ns, "in a cluster", nil
 }
 
 func orDefault(v, def string) string {

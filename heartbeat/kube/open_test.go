@@ -2,15 +2,19 @@ package kube
 
 import (
 	"context"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
 )
 
 // openServer is a pods API with one worker pod, and a kubeconfig naming it.
@@ -120,4 +124,71 @@ func TestOpenInClusterErrorSaysTheFix(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	_, err := Open(context.Background(), Config{Enabled: EnabledTrue})
 	require.ErrorContains(t, err, "--kubeconfig or KUBECONFIG")
+}
+
+// TestOpenAutoTriesTheWatch: auto tries the watch as well as the list; a
+// refused watch keeps the lists on, says so once, in a warning, and the
+// reason names the kubeconfig used.
+func TestOpenAutoTriesTheWatch(t *testing.T) {
+	t.Parallel()
+	api := kubeapi.New(t)
+	require.NoError(t, api.Create(kubeapi.NewPod(kubeapi.PodSpec{Namespace: "pulp", Name: "example-worker-1", Component: "worker", Node: "node-a", Started: wt0})))
+	kc := writeKubeconfig(t, api.URL())
+	d, err := Open(context.Background(), Config{Enabled: EnabledAuto, Kubeconfig: kc, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.NotNil(t, d.Source)
+	require.False(t, d.WatchForbidden)
+	require.Equal(t, "with kubeconfig "+kc+", may list pods", d.Reason)
+	require.Positive(t, api.Watches(), "the trial watch")
+
+	api.FailWatches(403)
+	d, err = Open(context.Background(), Config{Enabled: EnabledAuto, Kubeconfig: kc, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.NotNil(t, d.Source, "the lists stay on")
+	require.True(t, d.WatchForbidden)
+	require.True(t, d.Warn)
+	require.Contains(t, d.Reason, "with kubeconfig "+kc+", may list pods but not watch them")
+	require.Contains(t, d.Reason, "cannot watch resource")
+}
+
+// TestWatcherForbiddenSaysItOnce: a watch refused on every retry is one
+// warning, and passes list meanwhile.
+func TestWatcherForbiddenSaysItOnce(t *testing.T) {
+	t.Parallel()
+	api := kubeapi.New(t)
+	require.NoError(t, api.Create(kubeapi.NewPod(kubeapi.PodSpec{Namespace: "pulp", Name: "example-worker-1", Component: "worker", Node: "node-a", Started: wt0})))
+	api.FailWatches(403)
+	src, err := NewRESTSource(api.Config(), "pulp", DefaultSelector, DefaultContainer)
+	require.NoError(t, err)
+	var logs syncBuffer
+	w, err := NewWatcher(src, WatchConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	time.Sleep(4 * time.Second) // several retries
+	require.Equal(t, 1, strings.Count(logs.String(), "watch failed"), logs.String())
+	require.False(t, w.FromCache())
+	pods, err := w.ListPods(context.Background())
+	require.NoError(t, err)
+	require.Len(t, pods, 1)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

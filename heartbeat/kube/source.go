@@ -92,7 +92,7 @@ func (s *Source) evidence(p *corev1.Pod) heartbeat.Pod {
 		Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase), Reason: p.Status.Reason,
 		Terminating: p.DeletionTimestamp != nil,
 		Ready:       conditionTrue(p, corev1.PodReady), ContainersReady: conditionTrue(p, corev1.ContainersReady),
-		Disruption: disruption(p),
+		Disruption: disruption(p), AnyRunning: anyRunning(p),
 	}
 	if p.Status.StartTime != nil {
 		out.StartTime = timePtr(*p.Status.StartTime)
@@ -105,6 +105,19 @@ func (s *Source) evidence(p *corev1.Pod) heartbeat.Pod {
 	}
 	out.Container, out.API = container(worker), container(api)
 	return out
+}
+
+// anyRunning says some container status of the pod, init, regular or
+// ephemeral, has a running state.
+func anyRunning(p *corev1.Pod) bool {
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
+		for _, cs := range list {
+			if cs.State.Running != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // conditionTrue says the pod's condition of type t is True.

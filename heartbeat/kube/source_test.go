@@ -126,8 +126,8 @@ func TestListPodsSelectsWorkerAndAPIPods(t *testing.T) {
 	require.NoError(t, err)
 	started := stStart
 	require.Equal(t, []heartbeat.Pod{
-		{Name: "example-worker-6d9f-abcde", Phase: "Running", Container: &heartbeat.Container{Name: "worker", Running: true, StartedAt: &started, Restarts: 2}},
-		{Name: "example-api-6d9f-fghij", Phase: "Running", API: &heartbeat.Container{Name: "api", Running: true, StartedAt: &started}},
+		{Name: "example-worker-6d9f-abcde", Phase: "Running", AnyRunning: true, Container: &heartbeat.Container{Name: "worker", Running: true, StartedAt: &started, Restarts: 2}},
+		{Name: "example-api-6d9f-fghij", Phase: "Running", AnyRunning: true, API: &heartbeat.Container{Name: "api", Running: true, StartedAt: &started}},
 	}, pods)
 	require.Equal(t, "namespace pulp, selector "+DefaultSelector, src.Where())
 }

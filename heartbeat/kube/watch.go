@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -27,11 +29,17 @@ const (
 	// handlers; it lists nothing again (the watch's own timeouts, 5 to 10
 	// minutes in client-go's reflector, renew the watch).
 	DefaultResync = 10 * time.Minute
-	// DefaultMaxSilence is how long a watch may stay silent before passes
-	// stop trusting the cache and list instead. The API server sends a
-	// bookmark about every minute on a watch that asks for them, as
-	// client-go's reflector does, so a longer silence is a stuck connection.
-	DefaultMaxSilence = 150 * time.Second
+	// DefaultMaxSilence is how long a watch may stay silent before it is
+	// ended and the pods listed again (passes list them meanwhile). The API
+	// server's watch cache sends a bookmark about every minute on a watch
+	// that asks for them, as client-go's reflector does (cacher.go,
+	// defaultBookmarkFrequency), so a longer silence is most likely a stuck
+	// connection. Bookmarks are not promised (a cluster with no pod churn at
+	// all, a watch served from etcd), so the cost of a false alarm is one
+	// list of the selector's pods. Until then the cache may still be read,
+	// but the pass weighs it by its age: it holds no worker alive whose last
+	// heartbeat is newer than the watch's last word (heartbeat.PodView.WithAge).
+	DefaultMaxSilence = 70 * time.Second
 	// watchSettle is how long a new watch must stay up before the cache is
 	// trusted again: a watch from a resourceVersion the server no longer
 	// keeps opens, then ends at once with 410 Gone.
@@ -60,6 +68,9 @@ type Watcher struct {
 	informer cache.SharedIndexInformer
 	ended    chan struct{}
 	endings  atomic.Int64
+	stalls   atomic.Int64
+	// refusalSaid: a refused watch was logged at warning level once.
+	refusalSaid atomic.Bool
 
 	mu          sync.Mutex
 	healthy     bool
@@ -183,6 +194,23 @@ func (w *Watcher) ListPods(ctx context.Context) ([]heartbeat.Pod, error) {
 	return out, nil
 }
 
+// ListPodsConfirmed is ListPods, with when the pods were last known current:
+// the watch's last event, bookmark or list for the cache, the moment the
+// request was sent for a list.
+func (w *Watcher) ListPodsConfirmed(ctx context.Context) ([]heartbeat.Pod, time.Time, error) {
+	now := time.Now()
+	if !w.fresh(now) {
+		pods, err := w.src.ListPods(ctx)
+		return pods, now, err
+	}
+	// Read before the cache: the cache is at least as new as this.
+	w.mu.Lock()
+	confirmed := w.lastHeard
+	w.mu.Unlock()
+	pods, err := w.ListPods(ctx)
+	return pods, confirmed, err
+}
+
 // FromCache says whether ListPods would read the cache now.
 func (w *Watcher) FromCache() bool { return w.fresh(time.Now()) }
 
@@ -210,6 +238,20 @@ func (w *Watcher) heard(opened bool) {
 	}
 }
 
+// stalled notes a watch silent for MaxSilence: the cache is not read again
+// before the list that follows.
+func (w *Watcher) stalled() {
+	w.stalls.Add(1)
+	w.mu.Lock()
+	w.healthy = false
+	w.mu.Unlock()
+	w.cfg.Logger.Warn("kubernetes pods watch silent past the bookmark interval: listing again",
+		slog.String("where", w.src.Where()), slog.Duration("silent", w.cfg.MaxSilence))
+}
+
+// Stalls counts the watches ended for their silence.
+func (w *Watcher) Stalls() int64 { return w.stalls.Load() }
+
 // watchFailed is the reflector's error handler: a failed list, or a watch
 // that ended in error (410 Gone among them, after which it lists again).
 func (w *Watcher) watchFailed(_ context.Context, _ *cache.Reflector, err error) {
@@ -219,7 +261,17 @@ func (w *Watcher) watchFailed(_ context.Context, _ *cache.Reflector, err error) 
 	if errors.Is(err, context.Canceled) {
 		return
 	}
-	w.cfg.Logger.Warn("kubernetes pods watch failed; passes list the pods until it is back",
+	// A refusal is said once: it stays until someone grants the watch, and
+	// client-go retries it every second or so meanwhile.
+	level := slog.LevelWarn
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		if w.refusalSaid.Swap(true) {
+			level = slog.LevelDebug
+		}
+	} else {
+		w.refusalSaid.Store(false)
+	}
+	w.cfg.Logger.Log(context.Background(), level, "kubernetes pods watch failed; passes list the pods until it is back",
 		slog.String("where", w.src.Where()), slog.String("error", err.Error()))
 }
 
@@ -275,15 +327,31 @@ func (h *heardWatch) Stop() {
 	h.Interface.Stop()
 }
 
+// forward passes the events on until the watch ends, or until it has been
+// silent for MaxSilence: then it ends it with 410 Gone, after which
+// client-go's reflector lists the pods again at once (reflector.go,
+// isExpiredError), and the cache is not read until that list is in.
 func (h *heardWatch) forward() {
 	defer close(h.out)
 	in := h.Interface.ResultChan()
+	silence := time.NewTimer(h.w.cfg.MaxSilence)
+	defer silence.Stop()
 	for {
 		select {
+		case <-silence.C:
+			h.w.stalled()
+			select {
+			case h.out <- watch.Event{Type: watch.Error, Object: &metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonExpired,
+				Message: "lock-reaper: the watch was silent for " + h.w.cfg.MaxSilence.String() + "; listing again"}}:
+			case <-h.stop:
+			}
+			return
 		case e, ok := <-in:
 			if !ok {
 				return
 			}
+			silence.Reset(h.w.cfg.MaxSilence)
 			if e.Type == watch.Error {
 				h.w.mu.Lock()
 				h.w.healthy = false

@@ -189,3 +189,39 @@ func TestWatcherRemembersAPodDeletedAfterItsEnd(t *testing.T) {
 		return err == nil && len(pods) == 2 && pods[1].Name == a && pods[1].Container.Running
 	}, 2*time.Second, 10*time.Millisecond, "a successor under the name replaces the memory")
 }
+
+// TestWatcherStalledWatchRelists: a watch that stays open but sends nothing,
+// no event and no bookmark, is ended once silent past MaxSilence and the
+// pods listed again at once; meanwhile the cache's confirmation time stays
+// at the watch's last word, so a pass weighs it by its age, and once stalled
+// the passes list. A change made during the stall is in the new list.
+func TestWatcherStalledWatchRelists(t *testing.T) {
+	t.Parallel()
+	api, w := watchSetup(t, WatchConfig{MaxSilence: 800 * time.Millisecond}, 100*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	_, confirmed, err := w.ListPodsConfirmed(context.Background())
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), confirmed, time.Second, "bookmarks confirm the cache")
+
+	watches := api.Watches()
+	api.Mute(true)                     // no events, no bookmarks, the connection open
+	time.Sleep(100 * time.Millisecond) // a bookmark already on its way lands
+	stalledAt := time.Now()
+	require.NoError(t, api.ContainerTerminated("pulp", "example-worker-6d9f-aaaaa", "worker", 137, "OOMKilled", wt0.Add(time.Minute)))
+	time.Sleep(300 * time.Millisecond)
+	pods, confirmed, err := w.ListPodsConfirmed(context.Background())
+	require.NoError(t, err)
+	require.True(t, confirmed.Before(stalledAt), "the cache is confirmed no later than the watch's last word")
+	require.True(t, pods[1].Container.Running, "the stalled cache misses the end")
+
+	require.Eventually(t, func() bool { return w.Stalls() > 0 }, 3*time.Second, 10*time.Millisecond, "the silent watch is ended")
+	require.Less(t, time.Since(stalledAt), 2*time.Second)
+	// client-go lists through a watch that sends the initial state
+	// (sendInitialEvents), or with a plain list.
+	require.Eventually(t, func() bool { return api.Watches() > watches }, 3*time.Second, 10*time.Millisecond, "and the pods listed again at once")
+	require.Eventually(t, func() bool {
+		pods, _, err := w.ListPodsConfirmed(context.Background())
+		return err == nil && len(pods) == 3 && pods[1].Container.Terminated != nil
+	}, 3*time.Second, 10*time.Millisecond, "the new list has the end the stalled watch missed")
+	api.Mute(false)
+}

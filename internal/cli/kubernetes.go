@@ -15,16 +15,17 @@ import (
 )
 
 // openPods decides whether passes read Kubernetes pods (kubernetes.enabled)
-// and returns the source they list, nil when off. An error is a
-// configuration to fix; auto never fails.
-func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (reaper.PodSource, error) {
+// and returns the source they list, nil when off, and whether it may be
+// watched (auto's trial watch was not refused). An error is a configuration
+// to fix; auto never fails.
+func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (reaper.PodSource, bool, error) {
 	d, err := kube.Open(ctx, kube.Config{
 		Enabled: c.Kubernetes.Enabled, Namespace: c.Kubernetes.Namespace, Selector: c.Kubernetes.Selector,
 		Container: c.Kubernetes.Container, APIContainer: c.Kubernetes.APIContainer, Timeout: c.Pass.KubernetesTimeout, Kubeconfig: c.Kubernetes.Kubeconfig,
 		KubeconfigEnv: c.Kubernetes.KubeconfigEnv,
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if d.Source == nil {
 		level := slog.LevelDebug
@@ -32,10 +33,14 @@ func openPods(ctx context.Context, c config.Config, logger *slog.Logger) (reaper
 			level = slog.LevelWarn
 		}
 		logger.Log(ctx, level, "kubernetes evidence off", slog.String("reason", d.Reason))
-		return nil, nil
+		return nil, false, nil
 	}
-	logger.Info("kubernetes evidence on", slog.String("where", d.Source.Where()), slog.String("reason", d.Reason))
-	return d.Source, nil
+	level := slog.LevelInfo
+	if d.Warn {
+		level = slog.LevelWarn
+	}
+	logger.Log(ctx, level, "kubernetes evidence on", slog.String("where", d.Source.Where()), slog.String("reason", d.Reason))
+	return d.Source, !d.WatchForbidden, nil
 }
 
 // podText is an owner's pod evidence for text output, "" without one:

@@ -38,6 +38,9 @@ func runDaemon(ctx context.Context, env Env, args []string) int {
 	}
 	defer s.close()
 	dc := withDoctor(daemonConfig(s.cfg, s.log, env.Version), r, s)
+	if s.cfg.HeartbeatPoll > 0 {
+		dc.Heartbeats, dc.HeartbeatPoll, dc.HeartbeatGrace = r.Heartbeats, s.cfg.HeartbeatPoll, s.cfg.Pass.HeartbeatGrace
+	}
 	if s.pods != nil {
 		// The watch ends before the deferred close, with the daemon.
 		stopWatch := watchPods(ctx, s.pods)

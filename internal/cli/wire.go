@@ -103,14 +103,14 @@ func newReaperWith(fs *flag.FlagSet, loader *config.Loader, env Env, force, watc
 	// flag of the commands that allow it) and the pod source opened here.
 	rc := cfg.Pass
 	rc.Force = force
-	pods, err := openPods(context.Background(), cfg, logger)
+	pods, watchable, err := openPods(context.Background(), cfg, logger)
 	if err != nil {
 		s.close()
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper "+fs.Name(), err)
 		return nil, nil, exitcode.Usage, false
 	}
 	rc.PodSource = pods
-	if src, ok := pods.(*kube.Source); ok && watchPods {
+	if src, ok := pods.(*kube.Source); ok && watchPods && watchable {
 		if s.pods, err = kube.NewWatcher(src, kube.WatchConfig{Logger: logger}); err != nil {
 			s.close()
 			fmt.Fprintf(env.Stderr, "lock-reaper %s: configuration: %v\n", fs.Name(), err)

@@ -74,6 +74,7 @@ type Config struct {
 	Schedule         string        // schedule
 	Jitter           time.Duration // jitter
 	FullScanInterval time.Duration // full_scan_interval
+	HeartbeatPoll    time.Duration // heartbeat_poll
 	Listen           string        // listen
 	StatusPage       bool          // status_page
 	PushgatewayURL   string        // pushgateway_url

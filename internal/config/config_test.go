@@ -85,6 +85,7 @@ func TestDefault(t *testing.T) {
 	want.Schedule = "@every 1m"
 	want.Jitter = 5 * time.Second
 	want.FullScanInterval = 10 * time.Minute
+	want.HeartbeatPoll = 2 * time.Second
 	want.Listen = ":9090"
 	want.StatusPage = true
 	want.PushgatewayURL = ""

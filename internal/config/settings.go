@@ -316,6 +316,12 @@ var settings = []setting{
 			"only a full scan finds locks of unregistered owners.",
 	},
 	{
+		key: "heartbeat_poll", group: groupRun, def: "2s",
+		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatPoll }, nonNegative),
+		doc: "How often the daemon reads the worker rows between passes, to start a pass as soon as one crosses " +
+			"ttl + heartbeat_grace or a pending verdict's time comes; 0 keeps passes to the schedule.",
+	},
+	{
 		key: "listen", group: groupRun, def: ":9090",
 		binding: bind(stringCodec("host:port"), func(c *Config) *string { return &c.Listen }, checkListen),
 		doc:     "Address of the daemon's HTTP listener for /metrics and health checks.",

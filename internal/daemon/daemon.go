@@ -30,6 +30,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/metrics"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
 // Defaults of the Config fields left zero.
@@ -42,6 +43,7 @@ const (
 	PassTimeoutDefault          = 10 * time.Minute
 	ShutdownGraceDefault        = 20 * time.Second
 	WakeDebounceDefault         = time.Second
+	HeartbeatPollDefault        = 2 * time.Second
 )
 
 // Runner runs one pass; *reaper.Reaper is one. The report must describe the
@@ -98,6 +100,17 @@ type Config struct {
 	// WakeDebounce is how long a wake waits for the wakes that follow it,
 	// so that a burst (a node's pods, a rollout) runs one pass. Default 1s.
 	WakeDebounce time.Duration
+	// Heartbeats, when set, is read every HeartbeatPoll between passes (the
+	// worker rows and the database's now: reaper.Reaper.Heartbeats), and a
+	// pass starts as soon as a row crossed ttl + HeartbeatGrace since the last
+	// pass, or the moment the last pass said a verdict could change
+	// (reaper.Report.NextChange) has come. The schedule stays the longest
+	// wait between passes.
+	Heartbeats func(ctx context.Context) (pulpdb.Heartbeats, error)
+	// HeartbeatGrace is the passes' heartbeat_grace, for Heartbeats.
+	HeartbeatGrace time.Duration
+	// HeartbeatPoll is how often Heartbeats is read. Default 2s.
+	HeartbeatPoll time.Duration
 	// Pages, when set, serves the status page at / beside /metrics and is
 	// handed every pass (see Pages).
 	Pages Pages
@@ -125,6 +138,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.ShutdownGrace, ShutdownGraceDefault)
 	setDefault(&c.Listen, ListenDefault)
 	setDefault(&c.WakeDebounce, WakeDebounceDefault)
+	setDefault(&c.HeartbeatPoll, HeartbeatPollDefault)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -153,8 +167,9 @@ func (c Config) parse(now time.Time) (cron.Schedule, error) {
 		return nil, fmt.Errorf("jitter must not be negative, got %v", c.Jitter)
 	case c.FullScanInterval < 0:
 		return nil, fmt.Errorf("full_scan_interval must not be negative, got %v", c.FullScanInterval)
-	case c.MaxRetryDelay < 0, c.UnreadyAfterFailures < 0, c.PassTimeout < 0, c.ShutdownGrace < 0, c.WakeDebounce < 0:
-		return nil, errors.New("daemon: negative MaxRetryDelay, UnreadyAfterFailures, PassTimeout, ShutdownGrace or WakeDebounce")
+	case c.MaxRetryDelay < 0, c.UnreadyAfterFailures < 0, c.PassTimeout < 0, c.ShutdownGrace < 0, c.WakeDebounce < 0,
+		c.HeartbeatPoll < 0, c.HeartbeatGrace < 0:
+		return nil, errors.New("daemon: negative MaxRetryDelay, UnreadyAfterFailures, PassTimeout, ShutdownGrace, WakeDebounce, HeartbeatPoll or HeartbeatGrace")
 	}
 	return sched, nil
 }

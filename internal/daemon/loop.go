@@ -27,8 +27,10 @@ type PassResult struct {
 	Failures int
 	// Next is when the next pass is due (before its jitter).
 	Next NextPass
-	// Woken says a wake (Config.Wake) started the pass, not its tick.
-	Woken bool
+	// Woken says a wake (Config.Wake, or a heartbeat read: Config.Heartbeats)
+	// started the pass, not its tick; StartedBy says which.
+	Woken     bool
+	StartedBy string
 	// snapshot is what the pass judged; nil when it read none.
 	snapshot *judge.Snapshot
 }
@@ -44,15 +46,20 @@ type loopState struct {
 // without jitter: a wake means a worker just died.
 func (d *Daemon) loop(ctx context.Context) {
 	defer d.health.loopStopped()
-	var st loopState
-	tick := time.Now()
-	woken := false
+	var (
+		st     loopState
+		clock  verdictClock
+		tick   = time.Now()
+		woken  bool
+		reason string
+	)
 	for {
 		if !woken && !ctxwait.Sleep(ctx, d.jitter()) {
 			return
 		}
 		res := d.runOnce(ctx, &st)
-		res.Woken = woken
+		res.Woken, res.StartedBy = woken, reason
+		clock.passed(res.Report.DBNow, res.Report.NextChange)
 		res.Next = planNext(d.schedule, tick, time.Now(), st.failures, d.cfg.MaxRetryDelay)
 		d.metrics.TicksSkipped(metrics.TickOverlap, res.Next.Overlapped)
 		d.metrics.TicksSkipped(metrics.TickBackoff, res.Next.BackedOff)
@@ -64,41 +71,61 @@ func (d *Daemon) loop(ctx context.Context) {
 			d.passDone(res)
 		}
 		var ok bool
-		if woken, ok = d.waitNext(ctx, res.Next.At); !ok {
+		if reason, ok = d.waitNext(ctx, res.Next.At, &clock); !ok {
 			return
 		}
+		woken = reason != StartedBySchedule
 		if !woken {
 			tick = res.Next.At
 		}
 	}
 }
 
-// waitNext sleeps until the tick at, or until a wake and its debounce,
-// whichever comes first; ok is false once ctx is cancelled. A woken pass
-// leaves the schedule as it was: the tick after it stays due.
-func (d *Daemon) waitNext(ctx context.Context, at time.Time) (woken, ok bool) {
+// waitNext sleeps until the tick at, until a wake and its debounce, or until
+// a heartbeat read finds a pass due, whichever comes first, and says what
+// ended the wait (StartedBySchedule for the tick); ok is false once ctx is
+// cancelled. A woken pass leaves the schedule as it was: the tick after it
+// stays due.
+func (d *Daemon) waitNext(ctx context.Context, at time.Time, clock *verdictClock) (reason string, ok bool) {
 	var timer <-chan time.Time
 	if !at.IsZero() {
 		t := time.NewTimer(time.Until(at))
 		defer t.Stop()
 		timer = t.C
 	}
+	var due chan string
+	if d.cfg.Heartbeats != nil {
+		pollCtx, stop := context.WithCancel(ctx)
+		due = make(chan string, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if r, ok := d.pollHeartbeats(pollCtx, clock); ok {
+				due <- r
+			}
+		}()
+		// The poll ends before the clock is read again.
+		defer func() { stop(); <-done }()
+	}
 	select {
 	case <-ctx.Done():
-		return false, false
+		return "", false
 	case <-timer:
-		return false, true
+		return StartedBySchedule, true
+	case r := <-due:
+		// A worker's death by heartbeat: no debounce, the deadline is now.
+		return r, true
 	case <-d.cfg.Wake:
 	}
 	if !ctxwait.Sleep(ctx, d.cfg.WakeDebounce) {
-		return false, false
+		return "", false
 	}
 	// The wakes of the burst are this pass's.
 	for {
 		select {
 		case <-d.cfg.Wake:
 		default:
-			return true, true
+			return StartedByKubernetes, true
 		}
 	}
 }
@@ -187,8 +214,8 @@ func (d *Daemon) logPass(res PassResult) {
 		slog.String("result", string(res.Outcome)), slog.Bool("full_scan", res.FullScan),
 		slog.Int64("duration_ms", rep.DurationMS), slog.Time("next_pass", res.Next.At),
 	}
-	if res.Woken {
-		attrs = append(attrs, slog.String("started_by", "kubernetes: a worker container ended"))
+	if res.StartedBy != StartedBySchedule {
+		attrs = append(attrs, slog.String("started_by", res.StartedBy))
 	}
 	if n := res.Next.Overlapped; n > 0 {
 		d.log.Warn("scheduled passes skipped: the previous pass was still running", slog.Int("ticks", n))

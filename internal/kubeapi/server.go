@@ -51,14 +51,15 @@ type Server struct {
 	watchers  map[*watcher]struct{}
 	uid       int
 
-	fail     atomic.Int32
-	hang     atomic.Bool
-	mute     atomic.Bool
-	bookmark atomic.Int64 // nanoseconds between bookmarks
-	expired  atomic.Int32
-	lists    atomic.Int32
-	watches  atomic.Int32
-	listHook atomic.Pointer[func()]
+	fail      atomic.Int32
+	failWatch atomic.Int32
+	hang      atomic.Bool
+	mute      atomic.Bool
+	bookmark  atomic.Int64 // nanoseconds between bookmarks
+	expired   atomic.Int32
+	lists     atomic.Int32
+	watches   atomic.Int32
+	listHook  atomic.Pointer[func()]
 }
 
 // change is one write: the object before (nil when created) and after (nil
@@ -96,6 +97,10 @@ func (s *Server) Config() *rest.Config {
 // Fail makes every request answer code (401, 403, 410, 500, ...) with a
 // Status as the API server words it; 0 answers again.
 func (s *Server) Fail(code int) { s.fail.Store(int32(code)) }
+
+// FailWatches makes every watch request answer code (403: a Role that
+// grants list but not watch); lists still answer. 0 answers again.
+func (s *Server) FailWatches(code int) { s.failWatch.Store(int32(code)) }
 
 // Hang makes every new request wait, unanswered, until the client gives up.
 func (s *Server) Hang(on bool) { s.hang.Store(on) }
@@ -165,6 +170,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if q.Get("watch") == "true" || q.Get("watch") == "1" {
+		if code := int(s.failWatch.Load()); code != 0 {
+			writeStatus(w, code, reasonOf(code), strings.Replace(faultMessage(code, parts[3]), "cannot list", "cannot watch", 1))
+			return
+		}
 		s.watches.Add(1)
 		s.serveWatch(w, r, parts[3], sel)
 		return

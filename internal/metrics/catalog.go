@@ -24,6 +24,7 @@ func Catalog() []Family {
 	return []Family{
 		{Name: NamePasses, Type: counter, Labels: map[string][]string{"result": stringsOf(outcomes)}},
 		{Name: NamePassDuration, Type: histogram},
+		{Name: NameReleaseDelay, Type: histogram},
 		{Name: NameScans, Type: counter, Labels: map[string][]string{"scope": {scopeFull, scopeRegistry}}},
 		{Name: NameKeysScanned, Type: gauge},
 		{Name: NameHoldingsScanned, Type: gauge, Labels: map[string][]string{"kind": {kindTask, kindResource}}},

@@ -22,6 +22,7 @@ const namespace = "lock_reaper"
 const (
 	NamePasses          = "lock_reaper_passes_total"
 	NamePassDuration    = "lock_reaper_pass_duration_seconds"
+	NameReleaseDelay    = "lock_reaper_release_delay_seconds"
 	NameScans           = "lock_reaper_scans_total"
 	NameKeysScanned     = "lock_reaper_lock_keys_scanned"
 	NameHoldingsScanned = "lock_reaper_holdings_scanned"
@@ -54,6 +55,7 @@ const (
 type Metrics struct {
 	passes          *prometheus.CounterVec
 	passDuration    prometheus.Histogram
+	releaseDelay    prometheus.Histogram
 	scans           *prometheus.CounterVec
 	keysScanned     prometheus.Gauge
 	holdingsScanned *prometheus.GaugeVec
@@ -84,6 +86,11 @@ func New(version string) *Metrics {
 			Namespace: namespace, Name: "pass_duration_seconds",
 			Help:    "Duration of each pass, whatever its result.",
 			Buckets: prometheus.ExponentialBucketsRange(0.01, 300, 12),
+		}),
+		releaseDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "release_delay_seconds",
+			Help:    "For each dead owner whose locks a pass released, how long after the rules allowed it: its last heartbeat + ttl + heartbeat_grace, or its container's end as the kubelet reported it.",
+			Buckets: []float64{0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300, 600},
 		}),
 		scans: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "scans_total",
@@ -209,7 +216,7 @@ func (m *Metrics) initSeries() {
 // collectors lists every collector, in the order of the documentation.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{
-		m.passes, m.passDuration, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
+		m.passes, m.passDuration, m.releaseDelay, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.buildInfo,
 		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.kube.reads, m.kube.owners,
 	}, m.doctor.collectors()...)

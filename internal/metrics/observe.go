@@ -51,6 +51,9 @@ func (m *Metrics) Observe(rep *reaper.Report) Outcome {
 	outcome := OutcomeOf(rep)
 	m.passes.WithLabelValues(string(outcome)).Inc()
 	m.passDuration.Observe(time.Duration(rep.DurationMS * int64(time.Millisecond)).Seconds())
+	for _, d := range rep.ReleaseDelays {
+		m.releaseDelay.Observe(d.Seconds())
+	}
 	for _, g := range rep.Guards {
 		m.guardTrips.WithLabelValues(g.Name).Inc()
 	}

@@ -42,7 +42,8 @@ func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 			Terminating:     rapid.IntRange(0, 3).Draw(t, "terminating") == 0,
 			Ready:           rapid.IntRange(0, 3).Draw(t, "ready") > 0,
 			ContainersReady: rapid.IntRange(0, 3).Draw(t, "containers ready") > 0,
-			Disruption:      rapid.SampledFrom([]string{"", "", "", "DeletionByTaintManager", "EvictionByEvictionAPI"}).Draw(t, "disruption"),
+			Disruption:      rapid.SampledFrom([]string{"", "", "", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC", "TerminationByKubelet"}).Draw(t, "disruption"),
+			AnyRunning:      rapid.Bool().Draw(t, "any running"),
 		}
 		if rapid.IntRange(0, 4).Draw(t, "start time") > 0 {
 			at := c.snap.Now.Add(-ptSeconds(t, 0, 3*3600, "pod start"))
@@ -52,7 +53,7 @@ func kpPods(t *rapid.T, c *ptCase) *heartbeat.PodView {
 		pods = append(pods, p)
 	}
 	c.p.Kubernetes = heartbeat.PodPolicy{HungWorkerGrace: ptSeconds(t, 0, 900, "hung_worker_grace"), ClockSkew: ptSeconds(t, 0, 5, "clock skew")}
-	return heartbeat.NewPodView(pods, seen)
+	return heartbeat.NewPodView(pods, seen).WithAge(ptSeconds(t, 0, 300, "view age"))
 }
 
 // kpContainer draws a container status as the kubelet reports one, or nil.
@@ -70,6 +71,9 @@ func kpContainer(t *rapid.T, c *ptCase, name string) *heartbeat.Container {
 		ct.StartedAt = at("started")
 	case rapid.Bool().Draw(t, name+" terminated"):
 		ct.Terminated = &heartbeat.Termination{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at("finished")}
+		if rapid.Bool().Draw(t, name+" no finish time") {
+			ct.Terminated = &heartbeat.Termination{Reason: "ContainerStatusUnknown", ExitCode: 137}
+		}
 		ct.FinishedAt = ct.Terminated.FinishedAt
 	}
 	if ct.Restarts > 0 {
@@ -121,6 +125,12 @@ func TestKubernetesPropertyOnlyCertainDeathReleases(t *testing.T) {
 				t.Fatalf("%s of %s: %s/%s without pods, %s/%s with pods, owner not dead by Kubernetes",
 					h.Key, h.Owner, before.Verdict, before.Action, after.Verdict, after.Action)
 			}
+			if e := after.Evidence().Kubernetes; !released(before) && released(after) && e != nil && e.Rule == heartbeat.PodTerminal {
+				if e.Phase != "Failed" && e.Phase != "Succeeded" || e.AnyRunning || e.Terminating ||
+					e.Disruption != "" && e.Disruption != "TerminationByKubelet" {
+					t.Fatalf("%s of %s released as pod-terminal, a phase the kubelet did not write: %+v", h.Key, h.Owner, e.Pod)
+				}
+			}
 		}
 		updated := map[string]bool{}
 		for _, tj := range without.Tasks {
@@ -156,6 +166,13 @@ func TestKubernetesPropertyNeverLaterButForALivePod(t *testing.T) {
 			e := after.Evidence().Kubernetes
 			if e == nil || e.Rule != heartbeat.PodAliveNotHeartbeating || !e.CouldRun() {
 				t.Fatalf("%s of %s released without pods (%s), kept with them (%s) by %+v", h.Key, h.Owner, before.Verdict, after.Verdict, e)
+			}
+
+		}
+		fleet := heartbeat.NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace).WithPods(view, c.p.Kubernetes)
+		for _, r := range c.snap.AppStatuses {
+			if fleet.RowRule(r.ID) == heartbeat.PodAliveNotHeartbeating && view.Age() >= c.snap.Now.Sub(r.LastHeartbeat) {
+				t.Fatalf("row %s held alive by a view %s old, older than its heartbeat", r.Name, view.Age())
 			}
 		}
 		for _, o := range with.FleetOwners {

@@ -1,0 +1,41 @@
+package judge
+
+import (
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+)
+
+// NextChange is the earliest moment after the snapshot's now (database
+// clock) at which a verdict of this plan can change with nothing else
+// changing: a suspect's confirm_after elapses, a finished task's lock
+// leaves its finished_grace, a row crosses ttl + heartbeat_grace (late to
+// dead), or a worker held alive by Kubernetes passes hung_worker_grace.
+// Zero when nothing is pending. It decides when the daemon runs its next
+// pass, never a verdict.
+func NextChange(snap Snapshot, plan Plan, p Policy) time.Time {
+	var next time.Time
+	consider := func(at time.Time) {
+		if at.After(snap.Now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	for _, s := range plan.Suspects {
+		consider(s.FirstSeen.Add(p.ConfirmAfter))
+	}
+	for _, h := range snap.Holdings {
+		if h.Kind != KindTask {
+			continue
+		}
+		if t, ok := snap.Tasks[h.TaskID()]; ok && Final(t.State) && t.FinishedAt != nil {
+			consider(t.FinishedAt.Add(p.FinishedGrace))
+		}
+	}
+	consider(heartbeat.NextDeath(snap.AppStatuses, p.HeartbeatGrace, snap.Now))
+	if snap.Pods != nil {
+		for _, r := range snap.AppStatuses {
+			consider(r.DeathAt(p.HeartbeatGrace).Add(p.Kubernetes.HungWorkerGrace))
+		}
+	}
+	return next
+}
