@@ -9,9 +9,14 @@ TEST_FLAGS  ?= -race -count=1 -timeout 15m
 
 .PHONY: build test lint unit services tools demo audit bench soak clean
 
+# REVISION is the commit `lock-reaper version` names, -dirty with local
+# changes. Go records it itself in a clone, but not in a git worktree (.git is
+# a file there), nor in an image build (no .git in the build context).
+REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo -dirty)
+
 ## build: the binary, built exactly as the Dockerfile builds it
 build:
-	scripts/docker-build-cmd.sh $(BIN)
+	REVISION="$(REVISION)" scripts/docker-build-cmd.sh $(BIN)
 
 ## services: start (or install) the local Redis and PostgreSQL
 services:

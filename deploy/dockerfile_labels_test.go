@@ -23,14 +23,17 @@ func TestDockerfileOCILabels(t *testing.T) {
 		args []string
 		want map[string]string
 	}{
-		{[]string{"VERSION=1.2.3", "REVISION=0123abcd", "SOURCE=" + argDefault(t, img.final, "SOURCE")}, map[string]string{
+		{[]string{"VERSION=1.2.3", "REVISION=0123abcd", "BUILD_DATE=2026-07-25T08:00:00Z", "SOURCE=" + argDefault(t, img.final, "SOURCE")}, map[string]string{
 			"org.opencontainers.image.source":   "https://github.com/lock-reaper/lock-reaper",
 			"org.opencontainers.image.version":  "1.2.3",
 			"org.opencontainers.image.revision": "0123abcd",
+			"org.opencontainers.image.created":  "2026-07-25T08:00:00Z",
 		}},
-		{[]string{"VERSION=" + argDefault(t, img.final, "VERSION"), "REVISION=" + argDefault(t, img.final, "REVISION"), "SOURCE=" + argDefault(t, img.final, "SOURCE")}, map[string]string{
+		{[]string{"VERSION=" + argDefault(t, img.final, "VERSION"), "REVISION=" + argDefault(t, img.final, "REVISION"),
+			"BUILD_DATE=" + argDefault(t, img.final, "BUILD_DATE"), "SOURCE=" + argDefault(t, img.final, "SOURCE")}, map[string]string{
 			"org.opencontainers.image.version":  "dev",
 			"org.opencontainers.image.revision": "unknown",
+			"org.opencontainers.image.created":  "unknown",
 		}},
 	} {
 		got := map[string]string{}
