@@ -52,8 +52,9 @@ test: services lint
 	  echo "== $$m"; (cd $$m && \
 	    $(GO) test $(TEST_FLAGS) ./...); done
 
-## demo: the 2026-07-24 incident reproduced, audited, reaped and audited again
-demo: services build
+## demo: the 2026-07-24 incident reproduced, audited, reaped and audited again,
+## on a Redis and a PostgreSQL the demo starts and removes itself
+demo: build
 	$(BIN) demo
 
 ## audit: a read-only pass against the local Redis and PostgreSQL
