@@ -95,6 +95,15 @@ func (s *Servers) startPostgres(ctx context.Context, bin string) error {
 	return nil
 }
 
+// Keep leaves both servers running after the program exits and returns the
+// shell command that stops them and removes their directory; Stop then does
+// nothing.
+func (s *Servers) Keep() string {
+	remove := fmt.Sprintf("kill %d; %s; rm -rf %s", s.redis.Process.Pid, s.pg.StopCommand(), s.dir)
+	s.pg, s.redis, s.dir = nil, nil, ""
+	return remove
+}
+
 // Stop stops both servers and removes their directory; stopping twice is harmless.
 func (s *Servers) Stop() {
 	if s.pg != nil {
