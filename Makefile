@@ -1,10 +1,12 @@
 # lock-reaper: `make demo` shows it working, `make test` runs every test.
 GO          ?= go
 BIN         ?= bin/lock-reaper
-# staticcheck is pinned by tools/go.mod (a `tool` directive) and built into
-# .cache/tools/bin from the module cache: no download on every run.
+# staticcheck and actionlint are pinned by tools/go.mod (`tool` directives)
+# and built into .cache/tools/bin from the module cache: no download on
+# every run.
 TOOLS_BIN   := $(CURDIR)/.cache/tools/bin
 STATICCHECK ?= $(TOOLS_BIN)/staticcheck
+ACTIONLINT  ?= $(TOOLS_BIN)/actionlint
 TEST_FLAGS  ?= -race -count=1 -timeout 15m
 
 .PHONY: build test quick lint unit services tools demo audit bench soak clean
@@ -29,17 +31,20 @@ services:
 # program's go.mod). tools/ is built on its own for staticcheck.
 MODULES     := . deploy
 
-## tools: the programs the tests and gates run: staticcheck (tools/go.mod),
-## promtool alone and pgbouncer (scripts/tools.sh; no service is started)
+## tools: the programs the tests and gates run: staticcheck and actionlint
+## (tools/go.mod), promtool alone and pgbouncer (scripts/tools.sh; no service is started)
 tools:
 	@mkdir -p $(TOOLS_BIN)
 	cd tools && $(GO) build -o $(TOOLS_BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
+	cd tools && $(GO) build -o $(TOOLS_BIN)/actionlint github.com/rhysd/actionlint/cmd/actionlint
 	@scripts/tools.sh >/dev/null
 # Further install steps the tests need (a browser for the dashboard test,
 # say) go in scripts/tools.sh, so that make and .ci/run share them.
 
-## lint: gofmt, go vet, staticcheck, in every module
+## lint: gofmt, go vet, staticcheck, in every module; actionlint on .github/workflows
+## (with shellcheck on their run: scripts when shellcheck is installed)
 lint: tools
+	$(ACTIONLINT)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@set -e; for m in $(MODULES); do \
