@@ -15,8 +15,15 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/memlimit"
 )
 
-// version is stamped at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// The build stamps these with -ldflags "-X main.version=... -X
+// main.revision=... -X main.buildDate=..." (scripts/docker-build-cmd.sh, the
+// Dockerfile). Outside Docker Go records the commit itself, and
+// `lock-reaper version` prefers its record.
+var (
+	version   = "dev"
+	revision  = "unknown"
+	buildDate = "unknown"
+)
 
 func main() {
 	// Before any work: the soft memory limit is what keeps a pass over an
@@ -32,7 +39,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, cli.Env{
 		Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		LookupEnv: os.LookupEnv, Environ: os.Environ, Version: version,
+		LookupEnv: os.LookupEnv, Environ: os.Environ,
+		Version: version, Revision: revision, BuildDate: buildDate,
 	})
 	stop()
 	os.Exit(code)

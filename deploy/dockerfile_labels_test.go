@@ -23,14 +23,17 @@ func TestDockerfileOCILabels(t *testing.T) {
 		args []string
 		want map[string]string
 	}{
-		{[]string{"VERSION=1.2.3", "REVISION=0123abcd", "SOURCE=" + argDefault(t, img.final, "SOURCE")}, map[string]string{
+		{[]string{"VERSION=1.2.3", "REVISION=0123abcd", "BUILD_DATE=2026-07-25T08:00:00Z", "SOURCE=" + argDefault(t, img.final, "SOURCE")}, map[string]string{
 			"org.opencontainers.image.source":   "https://github.com/lock-reaper/lock-reaper",
 			"org.opencontainers.image.version":  "1.2.3",
 			"org.opencontainers.image.revision": "0123abcd",
+			"org.opencontainers.image.created":  "2026-07-25T08:00:00Z",
 		}},
-		{[]string{"VERSION=" + argDefault(t, img.final, "VERSION"), "REVISION=" + argDefault(t, img.final, "REVISION"), "SOURCE=" + argDefault(t, img.final, "SOURCE")}, map[string]string{
+		{[]string{"VERSION=" + argDefault(t, img.final, "VERSION"), "REVISION=" + argDefault(t, img.final, "REVISION"),
+			"BUILD_DATE=" + argDefault(t, img.final, "BUILD_DATE"), "SOURCE=" + argDefault(t, img.final, "SOURCE")}, map[string]string{
 			"org.opencontainers.image.version":  "dev",
 			"org.opencontainers.image.revision": "unknown",
+			"org.opencontainers.image.created":  "unknown",
 		}},
 	} {
 		got := map[string]string{}
@@ -80,6 +83,10 @@ func TestBuildPushImageScript(t *testing.T) {
 	fakeBin := t.TempDir()
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	fakeDocker := `#!/bin/sh
+case "$1 $2" in
+"buildx version") echo "github.com/docker/buildx v0.20.0"; exit 0 ;;
+"buildx inspect") printf 'Name: multi\nDriver: docker-container\n'; exit 0 ;;
+esac
 for a in "$@"; do printf '%s\n' "$a"; done >"$FAKE_DOCKER_LOG"
 pwd -P >"$FAKE_DOCKER_LOG.pwd"
 while [ $# -gt 0 ]; do
@@ -132,6 +139,12 @@ done
 			if !slices.Contains(buildArgs, "VERSION="+tc.wantVersion) {
 				t.Errorf("--build-arg %q lacks VERSION=%s", buildArgs, tc.wantVersion)
 			}
+			if !slices.ContainsFunc(buildArgs, func(a string) bool { return strings.HasPrefix(a, "BUILD_DATE=20") }) {
+				t.Errorf("--build-arg %q lacks BUILD_DATE=<now, RFC 3339>", buildArgs)
+			}
+			if !strings.Contains(string(out), "building with docker buildx, builder multi (driver docker-container)") {
+				t.Errorf("the script does not say what it builds with:\n%s", out)
+			}
 			if !slices.Contains(buildArgs, "REVISION="+rev) && !slices.Contains(buildArgs, "REVISION="+rev+"-dirty") {
 				t.Errorf("--build-arg %q lacks REVISION=%s (git rev-parse HEAD)", buildArgs, rev)
 			}
@@ -148,8 +161,9 @@ done
 	}
 	// Every build argument the script passes is an ARG of the final stage.
 	img := parseDockerfile(t)
-	for _, arg := range []string{"VERSION", "REVISION"} {
+	for _, arg := range []string{"VERSION", "REVISION", "BUILD_DATE"} {
 		argDefault(t, img.final, arg)
+		argDefault(t, img.build, arg)
 	}
 }
 

@@ -198,8 +198,14 @@ func TestDockerfileBuildStage(t *testing.T) {
 	if got := argDefault(t, img.build, "VERSION"); got != "dev" {
 		t.Errorf("ARG VERSION defaults to %q, want dev", got)
 	}
+	// The stamps not given are unknown, in the binary as in the labels.
+	for _, arg := range []string{"REVISION", "BUILD_DATE"} {
+		if build, final := argDefault(t, img.build, arg), argDefault(t, img.final, arg); build != "unknown" || final != "unknown" {
+			t.Errorf("ARG %s defaults to %q in the build stage and %q in the final one, want unknown in both", arg, build, final)
+		}
+	}
 
-	cmd := img.goBuild(t, "VERSION=v9.8.7-test")
+	cmd := img.goBuild(t, "VERSION=v9.8.7-test", "REVISION=0123abcd", "BUILD_DATE=2026-07-25T08:00:00Z")
 	if cmd.env["CGO_ENABLED"] != "0" {
 		t.Errorf("go build runs with CGO_ENABLED=%q, want 0 for a static binary", cmd.env["CGO_ENABLED"])
 	}
@@ -212,8 +218,18 @@ func TestDockerfileBuildStage(t *testing.T) {
 			t.Errorf("-ldflags %q lacks %s", ldflags, want)
 		}
 	}
-	if i := slices.Index(ldflags, "-X"); i < 0 || i+1 >= len(ldflags) || ldflags[i+1] != "main.version=v9.8.7-test" {
-		t.Errorf("-ldflags %q does not stamp -X main.version=${VERSION}", ldflags)
+	// What `lock-reaper version` prints: the image's build context has no
+	// .git, so Go records no commit of its own there.
+	var stamps []string
+	for i, f := range ldflags {
+		if f == "-X" && i+1 < len(ldflags) {
+			stamps = append(stamps, ldflags[i+1])
+		}
+	}
+	for _, want := range []string{"main.version=v9.8.7-test", "main.revision=0123abcd", "main.buildDate=2026-07-25T08:00:00Z"} {
+		if !slices.Contains(stamps, want) {
+			t.Errorf("-ldflags %q does not stamp -X %s", ldflags, want)
+		}
 	}
 	if pkg := cmd.argv[len(cmd.argv)-1]; pkg != "." {
 		t.Errorf("go build builds %q, want the main package at the repository root (.)", pkg)
@@ -311,27 +327,32 @@ for a in "$@"; do printf '%s\n' "$a"; done >"$FAKE_GO_LOG.args"
 	callerDir := t.TempDir()
 	cases := []struct {
 		name    string
-		version string // "" leaves VERSION unset
+		stamps  map[string]string // VERSION, REVISION, BUILD_DATE; the unset ones take the Dockerfile's defaults
 		args    []string
 		wantOut string
 	}{
-		{"version and absolute output", "v1.2.3-rc.1", []string{"/tmp/lock-reaper-test/out"}, "/tmp/lock-reaper-test/out"},
-		{"relative output from the caller's directory", "v1.2.3", []string{"out/lock-reaper"}, filepath.Join(callerDir, "out/lock-reaper")},
-		{"defaults", "", nil, filepath.Join(root, "bin/lock-reaper")},
+		{"stamps and absolute output", map[string]string{"VERSION": "v1.2.3-rc.1", "REVISION": "0123abcd", "BUILD_DATE": "2026-07-25T08:00:00Z"},
+			[]string{"/tmp/lock-reaper-test/out"}, "/tmp/lock-reaper-test/out"},
+		{"relative output from the caller's directory", map[string]string{"VERSION": "v1.2.3"}, []string{"out/lock-reaper"}, filepath.Join(callerDir, "out/lock-reaper")},
+		{"defaults", nil, nil, filepath.Join(root, "bin/lock-reaper")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			version := tc.version
-			if version == "" {
-				version = argDefault(t, img.build, "VERSION")
+			var buildArgs []string
+			for _, arg := range []string{"VERSION", "REVISION", "BUILD_DATE"} {
+				v, ok := tc.stamps[arg]
+				if !ok {
+					v = argDefault(t, img.build, arg)
+				}
+				buildArgs = append(buildArgs, arg+"="+v)
 			}
-			want := img.goBuild(t, "VERSION="+version)
+			want := img.goBuild(t, buildArgs...)
 			want.argv[slices.Index(want.argv, "-o")+1] = tc.wantOut
 
 			log := filepath.Join(t.TempDir(), "go.log")
 			env := []string{"PATH=" + fakeBin + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKE_GO_LOG=" + log}
-			if tc.version != "" {
-				env = append(env, "VERSION="+tc.version)
+			for k, v := range tc.stamps {
+				env = append(env, k+"="+v)
 			}
 			run := exec.Command(filepath.Join(root, buildScriptPath), tc.args...)
 			run.Dir = callerDir
@@ -366,7 +387,7 @@ for a in "$@"; do printf '%s\n' "$a"; done >"$FAKE_GO_LOG.args"
 				t.Errorf("go build runs with the environment changed by %v, the Dockerfile's by %v", gotEnv, want.env)
 			}
 			if got := append([]string{"go"}, gotArgv...); !slices.Equal(got, want.argv) {
-				t.Errorf("the script runs\n\t%q\nthe Dockerfile (VERSION=%s, -o %s)\n\t%q", got, version, tc.wantOut, want.argv)
+				t.Errorf("the script runs\n\t%q\nthe Dockerfile (%s, -o %s)\n\t%q", got, buildArgs, tc.wantOut, want.argv)
 			}
 		})
 	}

@@ -23,7 +23,12 @@ type Env struct {
 	// Environ lists the environment (os.Environ) so that a misspelt
 	// REAPER_* variable is an error; nil skips that check.
 	Environ func() []string
-	Version string
+	// Version, Revision and BuildDate are what the build stamped into the
+	// binary (-ldflags -X main.version=...); `version` completes them from
+	// the build information Go records (versionText).
+	Version   string
+	Revision  string
+	BuildDate string
 
 	// textLayout, when set, is the layout of text reports instead of the
 	// one stdout calls for (the demo asks for the terminal's grouping).
@@ -46,7 +51,8 @@ func init() {
 		keys:    allKeys, exits: []exitCode{{0, "the configuration is valid"}, {2, "it is not (every problem is named)"}}, run: runConfig,
 	})
 	registerCommand("version", command{
-		summary: "print the version", keys: noKeys, exits: []exitCode{{0, "always"}}, run: runVersion,
+		summary: "print the version, the commit it was built from, the build date and the Go version",
+		keys:    noKeys, exits: []exitCode{{0, "always"}}, run: runVersion,
 	})
 }
 
@@ -96,17 +102,4 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "'lock-reaper --version' for the version.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 the pass failed, 2 usage or configuration error,")
 	fmt.Fprintln(w, "3 audit found work a real pass would do, 4 a guard held work back, 5 declined at a prompt.")
-}
-
-func runVersion(_ context.Context, env Env, args []string) int {
-	if len(args) > 0 {
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-			writeHelp(env.Stdout, "version", nil)
-			return exitcode.OK
-		}
-		fmt.Fprintf(env.Stderr, "lock-reaper version: unexpected argument %q\n", args[0])
-		return exitcode.Usage
-	}
-	fmt.Fprintf(env.Stdout, "lock-reaper %s\n", env.Version)
-	return exitcode.OK
 }

@@ -20,7 +20,7 @@ import (
 
 func init() {
 	registerCommand("demo", command{
-		summary: "reproduce the 2026-07-24 incident in a throwaway database, audit, reap, audit again",
+		summary: "reproduce the 2026-07-24 incident in a throwaway database, audit, reap, audit again (--no-reap: stop before the pass)",
 		keys:    noKeys, run: runDemo,
 		exits: []exitCode{{0, "the demo ran"}, {1, "it could not set up (a server named by a flag holds data the demo did not make, or one it starts would not start), or a step did not end as it should"}, {2, "bad flags"}},
 	})
@@ -41,15 +41,12 @@ func runDemo(ctx context.Context, env Env, args []string) int {
 	dbURL := fs.String("database-url", "", "a PostgreSQL server holding no database but postgres and the templates, on which the demo creates and drops its own database; "+
 		"by default the demo starts a PostgreSQL of its own. REAPER_DATABASE_URL is never used")
 	limit := fs.Int("limit", 8, "rows per table in the reports")
-	keep := fs.Bool("keep", false, "leave the demo's database and Redis database in place and print the commands to explore and to remove them (needs --redis-url and --database-url)")
+	keep := fs.Bool("keep", false, "leave the demo's state in place (the servers it started keep running) and print the commands to explore and to remove it")
+	noReap := fs.Bool("no-reap", false, "build the incident, explain a blocked task and audit, then stop before the pass: with --keep the incident is left to explore")
 	if code, ok := parseFlags(fs, env, args, 0); !ok {
 		return code
 	}
-	if *keep && (*redisURL == "" || *dbURL == "") {
-		fmt.Fprintln(env.Stderr, "lock-reaper demo: --keep needs --redis-url and --database-url: the servers the demo starts itself stop with it")
-		return exitcode.Usage
-	}
-	d := &demo{env: env, out: env.Stdout, keep: *keep}
+	d := &demo{env: env, out: env.Stdout, keep: *keep, noReap: *noReap}
 	defer d.cleanup()
 	if err := d.setUp(ctx, *redisURL, *dbURL); err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper demo: %v\n", err)
@@ -60,6 +57,7 @@ func runDemo(ctx context.Context, env Env, args []string) int {
 
 type demo struct {
 	keep     bool
+	noReap   bool
 	env      Env
 	out      io.Writer
 	own      *throwaway.Servers

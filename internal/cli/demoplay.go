@@ -54,6 +54,9 @@ func (d *demo) play(ctx context.Context, limit int) int {
 		{title: "4. lock-reaper audit again: nothing left to do", args: []string{"audit"}, want: exitcode.OK},
 		{title: "5. lock-reaper explain again: the queued task is free to run", args: []string{"explain", blocked}, want: exitcode.OK},
 	}
+	if d.noReap {
+		steps = steps[:2]
+	}
 	for _, s := range steps {
 		fmt.Fprintf(d.out, "━━ %s\n$ lock-reaper %s\n\n", s.title, strings.Join(s.args, " "))
 		lim := &limitValue{n: limit, set: true}
@@ -70,6 +73,10 @@ func (d *demo) play(ctx context.Context, limit int) int {
 			s.after()
 		}
 	}
+	if d.noReap {
+		fmt.Fprintf(d.out, "Stopped before the pass (--no-reap): nothing was released, the incident is as the audit reads it.\n")
+		return exitcode.OK
+	}
 	fmt.Fprintf(d.out, "The dead worker's %d holdings are gone, its %d running tasks are canceled and its\n"+
 		"%d claimed waiting tasks requeued; every healthy lock of the live workers is intact, and the\n"+
 		"queue moves: the next free worker takes the queued tasks.\n", len(inc.Stale), len(inc.Cancel), len(inc.Requeue))
@@ -84,28 +91,4 @@ func (d *demo) layout(limit *limitValue) *layout {
 	l := layoutFor(d.out, d.env.LookupEnv, limit)
 	l.grouped = true
 	return &l
-}
-
-// printKept says where the demo's state is and how to explore and remove it.
-func (d *demo) printKept() {
-	flags := fmt.Sprintf("--redis-url '%s' --database-url '%s'", d.redisURL, d.dbURL)
-	fmt.Fprintf(d.out, "\nThe demo's state is kept (--keep). Explore it:\n")
-	fmt.Fprintf(d.out, "  lock-reaper locks --by-owner %s\n", flags)
-	fmt.Fprintf(d.out, "  lock-reaper explain %s %s\n", d.inc.Queued[0], flags)
-	fmt.Fprintf(d.out, "  lock-reaper audit %s\n", flags)
-	fmt.Fprintf(d.out, "  lock-reaper run --listen 127.0.0.1:9090 %s\n", flags)
-	fmt.Fprintf(d.out, "The live workers' heartbeats stopped with the demo: after their TTL they look dead too,\n"+
-		"and the mass-death guard holds a pass back, as it would in a real outage.\n")
-	fmt.Fprintf(d.out, "Remove it:\n")
-	fmt.Fprintf(d.out, "  psql '%s' -c 'DROP DATABASE %s WITH (FORCE)'\n", d.admin, d.dbName)
-	fmt.Fprintf(d.out, "  redis-cli -u '%s' FLUSHDB\n", d.redisURL)
-	if d.stopBeat != nil {
-		_ = d.stopBeat()
-	}
-	if d.pool != nil {
-		d.pool.Close()
-	}
-	if d.rdb != nil {
-		_ = d.rdb.Close()
-	}
 }

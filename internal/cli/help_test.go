@@ -67,7 +67,7 @@ func TestTopLevelHelpAndVersion(t *testing.T) {
 	}
 	code, out, _ := run(t, nil, "--version")
 	require.Equal(t, exitcode.OK, code)
-	require.Equal(t, "lock-reaper test\n", out)
+	require.Equal(t, "lock-reaper test", firstLine(out))
 	code, out, stderr := run(t, nil)
 	require.Equal(t, exitcode.Usage, code)
 	require.Empty(t, out)

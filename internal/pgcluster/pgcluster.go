@@ -221,6 +221,24 @@ func (c *Cluster) Stop() {
 	_ = cmd.Run()
 }
 
+// StopCommand is the shell command that stops the server the way Stop does,
+// as the server's user, for a cluster left running (the demo's --keep).
+func (c *Cluster) StopCommand() string {
+	cmd := fmt.Sprintf("%s -D %s -m fast -w stop", shellQuote(filepath.Join(c.bin, "pg_ctl")), shellQuote(c.Dir))
+	if c.cred != nil {
+		cmd = "runuser -u postgres -- " + cmd
+	}
+	return cmd
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./@:=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // URL is the connection URL of a database of the cluster, as postgres.
 func (c *Cluster) URL(database string) string {
 	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port)),

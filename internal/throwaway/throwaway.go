@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
@@ -37,11 +36,11 @@ type Servers struct {
 func Start(ctx context.Context) (*Servers, error) {
 	redisBin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, errors.New("redis-server not found (Debian: apt-get install redis-server)")
+		return nil, errors.New("redis-server not found on PATH: install it (Debian/Ubuntu apt-get install redis-server, RHEL/Fedora dnf install redis, macOS brew install redis)")
 	}
-	pgBin, ok := postgresBinDir()
-	if !ok {
-		return nil, errors.New("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in /usr/lib/postgresql/*/bin (Debian: apt-get install postgresql)")
+	pgBin, err := findPostgres(usualPlaces)
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "lock-reaper-demo-")
 	if err != nil {
@@ -96,6 +95,15 @@ func (s *Servers) startPostgres(ctx context.Context, bin string) error {
 	return nil
 }
 
+// Keep leaves both servers running after the program exits and returns the
+// shell command that stops them and removes their directory; Stop then does
+// nothing.
+func (s *Servers) Keep() string {
+	remove := fmt.Sprintf("kill %d; %s; rm -rf %s", s.redis.Process.Pid, s.pg.StopCommand(), s.dir)
+	s.pg, s.redis, s.dir = nil, nil, ""
+	return remove
+}
+
 // Stop stops both servers and removes their directory; stopping twice is harmless.
 func (s *Servers) Stop() {
 	if s.pg != nil {
@@ -111,29 +119,4 @@ func (s *Servers) Stop() {
 		_ = os.RemoveAll(s.dir)
 		s.dir = ""
 	}
-}
-
-// postgresBinDir finds the newest PostgreSQL server installed: the demo runs
-// on any, while the tests prefer the one they are pinned to (pgcluster.BinDir).
-func postgresBinDir() (string, bool) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) < version(dirs[j]) })
-	for i := len(dirs) - 1; i >= 0; i-- {
-		ok := true
-		for _, name := range []string{"initdb", "pg_ctl", "postgres"} {
-			if _, err := os.Stat(filepath.Join(dirs[i], name)); err != nil {
-				ok = false
-			}
-		}
-		if ok {
-			return dirs[i], true
-		}
-	}
-	return "", false
-}
-
-// version is the major version in /usr/lib/postgresql/<major>/bin.
-func version(dir string) int {
-	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
-	return n
 }
