@@ -25,6 +25,9 @@ type actor struct {
 	holdingResults []Result
 	taskResults    []Result
 	taskDeferred   []string
+	// declaredDead is the owner a forced release declared dead while its
+	// heartbeat was current (declaredDead in reaper.go), or "".
+	declaredDead string
 }
 
 func (a *actor) run(ctx context.Context) error {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -149,7 +150,8 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	for _, g := range rep.Guards {
 		r.log.Warn("guard held work back", slog.String("guard", g.Name), slog.String("reason", g.Reason))
 	}
-	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase}
+	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase,
+		declaredDead: declaredDead(snap, r.cfg.Policy.HeartbeatGrace, opts.ReleaseOwner)}
 	err = act.run(ctx)
 	rep.fill(&plan, act)
 	rep.ReleaseDelays = releaseDelays(snap, &plan, rep, r.cfg.Policy.HeartbeatGrace)
@@ -244,4 +246,17 @@ func judgeFor(snap judge.Snapshot, p judge.Policy, opts Options) judge.Plan {
 // inspection: what `lock-reaper release --owner` would do.
 func (in *Inspection) OwnerRelease(owner string) judge.Plan {
 	return judge.OwnerRelease(in.Snapshot, in.Policy, owner)
+}
+
+// declaredDead is the owner a forced break-glass release declares dead over
+// the live heartbeat the snapshot saw, or "". That heartbeat is no rebirth:
+// the shared-membership check must not read it as one.
+func declaredDead(snap judge.Snapshot, grace time.Duration, owner string) string {
+	if owner == "" {
+		return ""
+	}
+	if heartbeat.NewFleet(snap.AppStatuses, snap.Now, grace).Owner(owner).Liveness != heartbeat.Alive {
+		return ""
+	}
+	return owner
 }

@@ -142,7 +142,7 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 			continue
 		}
 		resources = append(resources, h.Resource())
-		if l := a.plan.Holdings[idx[n]].Evidence().OwnerLiveness; l == heartbeat.Dead || l == heartbeat.Gone {
+		if l := a.plan.Holdings[idx[n]].Evidence().OwnerLiveness; (l == heartbeat.Dead || l == heartbeat.Gone) && h.Owner != a.declaredDead {
 			notLive = append(notLive, h.Owner)
 		}
 	}

@@ -201,7 +201,7 @@ func TestReleaseRefusesAliveOwner(t *testing.T) {
 	code, out, stderr = run(t, f.env, "release", "--owner", "1@live", "--yes", "--force", "--output", "json")
 	require.Equal(t, exitcode.OK, code, stderr)
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	require.Equal(t, 3, rep.Summary.Released)
+	require.Equal(t, 3, rep.Summary.Released, out)
 	require.False(t, f.holds("1@live", f.healthy))
 	state, _ := f.state(f.healthy)
 	require.Equal(t, "canceled", state)
