@@ -99,9 +99,10 @@ func TestDeadOwnerScenarioSmall(t *testing.T) {
 
 // TestUnjamScenarioSmall runs the unjam scenario once per case at 60× time
 // (a pass every second) with a one-minute hung_worker_grace: every death is
-// released by a real pass and its blocked task starts, a worker alive by
-// Kubernetes keeps its locks until the grace has passed and then aborts on
-// the cancel signal.
+// released by a real pass and its blocked task starts, whether the watch
+// works, stalls or is forbidden; a worker alive by Kubernetes keeps its
+// locks until the grace has passed and then aborts on the cancel signal;
+// each release is dated from the moment the rules allowed it.
 func TestUnjamScenarioSmall(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "unjam.json")
@@ -131,7 +132,12 @@ func TestUnjamScenarioSmall(t *testing.T) {
 			require.Equal(t, "heartbeats", tr.Rule)
 		}
 		if c.Watch && (c.Death == deathPodDeleted || c.Death == deathRestarted) {
-			require.True(t, tr.Reported, "%s: the kubelet's report of the container's end reached the watch", c.Death)
+			require.True(t, tr.Reported, "%s: the kubelet's report of the container's end reached the API server", c.Death)
+		}
+		require.NotEmpty(t, tr.Contract, c.Death)
+		if !c.Kubernetes {
+			require.Equal(t, contractHeartbeat, tr.Contract, "without Kubernetes the heartbeat rule is the contract")
+			require.Equal(t, tr.AfterContractS, tr.AfterDeadlineS)
 		}
 	}
 }

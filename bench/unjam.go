@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
+	"github.com/lock-reaper/lock-reaper/internal/daemon"
+	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -72,6 +76,9 @@ type unjamCase struct {
 	// fleet's pods are mirrored into, and its reports of a container's end
 	// wake the daemon.
 	Watch bool `json:"watch,omitempty"`
+	// Fault is what goes wrong with the watch: watchStalled or
+	// watchForbidden; "" for none.
+	Fault string `json:"watch_fault,omitempty"`
 }
 
 // UnjamResults is what the unjam scenario measured.
@@ -97,6 +104,12 @@ type UnjamMethod struct {
 	Workers int     `json:"workers"`
 	// WatchTimeScale is the watch cases' time scale.
 	WatchTimeScale int `json:"watch_time_scale"`
+	// HeartbeatPollS is the daemon's heartbeat_poll; WatchMaxSilenceS and
+	// BookmarkS the watch's silence limit and the API server's bookmark
+	// interval (all scaled with the cases).
+	HeartbeatPollS   float64 `json:"heartbeat_poll_s"`
+	WatchMaxSilenceS float64 `json:"watch_max_silence_s"`
+	BookmarkS        float64 `json:"bookmark_interval_s"`
 }
 
 // UnjamFigure is one case's trials and their summary, in production seconds.
@@ -107,6 +120,12 @@ type UnjamFigure struct {
 	Trials   []UnjamTrial `json:"trials"`
 	Released Spread       `json:"released_s"`
 	Started  Spread       `json:"started_s"`
+	// AfterContract is from the moment the rules allowed the release
+	// (contractMoment) to the release; AfterDeadline from the last
+	// heartbeat + ttl + heartbeat_grace, negative when pod evidence freed
+	// the locks before it.
+	AfterContract Spread `json:"after_contract_s"`
+	AfterDeadline Spread `json:"after_heartbeat_deadline_s"`
 	// Woken and ReleasedAfterReport, for the watch cases whose death the
 	// kubelet reports: from that report to the start of a pass, and to the
 	// release.
@@ -122,8 +141,14 @@ type UnjamFigure struct {
 type UnjamTrial struct {
 	ReleasedS float64 `json:"released_s"`
 	StartedS  float64 `json:"started_s"`
-	Verdict   string  `json:"verdict"`
-	Rule      string  `json:"rule"`
+	// Contract names the moment the rules allowed the release, and
+	// AfterContractS and AfterDeadlineS are the release's delay from it and
+	// from the last heartbeat + ttl + heartbeat_grace.
+	Contract       string  `json:"contract_moment"`
+	AfterContractS float64 `json:"after_contract_s"`
+	AfterDeadlineS float64 `json:"after_heartbeat_deadline_s"`
+	Verdict        string  `json:"verdict"`
+	Rule           string  `json:"rule"`
 	// Passes counts the daemon's passes from the death to the release.
 	Passes int `json:"passes"`
 	// StoppedOnSignal: a worker that was alive aborted its task on the cancel
@@ -156,16 +181,17 @@ func spreadOf(v []float64) Spread {
 	return Spread{Min: round1(s[0]), Median: round1(med), Max: round1(s[len(s)-1])}
 }
 
-func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
 
 // unjamCases are measured in this order, each case's trials one after the
 // other, the cases side by side.
 var unjamCases = []unjamCase{
-	{deathPodDeleted, false, false}, {deathPodDeleted, true, false},
-	{deathRestarted, false, false}, {deathRestarted, true, false},
-	{deathAlive, false, false}, {deathAlive, true, false},
-	{deathPodDeleted, true, true}, {deathRestarted, true, true},
-	{deathNodeCrash, true, true}, {deathAlive, true, true},
+	{deathPodDeleted, false, false, ""}, {deathPodDeleted, true, false, ""},
+	{deathRestarted, false, false, ""}, {deathRestarted, true, false, ""},
+	{deathAlive, false, false, ""}, {deathAlive, true, false, ""},
+	{deathPodDeleted, true, true, ""}, {deathRestarted, true, true, ""},
+	{deathPodDeleted, true, true, watchStalled}, {deathPodDeleted, true, true, watchForbidden},
+	{deathNodeCrash, true, true, ""}, {deathAlive, true, true, ""},
 }
 
 // selected are the cases -unjam-cases asks for.
@@ -226,7 +252,8 @@ func runUnjam(ctx context.Context, o options, stdout io.Writer, logf func(string
 		JitterS: unjamJitter.Seconds(), WorkerTTLS: unjamWorkerTTL.Seconds(), HeartbeatGraceS: unjamGrace.Seconds(),
 		HungWorkerGrace: o.hungWorkerGrace.Seconds(), ClockSkewS: unjamClockSkew.Seconds(), PodResolutionS: unjamPodResolution.Seconds(),
 		RestartDelayS: o.restartDelay.Seconds(), PollMS: float64(unjamPoll.Milliseconds()), Workers: unjamWorkers,
-		WatchTimeScale: o.watchTimeScale,
+		WatchTimeScale: o.watchTimeScale, HeartbeatPollS: daemon.HeartbeatPollDefault.Seconds(),
+		WatchMaxSilenceS: kube.DefaultMaxSilence.Seconds(), BookmarkS: kubeapi.DefaultBookmarkInterval.Seconds(),
 	}}
 	cases := o.selected()
 	res.Cases = make([]UnjamFigure, len(cases))
@@ -244,22 +271,24 @@ func runUnjam(ctx context.Context, o options, stdout io.Writer, logf func(string
 			for n := range trials {
 				tr, err := o.unjamTrial(ctx, c, &machineOnce, &res.Machine)
 				if err != nil {
-					errs[i] = fmt.Errorf("%s, kubernetes %v, watch %v, trial %d: %w", c.Death, c.Kubernetes, c.Watch, n+1, err)
+					errs[i] = fmt.Errorf("%s, kubernetes %v, watch %v %s, trial %d: %w", c.Death, c.Kubernetes, c.Watch, c.Fault, n+1, err)
 					return
 				}
-				logf("%s, kubernetes %v, watch %v, trial %d: released after %.1f s (%s), blocked task started after %.1f s; pass %.1f s after the kubelet's report (reported: %v)",
-					c.Death, c.Kubernetes, c.Watch, n+1, tr.ReleasedS, tr.Rule, tr.StartedS, tr.WokenS, tr.Reported)
+				logf("%s, kubernetes %v, watch %v %s, trial %d: released after %.1f s (%s), %.1f s after %s, %.1f s after ttl + grace; blocked task started after %.1f s; pass %.1f s after the kubelet's report (reported: %v)",
+					c.Death, c.Kubernetes, c.Watch, c.Fault, n+1, tr.ReleasedS, tr.Rule, tr.AfterContractS, tr.Contract, tr.AfterDeadlineS, tr.StartedS, tr.WokenS, tr.Reported)
 				fig.Trials = append(fig.Trials, tr)
 				fig.Rules[tr.Rule]++
 			}
-			var rel, start, woken, after []float64
+			var rel, start, woken, after, contract, deadline []float64
 			for _, tr := range fig.Trials {
 				rel, start = append(rel, tr.ReleasedS), append(start, tr.StartedS)
+				contract, deadline = append(contract, tr.AfterContractS), append(deadline, tr.AfterDeadlineS)
 				if tr.Reported {
 					woken, after = append(woken, tr.WokenS), append(after, tr.ReleasedAfterReportS)
 				}
 			}
 			fig.Released, fig.Started = spreadOf(rel), spreadOf(start)
+			fig.AfterContract, fig.AfterDeadline = spreadOf(contract), spreadOf(deadline)
 			fig.Woken, fig.ReleasedAfterReport = spreadOf(woken), spreadOf(after)
 			res.Cases[i] = fig
 		})
@@ -275,37 +304,4 @@ func runUnjam(ctx context.Context, o options, stdout io.Writer, logf func(string
 		return writeJSON(o.jsonPath, res)
 	}
 	return nil
-}
-
-// expected is the range the rules and the schedule give for a case, from
-// the death (the last heartbeat for a live worker): the owner's last
-// heartbeat was 0 to ttl/3 before its death, then it must be past the rule's
-// age, then the next pass comes within schedule + jitter.
-func (o options) expected(c unjamCase) string {
-	period := unjamWorkerTTL / 3
-	next := unjamSchedule + unjamJitter
-	age := unjamWorkerTTL + unjamGrace
-	if c.Kubernetes {
-		age = unjamWorkerTTL
-	}
-	lo, hi := age-period, age+next
-	switch {
-	case c.Death == deathNodeCrash:
-		// The pod's last status shows the container running since before
-		// the row: the hold rule keeps the worker for hung_worker_grace
-		// unless the pod's Ready False ends the hold.
-		lo, hi = unjamWorkerTTL+unjamGrace-period, unjamWorkerTTL+unjamGrace+o.hungWorkerGrace+next
-	case c.Death == deathAlive && c.Kubernetes:
-		lo, hi = unjamWorkerTTL+unjamGrace+o.hungWorkerGrace, unjamWorkerTTL+unjamGrace+o.hungWorkerGrace+next
-	case c.Death == deathAlive:
-		lo, hi = unjamWorkerTTL+unjamGrace, unjamWorkerTTL+unjamGrace+next
-	}
-	out := fmt.Sprintf("%.0f–%.0f s", lo.Seconds(), hi.Seconds())
-	if c.Death == deathRestarted && c.Kubernetes {
-		// A container that started within the clock-skew margin (at the
-		// API's resolution) of the old row's last heartbeat proves nothing.
-		out += fmt.Sprintf(" (%.0f–%.0f s when it restarted within the margin of the last heartbeat)",
-			(unjamWorkerTTL + unjamGrace - period).Seconds(), (unjamWorkerTTL + unjamGrace + next).Seconds())
-	}
-	return out
 }

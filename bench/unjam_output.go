@@ -23,29 +23,53 @@ func writeUnjamMarkdown(w io.Writer, r *UnjamResults) error {
 			"which a faster run would blur); a watched pod's kubelet reports are written to the stand-in API server every %.0f ms (real).\n\n",
 			m.WatchTimeScale, float64(watchMirrorPeriod.Milliseconds()))
 	}
-	b.WriteString("| death | Kubernetes evidence | trials | locks released after (min / median / max) | blocked task started after (min / median / max) | by the rules | released by | pass after the kubelet's report | released after the report |\n")
-	b.WriteString("|---|---|---:|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "The daemon is run's: passes on the schedule, one as soon as a heartbeat read (every %.0f s) finds a row past ttl + grace "+
+		"or a pending verdict's time come, and, with a watch, one after each kubelet's report of a container's end. "+
+		"A watch's silence limit is %.0f s, the API server's bookmark interval %.0f s.\n\n", m.HeartbeatPollS, m.WatchMaxSilenceS, m.BookmarkS)
+	b.WriteString("| death | Kubernetes evidence | trials | the rules allow the release at | released after that moment (min / median / max) | after last heartbeat + ttl + grace | after the death | blocked task started after the death | by the rules, from the death | released by | after the kubelet's report |\n")
+	b.WriteString("|---|---|---:|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
-		k, woken, after := "no", "–", "–"
+		k, after := "no", "–"
 		switch {
+		case c.Fault == watchForbidden:
+			k = "watch forbidden (403), listed each pass"
+		case c.Fault == watchStalled:
+			k = "watched, the watch stalled"
 		case c.Watch:
-			k = "yes, watched"
-			if c.Woken != (Spread{}) || c.ReleasedAfterReport != (Spread{}) {
-				woken, after = spreadText(c.Woken), spreadText(c.ReleasedAfterReport)
-			} else {
-				woken, after = "no report", "no report"
-			}
+			k = "watched"
 		case c.Kubernetes:
-			k = "yes, listed each pass"
+			k = "listed each pass"
 		}
-		var by []string
+		if c.Watch && c.Fault != watchForbidden {
+			after = "no report"
+			if c.ReleasedAfterReport != (Spread{}) {
+				after = spreadText(c.ReleasedAfterReport)
+			}
+		}
+		var by, moments []string
 		for _, rule := range slices.Sorted(maps.Keys(c.Rules)) {
 			by = append(by, fmt.Sprintf("%s ×%d", rule, c.Rules[rule]))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", c.Death, k, len(c.Trials), spreadText(c.Released), spreadText(c.Started),
-			c.Expected, strings.Join(by, ", "), woken, after)
+		seen := map[string]int{}
+		for _, tr := range c.Trials {
+			if seen[tr.Contract]++; seen[tr.Contract] == 1 {
+				moments = append(moments, tr.Contract)
+			}
+		}
+		for i, m := range moments {
+			if seen[m] != len(c.Trials) {
+				moments[i] = fmt.Sprintf("%s ×%d", m, seen[m])
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | **%s** | %s | %s | %s | %s | %s | %s |\n", c.Death, k, len(c.Trials), strings.Join(moments, ", "),
+			spreadText(c.AfterContract), spreadText(c.AfterDeadline), spreadText(c.Released), spreadText(c.Started),
+			c.Expected, strings.Join(by, ", "), after)
 	}
-	b.WriteString("\nFrom the death (for the live worker: from its last heartbeat) to the moment the dead owner's task lock was seen gone (polled every 5 ms real), and to the blocked task's started_at. Released by: the Kubernetes rule that made the release due in that pass, or heartbeats when the dead row was past ttl + grace by then, so that the ordinary rules alone would have released it in the same pass (the late window from ttl to ttl + grace is 30 s wide, the schedule 60 s: about half the deaths see no pass inside it).\n")
+	b.WriteString("\nThe release is the moment the dead owner's task lock was seen gone (polled every 5 ms real). The rules allow it at the container's end the kubelet reports " +
+		"(container-ended, container-restarted), at a deleted pod's absence from a list once the row is past its ttl (pod-gone), or at the last heartbeat + ttl + grace, " +
+		"whichever the case's evidence gives first; for the live worker held by Kubernetes, hung_worker_grace later. A stalled watch's moment is still the container's end, " +
+		"which the API server has and the watch misses. A negative delay after ttl + grace is pod evidence freeing the locks before the heartbeat rule would. " +
+		"Released by: the Kubernetes rule that made the release due in that pass, or heartbeats when the dead row was past ttl + grace by then.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

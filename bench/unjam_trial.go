@@ -63,7 +63,7 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 
 	var watched *watchedPods
 	if c.Watch {
-		if watched, err = watchPods(ctx, fleet); err != nil {
+		if watched, err = o.watchPods(ctx, fleet, c.Fault); err != nil {
 			return tr, err
 		}
 		defer watched.stop()
@@ -72,11 +72,14 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 	if err != nil {
 		return tr, err
 	}
+	// run's daemon: the schedule, and the worker rows read every
+	// heartbeat_poll (internal/cli/run.go), scaled.
 	dc := daemon.Config{
 		Schedule: fmt.Sprintf("@every %v", o.scaled(unjamSchedule)), Jitter: o.scaled(unjamJitter),
 		FullScanInterval: o.scaled(unjamFullScan), Listen: "127.0.0.1:0",
+		Heartbeats: rec.r.Heartbeats, HeartbeatGrace: o.scaled(unjamGrace), HeartbeatPoll: o.scaled(daemon.HeartbeatPollDefault),
 	}
-	if watched != nil {
+	if watched != nil && watched.watcher != nil {
 		dc.Wake, dc.WakeDebounce = watched.watcher.Ended(), o.scaled(daemon.WakeDebounceDefault)
 	}
 	d, err := daemon.New(rec, dc)
@@ -89,8 +92,7 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 	defer d.Stop()
 	// The first pass runs at once; the death comes at a random moment of a
 	// later period.
-	schedule := o.scaled(unjamSchedule)
-	if !ctxwait.Sleep(ctx, schedule/2+rand.N(schedule)) {
+	if !o.awaitDeath(ctx, c, watched) {
 		return tr, ctx.Err()
 	}
 
@@ -117,7 +119,10 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 	if err != nil {
 		return tr, err
 	}
-	tr = UnjamTrial{ReleasedS: round1(o.back(released.Sub(t0))), StartedS: round1(o.back(started.Sub(t0))), Passes: n}
+	contract, name := o.contractMoment(c, t0, lastBeat)
+	deathAt := lastBeat.Add(o.scaled(unjamWorkerTTL + unjamGrace))
+	tr = UnjamTrial{ReleasedS: round1(o.back(released.Sub(t0))), StartedS: round1(o.back(started.Sub(t0))), Passes: n,
+		Contract: name, AfterContractS: round1(o.back(released.Sub(contract))), AfterDeadlineS: round1(o.back(released.Sub(deathAt)))}
 	if watched != nil {
 		if report, ok := watched.reportAfter(podOf(owner), t0); ok {
 			tr.Reported = true
@@ -290,7 +295,7 @@ func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *s
 	cfg.Kubernetes = heartbeat.PodPolicy{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}
 	switch {
 	case watched != nil:
-		cfg.PodSource = watched.watcher
+		cfg.PodSource = watched.source
 	case kubernetes:
 		src, err := simkube.NewSource(fleet)
 		if err != nil {

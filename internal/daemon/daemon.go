@@ -193,6 +193,9 @@ type Daemon struct {
 
 	// passDone, when set by a test before Start, is called after every pass.
 	passDone func(PassResult)
+	// jitterN, when set by a test before Start, draws the jitter in [0, n)
+	// instead of rand.N.
+	jitterN func(n time.Duration) time.Duration
 }
 
 // New checks the configuration and returns a Daemon that runs runner's

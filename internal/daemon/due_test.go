@@ -9,6 +9,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
@@ -77,4 +78,44 @@ func TestHeartbeatCrossingStartsAPass(t *testing.T) {
 	require.Len(t, res.Report.ReleaseDelays, 1, "the delay metric's observation, one per dead owner")
 	require.InDelta(t, delay.Seconds(), res.Report.ReleaseDelays[0].Seconds(), 0.001)
 	require.Equal(t, 2.0, b.scrape(t)["lock_reaper_release_delay_seconds_count"], "the incident's dead owner in the first pass, this one now")
+}
+
+// TestHeartbeatReadsGoOnThroughTheJitter: a row that dies by its heartbeat
+// while a scheduled pass waits for its jitter starts a pass at once, not
+// after the jitter: the jitter is part of the wait that the heartbeat reads
+// cut short. The first pass gets no jitter here, every later one an hour;
+// a pass every second by the schedule would otherwise be an hour away.
+func TestHeartbeatReadsGoOnThroughTheJitter(t *testing.T) {
+	t.Parallel()
+	const grace = time.Second
+	var dies time.Time
+	runner := runnerFunc(func(context.Context, reaper.Options) (*reaper.Report, error) {
+		return &reaper.Report{Mode: reaper.ModeOnce, DBNow: time.Now()}, nil
+	})
+	heartbeats := func(context.Context) (pulpdb.Heartbeats, error) {
+		row := heartbeat.AppStatus{ID: "r", Name: "1@w", AppType: "worker", TTL: time.Second, LastHeartbeat: dies.Add(-time.Second - grace)}
+		return pulpdb.Heartbeats{Now: time.Now(), Rows: []heartbeat.AppStatus{row}}, nil
+	}
+	d, err := New(runner, Config{Schedule: "@every 1s", Jitter: time.Hour, Listen: "127.0.0.1:0", Logger: testLogger(t),
+		Heartbeats: heartbeats, HeartbeatGrace: grace, HeartbeatPoll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	var draws int
+	d.jitterN = func(n time.Duration) time.Duration {
+		if draws++; draws == 1 {
+			return 0
+		}
+		return n - 1
+	}
+	// The row dies 1.5 s after the start: after the first tick, inside its
+	// jitter.
+	dies = time.Now().Add(1500 * time.Millisecond)
+	passes := make(chan PassResult, 10)
+	d.passDone = func(r PassResult) { passes <- r }
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(d.Stop)
+	b := &testBundle{passes: passes}
+	require.Equal(t, StartedBySchedule, b.waitPass(t).StartedBy, "the first pass")
+	res := b.waitPass(t)
+	require.Equal(t, StartedByHeartbeat, res.StartedBy)
+	require.True(t, res.Woken)
 }

@@ -50,15 +50,14 @@ func (d *Daemon) loop(ctx context.Context) {
 		st     loopState
 		clock  verdictClock
 		tick   = time.Now()
-		woken  bool
 		reason string
 	)
+	if !ctxwait.Sleep(ctx, d.jitter()) {
+		return
+	}
 	for {
-		if !woken && !ctxwait.Sleep(ctx, d.jitter()) {
-			return
-		}
 		res := d.runOnce(ctx, &st)
-		res.Woken, res.StartedBy = woken, reason
+		res.Woken, res.StartedBy = reason != StartedBySchedule, reason
 		clock.passed(res.Report.DBNow, res.Report.NextChange)
 		res.Next = planNext(d.schedule, tick, time.Now(), st.failures, d.cfg.MaxRetryDelay)
 		d.metrics.TicksSkipped(metrics.TickOverlap, res.Next.Overlapped)
@@ -74,22 +73,23 @@ func (d *Daemon) loop(ctx context.Context) {
 		if reason, ok = d.waitNext(ctx, res.Next.At, &clock); !ok {
 			return
 		}
-		woken = reason != StartedBySchedule
-		if !woken {
+		if reason == StartedBySchedule {
 			tick = res.Next.At
 		}
 	}
 }
 
-// waitNext sleeps until the tick at, until a wake and its debounce, or until
-// a heartbeat read finds a pass due, whichever comes first, and says what
-// ended the wait (StartedBySchedule for the tick); ok is false once ctx is
-// cancelled. A woken pass leaves the schedule as it was: the tick after it
-// stays due.
+// waitNext sleeps until the tick at and its jitter, until a wake and its
+// debounce, or until a heartbeat read finds a pass due, whichever comes
+// first, and says what ended the wait (StartedBySchedule for the tick); ok
+// is false once ctx is cancelled. The jitter is part of the wait, so that
+// the heartbeat reads go on through it: a row that dies just after a tick
+// does not wait for the tick's jitter. A woken pass leaves the schedule as
+// it was: the tick after it stays due.
 func (d *Daemon) waitNext(ctx context.Context, at time.Time, clock *verdictClock) (reason string, ok bool) {
 	var timer <-chan time.Time
 	if !at.IsZero() {
-		t := time.NewTimer(time.Until(at))
+		t := time.NewTimer(time.Until(at) + d.jitter())
 		defer t.Stop()
 		timer = t.C
 	}
@@ -201,6 +201,9 @@ func (d *Daemon) passContext(ctx context.Context) (passCtx context.Context, done
 func (d *Daemon) jitter() time.Duration {
 	if d.cfg.Jitter <= 0 {
 		return 0
+	}
+	if d.jitterN != nil {
+		return d.jitterN(d.cfg.Jitter)
 	}
 	return rand.N(d.cfg.Jitter)
 }
