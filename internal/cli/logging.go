@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -53,10 +54,17 @@ func writesToFile(w io.Writer) bool {
 }
 
 // durationSeconds writes a duration as a number of seconds with millisecond
-// precision, as the JSON report does, instead of slog's nanoseconds.
+// precision, as the JSON report does, instead of slog's nanoseconds, under a
+// name that says the unit (heartbeat_age_seconds): a log query reads the
+// field without knowing which program wrote it. Every duration attribute of
+// every package passes here, so none is left with a bare name.
 func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 	if a.Value.Kind() == slog.KindDuration {
-		return slog.Float64(a.Key, math.Round(a.Value.Duration().Seconds()*1000)/1000)
+		key := a.Key
+		if !strings.HasSuffix(key, "_seconds") {
+			key += "_seconds"
+		}
+		return slog.Float64(key, math.Round(a.Value.Duration().Seconds()*1000)/1000)
 	}
 	return a
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // TestJSONLogDurationsInSeconds: a duration in a JSON log is a number of
-// seconds, as in the report; text logs keep Go's duration text.
+// seconds, as in the report, under a name ending in _seconds; text logs keep
+// Go's duration text under the plain name.
 func TestJSONLogDurationsInSeconds(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
@@ -29,8 +30,13 @@ func TestJSONLogDurationsInSeconds(t *testing.T) {
 		slog.Group("pass", slog.Duration("took", 250*time.Millisecond)))
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal(b.Bytes(), &rec))
-	require.Equal(t, 5400.002, rec["heartbeat_age"])
-	require.Equal(t, map[string]any{"took": 0.25}, rec["pass"])
+	require.Equal(t, 5400.002, rec["heartbeat_age_seconds"])
+	require.NotContains(t, rec, "heartbeat_age")
+	require.Equal(t, map[string]any{"took_seconds": 0.25}, rec["pass"])
+
+	b.Reset()
+	logger.Info("named already", slog.Duration("grace_seconds", 2*time.Second))
+	require.Contains(t, b.String(), `"grace_seconds":2`)
 
 	b.Reset()
 	logger, err = newLogger(&b, "text", "info")
