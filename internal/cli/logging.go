@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -39,7 +40,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("log.format must be auto, text or json, got %q", format)
 	}
 	if writesToFile(w) {
-		redis.SetLogger(redisLogger{logger})
+		redis.SetLogger(&redisLogger{log: logger})
 	}
 	return logger, nil
 }
@@ -72,13 +73,44 @@ func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 // redisLogger is go-redis's logger (redis.SetLogger, process-wide): its
 // printf-style messages become one record each. It logs them as warnings:
 // they are connection trouble that the pass reports as an error of its own
-// when it matters.
-type redisLogger struct{ log *slog.Logger }
+// when it matters. go-redis retries a command and says so at each dial that
+// fails: a message the same as the last one, within redisRepeatWindow, is
+// logged at debug level only, so that an unreachable Redis reads as one
+// warning and not one per retry.
+type redisLogger struct {
+	log *slog.Logger
+	now func() time.Time // time.Now; a test's clock
+
+	mu   sync.Mutex
+	last string
+	at   time.Time
+}
+
+// redisRepeatWindow is how long the same go-redis message is not repeated
+// as a warning: longer than a command's retries, shorter than the daemon's
+// passes, so a lasting outage still shows once per pass or so.
+const redisRepeatWindow = time.Minute
 
 // Printf logs one go-redis message under a fixed text, the message itself in
 // an attribute.
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.LogAttrs(ctx, slog.LevelWarn, "redis client", slog.String("detail", fmt.Sprintf(format, v...)))
+func (l *redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	now := time.Now
+	if l.now != nil {
+		now = l.now
+	}
+	t := now()
+	l.mu.Lock()
+	repeat := msg == l.last && t.Sub(l.at) < redisRepeatWindow
+	if !repeat {
+		l.last, l.at = msg, t
+	}
+	l.mu.Unlock()
+	level := slog.LevelWarn
+	if repeat {
+		level = slog.LevelDebug
+	}
+	l.log.LogAttrs(ctx, level, "redis client", slog.String("detail", msg))
 }
 
 // isTerminal looks through writers that wrap a file and name its descriptor

@@ -119,3 +119,31 @@ func TestConfigurationErrorIsAJSONRecord(t *testing.T) {
 	require.Equal(t, exitcode.Usage, code)
 	require.True(t, strings.HasPrefix(stderr, "lock-reaper: configuration: "), stderr)
 }
+
+// TestRedisClientRepeatsAtDebug: go-redis's same message again, within the
+// window, is a debug line, not another warning; a new message, or the same
+// one after the window, warns again.
+func TestRedisClientRepeatsAtDebug(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	logger, err := newLogger(&b, "json", "debug")
+	require.NoError(t, err)
+	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
+	l := &redisLogger{log: logger, now: func() time.Time { return now }}
+	ctx := context.Background()
+	dial := "redis: connection pool: failed to dial after %d attempts: %s"
+	for range 4 {
+		l.Printf(ctx, dial, 5, "connection refused")
+		now = now.Add(400 * time.Millisecond)
+	}
+	l.Printf(ctx, dial, 5, "i/o timeout")
+	now = now.Add(redisRepeatWindow)
+	l.Printf(ctx, dial, 5, "i/o timeout")
+	var levels []string
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var rec struct{ Level string }
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		levels = append(levels, rec.Level)
+	}
+	require.Equal(t, []string{"WARN", "DEBUG", "DEBUG", "DEBUG", "WARN", "WARN"}, levels)
+}
