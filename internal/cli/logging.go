@@ -33,7 +33,12 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var logger *slog.Logger
 	switch format {
 	case "text":
-		logger = slog.New(tint.NewTextHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)}))
+		var h slog.Handler = tint.NewTextHandler(w, &tint.Options{Level: lvl, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)})
+		if lvl > slog.LevelDebug {
+			// A person reads these: a line per owner, not per holding.
+			h = newReleaseTally(h)
+		}
+		logger = slog.New(h)
 	case "json":
 		logger = slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationSeconds}))
 	default:

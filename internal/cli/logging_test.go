@@ -147,3 +147,47 @@ func TestRedisClientRepeatsAtDebug(t *testing.T) {
 	}
 	require.Equal(t, []string{"WARN", "DEBUG", "DEBUG", "DEBUG", "WARN", "WARN"}, levels)
 }
+
+// TestTextLogsTallyReleases: text logs above debug count the released
+// holdings per owner and write one line each at flush, the owner with the
+// most first; a holding whose owner changed keeps its warning; other lines
+// pass as they are.
+func TestTextLogsTallyReleases(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	logger, err := newLogger(&b, "text", "info")
+	require.NoError(t, err)
+	tally, ok := logger.Handler().(*releaseTally)
+	require.True(t, ok)
+	held := func(owner string, res reaper.Result) {
+		level := slog.LevelInfo
+		if res == reaper.ResultOwnerChanged {
+			level = slog.LevelWarn
+		}
+		logger.LogAttrs(context.Background(), level, reaper.LogReleasedHolding, slog.String("key", "k"), slog.String("owner", owner), slog.String("result", string(res)))
+	}
+	held("1@b", reaper.ResultReleased)
+	for range 3 {
+		held("1@a", reaper.ResultReleased)
+	}
+	held("1@b", reaper.ResultAlreadyGone)
+	held("1@c", reaper.ResultOwnerChanged)
+	logger.Info("updated task", slog.String("task", "t"))
+	tally.flush(context.Background())
+	tally.flush(context.Background()) // counted once
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 4, b.String())
+	require.Contains(t, lines[0], "WRN released holding key=k owner=1@c result=owner-changed")
+	require.Contains(t, lines[1], "INF updated task")
+	require.Contains(t, lines[2], "INF released holdings owner=1@a holdings=3")
+	require.Contains(t, lines[3], "INF released holdings owner=1@b holdings=1 already_gone=1")
+
+	debug, err := newLogger(&b, "text", "debug")
+	require.NoError(t, err)
+	_, tallied := debug.Handler().(*releaseTally)
+	require.False(t, tallied, "debug level keeps the line per holding")
+	jsonLogger, err := newLogger(&b, "json", "info")
+	require.NoError(t, err)
+	_, tallied = jsonLogger.Handler().(*releaseTally)
+	require.False(t, tallied, "JSON logs keep the line per holding")
+}
