@@ -204,6 +204,10 @@ func (a *actor) failHoldings(idx []int) {
 	}
 }
 
+// LogReleasedHolding is the message of the log line each released holding
+// gets (the audit trail), for a log handler that sums them up instead.
+const LogReleasedHolding = "released holding"
+
 func (a *actor) logHolding(jd judge.Judgement, res Result) {
 	e := jd.Evidence()
 	attrs := []slog.Attr{
@@ -230,5 +234,5 @@ func (a *actor) logHolding(jd judge.Judgement, res Result) {
 	if res == ResultOwnerChanged {
 		level = slog.LevelWarn
 	}
-	a.r.log.LogAttrs(context.Background(), level, "released holding", attrs...)
+	a.r.log.LogAttrs(context.Background(), level, LogReleasedHolding, attrs...)
 }

@@ -6,6 +6,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -33,6 +34,10 @@ type Env struct {
 	// textLayout, when set, is the layout of text reports instead of the
 	// one stdout calls for (the demo asks for the terminal's grouping).
 	textLayout *layout
+	// flagSets, when set, is handed each command's flag set instead of
+	// parsing it, and the command returns without doing anything: the
+	// completion scripts are made from the flags the commands define.
+	flagSets func(*flag.FlagSet)
 }
 
 var commands = map[string]command{}

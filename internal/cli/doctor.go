@@ -63,7 +63,7 @@ func withDoctor(dc daemon.Config, r *reaper.Reaper, s *setup) daemon.Config {
 // writeDoctorText prints one line per check, and the fix under each that
 // is not ok.
 func writeDoctorText(w io.Writer, rep doctor.Report) {
-	fmt.Fprintf(w, "lock-reaper doctor: %d ok, %d warnings, %d failures\n", rep.Counts[doctor.OK], rep.Counts[doctor.Warn], rep.Counts[doctor.Fail])
+	fmt.Fprintf(w, "lock-reaper doctor: %s\n", doctorCounts(rep))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range rep.Checks {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", statusText(c.Status), c.Check, c.Evidence)
@@ -74,8 +74,22 @@ func writeDoctorText(w io.Writer, rep doctor.Report) {
 	tw.Flush()
 }
 
+// doctorCounts sums up a report: "2 ok, 1 warning, 1 failure, 8 skipped";
+// skipped checks only when there are any.
+func doctorCounts(rep doctor.Report) string {
+	c := rep.Counts
+	s := fmt.Sprintf("%d ok, %d %s, %d %s", c[doctor.OK], c[doctor.Warn], plural(c[doctor.Warn], "warning", "warnings"),
+		c[doctor.Fail], plural(c[doctor.Fail], "failure", "failures"))
+	if n := c[doctor.Skipped]; n > 0 {
+		s += fmt.Sprintf(", %d skipped (not run: their service is unreachable)", n)
+	}
+	return s
+}
+
 func statusText(s doctor.Status) string {
 	switch s {
+	case doctor.Skipped:
+		return "SKIP"
 	case doctor.Warn:
 		return "WARN"
 	case doctor.Fail:

@@ -11,6 +11,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/internal/explain"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
 func init() {
@@ -29,7 +30,8 @@ func init() {
 func runExplain(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	loader := config.Register(fs)
-	limit := limitFlag(fs)
+	limit := limitFlagNoting(fs, fmt.Sprintf(". The older tasks that go first are read %d at most: "+
+		"--limit 0 shows those, and the table says how many more there are", pulpdb.MaxAhead))
 	taskID, code, ok := parseWithPositional(fs, env, args, "TASK_ID")
 	if !ok {
 		return code
@@ -66,9 +68,11 @@ func runExplain(ctx context.Context, env Env, args []string) int {
 // positional argument (`explain ID --output json` and `explain --output json
 // ID` both work).
 func parseWithPositional(fs *flag.FlagSet, env Env, args []string, name string) (string, int, bool) {
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
+	if env.flagSets != nil {
+		env.flagSets(fs)
+		return "", exitcode.OK, false
+	}
+	if err := parseArgs(fs, env, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeHelp(env.Stdout, fs.Name(), fs)
 			return "", exitcode.OK, false

@@ -57,6 +57,9 @@ func explainFailure(err error, t targets) failure {
 			case pe.Code == "3D000":
 				f.configuration = true
 				f.message += "\nNo such database: check database.url (REAPER_DATABASE_URL), database.name or PGDATABASE."
+			case pe.Code == "42501":
+				f.configuration = true
+				f.message += postgresPrivilegeHint(pe)
 			case strings.HasPrefix(pe.Code, "28"):
 				f.configuration = true
 				f.message += "\nAuthentication failed: check the user and password of database.url, database.user and " +
@@ -75,7 +78,7 @@ func explainFailure(err error, t targets) failure {
 		f.message += "\nAuthentication failed: check the user and password of redis.url (REAPER_REDIS_URL), redis.username and redis.password."
 	case strings.Contains(raw, "NOPERM"):
 		f.configuration = true
-		f.message += "\nThe Redis user lacks a permission lock-reaper needs: see the ACL user of docs/security.md (internal/privilege/redis.acl)."
+		f.message += redisPermissionHint(raw)
 	case strings.Contains(raw, "context deadline exceeded") || strings.Contains(raw, "i/o timeout"):
 		f.message += "\nNo answer within redis.timeout: is the address right and reachable from here?"
 	}

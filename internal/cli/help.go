@@ -210,9 +210,11 @@ func wrapText(text, indent string, width int) string {
 // not use, is a usage error. At most maxArgs positional arguments are
 // accepted.
 func parseFlags(fs *flag.FlagSet, env Env, args []string, maxArgs int) (int, bool) {
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {} // help is printed below, on stdout, and only when asked for
-	if err := fs.Parse(args); err != nil {
+	if env.flagSets != nil {
+		env.flagSets(fs)
+		return exitcode.OK, false
+	}
+	if err := parseArgs(fs, env, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			writeHelp(env.Stdout, fs.Name(), fs)
 			return exitcode.OK, false

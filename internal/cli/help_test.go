@@ -53,8 +53,34 @@ func TestHelpListsOnlyTheFlagsACommandUses(t *testing.T) {
 	require.Contains(t, stderr, "--schedule (schedule) is not used by audit")
 	code, _, stderr = run(t, nil, "audit", "--no-such-flag")
 	require.Equal(t, exitcode.Usage, code)
-	require.Contains(t, stderr, "flag provided but not defined: -no-such-flag")
+	require.Contains(t, stderr, "lock-reaper audit: unknown flag --no-such-flag\n")
 	require.Contains(t, stderr, "Run 'lock-reaper audit -h' for its flags.")
+}
+
+// A mistyped flag is named with the nearest one the command uses, as a
+// mistyped setting is; only flags the command accepts are suggested.
+func TestUnknownFlagSuggestsTheNearest(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"once", "--dryrun"}, "lock-reaper once: unknown flag --dryrun; did you mean --dry-run?\n"},
+		{[]string{"release", "--ownr", "x"}, "lock-reaper release: unknown flag --ownr; did you mean --owner?\n"},
+		{[]string{"locks", "--limt", "3"}, "lock-reaper locks: unknown flag --limt; did you mean --limit?\n"},
+		{[]string{"explain", "0190c2d1-aaaa-7bbb-8ccc-000000000042", "--redis-ulr", "x"}, "lock-reaper explain: unknown flag --redis-ulr; did you mean --redis-url?\n"},
+		// run uses --schedule; audit does not, so it is not offered there.
+		{[]string{"run", "--schedul", "x"}, "did you mean --schedule?"},
+		{[]string{"audit", "--schedul", "x"}, "lock-reaper audit: unknown flag --schedul\n"},
+	} {
+		code, _, stderr := run(t, nil, c.args...)
+		require.Equal(t, exitcode.Usage, code, c.args)
+		require.Contains(t, stderr, c.want, c.args)
+		require.NotContains(t, stderr, "flag provided but not defined", c.args)
+	}
+	// Other parse errors keep the flag package's words.
+	_, _, stderr := run(t, nil, "locks", "--limit", "many")
+	require.Contains(t, stderr, `invalid value "many" for flag -limit`)
 }
 
 func TestTopLevelHelpAndVersion(t *testing.T) {

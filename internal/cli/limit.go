@@ -38,9 +38,15 @@ func (l *limitValue) Set(s string) error {
 
 // limitFlag defines --limit on fs.
 func limitFlag(fs *flag.FlagSet) *limitValue {
+	return limitFlagNoting(fs, "")
+}
+
+// limitFlagNoting defines --limit on fs, its help ending with note, which
+// says what a command's tables hold beyond the limit's reach.
+func limitFlagNoting(fs *flag.FlagSet, note string) *limitValue {
 	l := &limitValue{}
-	fs.Var(l, "limit", fmt.Sprintf("text output: at most this many `rows` per table, 0 for all "+
-		"(default: %d on a terminal, all when piped; --output json is always complete)", terminalRows))
+	fs.Var(l, "limit", fmt.Sprintf("text output: at most this many `rows` per table, 0 for no limit "+
+		"(default: %d on a terminal, all when piped; --output json is always complete)%s", terminalRows, note))
 	return l
 }
 

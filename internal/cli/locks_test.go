@@ -158,3 +158,51 @@ func TestLocksText(t *testing.T) {
 	code, _, _ = run(t, f.env, "locks", "extra")
 	require.Equal(t, exitcode.Usage, code)
 }
+
+// On a terminal locks lists the most severe first, as audit lists its
+// findings: a dead worker's holdings before a live one's whatever their
+// names and keys, and --by-owner the dead owner first; piped and as JSON the
+// pass's order stays.
+func TestLocksMostSevereFirstOnTerminal(t *testing.T) {
+	t.Parallel()
+	f := newOpsFleet(t)
+	dead, live := f.worker("9@dead", time.Hour), f.worker("1@live", 0)
+	for range 3 {
+		repo := opsRepo()
+		f.acquire("1@live", f.task("running", live, []string{repo}, time.Minute), repo)
+	}
+	repo := opsRepo()
+	lost := f.task("running", dead, []string{repo}, time.Hour)
+	f.acquire("9@dead", lost, repo)
+
+	code, shown, stderr := onTerminal(t, f.env, 250, "", "locks")
+	require.Equal(t, exitcode.OK, code, stderr)
+	rows := locksRows(stripANSI(shown))
+	require.Len(t, rows, 8, shown)
+	for i, r := range rows {
+		owner := "1@live"
+		if i < 2 {
+			owner = "9@dead"
+		}
+		require.Contains(t, r, " "+owner+" ", "row %d:\n%s", i, shown)
+	}
+	require.True(t, strings.HasPrefix(rows[0], "task:"+lost), "the task lock first:\n%s", shown)
+
+	_, shown, _ = onTerminal(t, f.env, 250, "", "locks", "--by-owner")
+	rows = locksRows(stripANSI(shown))
+	require.Len(t, rows, 2, shown)
+	require.True(t, strings.HasPrefix(rows[0], "9@dead "), shown)
+
+	_, out, _ := run(t, f.env, "locks", "--by-owner")
+	require.True(t, strings.HasPrefix(locksRows(out)[0], "1@live "), "piped: by name, as the JSON:\n%s", out)
+}
+
+// locksRows are the lines of a locks table between its header and its
+// closing count.
+func locksRows(text string) []string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) < 2 {
+		return nil
+	}
+	return lines[1 : len(lines)-1]
+}

@@ -19,7 +19,8 @@ import (
 )
 
 // TestJSONLogDurationsInSeconds: a duration in a JSON log is a number of
-// seconds, as in the report; text logs keep Go's duration text.
+// seconds, as in the report, under a name ending in _seconds; text logs keep
+// Go's duration text under the plain name.
 func TestJSONLogDurationsInSeconds(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
@@ -29,8 +30,13 @@ func TestJSONLogDurationsInSeconds(t *testing.T) {
 		slog.Group("pass", slog.Duration("took", 250*time.Millisecond)))
 	var rec map[string]any
 	require.NoError(t, json.Unmarshal(b.Bytes(), &rec))
-	require.Equal(t, 5400.002, rec["heartbeat_age"])
-	require.Equal(t, map[string]any{"took": 0.25}, rec["pass"])
+	require.Equal(t, 5400.002, rec["heartbeat_age_seconds"])
+	require.NotContains(t, rec, "heartbeat_age")
+	require.Equal(t, map[string]any{"took_seconds": 0.25}, rec["pass"])
+
+	b.Reset()
+	logger.Info("named already", slog.Duration("grace_seconds", 2*time.Second))
+	require.Contains(t, b.String(), `"grace_seconds":2`)
 
 	b.Reset()
 	logger, err = newLogger(&b, "text", "info")
@@ -112,4 +118,76 @@ func TestConfigurationErrorIsAJSONRecord(t *testing.T) {
 	code, _, stderr := run(t, map[string]string{"REAPER_REDIS_TIMEOUT": "soon"}, "once", "--log-format", "text")
 	require.Equal(t, exitcode.Usage, code)
 	require.True(t, strings.HasPrefix(stderr, "lock-reaper: configuration: "), stderr)
+}
+
+// TestRedisClientRepeatsAtDebug: go-redis's same message again, within the
+// window, is a debug line, not another warning; a new message, or the same
+// one after the window, warns again.
+func TestRedisClientRepeatsAtDebug(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	logger, err := newLogger(&b, "json", "debug")
+	require.NoError(t, err)
+	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
+	l := &redisLogger{log: logger, now: func() time.Time { return now }}
+	ctx := context.Background()
+	dial := "redis: connection pool: failed to dial after %d attempts: %s"
+	for range 4 {
+		l.Printf(ctx, dial, 5, "connection refused")
+		now = now.Add(400 * time.Millisecond)
+	}
+	l.Printf(ctx, dial, 5, "i/o timeout")
+	now = now.Add(redisRepeatWindow)
+	l.Printf(ctx, dial, 5, "i/o timeout")
+	var levels []string
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var rec struct{ Level string }
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		levels = append(levels, rec.Level)
+	}
+	require.Equal(t, []string{"WARN", "DEBUG", "DEBUG", "DEBUG", "WARN", "WARN"}, levels)
+}
+
+// TestTextLogsTallyReleases: text logs above debug count the released
+// holdings per owner and write one line each at flush, the owner with the
+// most first; a holding whose owner changed keeps its warning; other lines
+// pass as they are.
+func TestTextLogsTallyReleases(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	logger, err := newLogger(&b, "text", "info")
+	require.NoError(t, err)
+	tally, ok := logger.Handler().(*releaseTally)
+	require.True(t, ok)
+	held := func(owner string, res reaper.Result) {
+		level := slog.LevelInfo
+		if res == reaper.ResultOwnerChanged {
+			level = slog.LevelWarn
+		}
+		logger.LogAttrs(context.Background(), level, reaper.LogReleasedHolding, slog.String("key", "k"), slog.String("owner", owner), slog.String("result", string(res)))
+	}
+	held("1@b", reaper.ResultReleased)
+	for range 3 {
+		held("1@a", reaper.ResultReleased)
+	}
+	held("1@b", reaper.ResultAlreadyGone)
+	held("1@c", reaper.ResultOwnerChanged)
+	logger.Info("updated task", slog.String("task", "t"))
+	tally.flush(context.Background())
+	tally.flush(context.Background()) // counted once
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 4, b.String())
+	require.Contains(t, lines[0], "WRN released holding key=k owner=1@c result=owner-changed")
+	require.Contains(t, lines[1], "INF updated task")
+	require.Contains(t, lines[2], "INF released holdings owner=1@a holdings=3")
+	require.Contains(t, lines[3], "INF released holdings owner=1@b holdings=1 already_gone=1")
+
+	debug, err := newLogger(&b, "text", "debug")
+	require.NoError(t, err)
+	_, tallied := debug.Handler().(*releaseTally)
+	require.False(t, tallied, "debug level keeps the line per holding")
+	jsonLogger, err := newLogger(&b, "json", "info")
+	require.NoError(t, err)
+	_, tallied = jsonLogger.Handler().(*releaseTally)
+	require.False(t, tallied, "JSON logs keep the line per holding")
 }

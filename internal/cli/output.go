@@ -87,7 +87,7 @@ func summaryText(rep *reaper.Report) string {
 		}
 	}
 	if s.Deferred > 0 {
-		fmt.Fprintf(&b, "; %d deferred to the next pass", s.Deferred)
+		b.WriteString(deferredSummary(rep))
 	}
 	fmt.Fprintf(&b, ".\nBy verdict: %s.", countsText(s.HoldingsByVerdict))
 	return b.String()
@@ -108,4 +108,59 @@ func countsText(m map[judge.Verdict]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// deferredSummary says, per reason, how much a pass held back and what ends
+// the hold: only a per-pass limit waits for the next pass; the mass-death
+// guard holds until pulpcore deletes the dead worker rows, the pods prove
+// the deaths or a pass runs with --force, however many passes come.
+func deferredSummary(rep *reaper.Report) string {
+	counts := map[string]int{}
+	var order []string
+	note := func(why string) {
+		if counts[why] == 0 {
+			order = append(order, why)
+		}
+		counts[why]++
+	}
+	for _, f := range rep.Findings {
+		if f.Result == reaper.ResultDeferred {
+			note(f.Deferred)
+		}
+	}
+	for _, t := range rep.Tasks {
+		if t.Result == reaper.ResultDeferred {
+			note(t.Deferred)
+		}
+	}
+	sort.Slice(order, func(a, b int) bool { return deferredRank(order[a]) < deferredRank(order[b]) })
+	var b strings.Builder
+	for _, why := range order {
+		n := counts[why]
+		switch why {
+		case judge.DeferredMassDeath:
+			fmt.Fprintf(&b, "; %d held back by the mass-death guard until pulpcore deletes the dead worker rows, "+
+				"the pods prove the deaths, or a pass runs with --force", n)
+		case judge.DeferredMaxReleases, judge.DeferredMaxTaskUpdates:
+			fmt.Fprintf(&b, "; %d deferred to the next pass (%s)", n, why)
+		case judge.DeferredAliveOwner:
+			fmt.Fprintf(&b, "; %d held back: the owner has an online AppStatus row (--force if it is really dead)", n)
+		case "":
+			fmt.Fprintf(&b, "; %d deferred", n)
+		default:
+			fmt.Fprintf(&b, "; %d deferred (%s)", n, why)
+		}
+	}
+	return b.String()
+}
+
+// deferredRank puts what needs a person first: the mass-death guard's hold.
+func deferredRank(why string) int {
+	switch why {
+	case judge.DeferredMassDeath:
+		return 0
+	case judge.DeferredAliveOwner:
+		return 1
+	}
+	return 2
 }

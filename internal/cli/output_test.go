@@ -36,7 +36,19 @@ func TestTextReport(t *testing.T) {
 	require.Contains(t, out, "… and 1 more")
 	require.NotContains(t, out, "task:b", "--limit 1 shows one finding")
 	require.Contains(t, out, "released 1 holdings")
-	require.Contains(t, out, "1 deferred to the next pass")
+	require.Contains(t, out, "1 deferred to the next pass (max_releases)")
+
+	// The mass-death guard's hold is not for the next pass: it says what
+	// ends it.
+	guarded := *rep
+	guarded.Findings = append([]reaper.Finding{{Judgement: &judge.Judgement{Holding: judge.Holding{Key: "task:c", Kind: judge.KindTask, Owner: "1@w"},
+		Verdict: judge.VerdictOwnerDead, Deferred: judge.DeferredMassDeath}, Result: reaper.ResultDeferred}}, rep.Findings...)
+	guarded.Tasks = []reaper.TaskFinding{{TaskJudgement: &judge.TaskJudgement{ID: "c", Deferred: judge.DeferredMassDeath}, Result: reaper.ResultDeferred}}
+	guarded.Summary.Deferred = 3
+	b.Reset()
+	require.NoError(t, writeReport(&b, "text", &guarded, 0))
+	require.Contains(t, b.String(), "; 2 held back by the mass-death guard until pulpcore deletes the dead worker rows, "+
+		"the pods prove the deaths, or a pass runs with --force; 1 deferred to the next pass (max_releases).")
 
 	b.Reset()
 	require.NoError(t, writeReport(&b, "json", rep, 1))

@@ -47,9 +47,10 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 	progress.enable(s.cfg.Log.Format)
 	rep, err := r.RunOnce(ctx, reaper.Options{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
 	progress.done()
+	s.tally.flush(ctx)
 	code = s.passExit(rep, err)
 	pushPass(ctx, s, env.Version, rep)
-	if err := writePassReport(env, s.cfg.Output, rep, limit); err != nil {
+	if err := writePassReport(env, s.cfg.Output, rep, limit, ""); err != nil {
 		return exitcode.Failed
 	}
 	return code

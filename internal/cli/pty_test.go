@@ -18,6 +18,13 @@ import (
 // showed and stderr.
 func onTerminal(t *testing.T, env map[string]string, cols uint16, input string, args ...string) (int, string, string) {
 	t.Helper()
+	return terminalRun(t, env, cols, input, false, args...)
+}
+
+// terminalRun is onTerminal; with logsToo stderr is the terminal as well,
+// and what it showed includes the logs.
+func terminalRun(t *testing.T, env map[string]string, cols uint16, input string, logsToo bool, args ...string) (int, string, string) {
+	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal here: %v", err)
@@ -32,8 +39,12 @@ func onTerminal(t *testing.T, env map[string]string, cols uint16, input string, 
 		require.NoError(t, err)
 	}
 	var stderr bytes.Buffer
+	var errOut io.Writer = &stderr
+	if logsToo {
+		errOut = tty
+	}
 	code := Main(context.Background(), Env{
-		Args: args, Stdin: tty, Stdout: tty, Stderr: &stderr, Version: "test",
+		Args: args, Stdin: tty, Stdout: tty, Stderr: errOut, Version: "test",
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 	})
 	tty.Close()
@@ -90,6 +101,34 @@ func TestReleasePromptOnTerminal(t *testing.T) {
 	require.Equal(t, exitcode.OK, code, stderr)
 	require.Contains(t, shown, "released 6 holdings")
 	require.False(t, f.holds("1@dead", f.running))
+}
+
+// On a terminal the logs say once per owner how many holdings were
+// released, not once per holding; --log-level debug brings the line per
+// holding back, and piped (JSON) logs always keep it, the audit trail, with
+// its ages in seconds.
+func TestReleaseLogsOneLinePerOwnerOnTerminal(t *testing.T) {
+	t.Parallel()
+	f := newOpsReleaseFleet(t)
+	env := withEnv(f.env, "REAPER_LOG_FORMAT", "auto")
+	code, shown, _ := terminalRun(t, env, 200, "", true, "release", "--owner", "1@dead", "--yes")
+	require.Equal(t, exitcode.OK, code, shown)
+	shown = stripANSI(shown)
+	require.Equal(t, 1, strings.Count(shown, "released holdings"), shown)
+	require.Regexp(t, `INF released holdings owner=1@dead holdings=6\n`, shown)
+	require.NotContains(t, shown, "released holding ", "no line per holding:\n%s", shown)
+	require.Less(t, strings.Index(shown, "released holdings"), strings.Index(shown, "Summary: released 6 holdings"), "the owner's line comes before the report")
+
+	g := newOpsReleaseFleet(t)
+	_, shown, _ = terminalRun(t, withEnv(g.env, "REAPER_LOG_FORMAT", "auto", "REAPER_LOG_LEVEL", "debug"), 200, "", true, "release", "--owner", "1@dead", "--yes")
+	require.Equal(t, 6, strings.Count(stripANSI(shown), "released holding "), shown)
+
+	h := newOpsReleaseFleet(t)
+	code, _, logs := run(t, withEnv(h.env, "REAPER_LOG_FORMAT", "auto"), "release", "--owner", "1@dead", "--yes")
+	require.Equal(t, exitcode.OK, code, logs)
+	require.Equal(t, 6, strings.Count(logs, `"msg":"released holding"`), logs)
+	require.Contains(t, logs, `"heartbeat_age_seconds":`)
+	require.NotContains(t, logs, `"msg":"released holdings"`)
 }
 
 func stripANSI(s string) string {

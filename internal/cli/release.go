@@ -125,12 +125,17 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
 	rep, err := r.RunOnce(ctx, reaper.Options{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
 	progress.done()
+	s.tally.flush(ctx)
 	code = s.passExit(rep, err)
 	if rep.Skipped != "" && code == exitcode.OK {
 		code = exitPassLockHeld
 	}
 	logReleaseDone(ctx, s.log, operator, rf.owner, rep)
-	if err := writePassReport(env, s.cfg.Output, rep, rf.limit); err != nil {
+	heading := ""
+	if rf.dryRun {
+		heading = "lock-reaper release (dry run: nothing was written)"
+	}
+	if err := writePassReport(env, s.cfg.Output, rep, rf.limit, heading); err != nil {
 		return exitcode.Failed
 	}
 	if code == exitPassLockHeld {

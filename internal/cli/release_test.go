@@ -106,10 +106,17 @@ func (f *opsReleaseFleet) requireUntouched() {
 func TestReleaseDeadOwner(t *testing.T) {
 	t.Parallel()
 	f := newOpsReleaseFleet(t)
-	code, _, _ := run(t, f.env, "audit")
+	code, out, _ := run(t, f.env, "audit")
 	require.Equal(t, exitcode.Guarded, code, "a normal pass is held back by the mass-death guard")
+	require.Regexp(t, `; \d+ held back by the mass-death guard until pulpcore deletes the dead worker rows, the pods prove the deaths, or a pass runs with --force`, out)
+	require.NotContains(t, out, "deferred to the next pass", "the guard's hold is not for the next pass")
 
-	code, out, stderr := run(t, f.env, "release", "--owner", "1@dead", "--dry-run", "--output", "json")
+	// A dry run says it is the release's, not an audit.
+	code, out, stderr := run(t, f.env, "release", "--owner", "1@dead", "--dry-run")
+	require.Equal(t, exitcode.Findings, code, stderr)
+	require.True(t, strings.HasPrefix(out, "lock-reaper release (dry run: nothing was written) at "), firstLine(out))
+
+	code, out, stderr = run(t, f.env, "release", "--owner", "1@dead", "--dry-run", "--output", "json")
 	require.Equal(t, exitcode.Findings, code, stderr)
 	var dry reaper.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &dry))

@@ -21,7 +21,11 @@ func writeExplanation(w io.Writer, format string, ex explain.Explanation, l layo
 }
 
 func writeExplanationText(w io.Writer, ex explain.Explanation, l layout) {
-	fmt.Fprintf(w, "Task %s at %s (database clock)\n", ex.TaskID, ex.DBNow.UTC().Format(time.RFC3339))
+	// The id alone on the first line, which then fits 80 columns: it is
+	// what the reader checks and copies; the clock every age below is
+	// measured against is the first row under it.
+	fmt.Fprintf(w, "Task %s\n", ex.TaskID)
+	fmt.Fprintf(w, "  %-12s  %s (database clock)\n", "as of", ex.DBNow.UTC().Format(time.RFC3339))
 	if t := ex.Task; t != nil {
 		state := quoteText(t.State)
 		if !t.Created.IsZero() {
@@ -67,9 +71,7 @@ func writeExplanationText(w io.Writer, ex explain.Explanation, l layout) {
 				freeCell(claimText(a.Claim)), keyCell(strings.Join(conflicts, ", ")))
 		}
 		t.write(w, l)
-		if rest := ex.AheadTotal - n; rest > 0 {
-			fmt.Fprintf(w, "  … and %d more (--limit 0 shows the first %d, --output json lists them)\n", rest, min(ex.AheadTotal, pulpdb.MaxAhead))
-		}
+		aheadMore(w, l, n, len(ex.Ahead), ex.AheadTotal)
 	}
 	fmt.Fprintln(w)
 	l.line(w, "", "Conclusion: "+quoteText(ex.Conclusion))
@@ -101,4 +103,21 @@ func writeHolders(w io.Writer, hs []explain.Holder, l layout) {
 			keyCell(task), textCell(h.Verdict.String()+" -> "+h.Action.String()+deferredText(h.Deferred)), textCell(mark).in(ansiBold))
 	}
 	t.write(w, l)
+}
+
+// aheadMore says what the older tasks' table leaves out, and what shows it:
+// --limit 0 lifts the table's limit, but an inspection loads only the first
+// pulpdb.MaxAhead of them (JSON lists those same ones; ahead_total counts
+// all), so beyond those only their count is known.
+func aheadMore(w io.Writer, l layout, shownRows, loaded, total int) {
+	switch {
+	case shownRows < loaded && loaded < total:
+		l.line(w, "  ", fmt.Sprintf("… and %d more: --limit 0 shows the first %d (no more are read); ahead_total in --output json counts all %d",
+			total-shownRows, loaded, total))
+	case shownRows < loaded:
+		moreLine(w, "  ", loaded-shownRows)
+	case loaded < total:
+		l.line(w, "  ", fmt.Sprintf("… and %d more, not read: at most %d are (ahead_total in --output json counts all %d)",
+			total-loaded, pulpdb.MaxAhead, total))
+	}
 }

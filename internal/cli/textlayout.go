@@ -23,6 +23,9 @@ type layout struct {
 	color   bool // ANSI colours on verdicts
 	grouped bool // findings grouped by owner and verdict, most severe first
 	limit   int  // rows per table; 0: all
+	// heading, when set, starts a pass's report instead of the words of its
+	// mode: release --dry-run reports in audit's mode but is not an audit.
+	heading string
 }
 
 // minWidth is the narrowest layout: below it tables still print, just

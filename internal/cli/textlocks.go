@@ -15,10 +15,17 @@ func writeLocks(w io.Writer, format string, out LocksOutput, l layout) error {
 	if isJSON(format) {
 		return writeJSON(w, format, out)
 	}
+	list := out.Holdings
+	if l.grouped {
+		// On a terminal the most severe first, as audit lists its findings;
+		// piped, the pass's order, for scripts.
+		list = append([]LockLine(nil), list...)
+		mostSevereFirst(list, lockOrder)
+	}
 	t := &table{header: []string{"KEY", "KIND", "OWNER", "LIVENESS", "TASK", "VERDICT", "ACTION"}, drop: []int{1, 3}}
-	n := shown(len(out.Holdings), l.limit)
+	n := shown(len(list), l.limit)
 	t.each = func(emit func(...cell)) {
-		for _, h := range out.Holdings[:n] {
+		for _, h := range list[:n] {
 			task := "-"
 			switch {
 			case h.Kind == judge.KindTask && h.TaskState != "":
@@ -46,9 +53,14 @@ func writeLocksByOwner(w io.Writer, format string, out LocksByOwnerOutput, l lay
 	if isJSON(format) {
 		return writeJSON(w, format, out)
 	}
+	owners := out.Owners
+	if l.grouped {
+		owners = append([]OwnerCounts(nil), owners...)
+		ownersMostSevereFirst(owners)
+	}
 	t := &table{header: []string{"OWNER", "LIVENESS", "HEARTBEAT AGE", "HOLDINGS", "TASK", "EXCLUSIVE", "SHARED", "VERDICTS"}, drop: []int{4, 5, 6}}
-	n := shown(len(out.Owners), l.limit)
-	for _, c := range out.Owners[:n] {
+	n := shown(len(owners), l.limit)
+	for _, c := range owners[:n] {
 		t.add(keyCell(quoteText(c.Owner)), textCell(c.OwnerLiveness).in(livenessColor(c.OwnerLiveness)), textCell(ageOrDash(c.HeartbeatAge)),
 			textCell(fmt.Sprint(c.Holdings)), textCell(fmt.Sprint(c.ByKind[judge.KindTask])), textCell(fmt.Sprint(c.ByKind[judge.KindExclusive])),
 			textCell(fmt.Sprint(c.ByKind[judge.KindShared])), freeCell(countsText(c.ByVerdict)))

@@ -77,5 +77,26 @@ func TestGoldenExplainAndLocks(t *testing.T) {
 			}
 		}
 		require.Contains(t, ex.String(), "for task "+goldenRunning+" (running)")
+		require.LessOrEqual(t, runeLen(firstLine(ex.String())), 80, "explain's first line fits 80 columns: %q", firstLine(ex.String()))
+	}
+}
+
+// What explain's table of older tasks leaves out, and whether --limit 0
+// shows it: the table's limit, the rows an inspection reads, or both.
+func TestExplainAheadMore(t *testing.T) {
+	t.Parallel()
+	l := layout{width: 80}
+	for _, c := range []struct {
+		shown, loaded, total int
+		want                 string
+	}{
+		{5, 5, 5, ""},
+		{3, 5, 5, "  … and 2 more (--limit 0 shows all, --output json gives everything)\n"},
+		{20, 50, 70, "  … and 50 more: --limit 0 shows the first 50 (no more are read); ahead_total\n  in --output json counts all 70\n"},
+		{50, 50, 70, "  … and 20 more, not read: at most 50 are (ahead_total in --output json counts\n  all 70)\n"},
+	} {
+		var b bytes.Buffer
+		aheadMore(&b, l, c.shown, c.loaded, c.total)
+		require.Equal(t, c.want, b.String(), "%+v", c)
 	}
 }

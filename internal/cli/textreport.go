@@ -15,6 +15,9 @@ import (
 // that came from Redis or the database goes through quoteText.
 func writeTextReport(w io.Writer, rep *reaper.Report, l layout) error {
 	verb := map[string]string{reaper.ModeAudit: "lock-reaper audit (dry run: nothing was written)", reaper.ModeOnce: "lock-reaper once", reaper.ModeRelease: "lock-reaper release"}[rep.Mode]
+	if l.heading != "" {
+		verb = l.heading
+	}
 	switch {
 	case rep.Skipped != "":
 		fmt.Fprintf(w, "%s: skipped: %s.\n", verb, rep.Skipped)
@@ -137,73 +140,21 @@ type findingGroup struct {
 	rows     []reaper.Finding
 }
 
-// groupFindings groups by owner and verdict, most severe verdict first; an
-// owner's groups stay together, the owner with the most severe group first,
-// then the one with more findings. Within a group a running task's holdings
-// come first: it is what keeps other tasks waiting.
+// groupFindings groups by owner and verdict, in the order of
+// mostSevereFirst: an owner's groups together, the most severe first.
 func groupFindings(findings []reaper.Finding) []findingGroup {
-	byKey := map[[2]string]*findingGroup{}
-	var groups []*findingGroup
-	for _, f := range findings {
-		k := [2]string{f.Owner, f.Verdict.String()}
-		g := byKey[k]
-		if g == nil {
-			g = &findingGroup{owner: f.Owner, liveness: f.Evidence().OwnerLiveness.String(), verdict: f.Verdict}
-			byKey[k] = g
-			groups = append(groups, g)
+	rows := append([]reaper.Finding(nil), findings...)
+	mostSevereFirst(rows, findingOrder)
+	var out []findingGroup
+	for i := 0; i < len(rows); {
+		j := i + 1
+		for j < len(rows) && rows[j].Owner == rows[i].Owner && rows[j].Verdict == rows[i].Verdict {
+			j++
 		}
-		g.rows = append(g.rows, f)
-	}
-	worst, count := map[string]int{}, map[string]int{}
-	for _, g := range groups {
-		if s, ok := worst[g.owner]; !ok || severityOf(g.verdict) < s {
-			worst[g.owner] = severityOf(g.verdict)
-		}
-		count[g.owner] += len(g.rows)
-	}
-	sort.SliceStable(groups, func(a, b int) bool {
-		ga, gb := groups[a], groups[b]
-		if ga.owner != gb.owner {
-			if worst[ga.owner] != worst[gb.owner] {
-				return worst[ga.owner] < worst[gb.owner]
-			}
-			if count[ga.owner] != count[gb.owner] {
-				return count[ga.owner] > count[gb.owner]
-			}
-			return ga.owner < gb.owner
-		}
-		return severityOf(ga.verdict) < severityOf(gb.verdict)
-	})
-	out := make([]findingGroup, len(groups))
-	for i, g := range groups {
-		// A task's holdings stay together, its task lock first, so that a
-		// running task and the repository it keeps locked read as one.
-		sort.SliceStable(g.rows, func(a, b int) bool {
-			ra, rb := g.rows[a], g.rows[b]
-			if taskRank(ra) != taskRank(rb) {
-				return taskRank(ra) < taskRank(rb)
-			}
-			if ta, tb := findingTask(ra), findingTask(rb); ta != tb {
-				return ta < tb
-			}
-			return kindRank(ra.Kind) < kindRank(rb.Kind)
-		})
-		out[i] = *g
+		out = append(out, findingGroup{owner: rows[i].Owner, liveness: rows[i].Evidence().OwnerLiveness.String(), verdict: rows[i].Verdict, rows: rows[i:j:j]})
+		i = j
 	}
 	return out
-}
-
-// taskRank puts holdings of running tasks first, then of waiting ones.
-func taskRank(f reaper.Finding) int {
-	switch f.Evidence().TaskState {
-	case "running", "canceling":
-		return 0
-	case "waiting":
-		return 1
-	case "":
-		return 2
-	}
-	return 3
 }
 
 // minGroupRows is how many rows every group shows, whatever the limit has
@@ -348,25 +299,18 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 }
 
 // writePassReport prints a pass's report on the command's stdout: JSON as
-// writeReport makes it, text in the layout stdout calls for.
-func writePassReport(env Env, format string, rep *reaper.Report, limit *limitValue) error {
+// writeReport makes it, text in the layout stdout calls for, under heading
+// when it is set.
+func writePassReport(env Env, format string, rep *reaper.Report, limit *limitValue, heading string) error {
 	if isJSON(format) {
 		return writeReport(env.Stdout, format, rep, 0)
 	}
+	l := layoutFor(env.Stdout, envLookup(env), limit)
 	if env.textLayout != nil {
-		return writeTextReport(env.Stdout, rep, *env.textLayout)
+		l = *env.textLayout
 	}
-	return writeTextReport(env.Stdout, rep, layoutFor(env.Stdout, envLookup(env), limit))
-}
-
-func kindRank(k judge.Kind) int {
-	switch k {
-	case judge.KindTask:
-		return 0
-	case judge.KindExclusive:
-		return 1
-	}
-	return 2
+	l.heading = heading
+	return writeTextReport(env.Stdout, rep, l)
 }
 
 // findingTask is the task a holding is held for: the task of a task lock,

@@ -26,6 +26,9 @@ type setup struct {
 	// pods is the watch that keeps the pods for run's passes, nil
 	// elsewhere or when Kubernetes evidence is off.
 	pods *kube.Watcher
+	// tally sums up the released holdings per owner in text logs; the
+	// commands that release flush it after their pass. nil otherwise.
+	tally *releaseTally
 }
 
 func (s *setup) close() {
@@ -98,6 +101,16 @@ func newReaperWith(fs *flag.FlagSet, loader *config.Loader, env Env, force, watc
 	s, code, ok := connect(cfg, logger, env)
 	if !ok {
 		return nil, nil, code, false
+	}
+	if t, ok := logger.Handler().(*releaseTally); ok {
+		if watchPods {
+			// The daemon's passes flush nothing: they keep a line per
+			// holding, with the pass's own summary line after them.
+			logger = slog.New(t.inner)
+		} else {
+			s.tally = t
+		}
+		s.log = logger
 	}
 	// The reaper takes the configuration's Pass as it is, with force (a
 	// flag of the commands that allow it) and the pod source opened here.

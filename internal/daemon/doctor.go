@@ -29,6 +29,11 @@ func (d *Daemon) startDoctor(ctx context.Context) <-chan struct{} {
 			d.cfg.Pages.DoctorDone(rep)
 		}
 		for _, c := range rep.Checks {
+			if c.Status == doctor.Skipped {
+				// Not run: no value says "ok" for it, and the check that
+				// failed is logged.
+				continue
+			}
 			d.metrics.DoctorCheck(c.Check, c.Status.Level())
 			level := slog.LevelWarn
 			switch c.Status {
@@ -41,7 +46,7 @@ func (d *Daemon) startDoctor(ctx context.Context) <-chan struct{} {
 				slog.String("evidence", c.Evidence), slog.String("fix", c.Fix))
 		}
 		d.log.Info("doctor finished", slog.Int("ok", rep.Counts[doctor.OK]), slog.Int("warnings", rep.Counts[doctor.Warn]),
-			slog.Int("failures", rep.Counts[doctor.Fail]))
+			slog.Int("failures", rep.Counts[doctor.Fail]), slog.Int("skipped", rep.Counts[doctor.Skipped]))
 	}()
 	return done
 }

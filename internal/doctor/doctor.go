@@ -30,10 +30,16 @@ const (
 	OK   Status = "ok"
 	Warn Status = "warn"
 	Fail Status = "fail"
+	// Skipped is a check that did not run because the service it reads is
+	// out of reach: it saw nothing either way, and counting it as a warning
+	// would bury the one failure that says why among checks never run.
+	Skipped Status = "skipped"
 )
 
 // Level orders the statuses: 0 ok, 1 warn, 2 fail. It is also the value of
-// the lock_reaper_doctor_check_status metric.
+// the lock_reaper_doctor_check_status metric. A skipped check has level 0:
+// it neither raises the report's status nor is a finding (the unreachable
+// service is, in the check that failed); the daemon exports no value for it.
 func (s Status) Level() int {
 	switch s {
 	case Warn:
@@ -85,11 +91,11 @@ type Report struct {
 	Counts map[Status]int `json:"counts"`
 }
 
-// Problems are the results that are not ok.
+// Problems are the results that are warnings or failures.
 func (r Report) Problems() []Result {
 	var out []Result
 	for _, c := range r.Checks {
-		if c.Status != OK {
+		if c.Status == Warn || c.Status == Fail {
 			out = append(out, c)
 		}
 	}
@@ -137,8 +143,8 @@ var checks = []check{
 
 // Run runs every check, one after the other, each within Target.Timeout
 // (the legacy-owners snapshot within the deadlines of its own calls).
-// When Redis or PostgreSQL cannot be reached, the checks that need it say
-// "not checked" instead of repeating the connection error.
+// When Redis or PostgreSQL cannot be reached, the checks that need it are
+// Skipped instead of repeating the connection error.
 func Run(ctx context.Context, t Target) Report {
 	if t.Timeout <= 0 {
 		t.Timeout = DefaultTimeout
@@ -149,15 +155,15 @@ func Run(ctx context.Context, t Target) Report {
 	if t.Inspect != nil {
 		t.Inspect = inspectOnce(t.Inspect)
 	}
-	rep := Report{Counts: map[Status]int{OK: 0, Warn: 0, Fail: 0}}
+	rep := Report{Counts: map[Status]int{OK: 0, Warn: 0, Fail: 0, Skipped: 0}}
 	redisDown, postgresDown := false, false
 	for _, c := range checks {
 		var res Result
 		switch {
 		case redisDown && needsRedis(c.name):
-			res = notChecked("Redis is unreachable (see " + CheckRedisReachable + ")")
+			res = skipped("Redis is unreachable (see " + CheckRedisReachable + ")")
 		case postgresDown && needsPostgres(c.name):
-			res = notChecked("PostgreSQL is unreachable (see " + CheckPostgresPrimary + ")")
+			res = skipped("PostgreSQL is unreachable (see " + CheckPostgresPrimary + ")")
 		case c.name == CheckLegacyOwners, c.name == CheckRedisWorker:
 			// A full snapshot of a large keyspace takes longer than one
 			// call; the snapshot reader bounds each of its calls itself.
@@ -199,10 +205,11 @@ func needsPostgres(name string) bool {
 	return false
 }
 
-// notChecked is the result of a check whose service is out of reach: a
-// warning, since nothing was seen either way; the reachability check fails.
-func notChecked(why string) Result {
-	return Result{Status: Warn, Evidence: "not checked: " + why, Fix: "make the service reachable, then run lock-reaper doctor again."}
+// skipped is the result of a check whose service is out of reach. It has
+// no fix of its own and does not repeat the connection error: the
+// reachability check that failed says both, once.
+func skipped(why string) Result {
+	return Result{Status: Skipped, Evidence: "not run: " + why}
 }
 
 // grantFix is the fix of a database read that failed: a refused read

@@ -110,3 +110,19 @@ func TestDocumentedColumnsAreTheGrants(t *testing.T) {
 	require.NotEmpty(t, granted)
 	require.Equal(t, granted, documented)
 }
+
+func TestPostgresGrantsOn(t *testing.T) {
+	got := PostgresGrantsOn("core_task")
+	if len(got) != 2 || !strings.HasPrefix(got[0], "GRANT SELECT (pulp_id, name, state,") || !strings.HasPrefix(got[1], "GRANT UPDATE (state,") {
+		t.Fatalf("core_task: the SELECT and UPDATE grants, without the optional one: %q", got)
+	}
+	if got := PostgresGrantsOn("SCHEMA pulp"); len(got) != 1 || got[0] != "GRANT USAGE ON SCHEMA public TO lock_reaper;" {
+		t.Fatalf("schema: %q", got)
+	}
+	if got := PostgresGrantsOn("core_content"); len(got) != 0 {
+		t.Fatalf("a table the file does not name: %q", got)
+	}
+	if got := RedisKeyRules(); len(got) == 0 || got[0] != "~task:*" {
+		t.Fatalf("key rules: %q", got)
+	}
+}

@@ -131,12 +131,12 @@ func applyGuards(plan *Plan, fleet *heartbeat.Fleet, seen map[string]SeenAlive, 
 		plan.Guards = append(plan.Guards, Guard{Name: GuardMassDeath, Count: c, MaxDeadFraction: p.MaxDeadFraction})
 		for i := range plan.Holdings {
 			if jd := &plan.Holdings[i]; jd.Action == ActionRelease && jd.Verdict.onDeadGrounds() {
-				jd.Deferred = "mass-death guard"
+				jd.Deferred = DeferredMassDeath
 			}
 		}
 		for i := range plan.Tasks {
 			if plan.Tasks[i].Action == ActionUpdate {
-				plan.Tasks[i].Deferred = "mass-death guard"
+				plan.Tasks[i].Deferred = DeferredMassDeath
 			}
 		}
 	}
@@ -144,13 +144,13 @@ func applyGuards(plan *Plan, fleet *heartbeat.Fleet, seen map[string]SeenAlive, 
 	if wanted, deferred := limitPerPass(len(holdings), p.MaxReleases, func(i int) (SuspectKey, bool) {
 		jd := &holdings[i]
 		return releaseUnit(jd), jd.Action == ActionRelease && jd.Deferred == ""
-	}, func(i int) { holdings[i].Deferred = "max_releases" }); deferred > 0 {
+	}, func(i int) { holdings[i].Deferred = DeferredMaxReleases }); deferred > 0 {
 		plan.Guards = append(plan.Guards, Guard{Name: GuardMaxReleases, Wanted: wanted, Limit: p.MaxReleases})
 	}
 	tasks := plan.Tasks
 	if wanted, deferred := limitPerPass(len(tasks), p.MaxTaskUpdates, func(i int) (int, bool) {
 		return i, tasks[i].Action == ActionUpdate && tasks[i].Deferred == ""
-	}, func(i int) { tasks[i].Deferred = "max_task_updates" }); deferred > 0 {
+	}, func(i int) { tasks[i].Deferred = DeferredMaxTaskUpdates }); deferred > 0 {
 		plan.Guards = append(plan.Guards, Guard{Name: GuardMaxTaskUpdates, Wanted: wanted, Limit: p.MaxTaskUpdates})
 	}
 }

@@ -13,6 +13,14 @@ const (
 	DeferredOtherTaskKey = "its task lock is held by another owner"
 )
 
+// Deferral reasons of the guards of a pass: the mass-death guard's, and the
+// per-pass limits' (the names of their settings).
+const (
+	DeferredMassDeath      = "mass-death guard"
+	DeferredMaxReleases    = "max_releases"
+	DeferredMaxTaskUpdates = "max_task_updates"
+)
+
 // OwnerRelease plans the break-glass release of one owner an operator
 // knows to be dead. Its AppStatus rows are judged dead whatever their
 // heartbeat says, and the plan keeps only:
