@@ -183,6 +183,16 @@ it, so that `helm template` and `helm install` stop with the same message.
 {{- if and .Values.podMonitor.enabled (ne .Values.mode "sidecar") }}
 {{- fail "podMonitor.enabled needs mode: sidecar; with mode: deployment use serviceMonitor.enabled" }}
 {{- end }}
+{{- if .Values.networkPolicy.enabled }}
+{{- if ne .Values.mode "deployment" }}
+{{- /* A CronJob's pod listens on nothing, and a sidecar's pod is Pulp's
+worker pod: a policy selecting it would cut off every other port of it. */}}
+{{- fail "networkPolicy.enabled needs mode: deployment: a CronJob serves nothing, and in sidecar mode the page is in Pulp's worker pods, whose ingress is Pulp's to restrict" }}
+{{- end }}
+{{- if and .Values.serviceMonitor.enabled (not .Values.networkPolicy.from) }}
+{{- fail "networkPolicy.enabled with serviceMonitor.enabled and an empty networkPolicy.from: Prometheus could not scrape /metrics. Add its pods to networkPolicy.from (e.g. a namespaceSelector of its namespace with a podSelector of its pods)" }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
