@@ -48,8 +48,8 @@ func renderNotesIn(t *testing.T, ns string, vals map[string]any) string {
 
 // notesCases are the values whose combinations change the notes: each mode
 // with every option the notes speak of, at once and alone, and with names at
-// their longest (a namespace and the full name are DNS labels: 63
-// characters; pulp-operator names a Service <cr>-redis-svc, a DNS label too).
+// their longest (a namespace and the full name are DNS labels; pulp-operator
+// names a Service <cr>-redis-svc, a DNS label too, which bounds the CR's).
 func notesCases() map[string]map[string]any {
 	long := strings.Repeat("n", 63)
 	return map[string]map[string]any{
@@ -113,7 +113,7 @@ func TestNotesStatusPage(t *testing.T) {
 	}{
 		{"deployment", withDSNs(map[string]any{"mode": "deployment"}), "deploy/" + fullname, 9090, 9090},
 		{"deployment on another port", withDSNs(map[string]any{"mode": "deployment", "metrics": map[string]any{"port": 8443}}), "deploy/" + fullname, 8443, 8443},
-		// A local port below 1024 would need root on the engineer's machine.
+		// A privileged local port would need root on the engineer's machine.
 		{"deployment on a privileged port", withDSNs(map[string]any{"mode": "deployment", "metrics": map[string]any{"port": 80}}), "deploy/" + fullname, 9090, 80},
 		{"sidecar", withDSNs(map[string]any{"mode": "sidecar", "metrics": map[string]any{"port": 9464}}), "pod/WORKER_POD", 9464, 9464},
 	} {
