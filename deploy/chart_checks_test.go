@@ -201,8 +201,12 @@ func configOf(t *testing.T, m manifests) map[string]any {
 	if len(m.configMaps) != 1 {
 		t.Fatalf("want one ConfigMap, got %d", len(m.configMaps))
 	}
-	raw, ok := m.configMaps[0].Data["config.yaml"]
-	if !ok || len(m.configMaps[0].Data) != 1 {
+	// Beside the configuration, sidecar mode keeps the worker patch there
+	// (TestSidecarPatch).
+	data := maps.Clone(m.configMaps[0].Data)
+	delete(data, "sidecar-patch.yaml")
+	raw, ok := data["config.yaml"]
+	if !ok || len(data) != 1 {
 		t.Fatalf("ConfigMap data keys %v, want only config.yaml", slices.Sorted(maps.Keys(m.configMaps[0].Data)))
 	}
 	var cfg map[string]any

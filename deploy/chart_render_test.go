@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -93,6 +94,7 @@ type manifests struct {
 	prometheusRules []prometheusRule
 	roles           []rbacv1.Role
 	roleBindings    []rbacv1.RoleBinding
+	networkPolicies []networkingv1.NetworkPolicy
 	// dashboards are the ConfigMaps named <fullname>-dashboard; configMaps
 	// holds the others (the configuration file).
 	dashboards []corev1.ConfigMap
@@ -117,6 +119,7 @@ func (m manifests) kinds() []string {
 	add("PrometheusRule", len(m.prometheusRules))
 	add("Role", len(m.roles))
 	add("RoleBinding", len(m.roleBindings))
+	add("NetworkPolicy", len(m.networkPolicies))
 	add("ConfigMap(dashboard)", len(m.dashboards))
 	sort.Strings(k)
 	return k
@@ -236,6 +239,8 @@ func decodeRendered(t *testing.T, rendered map[string]string) manifests {
 				m.roles = append(m.roles, strictDecode[rbacv1.Role](t, where, doc))
 			case "rbac.authorization.k8s.io/v1/RoleBinding":
 				m.roleBindings = append(m.roleBindings, strictDecode[rbacv1.RoleBinding](t, where, doc))
+			case "networking.k8s.io/v1/NetworkPolicy":
+				m.networkPolicies = append(m.networkPolicies, strictDecode[networkingv1.NetworkPolicy](t, where, doc))
 			default:
 				t.Fatalf("%s: unexpected object %s", where, gvk)
 			}

@@ -30,6 +30,8 @@ func TestChartRendersEachMode(t *testing.T) {
 		{"deployment", withDSNs(map[string]any{"mode": "deployment"}), []string{"ConfigMap", "Deployment", "Secret", "Service", "ServiceAccount"}},
 		{"deployment with ServiceMonitor", withDSNs(map[string]any{"mode": "deployment", "serviceMonitor": map[string]any{"enabled": true}}),
 			[]string{"ConfigMap", "Deployment", "Secret", "Service", "ServiceAccount", "ServiceMonitor"}},
+		{"deployment with NetworkPolicy", withDSNs(map[string]any{"mode": "deployment", "networkPolicy": map[string]any{"enabled": true}}),
+			[]string{"ConfigMap", "Deployment", "NetworkPolicy", "Secret", "Service", "ServiceAccount"}},
 		{"sidecar", withDSNs(map[string]any{"mode": "sidecar"}), []string{"ConfigMap", "Secret"}},
 		{"sidecar with existingSecret", map[string]any{"mode": "sidecar", "existingSecret": "pulp-dsn"}, []string{"ConfigMap"}},
 		{"sidecar with PodMonitor", map[string]any{"mode": "sidecar", "existingSecret": "pulp-dsn",

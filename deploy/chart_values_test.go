@@ -196,26 +196,34 @@ securityContext: {runAsUser: null, runAsGroup: null}
 	}
 }
 
+// TestKubernetesRBAC: the Role grants each mode only the verbs its command
+// uses on pods. `once` lists them once per pass (heartbeat/kube's Source);
+// `run` lists them and then watches them (its informer, heartbeat/kube's
+// Watcher). Neither gets a pod by name, and the chart sets
+// kubernetes.enabled explicitly, so auto's trial watch is never made.
 func TestKubernetesRBAC(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, wantNamespace string
-		kube                map[string]any
+		name, mode, wantNamespace string
+		kube                      map[string]any
+		wantVerbs                 []string
 	}{
-		{"release namespace", namespace, map[string]any{"enabled": true}},
-		{"other namespace", "pulp-workers", map[string]any{"enabled": true, "namespace": "pulp-workers",
-			"selector": "app.kubernetes.io/component=worker", "container": "worker"}},
+		{"release namespace", "deployment", namespace, map[string]any{"enabled": true}, []string{"list", "watch"}},
+		{"other namespace", "deployment", "pulp-workers", map[string]any{"enabled": true, "namespace": "pulp-workers",
+			"selector": "app.kubernetes.io/component=worker", "container": "worker"}, []string{"list", "watch"}},
+		{"cronjob", "cronjob", namespace, map[string]any{"enabled": true}, []string{"list"}},
+		{"cronjob, other namespace", "cronjob", "pulp-workers", map[string]any{"enabled": true, "namespace": "pulp-workers"}, []string{"list"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := render(t, withDSNs(map[string]any{"mode": "deployment", "kubernetes": tc.kube}))
+			m := render(t, withDSNs(map[string]any{"mode": tc.mode, "kubernetes": tc.kube}))
 			if len(m.roles) != 1 || len(m.roleBindings) != 1 {
 				t.Fatalf("rendered %q, want a Role and a RoleBinding", m.kinds())
 			}
 			role, binding := m.roles[0], m.roleBindings[0]
-			want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}}}
+			want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: tc.wantVerbs}}
 			if !reflect.DeepEqual(role.Rules, want) {
-				t.Errorf("Role rules %s, want list and watch on pods only", toJSON(role.Rules))
+				t.Errorf("%s: Role rules %s, want %q on pods only", tc.mode, toJSON(role.Rules), tc.wantVerbs)
 			}
 			if role.Namespace != tc.wantNamespace || binding.Namespace != tc.wantNamespace {
 				t.Errorf("Role in %q, RoleBinding in %q, want %q", role.Namespace, binding.Namespace, tc.wantNamespace)

@@ -183,6 +183,16 @@ it, so that `helm template` and `helm install` stop with the same message.
 {{- if and .Values.podMonitor.enabled (ne .Values.mode "sidecar") }}
 {{- fail "podMonitor.enabled needs mode: sidecar; with mode: deployment use serviceMonitor.enabled" }}
 {{- end }}
+{{- if .Values.networkPolicy.enabled }}
+{{- if ne .Values.mode "deployment" }}
+{{- /* A CronJob's pod listens on nothing, and a sidecar's pod is Pulp's
+worker pod: a policy selecting it would cut off every other port of it. */}}
+{{- fail "networkPolicy.enabled needs mode: deployment: a CronJob serves nothing, and in sidecar mode the page is in Pulp's worker pods, whose ingress is Pulp's to restrict" }}
+{{- end }}
+{{- if and .Values.serviceMonitor.enabled (not .Values.networkPolicy.from) }}
+{{- fail "networkPolicy.enabled with serviceMonitor.enabled and an empty networkPolicy.from: Prometheus could not scrape /metrics. Add its pods to networkPolicy.from (e.g. a namespaceSelector of its namespace with a podSelector of its pods)" }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -511,25 +521,6 @@ volumes:
 {{- end }}
 
 {{/*
-lock-reaper.runOverrides: for `kubectl run NAME --overrides=...` (no jq
-needed), a pod made as the CronJob's (the same image, environment,
-volumes, service account and securityContext, so the release's own
-configuration and secrets) whose one container, named NAME so that
-`kubectl run -i` attaches to it, runs args. Called with a dict: root (the
-chart's context), name and args. The JSON holds no secret: Secrets are
-mounted as files, as in the CronJob.
-*/}}
-{{- define "lock-reaper.runOverrides" -}}
-{{- $pod := include "lock-reaper.podSpec" .root | fromYaml }}
-{{- $c := include "lock-reaper.containerBase" .root | fromYaml }}
-{{- $_ := set $c "name" .name }}
-{{- $_ := set $c "args" .args }}
-{{- $_ := set $pod "containers" (list $c) }}
-{{- $_ := set $pod "restartPolicy" "Never" }}
-{{- toJson (dict "apiVersion" "v1" "spec" $pod) }}
-{{- end }}
-
-{{/*
 lock-reaper.sidecar renders lock-reaper as a native sidecar container (one
 entry of a Pulp worker pod's initContainers, Kubernetes 1.29 or later) that
 runs the `run` daemon for the life of the pod. Add lock-reaper.sidecarVolume
@@ -570,6 +561,34 @@ for the Pulp worker pod's volumes.
 */}}
 {{- define "lock-reaper.sidecarVolume" -}}
 {{ include "lock-reaper.volume" . }}
+{{- end }}
+
+{{/*
+lock-reaper.sidecarPatch: a strategic merge patch of a Pulp worker Deployment
+that adds the sidecar, its volume and extraVolumes (initContainers and
+volumes merge by name). Sidecar mode keeps it in the ConfigMap, so that the
+patch for the release's values is one kubectl away: printed in the notes it
+made them longer than a screen.
+*/}}
+{{- define "lock-reaper.sidecarPatch" -}}
+spec:
+  template:
+    spec:
+      initContainers:
+        - {{ include "lock-reaper.sidecar" . | indent 10 | trim }}
+      volumes:
+        - {{ include "lock-reaper.sidecarVolume" . | indent 10 | trim }}
+        {{- with .Values.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+{{- end }}
+
+{{/*
+lock-reaper.docsURL: the project's docs/kubernetes.md at the release tag of
+the chart's appVersion, where the notes send the long commands.
+*/}}
+{{- define "lock-reaper.docsURL" -}}
+{{- printf "%s/blob/v%s/docs/kubernetes.md" (first .Chart.Sources) .Chart.AppVersion }}
 {{- end }}
 
 {{/*
