@@ -41,6 +41,13 @@ type StatusPageResults struct {
 	Build    float64          `json:"view_build_ms"`
 	Pages    []StatusPageTime `json:"pages"`
 	Met      bool             `json:"target_met"`
+	// The heap over the runs, as `lock-reaper status` holds it: each
+	// inspection read and judged while the last one's view is served. The
+	// peaks are above the heap before the first run; ViewLive is the live
+	// heap the published view holds between inspections.
+	PeakInuseBytes uint64 `json:"peak_heap_inuse_bytes"`
+	PeakLiveBytes  uint64 `json:"peak_live_heap_bytes"`
+	ViewLiveBytes  uint64 `json:"view_live_heap_bytes"`
 }
 
 // StatusPageTime is one page's median server time over the runs.
@@ -83,6 +90,7 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 	srv := status.New(r, status.Options{})
 	res := &StatusPageResults{Machine: describeMachine(), Queued: spec.QueuedTasks + spec.QueuedDomainExclusive}
 	var inspects, builds []float64
+	heap := startHeapSampler()
 	for range o.runs {
 		start := time.Now()
 		in, err := r.Inspect(ctx, reaper.InspectOptions{})
@@ -94,6 +102,11 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 		inspects, builds = append(inspects, ms(took)), append(builds, ms(time.Since(start)-took))
 	}
 	res.Inspect, res.Build = median(inspects), median(builds)
+	res.PeakInuseBytes, res.PeakLiveBytes = heap.finish()
+	_, res.ViewLiveBytes = readHeap()
+	res.ViewLiveBytes -= min(res.ViewLiveBytes, heap.baseLive)
+	logf("heap over %d inspections: peak in use %s, peak live %s; the view holds %s live", o.runs,
+		mib(res.PeakInuseBytes), mib(res.PeakLiveBytes), mib(res.ViewLiveBytes))
 	v := srv.View()
 	res.Holdings = len(v.Holdings())
 	blocked := ""
@@ -145,8 +158,9 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 func writeStatusPageMarkdown(w io.Writer, r *StatusPageResults) error {
 	_, err := fmt.Fprintf(w, "Status page over %s holdings of one dead owner, %d queued tasks (%s, %d CPUs)\n\n"+
 		"Inspection (the read a view is made of): %.1f ms; building the view from it: %.1f ms\n\n"+
+		"Heap over the inspections (above the heap before them): peak in use %s, peak live %s; the published view holds %s live\n\n"+
 		"| page | server time (median) | vs the inspection | bytes |\n| --- | ---: | ---: | ---: |\n",
-		thousands(int64(r.Holdings)), r.Queued, r.Machine.CPUModel, r.Machine.CPUs, r.Inspect, r.Build)
+		thousands(int64(r.Holdings)), r.Queued, r.Machine.CPUModel, r.Machine.CPUs, r.Inspect, r.Build, mib(r.PeakInuseBytes), mib(r.PeakLiveBytes), mib(r.ViewLiveBytes))
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ var probeArgs = map[string][]any{
 	"select":     {"select", "0"},
 	"scan":       {"scan", "0", "count", "1"},
 	"type":       {"type", probeKey},
+	"strlen":     {"strlen", "task:" + probeKey},
 	"get":        {"get", "task:" + probeKey},
 	"mget":       {"mget", "task:" + probeKey},
 	"hgetall":    {"hgetall", probeKey},

@@ -165,10 +165,10 @@ func (s *Server) holdingsPage(w http.ResponseWriter, r *http.Request) {
 	f := holdingFilter{Owner: param(q, "owner"), Resource: param(q, "resource"), Task: strings.ToLower(param(q, "task")), Verdict: q.Get("verdict")}
 	all := v.Holdings()
 	// A key filter on one resource or task uses the index, not a walk.
-	var candidates []int
+	var candidates []int32
 	switch {
 	case f.Resource != "":
-		candidates = v.byKey[judge.ResourceKeyPrefix+f.Resource]
+		candidates = v.positionsOf(judge.ResourceKeyPrefix + f.Resource)
 	}
 	pgSize := s.opts.PageSize
 	from := (pageNumber(r) - 1) * pgSize

@@ -215,14 +215,15 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	if in == nil {
 		if old := s.view.Load(); old != nil {
 			v := *old
-			v.History, v.Doctor, v.Report, v.NextPass = history, doc, j.rep, j.next
+			v.History, v.Doctor, v.Report, v.NextPass = history, doc, summaryOf(j.rep), j.next
 			s.view.Store(&v)
 		}
 		return
 	}
 	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, History: history, Doctor: doc}
-	v.markReleased()
 	v.index()
+	v.markReleased()
+	v.Report = summaryOf(v.Report)
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
 	if err != nil {
 		v.QueueError = err.Error()

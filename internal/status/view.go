@@ -1,7 +1,9 @@
 package status
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -41,10 +43,15 @@ type View struct {
 	// History is the last passes, oldest first, this one last.
 	History []PassPoint
 	Doctor  *doctor.Report
-	// released are the holdings the pass released, by key and owner.
-	released map[judge.SuspectKey]bool
-	// byKey lists the positions in In.Plan.Holdings of each lock key.
-	byKey map[string][]int
+	// released marks, by position in In.Plan.Holdings, the holdings the
+	// pass released: a bit each, where a map by key and owner cost a
+	// dead owner's incident tens of megabytes.
+	released []uint64
+	// byKey is every position in In.Plan.Holdings, in key order (positions
+	// of one key ascending), searched for a key's holdings: a map of a
+	// slice per key held a second copy of the keys' headers and a slice
+	// each.
+	byKey []int32
 	// holdingTask is the task each holding is held for, by position.
 	ownerIndex map[string]int
 }
@@ -115,7 +122,11 @@ func (v *View) Holdings() []judge.Judgement { return v.In.Plan.Holdings }
 // index builds what the pages look holdings up by, and the counts.
 func (v *View) index() {
 	hs := v.In.Plan.Holdings
-	v.byKey = make(map[string][]int, len(hs))
+	v.byKey = make([]int32, len(hs))
+	for i := range v.byKey {
+		v.byKey[i] = int32(i)
+	}
+	slices.SortStableFunc(v.byKey, func(a, b int32) int { return strings.Compare(hs[a].Key, hs[b].Key) })
 	stale := map[judge.Verdict]int{}
 	owners := map[string]*OwnerRow{}
 	for _, o := range v.In.Plan.LockOwners {
@@ -123,7 +134,6 @@ func (v *View) index() {
 	}
 	for i := range hs {
 		jd := &hs[i]
-		v.byKey[jd.Key] = append(v.byKey[jd.Key], i)
 		o := owners[jd.Owner]
 		if o == nil {
 			o = &OwnerRow{OwnerReport: judge.OwnerReport{Name: jd.Owner, Liveness: v.In.Owner(jd.Owner).Liveness.String()}, ByVerdict: map[judge.Verdict]int{}}
@@ -172,24 +182,64 @@ func staleness(jd *judge.Judgement) (Staleness, bool) {
 }
 
 // markReleased notes the holdings the view's pass released: the snapshot
-// was read before the pass acted, so they still appear in it.
+// was read before the pass acted, so they still appear in it. It runs after
+// index, whose positions it marks.
 func (v *View) markReleased() {
 	if v.Report == nil || v.Report.Mode == reaper.ModeAudit {
 		return
 	}
 	for _, f := range v.Report.Findings {
-		if f.Result == reaper.ResultReleased || f.Result == reaper.ResultAlreadyGone {
+		if f.Result != reaper.ResultReleased && f.Result != reaper.ResultAlreadyGone {
+			continue
+		}
+		if i, ok := v.position(f.Key, f.Owner); ok {
 			if v.released == nil {
-				v.released = map[judge.SuspectKey]bool{}
+				v.released = make([]uint64, (len(v.In.Plan.Holdings)+63)/64)
 			}
-			v.released[judge.SuspectKey{Key: f.Key, Owner: f.Owner}] = true
+			v.released[i/64] |= 1 << (i % 64)
 		}
 	}
 }
 
 // Released says the view's pass released the holding.
 func (v *View) Released(key, owner string) bool {
-	return v.released[judge.SuspectKey{Key: key, Owner: owner}]
+	i, ok := v.position(key, owner)
+	return ok && v.released != nil && v.released[i/64]&(1<<(i%64)) != 0
+}
+
+// position is where the holding of key by owner is in In.Plan.Holdings.
+func (v *View) position(key, owner string) (int, bool) {
+	for _, i := range v.positionsOf(key) {
+		if v.In.Plan.Holdings[i].Owner == owner {
+			return int(i), true
+		}
+	}
+	return 0, false
+}
+
+// positionsOf lists the positions in In.Plan.Holdings of key's holdings,
+// ascending.
+func (v *View) positionsOf(key string) []int32 {
+	hs := v.In.Plan.Holdings
+	from, _ := slices.BinarySearchFunc(v.byKey, key, func(i int32, k string) int { return strings.Compare(hs[i].Key, k) })
+	to := from
+	for to < len(v.byKey) && hs[v.byKey[to]].Key == key {
+		to++
+	}
+	return v.byKey[from:to]
+}
+
+// summaryOf is a pass's report as a view keeps it: what the pages show of
+// the pass (its mode, start, guards, Kubernetes), without its lists. The
+// findings point into the pass's own judgements; kept, they held a second
+// judgement of every holding beside the view's through the next pass.
+func summaryOf(rep *reaper.Report) *reaper.Report {
+	if rep == nil {
+		return nil
+	}
+	s := *rep
+	s.LockOwners, s.Findings, s.Tasks, s.Ignored, s.ReleaseDelays = nil, nil, nil, nil, nil
+	return &s
 }
 
 // Owner is the row of a lock owner; ok is false when it holds nothing.
@@ -203,7 +253,7 @@ func (v *View) Owner(name string) (OwnerRow, bool) {
 
 // holdingsOf returns the judgements of the holdings of key.
 func (v *View) holdingsOf(key string) []judge.Judgement {
-	at := v.byKey[key]
+	at := v.positionsOf(key)
 	out := make([]judge.Judgement, len(at))
 	for i, n := range at {
 		out[i] = v.In.Plan.Holdings[n]

@@ -29,10 +29,13 @@ type Reader struct {
 	Timeout time.Duration
 	// Progress, when set, is told how many keys have been looked at.
 	Progress func(keys int)
-	// Log, when set, is told once that values are read without MGET.
+	// Log, when set, is told once that values are read without MGET, or
+	// without their lengths checked first.
 	Log *slog.Logger
 	// noMGET is set once Redis refused MGET to this user.
 	noMGET bool
+	// noSTRLEN is set once Redis refused STRLEN to this user.
+	noSTRLEN bool
 }
 
 // Snapshot is what one read of Redis found.

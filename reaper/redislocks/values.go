@@ -23,15 +23,32 @@ import (
 // reaper building and decoding a command for each key (Redis's own work
 // hardly changes: the SCAN is most of it). A user whose ACL predates +mget
 // is read with pipelined GETs instead (the pass warns once).
+//
+// Only values no longer than an owner name are fetched (sizes.go).
 func (rr *Reader) readBatch(ctx context.Context, keys []string, reg *ownerRegistry, snap *Snapshot) error {
-	cctx, cancel := context.WithTimeout(ctx, rr.Timeout)
-	defer cancel()
-	values, err := rr.values(cctx, keys)
+	sizes, err := rr.sizes(ctx, keys)
 	if err != nil {
 		return err
 	}
 	var others []string
+	short := keys[:0:0]
 	for i, k := range keys {
+		switch n := sizes[i]; {
+		case n == notString:
+			others = append(others, k)
+		case n > MaxOwnerLen:
+			snap.ignore(k, "string", tooLongReason(n))
+		default:
+			short = append(short, k)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, rr.Timeout)
+	defer cancel()
+	values, err := rr.values(cctx, short)
+	if err != nil {
+		return err
+	}
+	for i, k := range short {
 		if values[i] == nil {
 			others = append(others, k)
 			continue
@@ -44,6 +61,9 @@ func (rr *Reader) readBatch(ctx context.Context, keys []string, reg *ownerRegist
 // values reads each key's string value, nil where it holds none.
 func (rr *Reader) values(ctx context.Context, keys []string) ([]*string, error) {
 	out := make([]*string, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
 	if !rr.noMGET {
 		vals, err := rr.RDB.MGet(ctx, keys...).Result()
 		switch {
