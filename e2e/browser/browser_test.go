@@ -80,6 +80,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	stop := runCommand(t, env, "status", "--listen", addr, "--every", "1s")
 	waitFor(t, "http://"+addr+"/", http.StatusOK)
 	runCheck(t, node, chromium, "before", "http://"+addr, c)
+	runCheck(t, node, chromium, "phone", "http://"+addr, c)
 	stop()
 
 	// The daemon reaps on its first pass; then the task runs, as a worker

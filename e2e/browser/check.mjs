@@ -47,13 +47,14 @@ async function text(page, selector) {
 }
 
 // axe's serious and critical violations of the page.
-async function axe(path) {
-  const page = await newPage({ bypassCSP: true });
+async function axe(path, options = {}) {
+  const page = await newPage({ ...options, bypassCSP: true });
   await page.goto(base + path);
   await page.evaluate(axeSource);
   const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
   const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-  check(bad.length === 0, `axe finds no serious or critical violation on ${path}` +
+  const where = options.viewport ? ` at ${options.viewport.width} px${options.colorScheme ? ", " + options.colorScheme : ""}` : "";
+  check(bad.length === 0, `axe finds no serious or critical violation on ${path}${where}` +
     (bad.length ? ": " + bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target).join(" ")}`).join("; ") : ""));
   await page.context().close();
 }
@@ -93,24 +94,34 @@ try {
     mkdirSync(c.shots, { recursive: true });
     await page.screenshot({ path: c.shots + "/status-overview.png", fullPage: false });
 
+    const lead = await text(page, "#causes li");
+    check(lead.includes(`blocked by dead worker ${c.deadOwner} (heartbeat 23 h ago)`) && /What ends it: next pass at/.test(lead),
+      `the overview leads with the cause: the dead worker, its heartbeat, what ends it: ${lead}`);
+
     await page.getByRole("link", { name: "Blocked queue" }).click();
     await page.waitForURL(base + "/queue");
     const item = page.locator(`#task-${c.blocked}`);
-    const conclusion = (await item.locator(".conclusion").innerText());
-    check(conclusion.includes(`blocked by a stale lock of dead worker ${c.deadOwner}`), `the blocked task's conclusion names the dead owner: ${conclusion}`);
-    const row = (await item.locator("table.chain tbody tr").first().innerText()).replace(/\s+/g, " ");
-    check(row.includes(c.resource) && row.includes(c.deadOwner) && row.includes("dead, heartbeat 23h") &&
-      /owner-dead|task-finished|task-lost/.test(row) && row.includes("next pass at"),
-      `the chain reads resource → dead holder → liveness → verdict → next pass: ${row}`);
-    // Pulp's fetch order: the queue lists the tasks oldest first.
-    const ids = await page.locator("ol.queue > li").evaluateAll((els) => els.map((e) => e.id.slice(5)));
-    check(ids.indexOf(c.queued[0]) === 0, "the oldest queued task comes first");
+    const cause = page.locator("section.cause", { has: item });
+    const title = (await cause.locator("h2").innerText()).replace(/\s+/g, " ");
+    check(title.includes(`blocked by dead worker ${c.deadOwner}`), `the blocked task is under its cause, the dead owner: ${title}`);
+    const facts = (await cause.locator(".facts").innerText()).replace(/\s+/g, " ") + " " + (await cause.locator(".ends").innerText());
+    check(facts.includes("heartbeat 23 h ago") && /owner-dead|task-finished|task-lost/.test(facts) && facts.includes("next pass at"),
+      `the cause reads dead holder → heartbeat → verdict → next pass, once: ${facts}`);
+    check((await page.locator("main").innerText()).split("heartbeat 23 h ago").length === 2, "the dead worker's heartbeat is said once on the page");
+    const row = (await item.innerText()).replace(/\s+/g, " ");
+    check(row.includes(c.resource), `the task's row names the resource in its way: ${row}`);
+    // Pulp's fetch order within each cause.
+    const ordered = await page.locator("section.cause").evaluateAll((els) => els.every((el) => {
+      const pos = [...el.querySelectorAll("td.pos")].map((td) => Number(td.innerText));
+      return pos.every((p, i) => i === 0 || pos[i - 1] < p);
+    }));
+    check(ordered, "within each cause the tasks are in fetch order");
     await item.scrollIntoViewIfNeeded();
     await page.screenshot({ path: c.shots + "/status-blocked-queue.png", fullPage: false });
 
     // Links: the holder leads to its holdings, a verdict to its filter,
     // the task to its page.
-    await item.locator("table.chain a", { hasText: c.deadOwner }).first().click();
+    await cause.locator("h2 a", { hasText: c.deadOwner }).first().click();
     await page.waitForURL(/\/holdings\?owner=/);
     check(new URL(page.url()).searchParams.get("owner") === c.deadOwner, "the owner link filters the holdings by owner");
     const owners = await page.locator("#holdings-table tbody tr td:nth-child(3)").allInnerTexts();
@@ -128,7 +139,7 @@ try {
     check(verdicts.length > 0 && verdicts.every((v) => v.trim() === "justified"), "the verdict filter keeps only its verdict");
 
     await page.goto(base + `/queue#task-${c.blocked}`);
-    await page.locator(`#task-${c.blocked} .head a`).first().click();
+    await page.locator(`#task-${c.blocked} a[href^="/tasks/"]`).first().click();
     await page.waitForURL(base + `/tasks/${c.blocked}`);
     check((await text(page, "#task-status")).startsWith("blocked:"), "the task page says what explain says: blocked");
     await page.goto(base + `/tasks/pulp/api/v3/tasks/${c.blocked}/`);
@@ -139,7 +150,7 @@ try {
     // Without JavaScript: the same pages, the same filters.
     const nojs = await newPage({ javaScriptEnabled: false });
     await nojs.goto(base + "/queue?blocked=1");
-    check((await nojs.locator(`#task-${c.blocked} .conclusion`).innerText()).includes("blocked by a stale lock"), "without JavaScript the queue shows the chain");
+    check((await nojs.locator("section.cause", { has: nojs.locator(`#task-${c.blocked}`) }).locator("h2").innerText()).includes(c.deadOwner), "without JavaScript the queue shows the cause");
     await nojs.goto(base + "/holdings");
     await nojs.fill("#f-owner", c.deadOwner);
     await nojs.getByRole("button", { name: "Filter" }).click();
@@ -147,8 +158,40 @@ try {
     check((await nojs.locator("#holdings-table tbody tr").count()) > 0, "without JavaScript the filter form works");
     await nojs.context().close();
 
+    // An unknown task or owner: 404, and a page that says so.
+    const lost = await newPage();
+    const unknownTask = c.blocked.replace(/^.{8}/, "00000000");
+    let r = await lost.goto(base + `/tasks/${unknownTask}`);
+    check(r.status() === 404 && (await text(lost, "#task-status")).startsWith("not-found: no task"), "an unknown task answers 404 and says so");
+    r = await lost.goto(base + "/holdings?owner=" + encodeURIComponent(c.deadOwner + "x"));
+    check(r.status() === 404 && (await text(lost, "#unknown-owner")).includes("Did you mean"), "an unknown owner answers 404 with the nearest names");
+    await lost.context().close();
+
     for (const path of ["/", "/queue", "/owners", "/holdings", `/tasks/${c.blocked}`]) await axe(path);
     await refusesWrites(["/", "/queue", "/holdings", `/tasks/${c.blocked}`]);
+  } else if (phase === "phone") {
+    // A phone, in the dark: no page scrolls sideways, axe finds nothing.
+    const phone = { viewport: { width: 375, height: 812 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, colorScheme: "dark" };
+    const paths = ["/", "/queue", "/queue?" + new URLSearchParams({ owner: c.deadOwner, blocked: "1" }), "/owners", "/holdings", `/tasks/${c.blocked}`];
+    mkdirSync(c.shots, { recursive: true });
+    for (const path of paths) {
+      const page = await newPage(phone);
+      await page.goto(base + path);
+      // On a phone the layout viewport widens to fit a page wider than the
+      // screen, so innerWidth alone would hide an overflow: it must stay 375.
+      const [sw, iw, wide] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth,
+        [...document.querySelectorAll("main *")].filter((el) => el.getBoundingClientRect().right > 375.5)
+          .slice(0, 3).map((el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + ` (${Math.round(el.getBoundingClientRect().right)} px: ` +
+            el.textContent.replace(/\s+/g, " ").slice(0, 80) + ")")]);
+      const fits = iw === 375 && sw <= iw;
+      check(fits, `no horizontal scroll at 375 px on ${path} (scrollWidth ${sw}, innerWidth ${iw})` +
+        (fits ? "" : "; wider than the screen: " + wide.join(" ")));
+      if (path === "/") await page.screenshot({ path: c.shots + "/status-overview-phone.png", fullPage: false });
+      if (path === "/queue") await page.screenshot({ path: c.shots + "/status-blocked-queue-phone.png", fullPage: false });
+      check(page.errors.length === 0, `no console error on ${path}: ` + page.errors.join("; "));
+      await page.context().close();
+    }
+    for (const path of paths) await axe(path, phone);
   } else if (phase === "after") {
     const page = await newPage();
     await page.goto(base + "/");

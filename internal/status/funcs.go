@@ -16,18 +16,28 @@ import (
 // goes through html/template's escaping; visible also makes control
 // characters readable, so a key cannot hide or forge text on the page.
 var funcs = template.FuncMap{
-	"visible": visible,
-	"clock":   clock,
-	"ago":     ago,
-	"age":     func(d *judge.Duration) string { return durationText(d) },
-	"since":   func(now, t time.Time) string { return roundDur(now.Sub(t)) },
-	"until":   func(now, t time.Time) string { return roundDur(t.Sub(now)) },
-	"dur":     roundDur,
-	"query":   query,
-	"add":     func(a, b int) int { return a + b },
-	"short":   short,
-	"live":    func(l fmt.Stringer) string { return l.String() },
-	"pod":     podText,
+	"visible":   visible,
+	"clock":     clock,
+	"ago":       humanAgo,
+	"age":       durationText,
+	"since":     func(now, t time.Time) string { return human(now.Sub(t)) },
+	"until":     func(now, t time.Time) string { return human(t.Sub(now)) },
+	"dur":       human,
+	"secs":      secondsText,
+	"num":       num,
+	"wayOf":     wayOf,
+	"plural":    plural,
+	"tone":      tone,
+	"liveTone":  func(l any) string { return livenessTone(fmt.Sprint(l)) },
+	"stateTone": func(s any) string { return statusTone(fmt.Sprint(s)) },
+	"conclusion": func(status any, conclusion string) string {
+		return conclusionAfter(fmt.Sprint(status), conclusion)
+	},
+	"query": query,
+	"add":   func(a, b int) int { return a + b },
+	"short": short,
+	"live":  func(l any) string { return fmt.Sprint(l) },
+	"pod":   podText,
 	"verdicts": func() []judge.Verdict {
 		return holdingVerdicts
 	},
@@ -82,30 +92,20 @@ func short(s string, n int) string {
 	return s
 }
 
-func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return roundDur(now.Sub(t)) + " ago"
-}
-
 func durationText(d *judge.Duration) string {
 	if d == nil {
 		return "-"
 	}
-	return reaper.AgeText(time.Duration(*d))
+	return human(time.Duration(*d))
 }
 
-// roundDur writes a duration to the second, or the millisecond under one.
-func roundDur(d time.Duration) string {
-	switch abs := max(d, -d); {
-	case abs < time.Second:
-		return d.Round(time.Millisecond).String()
-	case abs < time.Hour:
-		return d.Round(time.Second).String()
-	default:
-		return d.Round(time.Minute).String()
+// secondsText is an age of an explanation, as the rest of the page words
+// ages.
+func secondsText(s *reaper.Seconds) string {
+	if s == nil {
+		return "-"
 	}
+	return human(time.Duration(*s))
 }
 
 func podText(p any) string {

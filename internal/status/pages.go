@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/explain"
+	"github.com/lock-reaper/lock-reaper/internal/nearest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -69,34 +70,6 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", View: v, Data: plotOf(v.History)})
 }
 
-// queueData is the blocked queue page.
-type queueData struct {
-	Rows        []Queued
-	OnlyBlocked bool
-	Pager       pager
-}
-
-func (s *Server) queuePage(w http.ResponseWriter, r *http.Request) {
-	if s.noView(w, r, "queue") {
-		return
-	}
-	v := s.view.Load()
-	q := r.URL.Query()
-	only := q.Get("blocked") != ""
-	rows := v.Queue
-	if only {
-		rows = nil
-		for _, e := range v.Queue {
-			if e.Blocked() {
-				rows = append(rows, e)
-			}
-		}
-	}
-	pg := s.pager(r, len(rows))
-	s.render(w, r, http.StatusOK, "queue", page{Title: "Blocked queue", Nav: "queue", View: v,
-		Data: queueData{Rows: rows[pg.From:pg.To], OnlyBlocked: only, Pager: pg}})
-}
-
 // ownersData is the owners page.
 type ownersData struct {
 	Rows     []OwnerRow
@@ -122,7 +95,7 @@ func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
 			rows = append(rows, o)
 		}
 	}
-	d.Pager = s.pager(r, len(rows))
+	d.Pager = s.pager(r, len(rows), "owner")
 	d.Rows = rows[d.Pager.From:d.Pager.To]
 	s.render(w, r, http.StatusOK, "owners", page{Title: "Owners", Nav: "owners", View: v, Data: d})
 }
@@ -151,6 +124,8 @@ type holdingsData struct {
 	Total   int
 	Pager   pager
 	Verdict []judge.Verdict
+	// Unknown is set when the owner asked for holds nothing.
+	Unknown *unknown
 }
 
 // holdingVerdicts are the verdicts a holding can get, for the filter form.
@@ -198,8 +173,12 @@ func (s *Server) holdingsPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	d.Pager = s.pager(r, d.Total)
-	s.render(w, r, http.StatusOK, "holdings", page{Title: "Holdings", Nav: "holdings", View: v, Data: d})
+	d.Pager = s.pager(r, d.Total, "holding")
+	code := http.StatusOK
+	if _, known := v.Owner(f.Owner); f.Owner != "" && !known {
+		code, d.Unknown = http.StatusNotFound, unknownOwner(v, f.Owner)
+	}
+	s.render(w, r, code, "holdings", page{Title: "Holdings", Nav: "holdings", View: v, Data: d})
 }
 
 // taskData is the task page.
@@ -255,7 +234,12 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 			d.Queued = &v.Queue[i]
 		}
 	}
-	s.render(w, r, http.StatusOK, "task", page{Title: "Task " + id, Nav: "task", View: v, Data: d})
+	code := http.StatusOK
+	if ex.Status == explain.StatusNotFound {
+		// No core_task row: the page still says what Redis holds for it.
+		code = http.StatusNotFound
+	}
+	s.render(w, r, code, "task", page{Title: "Task " + id, Nav: "task", View: v, Data: d})
 }
 
 // param is a filter's value. The filter forms show a value holding control
@@ -270,10 +254,11 @@ func param(q url.Values, name string) string {
 	return v
 }
 
-// pager is one page of a table.
+// pager is one page of a table of Total rows, each a Unit ("holding").
 type pager struct {
 	Page, Pages, Total, From, To int
 	Prev, Next                   string
+	Unit                         string
 }
 
 func pageNumber(r *http.Request) int {
@@ -284,11 +269,15 @@ func pageNumber(r *http.Request) int {
 	return n
 }
 
-// pager places the page the request asks for among total rows; Prev and
-// Next are the same query string with the page changed.
-func (s *Server) pager(r *http.Request, total int) pager {
-	size := s.opts.PageSize
-	p := pager{Page: pageNumber(r), Total: total, Pages: max(1, (total+size-1)/size)}
+// pager places the page the request asks for among total rows of unit, a
+// page size each; Prev and Next are the same query string with the page
+// changed.
+func (s *Server) pager(r *http.Request, total int, unit string) pager {
+	return pagerOf(r, total, s.opts.PageSize, unit)
+}
+
+func pagerOf(r *http.Request, total, size int, unit string) pager {
+	p := pager{Page: pageNumber(r), Total: total, Pages: max(1, (total+size-1)/size), Unit: unit}
 	p.Page = min(p.Page, p.Pages)
 	p.From = min((p.Page-1)*size, total)
 	p.To = min(p.From+size, total)
@@ -317,4 +306,19 @@ func query(kv ...string) template.URL {
 		}
 	}
 	return template.URL(q.Encode()) //nolint:gosec // escaped by Encode
+}
+
+// unknown is what a page says of an owner the snapshot does not know: it
+// answers 404 with the names nearest to the one asked for.
+type unknown struct {
+	Name    string
+	Nearest []string
+}
+
+func unknownOwner(v *View, name string) *unknown {
+	names := make([]string, len(v.Owners))
+	for i, o := range v.Owners {
+		names[i] = o.Name
+	}
+	return &unknown{Name: name, Nearest: nearest.Names(name, names, 3, false)}
 }

@@ -184,7 +184,7 @@ func TestHostileValuesAreEscaped(t *testing.T) {
 	assert.Contains(t, body, "&#34;pulp:resource_lock:&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J\\u202e&#34;", "the key is shown quoted")
 	// The filter form shows such a value quoted, and takes it back quoted.
 	_, body = f.get("/holdings?" + qs("resource", strconv.Quote(resource)))
-	assert.Contains(t, body, "<p>1 rows.</p>")
+	assert.Contains(t, body, "<p class=\"pager\">1 holding.</p>")
 	_, body = f.get("/")
 	assert.Contains(t, body, "&#34;&lt;i&gt;x&lt;/i&gt;\\a@host&#34;", "the ignored owner is shown quoted")
 }

@@ -49,18 +49,18 @@ func plotOf(history []PassPoint) plot {
 			class, acted = "acted", acted+1
 		}
 		p.Bars = append(p.Bars, bar{X: i * w, Y: plotHeight - height, W: max(w-1, 1), H: height, Class: class,
-			Title: fmt.Sprintf("%s: %d stale, %d released, %d tasks updated, %d guards, took %s",
-				clock(h.At), h.Stale, h.Released, h.TasksUpdated, h.Guards, roundDur(h.Duration))})
+			Title: fmt.Sprintf("%s: %s stale, %s released, %s updated, %s, took %s",
+				clock(h.At), num(h.Stale), num(h.Released), plural(h.TasksUpdated, "task"), plural(h.Guards, "guard"), human(h.Duration))})
 	}
-	parts := []string{fmt.Sprintf("%d passes, at most %d stale holdings", len(history), p.Max)}
+	parts := []string{fmt.Sprintf("%s, at most %s", plural(len(history), "pass", "passes"), plural(p.Max, "stale holding"))}
 	if acted > 0 {
-		parts = append(parts, fmt.Sprintf("%d released or updated", acted))
+		parts = append(parts, fmt.Sprintf("%s released or updated", num(acted)))
 	}
 	if guarded > 0 {
-		parts = append(parts, fmt.Sprintf("%d held back by a guard", guarded))
+		parts = append(parts, fmt.Sprintf("%s held back by a guard", num(guarded)))
 	}
 	if failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed", failed))
+		parts = append(parts, fmt.Sprintf("%s failed", num(failed)))
 	}
 	p.Label = strings.Join(parts, "; ")
 	return p

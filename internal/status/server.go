@@ -232,6 +232,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	v.QueueTotal = total
 	v.queue(rows)
 	s.addRunningSince(ctx, v)
+	v.Causes = v.causes()
 	s.view.Store(v)
 }
 

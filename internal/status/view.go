@@ -32,6 +32,9 @@ type View struct {
 	// QueueError says why the waiting tasks could not be read.
 	QueueError string
 	Blocked    int
+	// Causes group the queue by the owner of the first lock in each task's
+	// way, the blocking ones first (causesOf).
+	Causes []Cause
 	// Stale counts the holdings a pass releases or confirms, by verdict.
 	Stale []VerdictCount
 	// Owners are the lock owners with their counts by verdict, by name.

@@ -1,0 +1,145 @@
+package status
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+)
+
+// The words the pages put numbers, durations and states in: an engineer
+// reads "23 h ago" and "1,067 holdings" at a glance, "82800s" and
+// "1067 holding(s)" not.
+
+// human writes a duration as a person says it: the largest unit, with the
+// next one while the first is under 10 ("3 min 20 s", "23 h", "2 d 4 h").
+// Between one and two days hours read better than "1 d 7 h".
+func human(d time.Duration) string {
+	if d >= time.Second {
+		d = d.Round(time.Second)
+	}
+	switch {
+	case d < 0:
+		return "in " + human(-max(d, -math.MaxInt64))
+	case d == 0:
+		return "0 s"
+	case d < time.Second:
+		return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + " ms"
+	case d < time.Minute:
+		return units(d, time.Second, "s", 0, "")
+	case d < time.Hour:
+		return units(d, time.Minute, "min", time.Second, "s")
+	case d < 48*time.Hour:
+		return units(d, time.Hour, "h", time.Minute, "min")
+	}
+	return units(d, 24*time.Hour, "d", time.Hour, "h")
+}
+
+// units writes d in big units, and the rest in small ones while there are
+// fewer than 10 big ones.
+func units(d, big time.Duration, bigName string, small time.Duration, smallName string) string {
+	if small == 0 || d >= 10*big {
+		return num(int(d.Round(big)/big)) + " " + bigName
+	}
+	d = d.Round(small)
+	s := num(int(d/big)) + " " + bigName
+	if rest := d % big / small; rest > 0 {
+		s += " " + strconv.Itoa(int(rest)) + " " + smallName
+	}
+	return s
+}
+
+// humanAgo is how long ago t was at now, "-" when unknown.
+func humanAgo(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	if t.After(now) {
+		return "in " + human(t.Sub(now))
+	}
+	return human(now.Sub(t)) + " ago"
+}
+
+// num writes a count with thousands separators: 1,067.
+func num(n int) string {
+	s := strconv.Itoa(max(n, -n))
+	var b strings.Builder
+	if n < 0 {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// plural writes a count and its noun, in the singular for one: "1 pass",
+// "2 passes". Without the plural form given it adds an s.
+func plural(n int, forms ...string) string {
+	one, many := forms[0], forms[0]+"s"
+	if len(forms) > 1 {
+		many = forms[1]
+	}
+	if n == 1 {
+		return "1 " + one
+	}
+	return num(n) + " " + many
+}
+
+// tone is the colour class of a verdict, shown beside its name: a pass
+// releases or updates (bad), confirms first or only reports (warn), keeps
+// a stale-looking holding for now (info), or keeps it (ok).
+func tone(v judge.Verdict) string {
+	switch v {
+	case judge.VerdictHealthy, judge.VerdictJustified:
+		return "ok"
+	case judge.VerdictPending:
+		return "info"
+	case judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask, judge.VerdictUnprotected, judge.VerdictStuckClaim:
+		return "warn"
+	}
+	return "bad"
+}
+
+// livenessTone is the colour class of an owner's liveness, beside its name.
+func livenessTone(l string) string {
+	switch l {
+	case heartbeat.Alive.String():
+		return "ok"
+	case heartbeat.Late.String():
+		return "warn"
+	case heartbeat.Dead.String(), heartbeat.Gone.String():
+		return "bad"
+	}
+	return "info"
+}
+
+// statusTone is the colour class of an explanation's status.
+func statusTone(status string) string {
+	switch status {
+	case "blocked", "lost", "orphaned", "not-found":
+		return "bad"
+	case "stuck", "unprotected", "waiting":
+		return "warn"
+	case "running", "starting", "ready", "finished":
+		return "ok"
+	}
+	return "info"
+}
+
+// conclusionAfter drops the status an explanation's conclusion starts with,
+// which the page shows beside it already ("lost: lost: …").
+func conclusionAfter(status, conclusion string) string {
+	for _, p := range []string{status + ": ", strings.ReplaceAll(status, "-", " ") + ": "} {
+		if rest, ok := strings.CutPrefix(conclusion, p); ok {
+			return rest
+		}
+	}
+	return conclusion
+}
