@@ -213,7 +213,9 @@ func TestKubernetesLateButAliveWorkerKept(t *testing.T) {
 	require.Equal(t, judge.VerdictOwnerDead, fd.Verdict)
 	require.Equal(t, reaper.ResultReleased, fd.Result)
 	require.Equal(t, heartbeat.PodHungTooLong, fd.Evidence().Kubernetes.Rule)
-	require.Equal(t, reaper.ResultUpdated, kbTask(t, rep, running).Result)
+	// The cancel signal goes out before the task's update: the live worker
+	// may cancel the task itself first, and the update then loses its race.
+	require.Contains(t, []reaper.Result{reaper.ResultUpdated, reaper.ResultSkipped}, kbTask(t, rep, running).Result)
 	require.Eventually(t, func() bool { return f.Stats().StoppedOnSignal == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the worker never aborted its task on the cancel signal")
 	require.Equal(t, sim.StateCanceled, readTask(t, b, running).state)
