@@ -119,7 +119,9 @@ func TestUnjamScenarioSmall(t *testing.T) {
 		require.Len(t, c.Trials, 1, c.Death)
 		tr := c.Trials[0]
 		require.Positive(t, tr.ReleasedS, c.Death)
-		require.GreaterOrEqual(t, tr.StartedS, tr.ReleasedS-1, "%s: the blocked task starts after the release", c.Death)
+		// Production seconds at the test's time scale: a real millisecond of
+		// scheduling between the two readings is most of a second here.
+		require.GreaterOrEqual(t, tr.StartedS, tr.ReleasedS-3, "%s: the blocked task starts after the release", c.Death)
 		require.Positive(t, tr.Passes, c.Death)
 		if c.Death == deathAlive {
 			require.True(t, tr.StoppedOnSignal, "the live worker aborts its task on the cancel signal")
