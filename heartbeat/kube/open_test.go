@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
+	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // openServer is a pods API with one worker pod, and a kubeconfig naming it.
@@ -160,7 +161,7 @@ func TestWatcherForbiddenSaysItOnce(t *testing.T) {
 	api.FailWatches(403)
 	src, err := NewRESTSource(api.Config(), "pulp", DefaultSelector, DefaultContainer)
 	require.NoError(t, err)
-	var logs syncBuffer
+	var logs testtool.SyncBuffer
 	w, err := NewWatcher(src, WatchConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -173,22 +174,4 @@ func TestWatcherForbiddenSaysItOnce(t *testing.T) {
 	pods, err := w.ListPods(context.Background())
 	require.NoError(t, err)
 	require.Len(t, pods, 1)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

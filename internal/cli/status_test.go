@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +15,8 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
+	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestStatusServesThePages runs `lock-reaper status` as an operator would
 // on a laptop: it serves the incident's pages from a read-only inspection,
@@ -55,7 +37,7 @@ func TestStatusServesThePages(t *testing.T) {
 	env["REAPER_LISTEN"] = closedAddr(t)
 
 	runCtx, cancel := context.WithCancel(ctx)
-	var stderr syncBuffer
+	var stderr testtool.SyncBuffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- Main(runCtx, Env{Args: []string{"status", "--listen", "127.0.0.1:0", "--every", "1s"}, Stdout: io.Discard, Stderr: &stderr,

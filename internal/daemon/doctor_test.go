@@ -1,43 +1,25 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/doctor"
+	"github.com/lock-reaper/lock-reaper/internal/testtool"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestDoctorAtStart: the daemon runs the doctor once at start, logs each
 // warn and fail once, exposes every check's status, and stays ready.
 func TestDoctorAtStart(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs testtool.SyncBuffer
 	doctorRuns := make(chan struct{}, 10)
 	runner := runnerFunc(func(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 		return &reaper.Report{Mode: reaper.ModeOnce, StartedAt: time.Now(), DBNow: time.Now(), Scanned: reaper.Scanned{FullScan: !opts.RegistryOnly}}, nil
