@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,11 +25,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lock-reaper/lock-reaper/internal/pgbin"
 	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
-
-// DefaultBinDir is where Debian's postgresql-15 package installs the server.
-const DefaultBinDir = "/usr/lib/postgresql/15/bin"
 
 // Cluster is one running throwaway PostgreSQL server.
 type Cluster struct {
@@ -41,40 +38,30 @@ type Cluster struct {
 	log  string
 }
 
-// BinDir finds the PostgreSQL server binaries: DefaultBinDir, else the newest
-// /usr/lib/postgresql/*/bin holding initdb and pg_basebackup.
-func BinDir() (string, bool) {
-	if hasServer(DefaultBinDir) {
-		return DefaultBinDir, true
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Strings(dirs)
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if hasServer(dirs[i]) {
-			return dirs[i], true
-		}
-	}
-	return "", false
+// standbyPrograms are the server's programs a primary and its standby
+// need, all of one version.
+var standbyPrograms = []string{"initdb", "pg_ctl", "postgres", "pg_basebackup"}
+
+// BinDir finds the PostgreSQL server's programs where the usual packages
+// put them (pgbin.Find).
+func BinDir() (string, error) {
+	return pgbin.Find(pgbin.UsualPlaces, standbyPrograms...)
 }
 
-func hasServer(dir string) bool {
-	for _, name := range []string{"initdb", "pg_ctl", "postgres", "pg_basebackup"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// RequireBinaries returns the server binaries' directory, or skips the test
-// with a message saying what is missing.
+// RequireBinaries returns the server programs' directory, or fails (CI) or
+// skips (locally) the test, saying what is missing and how to install it,
+// as testtool.Require does for a program on PATH.
 func RequireBinaries(t testtool.TB) string {
 	t.Helper()
-	dir, ok := BinDir()
-	if !ok {
-		t.Skipf("PostgreSQL server binaries (initdb, pg_ctl, postgres, pg_basebackup) not found in %s or /usr/lib/postgresql/*/bin: install postgresql-15 to run this test", DefaultBinDir)
+	dir, err := BinDir()
+	if err == nil {
+		return dir
 	}
-	return dir
+	if testtool.InCI() {
+		t.Fatalf("%v; this test needs them: CI must install them (scripts/tools.sh)", err)
+	}
+	t.Skipf("SKIP: %v; this test needs them", err)
+	return ""
 }
 
 // StartPrimary initialises and starts a cluster that accepts replication

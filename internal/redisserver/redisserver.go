@@ -88,9 +88,15 @@ func run(t testtool.TB, args []string) {
 // server that never gets ready is killed; log is then what it wrote, and
 // says why.
 func Launch(bin, dir string, args ...string) (cmd *exec.Cmd, log string, err error) {
+	return launch(bin, dir, func(*exec.Cmd) {}, args...)
+}
+
+// launch is Launch, with prepare applied to the command before it starts.
+func launch(bin, dir string, prepare func(*exec.Cmd), args ...string) (cmd *exec.Cmd, log string, err error) {
 	full := append([]string{"--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--logfile", ""}, args...)
 	cmd = exec.Command(bin, full...)
+	prepare(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err

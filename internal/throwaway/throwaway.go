@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/lock-reaper/lock-reaper/internal/pgbin"
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testtool"
@@ -38,7 +39,7 @@ func Start(ctx context.Context) (*Servers, error) {
 	if err != nil {
 		return nil, errors.New("redis-server not found on PATH: install it (Debian/Ubuntu apt-get install redis-server, RHEL/Fedora dnf install redis, macOS brew install redis)")
 	}
-	pgBin, err := findPostgres(usualPlaces)
+	pgBin, err := pgbin.Find(pgbin.UsualPlaces, "initdb", "pg_ctl", "postgres")
 	if err != nil {
 		return nil, err
 	}

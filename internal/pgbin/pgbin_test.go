@@ -1,4 +1,4 @@
-package throwaway
+package pgbin
 
 import (
 	"os"
@@ -8,12 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// server are the programs the demo's throwaway cluster runs.
+var server = []string{"initdb", "pg_ctl", "postgres"}
+
 // fakeServer makes dir hold executables named like the server's programs
 // (all of them, or those given), which only echo.
 func fakeServer(t *testing.T, dir string, names ...string) string {
 	t.Helper()
 	if len(names) == 0 {
-		names = serverPrograms
+		names = server
 	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for _, n := range names {
@@ -30,20 +33,20 @@ func TestFindPostgres(t *testing.T) {
 		onPath := fakeServer(t, filepath.Join(root, "path"))
 		fakeServer(t, filepath.Join(root, "lib/postgresql/17/bin"))
 		t.Setenv("PATH", onPath)
-		dir, err := findPostgres([]string{filepath.Join(root, "lib/postgresql/*/bin")})
+		dir, err := Find([]string{filepath.Join(root, "lib/postgresql/*/bin")}, server...)
 		require.NoError(t, err)
 		require.Equal(t, onPath, dir)
 	})
 	t.Run("a link on PATH to the server's directory", func(t *testing.T) {
 		root := t.TempDir()
-		server := fakeServer(t, filepath.Join(root, "lib/postgresql/15/bin"))
+		srv := fakeServer(t, filepath.Join(root, "lib/postgresql/15/bin"))
 		onPath := filepath.Join(root, "path")
 		require.NoError(t, os.Mkdir(onPath, 0o755))
-		require.NoError(t, os.Symlink(filepath.Join(server, "initdb"), filepath.Join(onPath, "initdb")))
+		require.NoError(t, os.Symlink(filepath.Join(srv, "initdb"), filepath.Join(onPath, "initdb")))
 		t.Setenv("PATH", onPath)
-		dir, err := findPostgres(nil)
+		dir, err := Find(nil, server...)
 		require.NoError(t, err)
-		require.Equal(t, server, dir)
+		require.Equal(t, srv, dir)
 	})
 	t.Run("the usual places, newest version first, complete ones only", func(t *testing.T) {
 		root := t.TempDir()
@@ -52,34 +55,46 @@ func TestFindPostgres(t *testing.T) {
 		fakeServer(t, filepath.Join(root, "lib/postgresql/17/bin"), "initdb", "pg_ctl") // a client-only install, say
 		fakeServer(t, filepath.Join(root, "pgsql-16/bin"))
 		t.Setenv("PATH", t.TempDir())
-		dir, err := findPostgres([]string{filepath.Join(root, "lib/postgresql/*/bin"), filepath.Join(root, "pgsql-*/bin")})
+		dir, err := Find([]string{filepath.Join(root, "lib/postgresql/*/bin"), filepath.Join(root, "pgsql-*/bin")}, server...)
 		require.NoError(t, err)
 		require.Equal(t, filepath.Join(root, "lib/postgresql/15/bin"), dir, "Debian's place before RHEL's, 15 before 9, 17 lacks postgres")
 
-		dir, err = findPostgres([]string{filepath.Join(root, "none/*/bin"), filepath.Join(root, "pgsql-*/bin")})
+		dir, err = Find([]string{filepath.Join(root, "none/*/bin"), filepath.Join(root, "pgsql-*/bin")}, server...)
 		require.NoError(t, err)
 		require.Equal(t, filepath.Join(root, "pgsql-16/bin"), dir)
 	})
 	t.Run("pg_config --bindir", func(t *testing.T) {
 		root := t.TempDir()
-		server := fakeServer(t, filepath.Join(root, "Cellar/postgresql@17/17.2/bin"))
+		srv := fakeServer(t, filepath.Join(root, "Cellar/postgresql@17/17.2/bin"))
 		onPath := filepath.Join(root, "path")
 		require.NoError(t, os.Mkdir(onPath, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(onPath, "pg_config"), []byte("#!/bin/sh\necho "+server+"\n"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(onPath, "pg_config"), []byte("#!/bin/sh\necho "+srv+"\n"), 0o755))
 		t.Setenv("PATH", onPath)
-		dir, err := findPostgres([]string{filepath.Join(root, "none/*/bin")})
+		dir, err := Find([]string{filepath.Join(root, "none/*/bin")}, server...)
 		require.NoError(t, err)
-		require.Equal(t, server, dir)
+		require.Equal(t, srv, dir)
 	})
 	t.Run("absent: where it looked and what to install", func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
-		_, err := findPostgres([]string{"/nonexistent/postgresql/*/bin"})
+		_, err := Find([]string{"/nonexistent/postgresql/*/bin"}, server...)
 		require.Error(t, err)
 		for _, want := range []string{"initdb, pg_ctl, postgres", "on PATH", "/nonexistent/postgresql/*/bin", "pg_config --bindir",
 			"apt-get install postgresql", "dnf install postgresql-server", "brew install postgresql"} {
 			require.Contains(t, err.Error(), want)
 		}
 	})
+}
+
+// A standby's programs include pg_basebackup: a directory without it is
+// passed over for one with all of them, of one version.
+func TestFindEveryProgramInOneDirectory(t *testing.T) {
+	root := t.TempDir()
+	fakeServer(t, filepath.Join(root, "lib/postgresql/17/bin"))
+	fakeServer(t, filepath.Join(root, "lib/postgresql/15/bin"), append(server, "pg_basebackup")...)
+	t.Setenv("PATH", t.TempDir())
+	dir, err := Find([]string{filepath.Join(root, "lib/postgresql/*/bin")}, append(server, "pg_basebackup")...)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(root, "lib/postgresql/15/bin"), dir)
 }
 
 func TestCompareVersions(t *testing.T) {

@@ -1,4 +1,4 @@
-package testenv
+package redisserver
 
 import (
 	"os/exec"
@@ -6,7 +6,7 @@ import (
 )
 
 // setParentDeathSignal makes the kernel end the server when the thread that
-// started it ends, so no test server outlives its test process.
+// started it ends, so no server outlives the process that started it.
 func setParentDeathSignal(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -1,4 +1,7 @@
-package throwaway
+// Package pgbin finds the PostgreSQL server's programs wherever the usual
+// packages install them, for the demo's throwaway cluster and the tests'
+// standbys alike.
+package pgbin
 
 import (
 	"context"
@@ -13,38 +16,32 @@ import (
 	"time"
 )
 
-// serverPrograms are the PostgreSQL programs the demo runs, all from one
-// directory: initdb makes the cluster, pg_ctl starts and stops postgres.
-var serverPrograms = []string{"initdb", "pg_ctl", "postgres"}
-
-// usualPlaces are where packages install the PostgreSQL server off PATH,
+// UsualPlaces are where packages install the PostgreSQL server off PATH,
 // each glob tried newest version first: Debian and Ubuntu
 // (/usr/lib/postgresql/<major>/bin), RHEL and the PGDG packages
 // (/usr/pgsql-<major>/bin), Homebrew's versioned kegs, which it does not
 // link onto PATH (postgresql@<major>, Apple silicon and Intel).
-var usualPlaces = []string{
+var UsualPlaces = []string{
 	"/usr/lib/postgresql/*/bin",
 	"/usr/pgsql-*/bin",
 	"/opt/homebrew/opt/postgresql*/bin",
 	"/usr/local/opt/postgresql*/bin",
 }
 
-// installHint says how to get the PostgreSQL server on the systems the demo
-// is run on.
-const installHint = "install the PostgreSQL server: Debian/Ubuntu apt-get install postgresql, " +
+// InstallHint says how to get the PostgreSQL server on the usual systems.
+const InstallHint = "install the PostgreSQL server: Debian/Ubuntu apt-get install postgresql, " +
 	"RHEL/Fedora dnf install postgresql-server, macOS brew install postgresql"
 
-// findPostgres returns the directory holding initdb, pg_ctl and postgres:
-// the one of initdb on PATH, then the usual places (newest version first),
-// then what pg_config --bindir says. The error names where it looked and
-// what to install.
-func findPostgres(places []string) (string, error) {
+// Find returns the directory holding every one of programs: that of the
+// first program on PATH (or of what a link there points to), then the
+// places (globs, newest version first), then what pg_config --bindir says.
+// One directory holds them all, so that they are of one version. The
+// error names where it looked and what to install.
+func Find(places []string, programs ...string) (string, error) {
 	var candidates []string
-	if initdb, err := exec.LookPath("initdb"); err == nil {
-		candidates = append(candidates, filepath.Dir(initdb))
-		// A link on PATH (/usr/local/bin/initdb, say) to a directory
-		// holding all three.
-		if real, err := filepath.EvalSymlinks(initdb); err == nil {
+	if first, err := exec.LookPath(programs[0]); err == nil {
+		candidates = append(candidates, filepath.Dir(first))
+		if real, err := filepath.EvalSymlinks(first); err == nil {
 			candidates = append(candidates, filepath.Dir(real))
 		}
 	}
@@ -57,13 +54,13 @@ func findPostgres(places []string) (string, error) {
 		candidates = append(candidates, dir)
 	}
 	for _, dir := range candidates {
-		if hasPrograms(dir) {
+		if hasPrograms(dir, programs) {
 			return dir, nil
 		}
 	}
 	where := append([]string{"on PATH"}, places...)
 	return "", fmt.Errorf("PostgreSQL server programs (%s) not found %s, nor in pg_config --bindir: %s",
-		strings.Join(serverPrograms, ", "), strings.Join(where, ", in "), installHint)
+		strings.Join(programs, ", "), strings.Join(where, ", in "), InstallHint)
 }
 
 // pgConfigBinDir asks pg_config on PATH where the server's programs are.
@@ -82,8 +79,8 @@ func pgConfigBinDir() (string, bool) {
 	return dir, dir != ""
 }
 
-func hasPrograms(dir string) bool {
-	for _, name := range serverPrograms {
+func hasPrograms(dir string, programs []string) bool {
+	for _, name := range programs {
 		info, err := os.Stat(filepath.Join(dir, name))
 		if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 			return false
