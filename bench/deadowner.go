@@ -162,7 +162,7 @@ func measureDeadOwnerRuns(ctx context.Context, o options, res *DeadOwnerResults,
 	defer cleanup()
 	var f *fleetEnv
 	defer func() { f.close() }()
-	for _, c := range deadOwnerCases {
+	for _, c := range append(slices.Clone(deadOwnerCases), daemonCases(o.daemonSpan)...) {
 		if f == nil || c.real {
 			f.close()
 			if f, err = newFleetEnv(ctx, o, logf); err != nil {
@@ -301,6 +301,9 @@ var limitLabels = map[string]string{
 // limitText is a run's memory limit as the table shows it.
 func limitText(run ProcessRun) string {
 	switch {
+	case run.ContainerLimit != "" && run.CPUShare > 0:
+		n, _ := strconv.ParseUint(run.ContainerLimit, 10, 64)
+		return fmt.Sprintf("`%s` %s: soft limit %s; %.1f CPU", memlimit.Env, mib(n), mib(uint64(run.SoftLimitBytes)), run.CPUShare)
 	case run.ContainerLimit != "":
 		n, _ := strconv.ParseUint(run.ContainerLimit, 10, 64)
 		return fmt.Sprintf("`%s` %s: soft limit %s", memlimit.Env, mib(n), mib(uint64(run.SoftLimitBytes)))

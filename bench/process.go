@@ -39,6 +39,8 @@ type ProcessRun struct {
 	// LogLines counts the JSON log lines on stderr; every one must parse.
 	LogLines int `json:"log_lines"`
 	ExitCode int `json:"exit_code"`
+	// CPUShare is the share of one CPU the run was held to (0: not held).
+	CPUShare float64 `json:"cpu_share,omitempty"`
 }
 
 // processCase is one command line to measure.
@@ -56,6 +58,15 @@ type processCase struct {
 	containerLimit string
 	// limit names the memory limit the case is measured under.
 	limit string
+	// runFor is how long a long-running command (run, status) is measured
+	// before SIGTERM stops it; 0 for a command that ends by itself.
+	runFor time.Duration
+	// banner is the start of a line for people the command writes on
+	// stderr before its JSON log (status: where the page is served).
+	banner string
+	// cpuShare, when set, holds the child to that share of one CPU
+	// (throttle), as a container's CPU limit does.
+	cpuShare float64
 }
 
 // run starts `lock-reaper ARGS` against the fleet with only the settings it
@@ -96,12 +107,24 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 	if c.containerLimit != "" {
 		cmd.Env = append(cmd.Env, memlimit.Env+"="+c.containerLimit)
 	}
+	if c.cpuShare > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return ProcessRun{}, fmt.Errorf("start %s: %w", bin, err)
 	}
 	hwm := watchHighWaterMark(cmd.Process.Pid)
+	stopSpan, stopThrottle := func() {}, func() {}
+	if c.runFor > 0 {
+		stopSpan = stopAfter(ctx, cmd, c.runFor)
+	}
+	if c.cpuShare > 0 {
+		stopThrottle = throttle(cmd.Process, c.cpuShare)
+	}
 	err = cmd.Wait()
+	stopThrottle()
+	stopSpan()
 	wall := time.Since(start)
 	peak := hwm()
 	var exitErr *exec.ExitError
@@ -109,7 +132,7 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		return ProcessRun{}, fmt.Errorf("run %s: %w", bin, err)
 	}
 	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), GoMemLimit: c.memLimit, ContainerLimit: c.containerLimit,
-		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak}
+		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak, CPUShare: c.cpuShare}
 	setting, err := c.softLimit()
 	if err != nil {
 		return run, err
@@ -120,7 +143,7 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		return run, err
 	}
 	run.StdoutBytes, run.StdoutLines = int64(len(out)), bytes.Count(out, []byte("\n"))
-	if run.LogLines, err = countJSONLines(stderr.Name()); err != nil {
+	if run.LogLines, err = countJSONLines(stderr.Name(), c.banner); err != nil {
 		return run, err
 	}
 	logf("%-40s peak RSS %s, %.1f s, stdout %s in %d lines, %d log lines, exit %d", c.name, mib(uint64(run.PeakRSSBytes)), wall.Seconds(),
@@ -145,7 +168,7 @@ func (c processCase) softLimit() (memlimit.Setting, error) {
 
 // countJSONLines counts the lines of a JSON log and fails on any line that
 // is not a JSON object: a log collector must be able to read every one.
-func countJSONLines(path string) (int, error) {
+func countJSONLines(path string, banner string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -155,6 +178,9 @@ func countJSONLines(path string) (int, error) {
 	s.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	n := 0
 	for s.Scan() {
+		if banner != "" && n == 0 && strings.HasPrefix(s.Text(), banner) {
+			continue
+		}
 		n++
 		var obj map[string]any
 		if err := json.Unmarshal(s.Bytes(), &obj); err != nil {
