@@ -211,6 +211,14 @@ func (w *Watcher) ListPodsConfirmed(ctx context.Context) ([]heartbeat.Pod, time.
 	return pods, confirmed, err
 }
 
+// ListPodsDirect lists the pods through the Source, whatever the cache: the
+// list a pass makes, after the database was read, to confirm a hold the
+// cache alone may not grant (the watch may have stalled since its last
+// word). The cache is left as it is.
+func (w *Watcher) ListPodsDirect(ctx context.Context) ([]heartbeat.Pod, error) {
+	return w.src.ListPods(ctx)
+}
+
 // FromCache says whether ListPods would read the cache now.
 func (w *Watcher) FromCache() bool { return w.fresh(time.Now()) }
 
