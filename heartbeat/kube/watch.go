@@ -38,7 +38,10 @@ const (
 	// all, a watch served from etcd), so the cost of a false alarm is one
 	// list of the selector's pods. Until then the cache may still be read,
 	// but the pass weighs it by its age: it holds no worker alive whose last
-	// heartbeat is newer than the watch's last word (heartbeat.PodView.WithAge).
+	// heartbeat is newer than the watch's last word (heartbeat.PodView.WithAge),
+	// and none at all once that word is more than a few seconds old: a
+	// silent watch may have stalled right after it, so such a hold rests on
+	// a list made for it (heartbeat.MustConfirmHolds, ListPodsDirect).
 	DefaultMaxSilence = 70 * time.Second
 	// watchSettle is how long a new watch must stay up before the cache is
 	// trusted again: a watch from a resourceVersion the server no longer
