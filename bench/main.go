@@ -6,7 +6,7 @@
 //	go run ./bench                       # the default fleet, about 2 minutes
 //	go run ./bench -unrelated 1000 -task-locks 100 -owners 10 -runs 1
 //	go run ./bench -cpuprofile cpu.pprof -profile audit
-//	go run ./bench -scenario unjam       # time to unjam, time scaled 20×, about 3 minutes
+//	go run ./bench -scenario unjam       # each death's release, after the moment the rules allow it: heartbeats only, pods listed, watched (stalled, forbidden); about 8 minutes (the watched deleted-pod and restart cases in real time, the others scaled 20×)
 //	go run ./bench -scenario status-page # each status page's server time over 200,000 holdings
 package main
 

@@ -42,6 +42,9 @@ type Fleet struct {
 	// (WithPods).
 	podEvidence map[string]PodEvidence
 	viewTrusted bool
+	// holdsUnconfirmed: some row would be held alive by a view too old to
+	// hold by itself, which no list confirmed (MustConfirmHolds).
+	holdsUnconfirmed bool
 }
 
 // NewFleet computes the liveness of every row and every owner name.

@@ -108,17 +108,89 @@ func terminalRule(r AppStatus, p Pod, confirmed time.Time, margin time.Duration)
 	return r.PulpCreated.Before(confirmed.Add(-margin))
 }
 
-// holdsLife says the pod proves the row's process alive: the pod can run,
-// and its container runs without restart since no later than the row's
-// creation + margin, so the running process is the one that created the row;
-// and the view was confirmed after the row's last heartbeat + margin, so the
-// life it shows is newer than the silence it excuses (a stalled watch's
-// cache shows a pod that may have been gone since).
+// holdsLife says the pod proves the row's process alive: its pod shows the
+// life (runsSinceRow) and the view was confirmed after the row's last
+// heartbeat + margin, so the life it shows is newer than the silence it
+// excuses (a stalled watch's cache shows a pod that may have been gone
+// since).
 func holdsLife(r AppStatus, p Pod, confirmed time.Time, margin time.Duration) bool {
+	return runsSinceRow(r, p, margin) && confirmed.After(r.LastHeartbeat.Add(margin))
+}
+
+// runsSinceRow says the pod, as the view shows it, runs the row's process:
+// the pod can run, and its container runs without restart since no later
+// than the row's creation + margin, so the running process is the one that
+// created the row.
+func runsSinceRow(r AppStatus, p Pod, margin time.Duration) bool {
 	c := containerOf(p, r.AppType)
 	return p.CouldRun() && c != nil && c.Running && c.StartedAt != nil &&
-		!r.PulpCreated.IsZero() && !c.StartedAt.After(r.PulpCreated.Add(margin)) &&
-		confirmed.After(r.LastHeartbeat.Add(margin))
+		!r.PulpCreated.IsZero() && !c.StartedAt.After(r.PulpCreated.Add(margin))
+}
+
+// hold is what the pods say of a row dead by its heartbeat (holdOf).
+type hold int
+
+const (
+	holdNone hold = iota
+	// holdGranted: alive-not-heartbeating, the row is late.
+	holdGranted
+	// holdHung: alive by the pods, but past hung_worker_grace.
+	holdHung
+	// holdUnconfirmed: the view would hold the row, but it is older than
+	// HoldEvidenceMaxAge and no list confirmed it: no hold yet.
+	holdUnconfirmed
+)
+
+// holdOf decides the hold of a row dead by its heartbeat whose owner is
+// pid 1 of the pod p of the view:
+//   - the view's pod must run the row's process (runsSinceRow); past ttl +
+//     grace + hung_worker_grace that life holds nothing (holdHung when the
+//     view was confirmed after the last heartbeat + margin);
+//   - a view no older than HoldEvidenceMaxAge, confirmed after the last
+//     heartbeat + margin, holds by itself (holdsLife);
+//   - any other view holds only what the list that confirmed it shows
+//     (ConfirmHolds): that list's pod of the name, judged by holdsLife on
+//     the list's own confirmation. Until such a list is made the hold is
+//     unconfirmed (holdUnconfirmed, MustConfirmHolds) and the heartbeat
+//     rules apply; so a watch that stalled after its last word, with the
+//     pod deleted since, never holds a dead worker past ttl + grace, and a
+//     hung worker whose pod a list shows running keeps its hold however
+//     old the watch's last word.
+func holdOf(r AppStatus, p Pod, fx rowFacts, v *PodView, rules PodPolicy) hold {
+	margin := rules.ClockSkew
+	switch {
+	case !runsSinceRow(r, p, margin):
+		return holdNone
+	case fx.now.Sub(r.LastHeartbeat) > r.TTL+fx.grace+rules.HungWorkerGrace:
+		if holdsLife(r, p, fx.confirmed, margin) {
+			return holdHung
+		}
+		return holdNone
+	case v.age <= HoldEvidenceMaxAge && holdsLife(r, p, fx.confirmed, margin):
+		return holdGranted
+	case !v.holdsChecked:
+		return holdUnconfirmed
+	case v.holdsBy == nil:
+		return holdNone
+	}
+	fresh, ok := v.holdsBy.pods[p.Name]
+	if !ok || !holdsLife(r, fresh, fx.now.Add(-v.holdsBy.age), margin) {
+		return holdNone
+	}
+	return holdGranted
+}
+
+// MustConfirmHolds says the view would hold some row of rows alive
+// (alive-not-heartbeating) on evidence too old to hold by itself (older
+// than HoldEvidenceMaxAge, or confirmed before the row's last heartbeat),
+// and no list confirmed it yet: the reaper lists the pods itself, after the
+// database was read, and gives that list to the view (ConfirmHolds) before
+// the snapshot is judged. Hung workers are rare, so such lists are too.
+func MustConfirmHolds(rows []AppStatus, now time.Time, grace time.Duration, v *PodView, rules PodPolicy) bool {
+	if v == nil || v.holdsChecked {
+		return false
+	}
+	return NewFleet(rows, now, grace).WithPods(v, rules).holdsUnconfirmed
 }
 
 // rowFacts are the facts of the pass every row's rules share: the database's
@@ -131,41 +203,46 @@ type rowFacts struct {
 }
 
 // rowRule applies the rules to one row: the rule that decided and the row's
-// liveness after it. The absence and end rules apply only in an anchored
-// view, and each only to an owner the view covers: its pod is in the view
-// (ended, terminal) or an earlier list showed it (gone). An owner the view
-// cannot see keeps the heartbeat rules, whatever the others have.
-func rowRule(r AppStatus, live Liveness, fx rowFacts, v *PodView, rules PodPolicy) (PodRule, Pod, Liveness) {
+// liveness after it, and whether a hold waits for a list to confirm it
+// (holdOf). The absence and end rules apply only in an anchored view, and
+// each only to an owner the view covers: its pod is in the view (ended,
+// terminal) or an earlier list showed it (gone). An owner the view cannot
+// see keeps the heartbeat rules, whatever the others have.
+func rowRule(r AppStatus, live Liveness, fx rowFacts, v *PodView, rules PodPolicy) (PodRule, Pod, Liveness, bool) {
 	pid, host, ok := podOwner(r)
 	if !ok {
-		return "", Pod{}, live
+		return "", Pod{}, live, false
 	}
 	pod, found, ambiguous := v.lookup(host)
 	if !found {
 		gone := Pod{Name: host, UID: v.seen[host].UID}
 		switch {
 		case live == Alive:
-			return PodOutsideView, gone, live
+			return PodOutsideView, gone, live, false
 		case ambiguous || !fx.trusted || !v.SeenBefore(host):
-			return PodNotInView, gone, live
+			return PodNotInView, gone, live, false
 		}
-		return PodGone, gone, Dead
+		return PodGone, gone, Dead, false
 	}
 	if fx.trusted {
 		if rule, ok := endedRule(r, pod, rules.ClockSkew); ok {
-			return rule, pod, Dead
+			return rule, pod, Dead, false
 		}
 		if terminalRule(r, pod, fx.confirmed, rules.ClockSkew) {
-			return PodTerminal, pod, Dead
+			return PodTerminal, pod, Dead, false
 		}
 	}
-	if live == Dead && pid == "1" && holdsLife(r, pod, fx.confirmed, rules.ClockSkew) {
-		if fx.now.Sub(r.LastHeartbeat) <= r.TTL+fx.grace+rules.HungWorkerGrace {
-			return PodAliveNotHeartbeating, pod, Late
+	if live == Dead && pid == "1" {
+		switch holdOf(r, pod, fx, v, rules) {
+		case holdGranted:
+			return PodAliveNotHeartbeating, pod, Late, false
+		case holdHung:
+			return PodHungTooLong, pod, live, false
+		case holdUnconfirmed:
+			return PodSeen, pod, live, true
 		}
-		return PodHungTooLong, pod, live
 	}
-	return PodSeen, pod, live
+	return PodSeen, pod, live, false
 }
 
 // viewAnchored says the view is a list of this fleet's pods, taken while the

@@ -136,6 +136,32 @@ type PodView struct {
 	// to be as the view shows them (WithAge); zero for a list made just
 	// before the database was read.
 	age time.Duration
+	// holdsChecked: a list of its own was asked to confirm the view's holds
+	// (ConfirmHolds); holdsBy is that list, nil when it failed.
+	holdsChecked bool
+	holdsBy      *PodView
+}
+
+// HoldEvidenceMaxAge is how old a view may be, at the snapshot's now, and
+// still hold a worker alive (alive-not-heartbeating) by itself. An older
+// view (a watch's cache, whose watch may have stalled without a word since,
+// or a list followed by a long read of Redis) shows a pod that may have
+// been deleted since: its holds rest only on a list made after the database
+// was read (MustConfirmHolds, ConfirmHolds), and without one the heartbeat
+// rules apply.
+const HoldEvidenceMaxAge = 5 * time.Second
+
+// ConfirmHolds gives the view the list that confirms its holds, made after
+// the database was read, with that list's own age (WithAge); nil when the
+// list failed, so that the view holds nobody on evidence older than
+// HoldEvidenceMaxAge. Only the holds read it: every other rule keeps the
+// view, listed before the database, so that no pod fact is weighed against
+// older heartbeats. It returns v.
+func (v *PodView) ConfirmHolds(list *PodView) *PodView {
+	if v != nil {
+		v.holdsChecked, v.holdsBy = true, list
+	}
+	return v
 }
 
 // WithAge says the view was last confirmed age before the snapshot's now:
@@ -233,13 +259,15 @@ func (f *Fleet) WithPods(v *PodView, rules PodPolicy) *Fleet {
 	}
 	f.viewTrusted = viewAnchored(f.rows, f.Now, f.Grace, v)
 	confirmed := f.Now.Add(-v.age)
+	f.holdsUnconfirmed = false
 	f.podLiveness, f.podEvidence = map[string]Liveness{}, map[string]PodEvidence{}
 	f.heartbeatNames = maps.Clone(f.names)
 	// The row that gives a name its liveness explains it.
 	explains := map[string]AppStatus{}
 	for _, r := range f.rows {
 		base := r.Liveness(f.Now, f.Grace)
-		rule, pod, live := rowRule(r, base, rowFacts{now: f.Now, confirmed: confirmed, grace: f.Grace, trusted: f.viewTrusted}, v, rules)
+		rule, pod, live, unconfirmed := rowRule(r, base, rowFacts{now: f.Now, confirmed: confirmed, grace: f.Grace, trusted: f.viewTrusted}, v, rules)
+		f.holdsUnconfirmed = f.holdsUnconfirmed || unconfirmed
 		if rule != "" {
 			f.podEvidence[r.ID] = PodEvidence{Rule: rule, Pod: pod}
 		}

@@ -103,26 +103,120 @@ func TestPodRulesTerminalSuccessor(t *testing.T) {
 	require.Equal(t, Alive, f.Owner("1@w").Liveness)
 }
 
-// A hold rests on pod evidence confirmed after the heartbeat it excuses: a
-// stalled watch's cache holds nobody.
+// A hold rests on pod evidence confirmed after the heartbeat it excuses,
+// and no older than HoldEvidenceMaxAge: an older view (a watch's cache, a
+// list followed by a long read) holds nobody by itself, and asks for a list
+// of the reaper's own (MustConfirmHolds).
 func TestPodRulesHoldNeedsFreshEvidence(t *testing.T) {
 	t.Parallel()
 	row := ptWorker("r", "1@w", ptDead, time.Hour) // last heartbeat ptDead ago
 	running := ptRunning("w", 2*time.Hour, 0)
 	for _, tc := range []struct {
-		age  time.Duration
-		want Liveness
-		rule PodRule
+		age     time.Duration
+		want    Liveness
+		rule    PodRule
+		confirm bool
 	}{
-		{0, Late, PodAliveNotHeartbeating},
-		{ptDead - ptClockSkew - time.Second, Late, PodAliveNotHeartbeating},
-		{ptDead - ptClockSkew, Dead, PodSeen},
-		{ptDead + time.Minute, Dead, PodSeen},
+		{0, Late, PodAliveNotHeartbeating, false},
+		{HoldEvidenceMaxAge, Late, PodAliveNotHeartbeating, false},
+		{HoldEvidenceMaxAge + time.Millisecond, Dead, PodSeen, true},
+		{ptDead - ptClockSkew - time.Second, Dead, PodSeen, true},
+		{ptDead - ptClockSkew, Dead, PodSeen, true},
+		{ptDead + time.Minute, Dead, PodSeen, true},
 	} {
 		view := NewPodView([]Pod{running, ptLivePod}, nil).WithAge(tc.age)
-		f := NewFleet([]AppStatus{row, ptLiveRow}, ltNow, ltGrace).WithPods(view, ptRules)
+		rows := []AppStatus{row, ptLiveRow}
+		require.Equal(t, tc.confirm, MustConfirmHolds(rows, ltNow, ltGrace, view, ptRules), "view confirmed %s ago", tc.age)
+		f := NewFleet(rows, ltNow, ltGrace).WithPods(view, ptRules)
 		_, live, _ := f.Row("r")
 		require.Equal(t, tc.want, live, "view confirmed %s ago", tc.age)
 		require.Equal(t, tc.rule, f.RowRule("r"), "view confirmed %s ago", tc.age)
 	}
+}
+
+// TestPodRulesHoldConfirmedByList: a view too old to hold by itself holds
+// what the list made after the database was read (ConfirmHolds) shows, on
+// that list's own age; the list's pod gone, not ready, restarted or
+// replaced, or the list failed, and the heartbeat rules apply. Every other
+// rule keeps the view it was listed with.
+func TestPodRulesHoldConfirmedByList(t *testing.T) {
+	t.Parallel()
+	row := ptWorker("r", "1@w", ptDead, time.Hour)
+	running := ptRunning("w", 2*time.Hour, 0)
+	list := func(age time.Duration, pods ...Pod) *PodView {
+		return NewPodView(append(pods, ptLivePod), nil).WithAge(age)
+	}
+	for _, tc := range []struct {
+		name string
+		list *PodView
+		want Liveness
+		rule PodRule
+	}{
+		{"the list shows it running: a hung worker keeps its hold", list(0, running), Late, PodAliveNotHeartbeating},
+		{"the list's own age counts: sent after the last heartbeat", list(ptDead-ptClockSkew-time.Second, running), Late, PodAliveNotHeartbeating},
+		{"the list sent before the last heartbeat + margin holds nothing", list(ptDead-ptClockSkew, running), Dead, PodSeen},
+		{"pod deleted during the stall: heartbeat rules", list(0), Dead, PodSeen},
+		{"node lost since: heartbeat rules", list(0, ptNodeLost(running)), Dead, PodSeen},
+		{"restarted since: heartbeat rules", list(0, ptRunning("w", 10*time.Second, 1)), Dead, PodSeen},
+		{"a successor of the name: heartbeat rules", list(0, ptWith(ptRunning("w", time.Minute, 0), func(p *Pod) { p.UID = "uid-w2" })), Dead, PodSeen},
+		{"the list failed: heartbeat rules", nil, Dead, PodSeen},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := []AppStatus{row, ptLiveRow}
+			view := NewPodView([]Pod{running, ptLivePod}, ptSeen("w", "live")).WithAge(30 * time.Second).ConfirmHolds(tc.list)
+			require.False(t, MustConfirmHolds(rows, ltNow, ltGrace, view, ptRules), "confirmed once")
+			f := NewFleet(rows, ltNow, ltGrace).WithPods(view, ptRules)
+			_, live, _ := f.Row("r")
+			require.Equal(t, tc.want, live)
+			require.Equal(t, tc.rule, f.RowRule("r"))
+		})
+	}
+	// The confirming list weighs only holds: a restart the list shows, after
+	// the database was read, condemns no row (its successor's row may be
+	// unread); the view's own evidence does.
+	late := ptWorker("l", "1@x", ptLate, time.Hour)
+	view := NewPodView([]Pod{running, ptRunning("x", 2*time.Hour, 0), ptLivePod}, ptSeen("w", "x", "live")).WithAge(30 * time.Second).
+		ConfirmHolds(list(0, running, ptRunning("x", time.Second, 1)))
+	f := NewFleet([]AppStatus{row, late, ptLiveRow}, ltNow, ltGrace).WithPods(view, ptRules)
+	_, live, _ := f.Row("l")
+	require.Equal(t, Late, live)
+	require.Equal(t, PodSeen, f.RowRule("l"))
+}
+
+// TestMustConfirmHolds is the decision "this view must be confirmed by a
+// list before it may hold": only a view that would hold some row alive, on
+// evidence too old to hold by itself, and not yet confirmed.
+func TestMustConfirmHolds(t *testing.T) {
+	t.Parallel()
+	running := ptRunning("w", 2*time.Hour, 0)
+	old := 30 * time.Second
+	for _, tc := range []struct {
+		name string
+		row  AppStatus
+		pods []Pod
+		age  time.Duration
+		want bool
+	}{
+		{"hung worker, stale view: confirm", ptWorker("r", "1@w", ptDead, time.Hour), []Pod{running}, old, true},
+		{"watch's last word before the last heartbeat: confirm", ptWorker("r", "1@w", ptDead, time.Hour), []Pod{running}, ptDead + time.Minute, true},
+		{"hung worker, fresh view: no list", ptWorker("r", "1@w", ptDead, time.Hour), []Pod{running}, time.Second, false},
+		{"alive row: nothing to hold", ptWorker("r", "1@w", time.Second, time.Hour), []Pod{running}, old, false},
+		{"late row: the heartbeat rules keep it anyway", ptWorker("r", "1@w", ptLate, time.Hour), []Pod{running}, old, false},
+		{"past hung_worker_grace: no hold in question", ptWorker("r", "1@w", ltWorkerTTL+ltGrace+ptHungWorkerGrace+time.Second, 2*time.Hour), []Pod{running}, old, false},
+		{"pod could not run (node lost): no hold in question", ptWorker("r", "1@w", ptDead, time.Hour), []Pod{ptNodeLost(running)}, old, false},
+		{"container started after the row: no hold in question", ptWorker("r", "1@w", ptDead, time.Hour), []Pod{ptRunning("w", 10*time.Minute, 0)}, old, false},
+		{"container ended: dead by the kubelet's report", ptWorker("r", "1@w", ptDead, time.Hour), []Pod{ptEnded(running, 3*time.Minute, "Error", 1)}, old, false},
+		{"not pid 1: no hold in question", ptWorker("r", "7@w", ptDead, time.Hour), []Pod{running}, old, false},
+		{"no pod of the name: no hold in question", ptWorker("r", "1@w", ptDead, time.Hour), nil, old, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := []AppStatus{tc.row, ptLiveRow}
+			view := NewPodView(append(tc.pods, ptLivePod), ptSeen("w", "live")).WithAge(tc.age)
+			require.Equal(t, tc.want, MustConfirmHolds(rows, ltNow, ltGrace, view, ptRules))
+			if tc.want {
+				require.False(t, MustConfirmHolds(rows, ltNow, ltGrace, view.ConfirmHolds(nil), ptRules), "asked once")
+			}
+		})
+	}
+	require.False(t, MustConfirmHolds([]AppStatus{ptLiveRow}, ltNow, ltGrace, nil, ptRules), "no view, no list")
 }

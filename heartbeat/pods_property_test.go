@@ -83,8 +83,11 @@ func TestPodRulesProperty(t *testing.T) {
 			if rapid.Bool().Draw(t, "seen "+host) {
 				seen[host] = SeenPod{UID: "uid-" + host}
 			}
-			if rapid.Bool().Draw(t, "has pod "+host) {
+			switch rapid.IntRange(0, 3).Draw(t, "pod "+host) {
+			case 1, 2:
 				pods = append(pods, ptDrawPod(t, host))
+			case 3: // running and ready, as most are
+				pods = append(pods, ptRunning(host, time.Duration(rapid.Int64Range(0, 3*3600).Draw(t, "started "+host))*time.Second, 0))
 			}
 		}
 		view := NewPodView(pods, seen).WithAge(time.Duration(rapid.Int64Range(0, 300).Draw(t, "view age")) * time.Second)
@@ -134,6 +137,46 @@ func TestPodRulesProperty(t *testing.T) {
 				}
 				if !ltNow.Add(-view.Age()).After(r.LastHeartbeat) {
 					t.Fatalf("row %s held alive by a view confirmed %s ago, before its last heartbeat", r.Name, view.Age())
+				}
+				if view.Age() > HoldEvidenceMaxAge {
+					t.Fatalf("row %s held alive by a view confirmed %s ago, which no list confirmed", r.Name, view.Age())
+				}
+			}
+		}
+		// A list made after the database was read, confirming the holds:
+		// it may keep a row alive the old view alone could not, on a pod
+		// that list shows running, and never condemns one.
+		var listed []Pod
+		for _, host := range hosts {
+			switch rapid.IntRange(0, 2).Draw(t, "listed "+host) {
+			case 1:
+				listed = append(listed, ptDrawPod(t, host))
+			case 2: // as the view shows it
+				for _, p := range pods {
+					if p.Name == host {
+						listed = append(listed, p)
+					}
+				}
+			}
+		}
+		list := NewPodView(listed, nil).WithAge(time.Duration(rapid.Int64Range(0, 10).Draw(t, "list age")) * time.Second)
+		listByName := map[string]Pod{}
+		for _, p := range listed {
+			listByName[p.Name] = p
+		}
+		confirmedView := NewPodView(pods, seen).WithAge(view.Age()).ConfirmHolds(list)
+		withList := NewFleet(rows, ltNow, ltGrace).WithPods(confirmedView, ptRules)
+		for _, r := range rows {
+			_, alone, _ := withPods.Row(r.ID)
+			_, confirmed, _ := withList.Row(r.ID)
+			_, host, _ := strings.Cut(r.Name, "@")
+			switch {
+			case confirmed < alone:
+				t.Fatalf("row %s %s → %s: the confirming list condemned it", r.Name, alone, confirmed)
+			case confirmed > alone:
+				p, ok := listByName[host]
+				if withList.RowRule(r.ID) != PodAliveNotHeartbeating || !ok || !p.CouldRun() || !ltNow.Add(-list.Age()).After(r.LastHeartbeat) {
+					t.Fatalf("row %s %s → %s by %q: not on a running pod of the list (%+v)", r.Name, alone, confirmed, withList.RowRule(r.ID), p)
 				}
 			}
 		}

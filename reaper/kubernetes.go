@@ -29,6 +29,15 @@ type ConfirmedPodSource interface {
 	ListPodsConfirmed(ctx context.Context) ([]heartbeat.Pod, time.Time, error)
 }
 
+// DirectPodSource is a PodSource whose ListPods may answer from a cache (a
+// watch's), and that can also list through the API whatever its cache:
+// the list that confirms a hold (confirmHolds). A plain PodSource's
+// ListPods is such a list already.
+type DirectPodSource interface {
+	PodSource
+	ListPodsDirect(ctx context.Context) ([]heartbeat.Pod, error)
+}
+
 // Results of a pass's Kubernetes read, KubernetesReport.Read.
 const (
 	KubernetesRead        = "ok"
@@ -88,6 +97,42 @@ func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) (view *
 	seen := r.rememberedPods(ctx, src.Where(), now)
 	r.rememberPods(ctx, src.Where(), pods, now, dryRun)
 	return heartbeat.NewPodView(pods, seen), confirmed
+}
+
+// confirmHolds lists the pods once more, after the database was read, when
+// the pass's view would hold a worker alive on evidence too old to hold by
+// itself (heartbeat.MustConfirmHolds): a watch's cache whose watch may have
+// stalled silently since its last word, with the pod deleted meanwhile. The
+// holds then rest on that list alone (heartbeat.PodView.ConfirmHolds); the
+// other rules keep the view listed before the database. A failed list holds
+// nobody: those workers are judged by their heartbeats. Hung workers are
+// rare, so this list is too.
+func (r *Reaper) confirmHolds(ctx context.Context, view *heartbeat.PodView, rows []heartbeat.AppStatus, now time.Time) {
+	if !heartbeat.MustConfirmHolds(rows, now, r.cfg.Policy.HeartbeatGrace, view, r.cfg.Policy.Kubernetes) {
+		return
+	}
+	src := r.cfg.PodSource
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.KubernetesTimeout)
+	defer cancel()
+	var (
+		pods []heartbeat.Pod
+		err  error
+	)
+	if d, ok := src.(DirectPodSource); ok {
+		pods, err = d.ListPodsDirect(ctx)
+	} else {
+		pods, err = src.ListPods(ctx)
+	}
+	if err != nil {
+		view.ConfirmHolds(nil)
+		r.log.Warn("kubernetes list to confirm a hung worker's hold failed: judging it by heartbeats",
+			slog.String("where", src.Where()), slog.Duration("view_age", view.Age()), slog.String("error", err.Error()))
+		return
+	}
+	// Sent after the database was read: confirmed no earlier than its now.
+	view.ConfirmHolds(heartbeat.NewPodView(pods, nil))
+	r.log.Info("kubernetes pods listed to confirm a hung worker's hold", slog.String("where", src.Where()),
+		slog.Duration("view_age", view.Age()))
 }
 
 // noteKubernetes counts the owners by evidence and warns of the workers that

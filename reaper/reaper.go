@@ -195,6 +195,8 @@ func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge
 	// Measured after the database's now, the age is never less than the
 	// view's age at that now: a hold on it is never granted too easily.
 	pods.WithAge(time.Since(podsConfirmed))
+	// A hold on a view too old to hold by itself rests on a list of its own.
+	r.confirmHolds(ctx, pods, ds.AppStatuses, ds.Now)
 	snap := judge.Snapshot{
 		Now: ds.Now, Holdings: rs.Holdings, AppStatuses: ds.AppStatuses,
 		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly,

@@ -38,7 +38,10 @@ const (
 	// all, a watch served from etcd), so the cost of a false alarm is one
 	// list of the selector's pods. Until then the cache may still be read,
 	// but the pass weighs it by its age: it holds no worker alive whose last
-	// heartbeat is newer than the watch's last word (heartbeat.PodView.WithAge).
+	// heartbeat is newer than the watch's last word (heartbeat.PodView.WithAge),
+	// and none at all once that word is more than a few seconds old: a
+	// silent watch may have stalled right after it, so such a hold rests on
+	// a list made for it (heartbeat.MustConfirmHolds, ListPodsDirect).
 	DefaultMaxSilence = 70 * time.Second
 	// watchSettle is how long a new watch must stay up before the cache is
 	// trusted again: a watch from a resourceVersion the server no longer
@@ -209,6 +212,14 @@ func (w *Watcher) ListPodsConfirmed(ctx context.Context) ([]heartbeat.Pod, time.
 	w.mu.Unlock()
 	pods, err := w.ListPods(ctx)
 	return pods, confirmed, err
+}
+
+// ListPodsDirect lists the pods through the Source, whatever the cache: the
+// list a pass makes, after the database was read, to confirm a hold the
+// cache alone may not grant (the watch may have stalled since its last
+// word). The cache is left as it is.
+func (w *Watcher) ListPodsDirect(ctx context.Context) ([]heartbeat.Pod, error) {
+	return w.src.ListPods(ctx)
 }
 
 // FromCache says whether ListPods would read the cache now.

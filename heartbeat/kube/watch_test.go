@@ -225,3 +225,24 @@ func TestWatcherStalledWatchRelists(t *testing.T) {
 	}, 3*time.Second, 10*time.Millisecond, "the new list has the end the stalled watch missed")
 	api.Mute(false)
 }
+
+// TestWatcherListPodsDirect: while a stalled watch's cache misses a pod's
+// deletion, ListPodsDirect lists through the API, and leaves the cache as
+// it is: the list a pass makes to confirm a hold.
+func TestWatcherListPodsDirect(t *testing.T) {
+	t.Parallel()
+	api, w := watchSetup(t, WatchConfig{MaxSilence: time.Minute}, 100*time.Millisecond)
+	api.Mute(true)
+	time.Sleep(150 * time.Millisecond)
+	require.NoError(t, api.Delete("pulp", "example-worker-6d9f-aaaaa"))
+	lists := api.Lists()
+	pods, err := w.ListPodsDirect(context.Background())
+	require.NoError(t, err)
+	require.Len(t, pods, 2, "the API's pods: the deleted one is gone")
+	require.Equal(t, lists+1, api.Lists())
+	require.True(t, w.FromCache(), "the stall is not yet noticed")
+	cached, err := w.ListPods(context.Background())
+	require.NoError(t, err)
+	require.Len(t, cached, 3, "the cache still shows the deleted pod")
+	api.Mute(false)
+}
