@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,7 +163,14 @@ func measureDeadOwnerRuns(ctx context.Context, o options, res *DeadOwnerResults,
 	defer cleanup()
 	var f *fleetEnv
 	defer func() { f.close() }()
+	only, err := regexp.Compile(o.cases)
+	if err != nil {
+		return fmt.Errorf("-cases: %w", err)
+	}
 	for _, c := range append(slices.Clone(deadOwnerCases), daemonCases(o.daemonSpan)...) {
+		if !only.MatchString(c.name) {
+			continue
+		}
 		if f == nil || c.real {
 			f.close()
 			if f, err = newFleetEnv(ctx, o, logf); err != nil {

@@ -57,6 +57,7 @@ type options struct {
 	staleRegistry int
 	processRuns   bool
 	daemonSpan    time.Duration
+	cases         string
 
 	jsonPath   string
 	cpuProfile string
@@ -97,6 +98,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.runs, "runs", 5, "rounds of the read-only phases; medians are reported")
 	fs.IntVar(&o.scaleFactor, "scale-factor", 10, "grow the unrelated keys by this factor for the flatness check (1: skip)")
 	fs.IntVar(&o.staleRegistry, "stale-registry", 1_000_000, "dead-owner: stale entries added to the owner's registry for the second longest-command pass (0: only the pass as built)")
+	fs.StringVar(&o.cases, "cases", "", "dead-owner: measure only the runs whose name matches this regular expression (e.g. '^(run|status)')")
 	fs.DurationVar(&o.daemonSpan, "daemon-span", 45*time.Second, "dead-owner: how long run and status are measured, over several passes, before SIGTERM (0: skip them)")
 	fs.BoolVar(&o.processRuns, "process-runs", true, "dead-owner: measure the binary's runs (false: only the longest Redis command of a pass)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
