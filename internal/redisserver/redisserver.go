@@ -88,11 +88,15 @@ func run(t testtool.TB, args []string) {
 // server that never gets ready is killed; log is then what it wrote, and
 // says why.
 func Launch(bin, dir string, args ...string) (cmd *exec.Cmd, log string, err error) {
-	return launch(bin, dir, func(*exec.Cmd) {}, args...)
+	return launch(bin, dir, func(*exec.Cmd) {}, discardLog, args...)
 }
 
+// discardLog reads the rest of a server's log, so that it never blocks on
+// a full pipe.
+func discardLog(out io.Reader) { _, _ = io.Copy(io.Discard, out) }
+
 // launch is Launch, with prepare applied to the command before it starts.
-func launch(bin, dir string, prepare func(*exec.Cmd), args ...string) (cmd *exec.Cmd, log string, err error) {
+func launch(bin, dir string, prepare func(*exec.Cmd), drain func(io.Reader), args ...string) (cmd *exec.Cmd, log string, err error) {
 	full := append([]string{"--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--logfile", ""}, args...)
 	cmd = exec.Command(bin, full...)
@@ -105,7 +109,7 @@ func launch(bin, dir string, prepare func(*exec.Cmd), args ...string) (cmd *exec
 	if err := cmd.Start(); err != nil {
 		return nil, "", err
 	}
-	if log, ok := waitReady(out, 30*time.Second); !ok {
+	if log, ok := waitReady(out, 30*time.Second, drain); !ok {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, log, fmt.Errorf("it did not start:\n%s", log)
@@ -113,9 +117,9 @@ func launch(bin, dir string, prepare func(*exec.Cmd), args ...string) (cmd *exec
 	return cmd, "", nil
 }
 
-// waitReady reads the server's log until it is ready, then drains it in the
-// background so that the server never blocks on a full pipe.
-func waitReady(out io.Reader, timeout time.Duration) (string, bool) {
+// waitReady reads the server's log until it is ready, then hands the rest
+// to drain in the background.
+func waitReady(out io.Reader, timeout time.Duration, drain func(io.Reader)) (string, bool) {
 	type result struct {
 		log string
 		ok  bool
@@ -128,7 +132,7 @@ func waitReady(out io.Reader, timeout time.Duration) (string, bool) {
 			log.WriteString(lines.Text() + "\n")
 			if strings.Contains(lines.Text(), "Ready to accept connections") {
 				done <- result{log.String(), true}
-				_, _ = io.Copy(io.Discard, out)
+				drain(out)
 				return
 			}
 		}

@@ -12,8 +12,7 @@ import (
 // lives as long as the test process, by design.
 func VerifyTestMain(m *testing.M, opts ...goleak.Option) {
 	goleak.VerifyTestMain(m, append(opts,
-		goleak.IgnoreAnyFunction("github.com/lock-reaper/lock-reaper/internal/testing/testenv.startRedisOnce.func1"),
-		// The copy of the server's output into its log buffer.
-		goleak.IgnoreAnyFunction("os/exec.(*Cmd).writerDescriptor.func1"),
+		goleak.IgnoreAnyFunction("github.com/lock-reaper/lock-reaper/internal/redisserver.LaunchBound.func1"),
+		goleak.IgnoreAnyFunction("github.com/lock-reaper/lock-reaper/internal/redisserver.DrainBoundLog"),
 	)...)
 }
