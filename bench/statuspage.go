@@ -92,6 +92,7 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 	var inspects, builds []float64
 	heap := startHeapSampler()
 	for range o.runs {
+		srv.Shed() // as `lock-reaper status` does before each inspection
 		start := time.Now()
 		in, err := r.Inspect(ctx, reaper.InspectOptions{})
 		if err != nil {

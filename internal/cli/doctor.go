@@ -54,9 +54,16 @@ func doctorTarget(r *reaper.Reaper, s *setup) doctor.Target {
 	}
 }
 
-// withDoctor makes `run` check the deployment once at start.
+// withDoctor makes `run` check the deployment once, after its first pass,
+// judging that pass's inspection when the status page keeps it.
 func withDoctor(dc daemon.Config, r *reaper.Reaper, s *setup) daemon.Config {
-	dc.Doctor = func(ctx context.Context) doctor.Report { return doctor.Run(ctx, doctorTarget(r, s)) }
+	dc.Doctor = func(ctx context.Context, in *reaper.Inspection) doctor.Report {
+		t := doctorTarget(r, s)
+		if in != nil {
+			t.Inspect = func(context.Context) (*reaper.Inspection, error) { return in, nil }
+		}
+		return doctor.Run(ctx, t)
+	}
 	return dc
 }
 

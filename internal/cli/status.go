@@ -78,20 +78,27 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(env.Stderr, "lock-reaper status: serving the status page on http://%s/ (read-only, no login)\n", ln.Addr())
-	go func() { pages.DoctorDone(doctor.Run(ctx, doctorTarget(r, s))) }()
-
-	inspect := func() {
+	inspect := func() *reaper.Inspection {
+		pages.Shed()
 		start := time.Now()
 		in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: *registryOnly})
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("inspection failed; the page keeps the last one", slog.String("error", s.failed(err).message))
 			}
-			return
+			return nil
 		}
 		pages.Publish(ctx, in, time.Since(start), time.Now().Add(*every))
+		return in
 	}
-	inspect()
+	// Doctor judges the first inspection rather than reading a snapshot of
+	// its own beside it: two at once would not fit a memory limit sized
+	// for one.
+	target := doctorTarget(r, s)
+	if first := inspect(); first != nil && !*registryOnly {
+		target.Inspect = func(context.Context) (*reaper.Inspection, error) { return first, nil }
+	}
+	go func() { pages.DoctorDone(doctor.Run(ctx, target)) }()
 	code = exitcode.OK
 loop:
 	for {

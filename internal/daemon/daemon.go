@@ -89,9 +89,10 @@ type Config struct {
 	Version string
 	// Logger receives the daemon's logs. Default: discard.
 	Logger *slog.Logger
-	// Doctor, when set, checks the deployment once at start, beside the
-	// first pass (see startDoctor).
-	Doctor func(ctx context.Context) doctor.Report
+	// Doctor, when set, checks the deployment once, after the first pass
+	// (see startDoctor); in is the first pass's inspection when the status
+	// page keeps it, for the doctor to judge instead of reading its own.
+	Doctor func(ctx context.Context, in *reaper.Inspection) doctor.Report
 	// Wake, when set, starts a pass before its tick each time it receives
 	// (the kubelet reported a worker container's end: kube.Watcher.Ended).
 	// Passes still never overlap: a wake during a pass runs one more pass
@@ -118,7 +119,9 @@ type Config struct {
 
 // Pages is the status page the daemon serves (status.Server is one). The
 // daemon hands it each pass's snapshot and report once the pass is over;
-// PassDone must return at once, so that a page never delays a pass.
+// PassDone must return at once, so that a page never delays a pass. Shed,
+// before a pass, may wait for the last view to be built under a memory
+// limit: two snapshots at once do not fit it.
 type Pages interface {
 	http.Handler
 	// PassDone is handed the snapshot the pass judged (nil when it read
@@ -126,6 +129,12 @@ type Pages interface {
 	PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Time)
 	// DoctorDone is handed doctor's results at start.
 	DoctorDone(rep doctor.Report)
+	// Shed is called before each pass reads its snapshot, so that the
+	// page's last view need not be kept whole beside it.
+	Shed()
+	// Inspection waits for the view being built and returns its
+	// inspection, nil when the page keeps none whole.
+	Inspection() *reaper.Inspection
 }
 
 // withDefaults fills the zero fields.
@@ -190,6 +199,9 @@ type Daemon struct {
 	done    chan struct{}
 	addr    net.Addr
 	err     error
+	// doctorDone is closed once the doctor started after the first pass
+	// is done; nil before that pass (only the loop's goroutine sets it).
+	doctorDone <-chan struct{}
 
 	// passDone, when set by a test before Start, is called after every pass.
 	passDone func(PassResult)
@@ -253,9 +265,10 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer close(d.done)
-		doctorDone := d.startDoctor(ctx)
 		d.loop(ctx)
-		<-doctorDone
+		if d.doctorDone != nil {
+			<-d.doctorDone
+		}
 		d.shutdownServer(srv)
 		<-serveDone
 	}()

@@ -5,10 +5,15 @@ import (
 	"log/slog"
 
 	"github.com/lock-reaper/lock-reaper/internal/doctor"
+	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
-// startDoctor runs Config.Doctor once, beside the first pass, and returns a
-// channel closed when it is done. Each check that is not ok is logged once
+// startDoctor runs Config.Doctor once, after the first pass, on that pass's
+// inspection when the status page keeps it, and returns a channel closed
+// when it is done; the next pass waits for it (awaitDoctor). Beside a pass,
+// or reading a snapshot of its own beside the page's, it would double what
+// the daemon holds at its peak, which a memory limit sized for one pass
+// does not allow. Each check that is not ok is logged once
 // (warn at warn level, fail at error level) and every check's status goes
 // to lock_reaper_doctor_check_status. Its findings never make the daemon
 // unready: they describe the deployment, not an outage, and a pass still
@@ -19,9 +24,13 @@ func (d *Daemon) startDoctor(ctx context.Context) <-chan struct{} {
 		close(done)
 		return done
 	}
+	var in *reaper.Inspection
+	if d.cfg.Pages != nil {
+		in = d.cfg.Pages.Inspection()
+	}
 	go func() {
 		defer close(done)
-		rep := d.cfg.Doctor(ctx)
+		rep := d.cfg.Doctor(ctx, in)
 		if ctx.Err() != nil {
 			return // stopped before it finished: what it saw is cut short
 		}
@@ -49,4 +58,18 @@ func (d *Daemon) startDoctor(ctx context.Context) <-chan struct{} {
 			slog.Int("failures", rep.Counts[doctor.Fail]), slog.Int("skipped", rep.Counts[doctor.Skipped]))
 	}()
 	return done
+}
+
+// awaitDoctor waits for the doctor started after the first pass, if it is
+// still running; false once ctx is cancelled.
+func (d *Daemon) awaitDoctor(ctx context.Context) bool {
+	if d.doctorDone == nil {
+		return true
+	}
+	select {
+	case <-d.doctorDone:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -56,6 +56,9 @@ func (d *Daemon) loop(ctx context.Context) {
 		return
 	}
 	for {
+		if !d.awaitDoctor(ctx) {
+			return
+		}
 		res := d.runOnce(ctx, &st)
 		res.Woken, res.StartedBy = reason != StartedBySchedule, reason
 		clock.passed(res.Report.DBNow, res.Report.NextChange)
@@ -68,6 +71,9 @@ func (d *Daemon) loop(ctx context.Context) {
 		}
 		if d.passDone != nil {
 			d.passDone(res)
+		}
+		if d.doctorDone == nil {
+			d.doctorDone = d.startDoctor(ctx)
 		}
 		var ok bool
 		if reason, ok = d.waitNext(ctx, res.Next.At, &clock); !ok {
@@ -140,6 +146,7 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	opts := reaper.Options{Mode: reaper.ModeOnce, RegistryOnly: !full}
 	var snap *judge.Snapshot
 	if d.cfg.Pages != nil {
+		d.cfg.Pages.Shed()
 		opts.Snapshot = func(s judge.Snapshot) { snap = &s }
 	}
 	rep, err := d.runner.RunOnce(passCtx, opts)

@@ -136,6 +136,9 @@ func (s *Server) holdingsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := s.view.Load()
+	if s.refreshing(w, r, v, "holdings") {
+		return
+	}
 	q := r.URL.Query()
 	f := holdingFilter{Owner: param(q, "owner"), Resource: param(q, "resource"), Task: strings.ToLower(param(q, "task")), Verdict: q.Get("verdict")}
 	all := v.Holdings()
@@ -216,6 +219,9 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.ID = id
+	if s.refreshing(w, r, v, "task") {
+		return
+	}
 	ex, err := s.explain.get(r.Context(), v, id, func(ctx context.Context) (explain.Explanation, error) {
 		ex, err := s.src.ExplainedTask(ctx, id)
 		if err != nil {

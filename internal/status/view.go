@@ -57,6 +57,10 @@ type View struct {
 	byKey []int32
 	// holdingTask is the task each holding is held for, by position.
 	ownerIndex map[string]int
+	// ShedAt is when the view was shed (Server.Shed): it keeps its
+	// summaries, and holdingCount and taskCount, not its holdings.
+	ShedAt                  *time.Time
+	holdingCount, taskCount int
 }
 
 // VerdictCount is one verdict and how many holdings have it.
