@@ -204,6 +204,10 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	s.mu.Lock()
 	history, doc := s.history, s.doctor
 	s.mu.Unlock()
+	// The report's findings hold the pass's own judgement of every holding:
+	// let them go before the snapshot is judged again for the view.
+	released := releasedBy(j.rep)
+	j.rep = summaryOf(j.rep)
 	in := j.in
 	if in == nil && j.snap != nil {
 		var kube *reaper.KubernetesReport
@@ -215,15 +219,14 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	if in == nil {
 		if old := s.view.Load(); old != nil {
 			v := *old
-			v.History, v.Doctor, v.Report, v.NextPass = history, doc, summaryOf(j.rep), j.next
+			v.History, v.Doctor, v.Report, v.NextPass = history, doc, j.rep, j.next
 			s.view.Store(&v)
 		}
 		return
 	}
 	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, History: history, Doctor: doc}
 	v.index()
-	v.markReleased()
-	v.Report = summaryOf(v.Report)
+	v.markReleased(released)
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
 	if err != nil {
 		v.QueueError = err.Error()

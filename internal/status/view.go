@@ -188,18 +188,31 @@ func staleness(jd *judge.Judgement) (Staleness, bool) {
 	return s, true
 }
 
+// heldBy names one holding: its key and owner.
+type heldBy struct{ Key, Owner string }
+
+// releasedBy lists the holdings a pass released (or found gone), from its
+// report: taken before the report's findings are let go, since they point
+// into the pass's own judgement of every holding.
+func releasedBy(rep *reaper.Report) []heldBy {
+	if rep == nil || rep.Mode == reaper.ModeAudit {
+		return nil
+	}
+	var out []heldBy
+	for _, f := range rep.Findings {
+		if f.Result == reaper.ResultReleased || f.Result == reaper.ResultAlreadyGone {
+			out = append(out, heldBy{f.Key, f.Owner})
+		}
+	}
+	return out
+}
+
 // markReleased notes the holdings the view's pass released: the snapshot
 // was read before the pass acted, so they still appear in it. It runs after
 // index, whose positions it marks.
-func (v *View) markReleased() {
-	if v.Report == nil || v.Report.Mode == reaper.ModeAudit {
-		return
-	}
-	for _, f := range v.Report.Findings {
-		if f.Result != reaper.ResultReleased && f.Result != reaper.ResultAlreadyGone {
-			continue
-		}
-		if i, ok := v.position(f.Key, f.Owner); ok {
+func (v *View) markReleased(released []heldBy) {
+	for _, h := range released {
+		if i, ok := v.position(h.Key, h.Owner); ok {
 			if v.released == nil {
 				v.released = make([]uint64, (len(v.In.Plan.Holdings)+63)/64)
 			}
