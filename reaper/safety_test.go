@@ -217,8 +217,11 @@ func sfPool(f *fixture, hostPort string, tracer pgx.QueryTracer) *pgxpool.Pool {
 		_, err = fmt.Sscan(port, &pc.ConnConfig.Port)
 		require.NoError(f.T, err)
 		// A URL without sslmode (prefer) parses with fallbacks to the
-		// original host: they would reach the real database.
+		// original host: they would reach the real database. And the proxy
+		// reads the protocol in the clear: a server with ssl on would
+		// otherwise be spoken to in TLS through it.
 		pc.ConnConfig.Fallbacks = nil
+		pc.ConnConfig.TLSConfig = nil
 	}
 	pc.ConnConfig.Tracer = tracer
 	pc.ConnConfig.ConnectTimeout = 2 * time.Second

@@ -139,7 +139,7 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 
 	ex := f.explain(target)
 	require.Equal(t, explain.StatusBlocked, ex.Status)
-	require.Equal(t, "blocked by a stale lock of dead worker 1@pulp-worker-0 (owner-dead, heartbeat 1h0m0s ago): the next pass releases it", ex.Conclusion)
+	require.Equal(t, "blocked by a stale lock of dead worker 1@pulp-worker-0 (owner-dead, heartbeat 1 h ago): the next pass releases it", ex.Conclusion)
 	require.Equal(t, "waiting", ex.Task.State)
 	require.Nil(t, ex.Claim)
 	require.Empty(t, ex.TaskLocks)
@@ -168,7 +168,7 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 	// The lost task itself.
 	ex = f.explain(lost)
 	require.Equal(t, explain.StatusLost, ex.Status)
-	require.Equal(t, "lost: claimed by dead worker 1@pulp-worker-0 (heartbeat 1h0m0s ago); the next pass cancels it", ex.Conclusion)
+	require.Equal(t, "lost: claimed by dead worker 1@pulp-worker-0 (heartbeat 1 h ago); the next pass cancels it", ex.Conclusion)
 	require.Equal(t, "1@pulp-worker-0", ex.Claim.Name)
 	require.Equal(t, judge.VerdictLost, ex.TaskVerdict.Verdict)
 }
@@ -184,7 +184,7 @@ func TestExplainBlockedByLiveOwner(t *testing.T) {
 
 	ex := f.explain(target)
 	require.Equal(t, explain.StatusWaiting, ex.Status)
-	require.Regexp(t, `^waiting behind task `+running+` \(pulp_rpm.app.tasks.synchronize\), running on live worker 1@pulp-worker-1 \(heartbeat [0-9.]+m?s ago\)$`, ex.Conclusion)
+	require.Regexp(t, `^waiting behind task `+running+` \(pulp_rpm.app.tasks.synchronize\), running on live worker 1@pulp-worker-1 \(heartbeat [0-9]+ m?s ago\)$`, ex.Conclusion)
 	h := ex.Resources[0].Holders[0]
 	require.Equal(t, judge.VerdictJustified, h.Verdict)
 	require.Equal(t, judge.ActionKeep, h.Action)

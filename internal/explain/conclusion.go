@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -174,7 +175,7 @@ func (x *explainer) liveClause(hs []Holder) string {
 	if h.Task != nil && h.Task.State != "" {
 		how := h.Task.State + " on " + ownerPhrase(h)
 		if h.HeartbeatAge != nil {
-			how += " (heartbeat " + h.HeartbeatAge.String() + " ago)"
+			how += " (heartbeat " + humantext.Duration(time.Duration(*h.HeartbeatAge)) + " ago)"
 		}
 		if t, ok := x.in.Snapshot.Tasks[h.Task.ID]; ok && t.AppLockID != "" {
 			how = h.Task.State + " on " + processPhrase(x.process(t.AppLockID))

@@ -104,7 +104,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusLost,
-			conclusion: "lost: claimed by dead worker 1@dead (heartbeat 1h0m0s ago); the next pass cancels it",
+			conclusion: "lost: claimed by dead worker 1@dead (heartbeat 1 h ago); the next pass cancels it",
 		},
 		{
 			name: "lost: failed by policy",
@@ -115,7 +115,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusLost,
-			conclusion: "lost: claimed by dead worker 1@dead (heartbeat 1h0m0s ago); the next pass fails it",
+			conclusion: "lost: claimed by dead worker 1@dead (heartbeat 1 h ago); the next pass fails it",
 		},
 		{
 			name:       "lost: running with no claim",
@@ -133,7 +133,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusLost,
-			conclusion: "lost: claimed by dead worker 1@dead (heartbeat 1h0m0s ago); the next pass cancels it (held back this pass: mass-death guard)",
+			conclusion: "lost: claimed by dead worker 1@dead (heartbeat 1 h ago); the next pass cancels it (held back this pass: mass-death guard)",
 		},
 		{
 			name: "orphaned: waiting, claimed by a dead worker that holds its lock",
@@ -144,7 +144,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusOrphaned,
-			conclusion: "orphaned: claimed by dead worker 1@dead (heartbeat 1h0m0s ago); the next pass releases its lock and requeues it",
+			conclusion: "orphaned: claimed by dead worker 1@dead (heartbeat 1 h ago); the next pass releases its lock and requeues it",
 		},
 		{
 			name: "orphaned, canceled by policy",
@@ -155,7 +155,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusOrphaned,
-			conclusion: "orphaned: claimed by dead worker 1@dead (heartbeat 1h0m0s ago); the next pass cancels it",
+			conclusion: "orphaned: claimed by dead worker 1@dead (heartbeat 1 h ago); the next pass cancels it",
 		},
 		{
 			name: "stuck: claimed by a live worker without a lock",
@@ -165,7 +165,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusStuck,
-			conclusion: "stuck: claimed by live worker 1@live (heartbeat 2s ago), which holds no lock for it; requeued once confirmed (suspect since 2026-07-24T12:00:00Z)",
+			conclusion: "stuck: claimed by live worker 1@live (heartbeat 2 s ago), which holds no lock for it; requeued once confirmed (suspect since 2026-07-24T12:00:00Z)",
 		},
 		{
 			name: "running on a live worker",
@@ -176,7 +176,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusRunning,
-			conclusion: "running on live worker 1@live (heartbeat 2s ago)",
+			conclusion: "running on live worker 1@live (heartbeat 2 s ago)",
 		},
 		{
 			name: "running on a late worker",
@@ -186,7 +186,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusRunning,
-			conclusion: "canceling on late worker 1@late (heartbeat 45s ago)",
+			conclusion: "canceling on late worker 1@late (heartbeat 45 s ago)",
 		},
 		{
 			name: "starting: claimed by a live worker that holds its locks",
@@ -197,7 +197,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusStarting,
-			conclusion: "claimed by live worker 1@live (heartbeat 1s ago): about to run",
+			conclusion: "claimed by live worker 1@live (heartbeat 1 s ago): about to run",
 		},
 		{
 			name: "blocked by a dead worker's exclusive lock",
@@ -209,7 +209,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusBlocked,
-			conclusion: "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1h0m0s ago): the next pass releases it",
+			conclusion: "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1 h ago): the next pass releases it",
 		},
 		{
 			name: "blocked by a dead worker's shared membership when it needs the domain exclusively",
@@ -221,7 +221,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusBlocked,
-			conclusion: "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1h0m0s ago): the next pass releases it",
+			conclusion: "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1 h ago): the next pass releases it",
 		},
 		{
 			name: "blocked by an owner without a row",
@@ -243,7 +243,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusBlocked,
-			conclusion: "blocked by its own task lock, taken by dead worker 1@dead that never claimed it (owner-dead, heartbeat 1h0m0s ago): the next pass releases it",
+			conclusion: "blocked by its own task lock, taken by dead worker 1@dead that never claimed it (owner-dead, heartbeat 1 h ago): the next pass releases it",
 		},
 		{
 			name: "blocked by the leaked lock of a finished task",
@@ -256,7 +256,7 @@ func TestExplain(t *testing.T) {
 				return []any{other}
 			},
 			status:     StatusBlocked,
-			conclusion: "blocked by a lock 1@live kept for finished task %s (task-finished, heartbeat 1s ago): the next pass releases it",
+			conclusion: "blocked by a lock 1@live kept for finished task %s (task-finished, heartbeat 1 s ago): the next pass releases it",
 		},
 		{
 			name: "blocked by a dead worker's lock of a task it finished long ago",
@@ -269,7 +269,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusBlocked,
-			conclusion: "blocked by a stale lock of dead worker 1@dead (task-finished, heartbeat 1h0m0s ago): the next pass releases it",
+			conclusion: "blocked by a stale lock of dead worker 1@dead (task-finished, heartbeat 1 h ago): the next pass releases it",
 		},
 		{
 			name: "blocked by a suspect lock of a live worker",
@@ -280,7 +280,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusBlocked,
-			conclusion: "blocked by a suspect lock of live worker 1@live (no-task, heartbeat 1s ago): released once confirmed, confirm_after after its first sighting",
+			conclusion: "blocked by a suspect lock of live worker 1@live (no-task, heartbeat 1 s ago): released once confirmed, confirm_after after its first sighting",
 		},
 		{
 			name: "blocked, but the mass-death guard holds the release back",
@@ -294,7 +294,7 @@ func TestExplain(t *testing.T) {
 				return nil
 			},
 			status:     StatusBlocked,
-			conclusion: "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1h0m0s ago): a pass would release it but mass-death guard holds it back",
+			conclusion: "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1 h ago): a pass would release it but mass-death guard holds it back",
 		},
 		{
 			name: "waiting behind a task running on a live worker",
@@ -306,7 +306,7 @@ func TestExplain(t *testing.T) {
 				return []any{other}
 			},
 			status:     StatusWaiting,
-			conclusion: "waiting behind task %s (sync), running on live worker 1@live (heartbeat 2s ago)",
+			conclusion: "waiting behind task %s (sync), running on live worker 1@live (heartbeat 2 s ago)",
 		},
 		{
 			name: "a shared need is not blocked by shared holders",
@@ -377,8 +377,8 @@ func TestExplain(t *testing.T) {
 				return []any{l, older, passtest.Domain}
 			},
 			status: StatusBlocked,
-			conclusion: "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1h0m0s ago): the next pass releases it; " +
-				"then waiting behind task %s (sync), running on live worker 1@live (heartbeat 2s ago); " +
+			conclusion: "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1 h ago): the next pass releases it; " +
+				"then waiting behind task %s (sync), running on live worker 1@live (heartbeat 2 s ago); " +
 				"then waiting behind older task %s (sync), waiting, unclaimed, which needs %s first (and 1 more older task)",
 		},
 	}
@@ -463,7 +463,7 @@ func TestExplainClaimAndAhead(t *testing.T) {
 	require.Equal(t, []string{passtest.WorldRepo}, ex.Ahead[0].Conflicts)
 	require.Equal(t, &Process{AppLockID: live, Name: "1@live", AppType: "worker", Liveness: heartbeat.Alive, HeartbeatAge: secondsPtr(2 * time.Second)}, ex.Ahead[0].Claim)
 	require.Equal(t, StatusWaiting, ex.Status)
-	require.Equal(t, fmt.Sprintf("waiting behind task %s (sync), claimed by live worker 1@live (heartbeat 2s ago)", older), ex.Conclusion,
+	require.Equal(t, fmt.Sprintf("waiting behind task %s (sync), claimed by live worker 1@live (heartbeat 2 s ago)", older), ex.Conclusion,
 		"a task ahead already named as a lock holder is not named twice")
 
 	// Without explain's own rows, the snapshot's row of a claimed task is used.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -61,7 +62,7 @@ func ownerPhrase(h Holder) string {
 func evidencePhrase(h Holder) string {
 	s := h.Verdict.String()
 	if h.HeartbeatAge != nil {
-		s += ", heartbeat " + h.HeartbeatAge.String() + " ago"
+		s += ", heartbeat " + humantext.Duration(time.Duration(*h.HeartbeatAge)) + " ago"
 	}
 	return s
 }
@@ -81,7 +82,7 @@ func processPhrase(p *Process) string {
 	}
 	s := livenessWord(p.Liveness) + " " + kind + " " + p.Name
 	if p.HeartbeatAge != nil {
-		s += " (heartbeat " + p.HeartbeatAge.String() + " ago)"
+		s += " (heartbeat " + humantext.Duration(time.Duration(*p.HeartbeatAge)) + " ago)"
 	}
 	return s
 }

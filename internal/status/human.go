@@ -1,12 +1,11 @@
 package status
 
 import (
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -14,43 +13,8 @@ import (
 // reads "23 h ago" and "1,067 holdings" at a glance, "82800s" and
 // "1067 holding(s)" not.
 
-// human writes a duration as a person says it: the largest unit, with the
-// next one while the first is under 10 ("3 min 20 s", "23 h", "2 d 4 h").
-// Between one and two days hours read better than "1 d 7 h".
-func human(d time.Duration) string {
-	if d >= time.Second {
-		d = d.Round(time.Second)
-	}
-	switch {
-	case d < 0:
-		return "in " + human(-max(d, -math.MaxInt64))
-	case d == 0:
-		return "0 s"
-	case d < time.Second:
-		return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + " ms"
-	case d < time.Minute:
-		return units(d, time.Second, "s", 0, "")
-	case d < time.Hour:
-		return units(d, time.Minute, "min", time.Second, "s")
-	case d < 48*time.Hour:
-		return units(d, time.Hour, "h", time.Minute, "min")
-	}
-	return units(d, 24*time.Hour, "d", time.Hour, "h")
-}
-
-// units writes d in big units, and the rest in small ones while there are
-// fewer than 10 big ones.
-func units(d, big time.Duration, bigName string, small time.Duration, smallName string) string {
-	if small == 0 || d >= 10*big {
-		return num(int(d.Round(big)/big)) + " " + bigName
-	}
-	d = d.Round(small)
-	s := num(int(d/big)) + " " + bigName
-	if rest := d % big / small; rest > 0 {
-		s += " " + strconv.Itoa(int(rest)) + " " + smallName
-	}
-	return s
-}
+// human writes a duration as a person says it (humantext.Duration).
+func human(d time.Duration) string { return humantext.Duration(d) }
 
 // humanAgo is how long ago t was at now, "-" when unknown.
 func humanAgo(now, t time.Time) string {
@@ -64,20 +28,7 @@ func humanAgo(now, t time.Time) string {
 }
 
 // num writes a count with thousands separators: 1,067.
-func num(n int) string {
-	s := strconv.Itoa(max(n, -n))
-	var b strings.Builder
-	if n < 0 {
-		b.WriteByte('-')
-	}
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func num(n int) string { return humantext.Count(n) }
 
 // plural writes a count and its noun, in the singular for one: "1 pass",
 // "2 passes". Without the plural form given it adds an s.
