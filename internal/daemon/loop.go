@@ -72,15 +72,20 @@ func (d *Daemon) loop(ctx context.Context) {
 		if d.passDone != nil {
 			d.passDone(res)
 		}
+		// The report's findings point into the pass's judgement of every
+		// holding, and the page is judging the snapshot again: let them go
+		// rather than hold both through the wait.
+		next := res.Next.At
+		res = PassResult{}
 		if d.doctorDone == nil {
 			d.doctorDone = d.startDoctor(ctx)
 		}
 		var ok bool
-		if reason, ok = d.waitNext(ctx, res.Next.At, &clock); !ok {
+		if reason, ok = d.waitNext(ctx, next, &clock); !ok {
 			return
 		}
 		if reason == StartedBySchedule {
-			tick = res.Next.At
+			tick = next
 		}
 	}
 }
