@@ -76,3 +76,12 @@ func (r *Report) StaleCount() int {
 	}
 	return n
 }
+
+// RecentPasses reads the history of passes, newest first: at most limit
+// (all kept when limit <= 0), started at or after since. The status page
+// reads it.
+func (r *Reaper) RecentPasses(ctx context.Context, since time.Time, limit int) ([]history.Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+	defer cancel()
+	return history.Recent(ctx, r.rdb, history.DefaultPrefix, since, limit)
+}
