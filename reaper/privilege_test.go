@@ -42,6 +42,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/history"
 )
 
 // The privilege tests run lock-reaper as an operator would, through its
@@ -187,6 +188,9 @@ func TestLeastPrivilegePasses(t *testing.T) {
 	require.ElementsMatch(t, inc.Healthy, holdings)
 	run(exitcode.OK, "audit", "--output", "json")
 	require.Empty(t, pvDenied(t, r, p.user), "the ACL refused something a pass sent")
+	passes, err := history.Recent(ctx, r.Client, history.DefaultPrefix, time.Time{}, 0)
+	require.NoError(t, err)
+	require.Len(t, passes, 2, "both once passes are in the history, the audits not")
 
 	// Nothing much beyond: other columns, other statements, other keys.
 	conn, err := pgx.Connect(ctx, p.database)
@@ -202,6 +206,7 @@ func TestLeastPrivilegePasses(t *testing.T) {
 	}
 	limited := redis.NewClient(&redis.Options{Addr: r.Client.Options().Addr, DB: r.DB, Username: p.user, Password: p.userSecret})
 	defer limited.Close()
+	require.NoError(t, limited.LRange(ctx, history.Key(history.DefaultPrefix), 0, 9).Err(), "the page reads the history")
 	for _, cmd := range [][]any{{"SET", "task:x", "y"}, {"FLUSHDB"}, {"KEYS", "*"}, {"GET", "other:key"}, {"CONFIG", "GET", "*"}, {"SET", "pulp:resource_lock:x", "y"}, {"SET", "pulp:task:cancel:x", "cancel"}, {"SETEX", "other:key", "1", "y"}} {
 		require.ErrorContains(t, limited.Do(ctx, cmd...).Err(), "NOPERM", "%v", cmd)
 	}

@@ -74,6 +74,10 @@ type Options struct {
 	// Snapshot, when set, is handed the pass's snapshot once it is read, for
 	// the status page; it must not change it and must return at once.
 	Snapshot func(judge.Snapshot)
+	// History, when set (HistoryOnce, HistoryRun, HistoryRelease), records
+	// the pass under that name in the history of passes once it is over;
+	// an audit is never recorded.
+	History string
 }
 
 // errNoSnapshot fails a pass whose database read did not complete: with no
@@ -101,6 +105,7 @@ func (r *Reaper) run(ctx context.Context, opts Options, adjust func(*judge.Plan)
 		r.log.Error("pass failed", slog.String("mode", opts.Mode), slog.String("error", err.Error()))
 	}
 	rep.summarizeAll()
+	r.recordPass(ctx, opts, rep, err)
 	return rep, err
 }
 
@@ -128,6 +133,7 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 		if err := redislocks.CheckPrimary(ctx, r.rdb, r.cfg.RedisTimeout); err != nil {
 			return inStep("checking that Redis is the primary in", SystemRedis, err)
 		}
+		rep.redisPrimary = true
 	}
 
 	snap, err := r.snapshot(ctx, opts, rep)

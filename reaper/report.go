@@ -44,6 +44,11 @@ type Report struct {
 	verdictCounts map[judge.Verdict]int
 	// activeOwners counts the owners pulp:active_owners listed, for Inspection.
 	activeOwners int
+	// redisPrimary says the pass found Redis the primary, so the history
+	// may be written without asking again.
+	redisPrimary bool
+	// historyFailed says the pass is not in the history (HistoryWriteFailed).
+	historyFailed bool
 }
 
 // Scanned counts what the pass read.

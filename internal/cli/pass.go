@@ -40,12 +40,12 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 		return code
 	}
 	defer s.close()
-	mode := reaper.ModeOnce
+	opts := reaper.Options{Mode: reaper.ModeOnce, History: reaper.HistoryOnce, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase}
 	if *dryRun {
-		mode = reaper.ModeAudit
+		opts.Mode, opts.History = reaper.ModeAudit, ""
 	}
 	progress.enable(s.cfg.Log.Format)
-	rep, err := r.RunOnce(ctx, reaper.Options{Mode: mode, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase})
+	rep, err := r.RunOnce(ctx, opts)
 	progress.done()
 	s.tally.flush(ctx)
 	code = s.passExit(rep, err)

@@ -118,12 +118,12 @@ func runRelease(ctx context.Context, env Env, args []string) int {
 			return code
 		}
 	}
-	mode := reaper.ModeRelease
+	mode, recorded := reaper.ModeRelease, reaper.HistoryRelease
 	if rf.dryRun {
-		mode = reaper.ModeAudit
+		mode, recorded = reaper.ModeAudit, ""
 	}
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	rep, err := r.RunOnce(ctx, reaper.Options{Mode: mode, ReleaseOwner: rf.owner, Progress: progress.keys})
+	rep, err := r.RunOnce(ctx, reaper.Options{Mode: mode, History: recorded, ReleaseOwner: rf.owner, Progress: progress.keys})
 	progress.done()
 	s.tally.flush(ctx)
 	code = s.passExit(rep, err)

@@ -148,7 +148,7 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	full := st.lastFullScan.IsZero() || start.Sub(st.lastFullScan) >= d.cfg.FullScanInterval
 	passCtx, done := d.passContext(ctx)
 	d.health.passStarted(start)
-	opts := reaper.Options{Mode: reaper.ModeOnce, RegistryOnly: !full}
+	opts := reaper.Options{Mode: reaper.ModeOnce, History: reaper.HistoryRun, RegistryOnly: !full}
 	var snap *judge.Snapshot
 	if d.cfg.Pages != nil {
 		d.cfg.Pages.Shed()

@@ -34,6 +34,7 @@ const (
 	NameIgnoredKeys     = "lock_reaper_ignored_keys"
 	NameLastSuccess     = "lock_reaper_last_success_timestamp_seconds"
 	NameTicksSkipped    = "lock_reaper_ticks_skipped_total"
+	NameHistoryFailures = "lock_reaper_history_write_failures_total"
 	NameBuildInfo       = "lock_reaper_build_info"
 	NameHoldings        = "lock_reaper_holdings"
 	NameOwners          = "lock_reaper_owners"
@@ -67,6 +68,7 @@ type Metrics struct {
 	ignoredKeys     prometheus.Gauge
 	lastSuccess     *timestampGauge
 	ticksSkipped    *prometheus.CounterVec
+	historyFailures prometheus.Counter
 	buildInfo       prometheus.Gauge
 	fleet
 	doctor *doctorMetrics
@@ -135,6 +137,10 @@ func New(version string) *Metrics {
 			Namespace: namespace, Name: "ticks_skipped_total",
 			Help: "Scheduled passes of the daemon that did not run, by reason: overlap (the previous pass was still running) or backoff (waiting after repeated failures).",
 		}, []string{"reason"}),
+		historyFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "history_write_failures_total",
+			Help: "Passes that could not be recorded in the history of passes in Redis (the status page's last passes); the pass itself went on.",
+		}),
 		buildInfo: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "build_info",
 			Help:        "Always 1; the labels name the lock-reaper version and the Go version that built it.",
@@ -217,7 +223,7 @@ func (m *Metrics) initSeries() {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{
 		m.passes, m.passDuration, m.releaseDelay, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
-		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.buildInfo,
+		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.buildInfo,
 		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.kube.reads, m.kube.owners,
 	}, m.doctor.collectors()...)
 }

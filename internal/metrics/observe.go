@@ -67,6 +67,9 @@ func (m *Metrics) Observe(rep *reaper.Report) Outcome {
 			m.tasksUpdated.WithLabelValues(t.Verdict.String()).Inc()
 		}
 	}
+	if rep.HistoryWriteFailed() {
+		m.historyFailures.Inc()
+	}
 	m.kube.observe(rep)
 	if outcome.Completed() {
 		m.lastSuccess.set(rep.StartedAt.Add(time.Duration(rep.DurationMS) * time.Millisecond))

@@ -39,10 +39,35 @@ func TestDaemonServesPages(t *testing.T) {
 		}
 	}
 	require.Positive(t, released)
+	// The state after the pass: what it released is neither stale nor
+	// counted, and its pass is in the history, as run's.
+	require.Equal(t, v.Report.Summary.Released, v.ReleasedCount())
+	require.Equal(t, len(v.Holdings())-v.ReleasedCount(), v.Current())
+	if dead, ok := v.Owner(f.inc.DeadOwner); ok {
+		require.Zero(t, dead.Stale, "the dead owner's released holdings are not stale any more")
+	}
+	require.Zero(t, v.OwnersByLiveness["dead"], "the dead owner holds nothing after the pass")
+	require.NotEmpty(t, v.Passes)
+	require.Equal(t, "run", v.Passes[0].Mode)
+	require.Equal(t, v.Report.Summary.Released, v.Passes[0].Released)
+	var blocked string
+	for _, q := range v.Queue {
+		for _, l := range q.Chain {
+			if l.Released && l.Holder.Owner == f.inc.DeadOwner && blocked == "" {
+				blocked = q.Row.ID
+			}
+		}
+	}
+	require.NotEmpty(t, blocked)
+	code, body := webtest.Do(t, http.MethodGet, base+"/tasks/"+blocked)
+	require.Equal(t, http.StatusOK, code)
+	assert.NotContains(t, between(body, "<h2>Resources it reserves</h2>", "</table>"), f.inc.DeadOwner,
+		"a released holder is not named as holding the task's resources")
 
-	code, body := webtest.Do(t, http.MethodGet, base+"/")
+	code, body = webtest.Do(t, http.MethodGet, base+"/")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "from pass of mode once")
+	assert.Contains(t, between(body, `id="passes-answer"`, "</p>"), "Last pass: a pass of run (the daemon)")
 	code, body = webtest.Do(t, http.MethodGet, base+"/queue")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "unblocked by the last pass")

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -48,7 +49,11 @@ var funcs = template.FuncMap{
 	"holdingTask":   func(jd judge.Judgement) string { return reaper.HoldingTask(&jd.Holding, jd.Evidence().Via) },
 	"oldestBlocked": oldestBlocked,
 	"livenesses":    func() []string { return []string{"alive", "late", "dead", "gone"} },
-	"recent":        recent,
+	"latest": func(ps []history.Entry, n int) []history.Entry {
+		return ps[:min(n, len(ps))]
+	},
+	"modeWords": modeWords,
+	"rfc3339":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"first": func(ig []reaper.Ignored, n int) []reaper.Ignored {
 		return ig[:min(n, len(ig))]
 	},
@@ -61,15 +66,6 @@ func oldestBlocked(v *View) *Queued {
 		if q := &v.Queue[i]; q.Blocked() && (out == nil || q.Wait > out.Wait) {
 			out = q
 		}
-	}
-	return out
-}
-
-// recent is the last n points of a history, most recent first.
-func recent(h []PassPoint, n int) []PassPoint {
-	out := make([]PassPoint, 0, n)
-	for i := len(h) - 1; i >= 0 && len(out) < n; i-- {
-		out = append(out, h[i])
 	}
 	return out
 }

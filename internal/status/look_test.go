@@ -32,7 +32,8 @@ func TestOverviewLeadsWithTheCause(t *testing.T) {
 	assert.Contains(t, answer, `<span class="pill bad">dead</span> worker`)
 	assert.Contains(t, answer, "(heartbeat 23 h ago)")
 	assert.Contains(t, answer, "70 holdings")
-	assert.Contains(t, answer, "What ends it: next pass at")
+	assert.Contains(t, answer, "What ends it: a reaper&#39;s pass would release it, but nothing releases here")
+	assert.NotContains(t, answer, "next pass at", "a read-only page promises no pass")
 	assert.NotRegexp(t, `\d+h\d+m\d+s`, body, "no Go durations")
 	assert.NotContains(t, body, " 1 passes")
 

@@ -15,6 +15,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/nearest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
 // page is what every template gets: the view and the page's own data.
@@ -67,7 +68,17 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := s.view.Load()
-	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", View: v, Data: plotOf(v.History)})
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", View: v, Data: plotOf(v.Passes, v.PassesRead)})
+}
+
+// passesPage lists every pass of any reaper over the last day, with the
+// chart, from the history of passes read with the view.
+func (s *Server) passesPage(w http.ResponseWriter, r *http.Request) {
+	if s.noView(w, r, "passes") {
+		return
+	}
+	v := s.view.Load()
+	s.render(w, r, http.StatusOK, "passes", page{Title: "Passes", Nav: "passes", View: v, Data: plotOf(v.Passes, v.PassesRead)})
 }
 
 // ownersData is the owners page.
@@ -192,6 +203,9 @@ type taskData struct {
 	Ex    *explain.Explanation
 	// Queued is the task's entry in the blocked queue, if it waits there.
 	Queued *Queued
+	// ReadOnlyEnd says, on a read-only page, what ends a block, as no pass
+	// of this process will.
+	ReadOnlyEnd string
 }
 
 func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
@@ -227,7 +241,11 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return explain.Explanation{}, err
 		}
-		return explain.On(v.In, ex, id), nil
+		e := explain.On(v.explainedOn(ex), ex, id)
+		if v.ReadOnly() {
+			e.Conclusion = readOnlyWords(e.Conclusion)
+		}
+		return e, nil
 	})
 	if err != nil {
 		d.Error = "the task could not be read: " + err.Error()
@@ -235,6 +253,10 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Ex = &ex
+	if owner := blockingOwner(ex); v.ReadOnly() && owner != "" {
+		d.ReadOnlyEnd = "This page releases nothing: it shows a read-only inspection. Last pass: " + v.LastPassWords() +
+			". To end the block now: " + releaseCommand(owner) + ", then without --dry-run."
+	}
 	for i := range v.Queue {
 		if v.Queue[i].Row.ID == id {
 			d.Queued = &v.Queue[i]
@@ -246,6 +268,50 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusNotFound
 	}
 	s.render(w, r, code, "task", page{Title: "Task " + id, Nav: "task", View: v, Data: d})
+}
+
+// explainedOn is the inspection a task page explains a task on: the view's,
+// less what its pass released, so that a released holder is not named as
+// holding anything (the snapshot was read before the pass acted). Only the
+// task's own lock and its resources' holdings matter to it, as in the queue.
+func (v *View) explainedOn(ex *pulpdb.ExplainedTask) *reaper.Inspection {
+	if v.released == nil {
+		return v.In
+	}
+	var record []string
+	if ex != nil && ex.Row != nil {
+		record = ex.Row.Reserved
+	}
+	sub := *v.In
+	sub.Plan.Holdings = v.holdingsAfter(v.relevant(ex.TaskID, record))
+	return &sub
+}
+
+// readOnlyWords rewords explain's promise of a next pass for a page that
+// runs none (`lock-reaper status`): what a pass would do, not when.
+func readOnlyWords(s string) string {
+	return strings.ReplaceAll(s, "the next pass ", "a reaper's pass, once one runs, ")
+}
+
+// blockingOwner is the owner of the first stale or suspect holding in an
+// explained task's way, or "".
+func blockingOwner(ex explain.Explanation) string {
+	if ex.Status != explain.StatusBlocked {
+		return ""
+	}
+	for _, h := range ex.TaskLocks {
+		if h.Blocks && h.Action != judge.ActionKeep {
+			return h.Owner
+		}
+	}
+	for _, rn := range ex.Resources {
+		for _, h := range rn.Holders {
+			if h.Blocks && h.Action != judge.ActionKeep {
+				return h.Owner
+			}
+		}
+	}
+	return ""
 }
 
 // param is a filter's value. The filter forms show a value holding control

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
@@ -26,6 +27,9 @@ func (slowSource) ExplainedTask(context.Context, string) (*pulpdb.ExplainedTask,
 }
 func (slowSource) TaskStarts(context.Context, []string) (map[string]time.Time, bool, error) {
 	return nil, true, nil
+}
+func (slowSource) RecentPasses(context.Context, time.Time, int) ([]history.Entry, error) {
+	return nil, nil
 }
 
 // TestPassDoneNeverWaitsForABuild: while a view is being built (its read

@@ -136,6 +136,9 @@ func (v *View) link(resource string, need judge.Kind, h explain.Holder, judged [
 		l.Freed = "released by the pass of " + clock(v.Report.StartedAt)
 	case h.Action == judge.ActionRelease && h.Deferred != "":
 		l.Freed = "not yet: a pass would release it but " + h.Deferred + " holds it back"
+	case h.Action == judge.ActionRelease && v.ReadOnly():
+		// `lock-reaper status` releases nothing: no pass of its own is due.
+		l.Freed = v.readOnlyFreed("a reaper's pass would release it", h.Owner)
 	case h.Action == judge.ActionRelease && !v.NextPass.IsZero():
 		l.FreedAt = v.NextPass
 		l.Freed = "next pass at " + clock(v.NextPass)
@@ -150,10 +153,21 @@ func (v *View) link(resource string, need judge.Kind, h explain.Holder, judged [
 		}
 		l.FreedAt = first.Add(v.In.Policy.ConfirmAfter)
 		l.Freed = "after confirmation, at " + clock(l.FreedAt) + " or the first pass after"
+		if v.ReadOnly() {
+			l.Freed = v.readOnlyFreed("a reaper's pass from "+clock(l.FreedAt)+" would release it once confirmed", h.Owner)
+		}
 	default:
 		l.Freed = "never while its owner lives: " + keptBy(h)
 	}
 	return l
+}
+
+// readOnlyFreed says what ends a block on a read-only page: what a pass
+// would do, which reaper passed last and when, and the command that ends
+// it now. The inspection's time is on every page.
+func (v *View) readOnlyFreed(would, owner string) string {
+	return fmt.Sprintf("%s, but nothing releases here (a read-only inspection); last pass: %s; to end it now: %s, then without --dry-run",
+		would, v.LastPassWords(), releaseCommand(owner))
 }
 
 // keptForTask is the running task a live (or late) worker keeps the link's

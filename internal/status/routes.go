@@ -27,6 +27,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.overview)
 	mux.HandleFunc("GET /queue", s.queuePage)
+	mux.HandleFunc("GET /passes", s.passesPage)
 	mux.HandleFunc("GET /owners", s.ownersPage)
 	mux.HandleFunc("GET /holdings", s.holdingsPage)
 	mux.HandleFunc("GET /tasks/{ref...}", s.taskPage)

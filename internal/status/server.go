@@ -18,6 +18,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/doctor"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	passes "github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
@@ -33,6 +34,9 @@ type Source interface {
 	// TaskStarts reads when tasks started; granted is false when the role
 	// may not read core_task.started_at (an optional grant).
 	TaskStarts(ctx context.Context, ids []string) (starts map[string]time.Time, granted bool, err error)
+	// RecentPasses reads the history of passes (reaper/history), newest
+	// first: at most limit, started at or after since.
+	RecentPasses(ctx context.Context, since time.Time, limit int) ([]passes.Entry, error)
 }
 
 // Options configure a Server. Zero fields take the defaults below.
@@ -220,13 +224,14 @@ func (s *Server) publish(ctx context.Context, j *job) {
 		if old := s.view.Load(); old != nil {
 			v := *old
 			v.History, v.Doctor, v.Report, v.NextPass = history, doc, j.rep, j.next
+			s.readPasses(ctx, &v)
 			s.view.Store(&v)
 		}
 		return
 	}
 	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, History: history, Doctor: doc}
-	v.index()
-	v.markReleased(released)
+	v.index(released)
+	s.readPasses(ctx, v)
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
 	if err != nil {
 		v.QueueError = err.Error()
@@ -237,6 +242,22 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	s.addRunningSince(ctx, v)
 	v.Causes = v.causes()
 	s.view.Store(v)
+}
+
+// passesWindow is how far back the pages show passes: the chart's day.
+const passesWindow = 24 * time.Hour
+
+// readPasses reads the last day's passes of any reaper into v. A failure
+// is said on the pages (PassesError), never fails them: the history only
+// informs.
+func (s *Server) readPasses(ctx context.Context, v *View) {
+	v.PassesRead = time.Now()
+	got, err := s.src.RecentPasses(ctx, v.PassesRead.Add(-passesWindow), passes.Cap)
+	v.Passes, v.PassesError = got, ""
+	if err != nil {
+		v.PassesError = err.Error()
+		s.opts.Logger.Warn("status page: history of passes not read", slog.String("error", err.Error()))
+	}
 }
 
 // pointOf is a report's point in the history.

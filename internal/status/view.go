@@ -1,6 +1,7 @@
 package status
 
 import (
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/doctor"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -43,9 +45,17 @@ type View struct {
 	OwnersByLiveness map[string]int
 	// OldestStale is the holding whose evidence is oldest, among the stale.
 	OldestStale *Staleness
-	// History is the last passes, oldest first, this one last.
+	// History is the last passes of this process, oldest first, this one
+	// last.
 	History []PassPoint
-	Doctor  *doctor.Report
+	// Passes are the last passes of any reaper over the last day, from the
+	// history of passes in Redis (reaper/history), newest first, as read
+	// when the view was built (PassesRead); PassesError says why they could
+	// not be read. A CronJob's passes are only known from there.
+	Passes      []history.Entry
+	PassesRead  time.Time
+	PassesError string
+	Doctor      *doctor.Report
 	// released marks, by position in In.Plan.Holdings, the holdings the
 	// pass released: a bit each, where a map by key and owner cost a
 	// dead owner's incident tens of megabytes.
@@ -126,14 +136,18 @@ func (v *View) Tasks() []judge.TaskJudgement { return v.In.Plan.Tasks }
 // Holdings are the plan's judgements, in the order a pass handles them.
 func (v *View) Holdings() []judge.Judgement { return v.In.Plan.Holdings }
 
-// index builds what the pages look holdings up by, and the counts.
-func (v *View) index() {
+// index builds what the pages look holdings up by, marks what the view's
+// pass released (released, from releasedBy), and counts the rest: the pages
+// show the state after the pass, so a holding it released is no longer
+// stale, nor its owner's.
+func (v *View) index(released []heldBy) {
 	hs := v.In.Plan.Holdings
 	v.byKey = make([]int32, len(hs))
 	for i := range v.byKey {
 		v.byKey[i] = int32(i)
 	}
 	slices.SortStableFunc(v.byKey, func(a, b int32) int { return strings.Compare(hs[a].Key, hs[b].Key) })
+	v.markReleased(released)
 	stale := map[judge.Verdict]int{}
 	owners := map[string]*OwnerRow{}
 	for _, o := range v.In.Plan.LockOwners {
@@ -141,6 +155,9 @@ func (v *View) index() {
 	}
 	for i := range hs {
 		jd := &hs[i]
+		if v.releasedAt(i) {
+			continue
+		}
 		o := owners[jd.Owner]
 		if o == nil {
 			o = &OwnerRow{OwnerReport: judge.OwnerReport{Name: jd.Owner, Liveness: v.In.Owner(jd.Owner).Liveness.String()}, ByVerdict: map[judge.Verdict]int{}}
@@ -164,7 +181,10 @@ func (v *View) index() {
 	v.ownerIndex = make(map[string]int, len(owners))
 	for _, o := range owners {
 		v.Owners = append(v.Owners, *o)
-		v.OwnersByLiveness[o.Liveness]++
+		// An owner whose every holding the pass released holds nothing now.
+		if len(o.ByVerdict) > 0 {
+			v.OwnersByLiveness[o.Liveness]++
+		}
 	}
 	sort.Slice(v.Owners, func(a, b int) bool { return v.Owners[a].Name < v.Owners[b].Name })
 	for i, o := range v.Owners {
@@ -208,8 +228,8 @@ func releasedBy(rep *reaper.Report) []heldBy {
 }
 
 // markReleased notes the holdings the view's pass released: the snapshot
-// was read before the pass acted, so they still appear in it. It runs after
-// index, whose positions it marks.
+// was read before the pass acted, so they still appear in it. index calls
+// it once byKey is sorted, before counting.
 func (v *View) markReleased(released []heldBy) {
 	for _, h := range released {
 		if i, ok := v.position(h.Key, h.Owner); ok {
@@ -224,7 +244,41 @@ func (v *View) markReleased(released []heldBy) {
 // Released says the view's pass released the holding.
 func (v *View) Released(key, owner string) bool {
 	i, ok := v.position(key, owner)
-	return ok && v.released != nil && v.released[i/64]&(1<<(i%64)) != 0
+	return ok && v.releasedAt(i)
+}
+
+// releasedAt says the view's pass released the holding at position i.
+func (v *View) releasedAt(i int) bool {
+	return v.released != nil && v.released[i/64]&(1<<(i%64)) != 0
+}
+
+// ReleasedCount is how many holdings of the snapshot the view's pass
+// released.
+func (v *View) ReleasedCount() int {
+	n := 0
+	for _, w := range v.released {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// Current are the holdings still held after the view's pass, as a count.
+func (v *View) Current() int { return len(v.In.Plan.Holdings) - v.ReleasedCount() }
+
+// holdingsAfter drops from hs (judgements of this view) those the view's
+// pass released: what explain is asked on, so that a task page does not
+// name a released holder as holding anything.
+func (v *View) holdingsAfter(hs []judge.Judgement) []judge.Judgement {
+	if v.released == nil {
+		return hs
+	}
+	out := hs[:0:0]
+	for _, jd := range hs {
+		if !v.Released(jd.Key, jd.Owner) {
+			out = append(out, jd)
+		}
+	}
+	return out
 }
 
 // position is where the holding of key by owner is in In.Plan.Holdings.

@@ -1,0 +1,130 @@
+// Package history keeps a short summary of each pass in Redis, under the
+// reaper's own key prefix, so that any reaper's status page (a daemon's, or
+// `lock-reaper status` on a laptop) can say when a reaper last passed and
+// what it did, CronJob passes included: a CronJob leaves no process behind
+// to ask.
+//
+// The list is capped and expires, so a reaper that stops leaves nothing
+// behind for long. Writing it is never part of a pass's work: callers log a
+// failure and go on.
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix is the reaper's own key prefix, the one its Redis ACL user
+// may write under (internal/privilege/redis.acl: ~pulp:lock_reaper:*).
+const DefaultPrefix = "pulp:lock_reaper:"
+
+const (
+	// Cap is how many passes the list keeps: a day of passes a minute
+	// apart, and more, in about 300 KB.
+	Cap = 2000
+	// TTL is how long the list outlives the last pass written to it.
+	TTL = 7 * 24 * time.Hour
+)
+
+// Key is the list of passes under prefix, newest first.
+func Key(prefix string) string { return prefix + "passes" }
+
+// Entry is one pass as the history keeps it.
+type Entry struct {
+	// At is when the pass started.
+	At time.Time `json:"time"`
+	// Mode is what ran it: once, run (a daemon's pass) or release.
+	Mode     string        `json:"mode"`
+	Duration time.Duration `json:"-"`
+	// Stale counts the holdings the pass found stale or suspect.
+	Stale    int `json:"stale"`
+	Released int `json:"released"`
+	// Updated counts the tasks the pass cancelled or requeued.
+	Updated int `json:"updated"`
+	// Guards names the guards that held work back.
+	Guards []string `json:"guards,omitempty"`
+	// Error says why the pass failed; empty when it completed.
+	Error string `json:"error,omitempty"`
+}
+
+// MarshalJSON writes an entry as stored: the time in RFC 3339 (what a
+// person reading the list with redis-cli, and the page's <time datetime>,
+// expect) and the duration in milliseconds.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	type plain Entry
+	return json.Marshal(struct {
+		plain
+		At         string `json:"time"`
+		DurationMS int64  `json:"duration_ms"`
+	}{plain(e), e.At.UTC().Format(time.RFC3339Nano), e.Duration.Milliseconds()})
+}
+
+// UnmarshalJSON reads the stored form.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	type plain Entry
+	var s struct {
+		plain
+		DurationMS int64 `json:"duration_ms"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*e = Entry(s.plain)
+	e.Duration = time.Duration(s.DurationMS) * time.Millisecond
+	return nil
+}
+
+// Record adds e to the front of the list under prefix, trims the list to
+// Cap and sets its expiry, in one MULTI so that a reader never sees it
+// untrimmed or without an expiry.
+func Record(ctx context.Context, rdb redis.UniversalClient, prefix string, e Entry) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	key := Key(prefix)
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.LPush(ctx, key, b)
+		p.LTrim(ctx, key, 0, Cap-1)
+		p.Expire(ctx, key, TTL)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record the pass in %s: %w", key, err)
+	}
+	return nil
+}
+
+// Recent reads at most limit passes (all kept when limit <= 0), newest
+// first, that started at or after since (any time when since is zero). An
+// entry that does not decode is left out: the history informs, it decides
+// nothing.
+func Recent(ctx context.Context, rdb redis.UniversalClient, prefix string, since time.Time, limit int) ([]Entry, error) {
+	stop := int64(limit) - 1
+	if limit <= 0 {
+		stop = -1
+	}
+	key := Key(prefix)
+	raw, err := rdb.LRange(ctx, key, 0, stop).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the passes in %s: %w", key, err)
+	}
+	out := make([]Entry, 0, len(raw))
+	for _, r := range raw {
+		var e Entry
+		if json.Unmarshal([]byte(r), &e) != nil || e.At.IsZero() {
+			continue
+		}
+		// Not a break: entries are pushed when a pass ends, so a long pass
+		// may follow a later short one.
+		if !since.IsZero() && e.At.Before(since) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,97 @@
+package history_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
+	"github.com/lock-reaper/lock-reaper/reaper/history"
+)
+
+// prefix is a test's own key prefix under the reaper's, so that the ACL's
+// key pattern would cover it.
+func prefix() string { return history.DefaultPrefix + "test-" + passtest.NewUUID() + ":" }
+
+func TestRecordRecentNewestFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := testenv.NewRedis(t).Client
+	p := prefix()
+	start := time.Date(2025, 3, 1, 7, 50, 0, 0, time.UTC)
+	for i := range 3 {
+		e := history.Entry{At: start.Add(time.Duration(i) * time.Minute), Mode: "once", Duration: 1500 * time.Millisecond,
+			Stale: 10 - i, Released: i, Updated: 1, Guards: []string{"max_releases"}}
+		if i == 2 {
+			e.Error = "Redis went away"
+		}
+		require.NoError(t, history.Record(ctx, rdb, p, e))
+	}
+	got, err := history.Recent(ctx, rdb, p, time.Time{}, 0)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.Equal(t, start.Add(2*time.Minute), got[0].At, "newest first")
+	require.Equal(t, "Redis went away", got[0].Error)
+	require.Equal(t, start, got[2].At)
+	require.Equal(t, history.Entry{At: start, Mode: "once", Duration: 1500 * time.Millisecond, Stale: 10, Released: 0, Updated: 1,
+		Guards: []string{"max_releases"}}, got[2])
+
+	got, err = history.Recent(ctx, rdb, p, time.Time{}, 2)
+	require.NoError(t, err)
+	require.Len(t, got, 2, "limit")
+	got, err = history.Recent(ctx, rdb, p, start.Add(time.Minute), 0)
+	require.NoError(t, err)
+	require.Len(t, got, 2, "since")
+
+	// The stored form is what redis-cli shows: RFC 3339 and milliseconds.
+	raw := rdb.LIndex(ctx, history.Key(p), 0).Val()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(raw), &m))
+	require.Equal(t, "2025-03-01T07:52:00Z", m["time"])
+	require.EqualValues(t, 1500, m["duration_ms"])
+	require.Equal(t, "once", m["mode"])
+}
+
+func TestRecordCapsAndExpires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := testenv.NewRedis(t).Client
+	p := prefix()
+	// Fill the list to its cap directly, then record once more.
+	old, err := json.Marshal(history.Entry{At: time.Unix(1, 0).UTC(), Mode: "run"})
+	require.NoError(t, err)
+	fill := make([]any, history.Cap)
+	for i := range fill {
+		fill[i] = old
+	}
+	require.NoError(t, rdb.RPush(ctx, history.Key(p), fill...).Err())
+	now := time.Now().UTC().Truncate(time.Second)
+	require.NoError(t, history.Record(ctx, rdb, p, history.Entry{At: now, Mode: "release", Released: 3}))
+	require.EqualValues(t, history.Cap, rdb.LLen(ctx, history.Key(p)).Val(), "capped")
+	ttl := rdb.TTL(ctx, history.Key(p)).Val()
+	require.Greater(t, ttl, history.TTL-time.Minute, "expiry set")
+	require.LessOrEqual(t, ttl, history.TTL)
+	got, err := history.Recent(ctx, rdb, p, time.Time{}, 1)
+	require.NoError(t, err)
+	require.Equal(t, []history.Entry{{At: now, Mode: "release", Released: 3}}, got)
+}
+
+func TestRecentSkipsWhatDoesNotDecode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := testenv.NewRedis(t).Client
+	p := prefix()
+	require.NoError(t, history.Record(ctx, rdb, p, history.Entry{At: time.Unix(100, 0).UTC(), Mode: "once"}))
+	require.NoError(t, rdb.LPush(ctx, history.Key(p), "not json", "{}").Err())
+	got, err := history.Recent(ctx, rdb, p, time.Time{}, 0)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+
+	none, err := history.Recent(ctx, rdb, prefix(), time.Time{}, 0)
+	require.NoError(t, err)
+	require.Empty(t, none, "no list, no passes")
+}
