@@ -59,7 +59,7 @@ func TestShedKeepsSummariesUntilTheNextView(t *testing.T) {
 	code, body := f.get("/")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, `id="shed"`)
-	require.Contains(t, body, "both would not fit the memory limit")
+	require.Contains(t, body, "for the next inspection to read its own: both would not fit the memory limit")
 	require.Contains(t, body, `<a href="/holdings">`+num(holdings)+`</a>`)
 	for _, path := range []string{"/owners", "/queue", "/queue?blocked=1"} {
 		code, _ := f.get(path)
