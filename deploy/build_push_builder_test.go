@@ -15,9 +15,7 @@ import (
 // used, and fails with what to install when neither is there.
 func TestBuildPushImageBuilders(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	requireTool(t, "git", "Debian: apt-get install git")
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)

@@ -69,9 +69,7 @@ func TestDockerfileOCILabels(t *testing.T) {
 // that pin it.
 func TestBuildPushImageScript(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	requireTool(t, "git", "Debian: apt-get install git")
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
