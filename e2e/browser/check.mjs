@@ -95,8 +95,10 @@ try {
     await page.screenshot({ path: c.shots + "/status-overview.png", fullPage: false });
 
     const lead = await text(page, "#causes li");
-    check(lead.includes(`blocked by dead worker ${c.deadOwner} (heartbeat 23 h ago)`) && /What ends it: next pass at/.test(lead),
-      `the overview leads with the cause: the dead worker, its heartbeat, what ends it: ${lead}`);
+    check(lead.includes(`blocked by dead worker ${c.deadOwner} (heartbeat 23 h ago)`) && /What ends it: a reaper's pass would release it, but nothing releases here/.test(lead) &&
+      lead.includes(`lock-reaper release --owner ${c.deadOwner} --dry-run`) && !lead.includes("next pass"),
+      `the overview leads with the cause: the dead worker, its heartbeat, what ends it (no promised pass under status): ${lead}`);
+    check((await text(page, "#passes-answer")).startsWith("No pass recorded"), "before any pass, the history says none was recorded");
 
     await page.getByRole("link", { name: "Blocked queue" }).click();
     await page.waitForURL(base + "/queue");
@@ -105,8 +107,8 @@ try {
     const title = (await cause.locator("h2").innerText()).replace(/\s+/g, " ");
     check(title.includes(`blocked by dead worker ${c.deadOwner}`), `the blocked task is under its cause, the dead owner: ${title}`);
     const facts = (await cause.locator(".facts").innerText()).replace(/\s+/g, " ") + " " + (await cause.locator(".ends").innerText());
-    check(facts.includes("heartbeat 23 h ago") && /owner-dead|task-finished|task-lost/.test(facts) && facts.includes("next pass at"),
-      `the cause reads dead holder → heartbeat → verdict → next pass, once: ${facts}`);
+    check(facts.includes("heartbeat 23 h ago") && /owner-dead|task-finished|task-lost/.test(facts) && facts.includes("lock-reaper release --owner"),
+      `the cause reads dead holder → heartbeat → verdict → what ends it, once: ${facts}`);
     check((await page.locator("main").innerText()).split("heartbeat 23 h ago").length === 2, "the dead worker's heartbeat is said once on the page");
     const row = (await item.innerText()).replace(/\s+/g, " ");
     check(row.includes(c.resource), `the task's row names the resource in its way: ${row}`);
@@ -167,12 +169,12 @@ try {
     check(r.status() === 404 && (await text(lost, "#unknown-owner")).includes("Did you mean"), "an unknown owner answers 404 with the nearest names");
     await lost.context().close();
 
-    for (const path of ["/", "/queue", "/owners", "/holdings", `/tasks/${c.blocked}`]) await axe(path);
+    for (const path of ["/", "/queue", "/owners", "/holdings", "/passes", `/tasks/${c.blocked}`]) await axe(path);
     await refusesWrites(["/", "/queue", "/holdings", `/tasks/${c.blocked}`]);
   } else if (phase === "phone") {
     // A phone, in the dark: no page scrolls sideways, axe finds nothing.
     const phone = { viewport: { width: 375, height: 812 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, colorScheme: "dark" };
-    const paths = ["/", "/queue", "/queue?" + new URLSearchParams({ owner: c.deadOwner, blocked: "1" }), "/owners", "/holdings", `/tasks/${c.blocked}`];
+    const paths = ["/", "/queue", "/queue?" + new URLSearchParams({ owner: c.deadOwner, blocked: "1" }), "/owners", "/holdings", "/passes", `/tasks/${c.blocked}`];
     mkdirSync(c.shots, { recursive: true });
     for (const path of paths) {
       const page = await newPage(phone);
@@ -202,6 +204,23 @@ try {
     check(st.startsWith("running:") && st.includes(c.liveOwner), `the once blocked task runs: ${st}`);
     await page.goto(base + "/queue");
     check(await page.locator(`#task-${c.blocked}`).count() === 0, "it has left the queue");
+    // The daemon's passes are in the history, each time machine-readable.
+    await page.getByRole("link", { name: "Passes" }).click();
+    await page.waitForURL(base + "/passes");
+    const first = page.locator("#passes-table tbody tr").first();
+    const mode = (await first.locator("td").nth(1).innerText()).trim();
+    const dt = await first.locator("time").getAttribute("datetime");
+    check(mode === "run" && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.test(dt || ""), `the last pass is the daemon's, at <time datetime="${dt}">: ${mode}`);
+    check(await page.locator("svg.plot rect.released").count() >= 1, "the chart shows the pass that released");
+    check((await text(page, "#passes-answer")).startsWith("Last pass: a pass of run"), "the page says which reaper passed last");
+    mkdirSync(c.shots, { recursive: true });
+    await page.screenshot({ path: c.shots + "/status-passes.png", fullPage: false });
+    await axe("/passes");
+    const phone = await newPage({ viewport: { width: 375, height: 812 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, colorScheme: "dark" });
+    await phone.goto(base + "/passes");
+    const [sw, iw] = await phone.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    check(iw === 375 && sw <= iw, `no horizontal scroll at 375 px on /passes after passes (scrollWidth ${sw})`);
+    await phone.context().close();
     check(page.errors.length === 0, "no console error: " + page.errors.join("; "));
     await page.context().close();
     await refusesWrites(["/", "/metrics", "/livez", "/readyz", "/queue"]);
