@@ -275,11 +275,11 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 // holding anything (the snapshot was read before the pass acted). Only the
 // task's own lock and its resources' holdings matter to it, as in the queue.
 func (v *View) explainedOn(ex *pulpdb.ExplainedTask) *reaper.Inspection {
-	if v.released == nil {
+	if v.released == nil || ex == nil {
 		return v.In
 	}
 	var record []string
-	if ex != nil && ex.Row != nil {
+	if ex.Row != nil {
 		record = ex.Row.Reserved
 	}
 	sub := *v.In

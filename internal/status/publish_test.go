@@ -51,5 +51,4 @@ func TestPassDoneNeverWaitsForABuild(t *testing.T) {
 	v := s.View()
 	require.NotNil(t, v)
 	require.Equal(t, 2, v.Now().Minute(), "the newest pass wins")
-	require.Len(t, v.History, 3, "every pass is in the history, built into a view or not")
 }

@@ -47,8 +47,6 @@ type Options struct {
 	PageSize int
 	// ExplainTTL is how long a task page's explanation is reused.
 	ExplainTTL time.Duration
-	// History is how many passes the overview plots.
-	History int
 	// Refresh is how often the pages reload themselves (by a small script;
 	// without JavaScript they do not). Zero turns it off.
 	Refresh time.Duration
@@ -61,7 +59,6 @@ const (
 	MaxWaitingDefault = 2000
 	PageSizeDefault   = 50
 	ExplainTTLDefault = 5 * time.Second
-	HistoryDefault    = 60
 )
 
 func (o Options) withDefaults() Options {
@@ -73,9 +70,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ExplainTTL <= 0 {
 		o.ExplainTTL = ExplainTTLDefault
-	}
-	if o.History <= 0 {
-		o.History = HistoryDefault
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -90,9 +84,8 @@ type Server struct {
 	view atomic.Pointer[View]
 	mux  http.Handler
 
-	mu      sync.Mutex
-	history []PassPoint
-	doctor  *doctor.Report
+	mu     sync.Mutex
+	doctor *doctor.Report
 	// pending is the newest pass not yet built into a view; building says
 	// a goroutine is building one.
 	pending  *job
@@ -141,33 +134,12 @@ func (s *Server) DoctorDone(rep doctor.Report) {
 func (s *Server) Publish(ctx context.Context, in *reaper.Inspection, took time.Duration, next time.Time) {
 	rep := &reaper.Report{Mode: reaper.ModeAudit, StartedAt: time.Now().Add(-took).UTC(), DurationMS: took.Milliseconds(),
 		DBNow: in.Snapshot.Now, Guards: reaper.GuardsOf(in.Plan.Guards), Kubernetes: in.Kubernetes}
-	point := pointOf(rep)
-	for _, jd := range in.Plan.Holdings {
-		if jd.Verdict.Finding() {
-			point.Stale++
-		}
-	}
-	s.mu.Lock()
-	s.record(point)
-	s.mu.Unlock()
 	s.publish(ctx, &job{in: in, rep: rep, taken: time.Now(), next: next})
-}
-
-// record adds a pass to the history, built into a view or not; called with
-// mu held.
-func (s *Server) record(p PassPoint) {
-	s.history = append(s.history, p)
-	if n := len(s.history) - s.opts.History; n > 0 {
-		s.history = append(s.history[:0:0], s.history[n:]...)
-	}
 }
 
 func (s *Server) submit(j *job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if j.rep != nil {
-		s.record(pointOf(j.rep))
-	}
 	s.pending = j
 	if s.building {
 		return
@@ -203,10 +175,11 @@ func (s *Server) Wait() {
 }
 
 // publish builds a view of j and makes it the one the pages show. A pass
-// with no snapshot (it failed or was skipped) only adds to the history.
+// with no snapshot (it failed or was skipped) keeps the last view, with this
+// pass's report and the history of passes read again.
 func (s *Server) publish(ctx context.Context, j *job) {
 	s.mu.Lock()
-	history, doc := s.history, s.doctor
+	doc := s.doctor
 	s.mu.Unlock()
 	// The report's findings hold the pass's own judgement of every holding:
 	// let them go before the snapshot is judged again for the view.
@@ -223,13 +196,13 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	if in == nil {
 		if old := s.view.Load(); old != nil {
 			v := *old
-			v.History, v.Doctor, v.Report, v.NextPass = history, doc, j.rep, j.next
+			v.Doctor, v.Report, v.NextPass = doc, j.rep, j.next
 			s.readPasses(ctx, &v)
 			s.view.Store(&v)
 		}
 		return
 	}
-	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, History: history, Doctor: doc}
+	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, Doctor: doc}
 	v.index(released)
 	s.readPasses(ctx, v)
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
@@ -258,18 +231,6 @@ func (s *Server) readPasses(ctx context.Context, v *View) {
 		v.PassesError = err.Error()
 		s.opts.Logger.Warn("status page: history of passes not read", slog.String("error", err.Error()))
 	}
-}
-
-// pointOf is a report's point in the history.
-func pointOf(rep *reaper.Report) PassPoint {
-	p := PassPoint{At: rep.StartedAt, Duration: time.Duration(rep.DurationMS) * time.Millisecond,
-		Released: rep.Summary.Released, TasksUpdated: rep.Summary.TasksUpdated, Guards: len(rep.Guards), Error: rep.Error != ""}
-	for _, f := range rep.Findings {
-		if f.Verdict.Finding() {
-			p.Stale++
-		}
-	}
-	return p
 }
 
 // View is the published view; nil before the first.

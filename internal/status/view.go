@@ -45,9 +45,6 @@ type View struct {
 	OwnersByLiveness map[string]int
 	// OldestStale is the holding whose evidence is oldest, among the stale.
 	OldestStale *Staleness
-	// History is the last passes of this process, oldest first, this one
-	// last.
-	History []PassPoint
 	// Passes are the last passes of any reaper over the last day, from the
 	// history of passes in Redis (reaper/history), newest first, as read
 	// when the view was built (PassesRead); PassesError says why they could
@@ -94,17 +91,6 @@ type Staleness struct {
 	Verdict    judge.Verdict
 	Age        time.Duration
 	Why        string
-}
-
-// PassPoint is one pass in the history.
-type PassPoint struct {
-	At           time.Time
-	Duration     time.Duration
-	Released     int
-	TasksUpdated int
-	Stale        int
-	Guards       int
-	Error        bool
 }
 
 // Age is how old the snapshot is at now.
