@@ -28,8 +28,12 @@ func defaultSoftMemoryLimit() int64 { return debug.SetMemoryLimit(-1) }
 // and the next pass or inspection needs about as much again. Without a
 // limit nothing is shed.
 func mustShed(holdings int, softLimit int64) bool {
-	return softLimit > 0 && softLimit < math.MaxInt64 && int64(holdings)*viewBytesPerHolding > softLimit/4
+	return limited(softLimit) && int64(holdings)*viewBytesPerHolding > softLimit/4
 }
+
+// limited says a soft memory limit is set (debug.SetMemoryLimit reports
+// math.MaxInt64 when none is).
+func limited(softLimit int64) bool { return softLimit > 0 && softLimit < math.MaxInt64 }
 
 // Shed is called just before a pass or inspection reads its snapshot. When
 // the published view is large for the process's memory limit (mustShed),
@@ -42,7 +46,7 @@ func mustShed(holdings int, softLimit int64) bool {
 // rather than with two snapshots in memory.
 func (s *Server) Shed() {
 	limit := softMemoryLimit()
-	if !mustShed(math.MaxInt32, limit) {
+	if !limited(limit) {
 		return
 	}
 	s.Wait()
