@@ -57,10 +57,7 @@ func RequireBinaries(t testtool.TB) string {
 	if err == nil {
 		return dir
 	}
-	if testtool.InCI() {
-		t.Fatalf("%v; this test needs them: CI must install them (scripts/tools.sh)", err)
-	}
-	t.Skipf("SKIP: %v; this test needs them", err)
+	testtool.Missing(t, err.Error()+"; this test needs them")
 	return ""
 }
 

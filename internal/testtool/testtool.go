@@ -38,12 +38,18 @@ func Require(t TB, program, howToGet string) string {
 	if err == nil {
 		return path
 	}
-	msg := program + " not found (" + howToGet + "); this test needs it"
+	Missing(t, program+" not found ("+howToGet+"); this test needs it")
+	return ""
+}
+
+// Missing fails (CI) or skips (locally) a test whose program is not
+// installed, msg saying what is missing and how to get it.
+func Missing(t TB, msg string) {
+	t.Helper()
 	if InCI() {
 		t.Fatalf("%s: CI must install it (scripts/tools.sh)", msg)
 	}
 	t.Skipf("SKIP: %s", msg)
-	return ""
 }
 
 // InCI says whether the tests run under CI: CI=true (or 1).
