@@ -71,9 +71,11 @@ type Options struct {
 	// ReleaseOwner, when set, makes the pass the break-glass release of that
 	// one owner (`lock-reaper release`): see judge.OwnerRelease.
 	ReleaseOwner string
-	// Snapshot, when set, is handed the pass's snapshot once it is read, for
-	// the status page; it must not change it and must return at once.
-	Snapshot func(judge.Snapshot)
+	// Snapshot, when set, is handed the pass's snapshot once it is judged,
+	// with how many holdings the plan found stale (or to confirm), for the
+	// status page; it must not change it and must return at once. A
+	// snapshot it keeps is kept through the pass's writes.
+	Snapshot func(snap judge.Snapshot, findings int)
 	// History, when set (HistoryOnce, HistoryRun, HistoryRelease), records
 	// the pass under that name in the history of passes once it is over;
 	// an audit is never recorded.
@@ -140,10 +142,10 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	if err != nil {
 		return err
 	}
-	if opts.Snapshot != nil {
-		opts.Snapshot(snap)
-	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
+	if opts.Snapshot != nil {
+		opts.Snapshot(snap, len(plan.Holdings))
+	}
 	rep.NextChange = judge.NextChange(snap, plan, r.cfg.Policy)
 	// Taken now, so that the snapshot's tasks are not kept through the
 	// actor's work: a dead worker's hundred thousand are megabytes.
@@ -158,9 +160,13 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	}
 	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase,
 		declaredDead: declaredDead(snap, r.cfg.Policy.HeartbeatGrace, opts.ReleaseOwner)}
+	// Nothing reads the snapshot past this point but its rows and clock, so
+	// that its tasks (a dead worker's hundred thousand) are not kept through
+	// the actor's work unless opts.Snapshot kept them.
+	rows, now := snap.AppStatuses, snap.Now
 	err = act.run(ctx)
 	rep.fill(&plan, act)
-	rep.ReleaseDelays = releaseDelays(snap, &plan, rep, r.cfg.Policy.HeartbeatGrace)
+	rep.ReleaseDelays = releaseDelays(rows, now, &plan, rep, r.cfg.Policy.HeartbeatGrace)
 	for i := range rep.Tasks {
 		rep.Tasks[i].Resources = unguarded[rep.Tasks[i].ID]
 	}

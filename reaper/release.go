@@ -150,7 +150,8 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 		return leave, nil
 	}
 	db := context.WithoutCancel(ctx)
-	check, err := pulpdb.ReadSharedCheck(db, a.r.pool, a.r.cfg.DatabaseTimeout, resources, notLive, a.r.cfg.Policy.HeartbeatGrace)
+	check, err := pulpdb.ReadSharedCheck(db, a.r.pool, a.r.cfg.DatabaseTimeout, resources, notLive, a.r.cfg.Policy.HeartbeatGrace,
+		a.reserverFor(b))
 	if err != nil {
 		return nil, inStep("reading what may have taken the shared resources to release in", SystemDatabase, err)
 	}
@@ -174,6 +175,27 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 		}
 	}
 	return leave, nil
+}
+
+// reserverFor says whether a task reserving a resource shared may be a new
+// task of the owner of one of the batch's guarded memberships of it
+// (newReservers keeps it for that owner): the others are dropped as they
+// are read.
+func (a *actor) reserverFor(b *redislocks.Batch) pulpdb.Relevant {
+	owners := map[string][]string{}
+	for n, h := range b.Holdings {
+		if b.Guarded[n] && h.Kind == judge.KindShared {
+			owners[h.Resource()] = append(owners[h.Resource()], h.Owner)
+		}
+	}
+	return func(resource, id string) bool {
+		for _, owner := range owners[resource] {
+			if !a.plan.HoldsAsStale(id, owner) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // newReservers is reservers less the tasks whose task lock the snapshot saw

@@ -14,7 +14,7 @@ import (
 // (node clock) when the pods proved it sooner; to the snapshot's now. An
 // owner the pods proved dead without a time (pod-terminal) is not measured.
 // It is a measurement for the metrics, never a verdict.
-func releaseDelays(snap judge.Snapshot, plan *judge.Plan, rep *Report, grace time.Duration) []time.Duration {
+func releaseDelays(rows []heartbeat.AppStatus, now time.Time, plan *judge.Plan, rep *Report, grace time.Duration) []time.Duration {
 	released := map[string]bool{}
 	for _, f := range rep.Findings {
 		if f.Result == ResultReleased && f.Verdict == judge.VerdictOwnerDead {
@@ -25,7 +25,7 @@ func releaseDelays(snap judge.Snapshot, plan *judge.Plan, rep *Report, grace tim
 		return nil
 	}
 	deathAt := map[string]time.Time{}
-	for _, r := range snap.AppStatuses {
+	for _, r := range rows {
 		if at := r.DeathAt(grace); released[r.Name] && at.After(deathAt[r.Name]) {
 			deathAt[r.Name] = at
 		}
@@ -46,7 +46,7 @@ func releaseDelays(snap judge.Snapshot, plan *judge.Plan, rep *Report, grace tim
 				}
 			}
 		}
-		out = append(out, max(snap.Now.Sub(at), 0))
+		out = append(out, max(now.Sub(at), 0))
 	}
 	return out
 }

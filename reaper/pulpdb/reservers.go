@@ -39,6 +39,10 @@ WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND granted AND pid <>
   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND relation = to_regclass('core_task')`
 
+// Relevant says whether the incomplete task id, which reserves resource
+// shared, may have made a membership of resource a new task's.
+type Relevant func(resource, id string) bool
+
 // SharedCheck is what the release of shared memberships reads just before
 // its call (ReadSharedCheck).
 type SharedCheck struct {
@@ -53,10 +57,11 @@ type SharedCheck struct {
 
 // ReadSharedCheck reads what may have made a shared membership a new task's
 // since the snapshot: the tasks reserving each of resources shared
-// (ReadSharedReservers), which of names (owners judged dead or gone) a row
-// alive or late carries now, and whether a write to core_task is not yet
-// committed (a task whose row other sessions cannot see yet).
-func ReadSharedCheck(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, resources, names []string, grace time.Duration) (SharedCheck, error) {
+// (ReadSharedReservers, keeping those relevant says may matter), which of
+// names (owners judged dead or gone) a row alive or late carries now, and
+// whether a write to core_task is not yet committed (a task whose row other
+// sessions cannot see yet).
+func ReadSharedCheck(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, resources, names []string, grace time.Duration, relevant Relevant) (SharedCheck, error) {
 	var c SharedCheck
 	var err error
 	// The uncommitted writes first, then the reservers: a task row not yet
@@ -77,7 +82,7 @@ func ReadSharedCheck(ctx context.Context, pool *pgxpool.Pool, timeout time.Durat
 	if err != nil {
 		return c, err
 	}
-	if c.Reservers, err = ReadSharedReservers(ctx, pool, timeout, resources); err != nil {
+	if c.Reservers, err = ReadSharedReservers(ctx, pool, timeout, resources, relevant); err != nil {
 		return c, err
 	}
 	if len(names) == 0 {
@@ -142,7 +147,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // tasks held by the owner means the membership may be the new task's.
 // (An exclusive lock cannot be taken again while it stands: the acquire
 // fails on an existing key.)
-func ReadSharedReservers(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, resources []string) (map[string][]string, error) {
+//
+// A task that relevant says cannot matter to the resource is left out as
+// it is read (nil: none is): a dead worker's lost tasks all reserve its
+// domain, and kept, their ids were megabytes at the peak of a pass.
+func ReadSharedReservers(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, resources []string, relevant Relevant) (map[string][]string, error) {
 	if len(resources) == 0 {
 		return nil, nil
 	}
@@ -170,7 +179,7 @@ func ReadSharedReservers(ctx context.Context, pool *pgxpool.Pool, timeout time.D
 			return nil, fmt.Errorf("read the incomplete tasks reserving shared resources: %w", err)
 		}
 		for _, entry := range reserved {
-			if r, ok := wanted[entry]; ok {
+			if r, ok := wanted[entry]; ok && (relevant == nil || relevant(r, id)) {
 				out[r] = append(out[r], id)
 			}
 		}

@@ -22,7 +22,7 @@ func TestReadSharedReservers(t *testing.T) {
 	f.Task(judge.StateCompleted, w, []string{"repo-1", "shared:domain"}, time.Minute)
 	f.Task(judge.StateWaiting, "", []string{"repo-2"}, -1)
 
-	got, err := ReadSharedReservers(f.Ctx, f.DB.Pool, 5*time.Second, []string{"repo-1", "domain", "repo-1", "nothing"})
+	got, err := ReadSharedReservers(f.Ctx, f.DB.Pool, 5*time.Second, []string{"repo-1", "domain", "repo-1", "nothing"}, nil)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{waiting}, got["repo-1"])
 	require.ElementsMatch(t, []string{running, waiting}, got["domain"], "not the canceling task's exclusive reservation")
@@ -30,7 +30,14 @@ func TestReadSharedReservers(t *testing.T) {
 	require.NotContains(t, got, "nothing")
 	require.NotContains(t, got, "repo-2")
 
-	got, err = ReadSharedReservers(f.Ctx, f.DB.Pool, 5*time.Second, nil)
+	// A task the caller says cannot matter is left out as it is read.
+	notRunning := func(resource, id string) bool { return id != running }
+	got, err = ReadSharedReservers(f.Ctx, f.DB.Pool, 5*time.Second, []string{"repo-1", "domain"}, notRunning)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{waiting}, got["domain"])
+	require.ElementsMatch(t, []string{waiting}, got["repo-1"])
+
+	got, err = ReadSharedReservers(f.Ctx, f.DB.Pool, 5*time.Second, nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
