@@ -124,8 +124,14 @@ type Config struct {
 // limit: two snapshots at once do not fit it.
 type Pages interface {
 	http.Handler
+	// KeepsSnapshot says whether the page wants a pass's snapshot, with
+	// findings stale holdings, kept through the pass's writes to judge
+	// again for its view. When it does not, PassDone gets none and the
+	// page reads an inspection of its own once the pass is over.
+	KeepsSnapshot(findings int) bool
 	// PassDone is handed the snapshot the pass judged (nil when it read
-	// none), its report, and when the next pass is due.
+	// none or the page did not keep it), its report, and when the next
+	// pass is due.
 	PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Time)
 	// DoctorDone is handed doctor's results at start.
 	DoctorDone(rep doctor.Report)

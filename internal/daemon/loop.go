@@ -152,7 +152,11 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	var snap *judge.Snapshot
 	if d.cfg.Pages != nil {
 		d.cfg.Pages.Shed()
-		opts.Snapshot = func(s judge.Snapshot) { snap = &s }
+		opts.Snapshot = func(s judge.Snapshot, findings int) {
+			if d.cfg.Pages.KeepsSnapshot(findings) {
+				snap = &s
+			}
+		}
 	}
 	rep, err := d.runner.RunOnce(passCtx, opts)
 	done()

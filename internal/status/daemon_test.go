@@ -80,3 +80,35 @@ func TestDaemonServesPages(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonInspectsAfterALargePass: under a memory limit, a pass whose
+// findings are many does not keep its snapshot through its writes for the
+// page (KeepsSnapshot); the page reads an inspection of its own once the
+// pass is over, which shows Redis as the pass left it.
+func TestDaemonInspectsAfterALargePass(t *testing.T) {
+	f := newFixture(t, smallIncident())
+	// Room for the view of a handful of holdings only.
+	softMemoryLimit = func() int64 { return 4 * 8 * viewBytesPerHolding }
+	t.Cleanup(func() { softMemoryLimit = defaultSoftMemoryLimit })
+	pages := New(f.r, Options{})
+	require.True(t, pages.KeepsSnapshot(8))
+	require.False(t, pages.KeepsSnapshot(9))
+
+	d, err := daemon.New(f.r, daemon.Config{Listen: "127.0.0.1:0", Schedule: "@every 1h", Pages: pages})
+	require.NoError(t, err)
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(func() { d.Stop(); pages.Wait() })
+	require.Eventually(t, func() bool { return pages.View() != nil }, 30*time.Second, 20*time.Millisecond)
+	v := pages.View()
+	require.NotNil(t, v.Report)
+	require.Greater(t, v.Report.Summary.Released, 8, "a pass large for the limit")
+	require.Zero(t, v.ReleasedCount(), "the inspection was read after the pass: it holds nothing the pass released")
+	require.Equal(t, len(v.Holdings()), v.Current())
+	require.True(t, v.Taken.After(v.Report.StartedAt.Add(time.Duration(v.Report.DurationMS)*time.Millisecond)),
+		"the view's snapshot was read after the pass")
+	for _, jd := range v.Holdings() {
+		require.NotEqual(t, f.inc.DeadOwner, jd.Owner, "the dead owner's holdings were released")
+	}
+	require.Zero(t, v.OwnersByLiveness["dead"])
+	require.Zero(t, v.Blocked)
+}

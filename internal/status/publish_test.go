@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ func (slowSource) TaskStarts(context.Context, []string) (map[string]time.Time, b
 }
 func (slowSource) RecentPasses(context.Context, time.Time, int) ([]history.Entry, error) {
 	return nil, nil
+}
+func (slowSource) Inspect(context.Context, reaper.InspectOptions) (*reaper.Inspection, error) {
+	return nil, errors.New("no inspection here")
 }
 
 // TestPassDoneNeverWaitsForABuild: while a view is being built (its read

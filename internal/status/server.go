@@ -37,6 +37,9 @@ type Source interface {
 	// RecentPasses reads the history of passes (reaper/history), newest
 	// first: at most limit, started at or after since.
 	RecentPasses(ctx context.Context, since time.Time, limit int) ([]passes.Entry, error)
+	// Inspect reads and judges a snapshot without writing anything: the
+	// view of a pass whose snapshot the page did not keep (KeepsSnapshot).
+	Inspect(ctx context.Context, opts reaper.InspectOptions) (*reaper.Inspection, error)
 }
 
 // Options configure a Server. Zero fields take the defaults below.
@@ -97,11 +100,14 @@ type Server struct {
 
 // job is a pass or inspection to build a view of.
 type job struct {
-	in    *reaper.Inspection
-	snap  *judge.Snapshot
-	rep   *reaper.Report
-	taken time.Time
-	next  time.Time
+	in   *reaper.Inspection
+	snap *judge.Snapshot
+	// inspect says the pass read a snapshot the page did not keep: the
+	// view is of an inspection read once the pass is over.
+	inspect bool
+	rep     *reaper.Report
+	taken   time.Time
+	next    time.Time
 }
 
 // New returns a Server with no view yet: its pages say so until the first
@@ -119,7 +125,8 @@ func New(src Source, opts Options) *Server {
 // judged and built in the background, the newest pass winning over one not
 // yet started, so a pass never waits for the page.
 func (s *Server) PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Time) {
-	s.submit(&job{snap: snap, rep: rep, taken: time.Now(), next: next})
+	read := rep != nil && !rep.DBNow.IsZero()
+	s.submit(&job{snap: snap, inspect: snap == nil && read, rep: rep, taken: time.Now(), next: next})
 }
 
 // DoctorDone hands the server doctor's results, shown on the overview.
@@ -186,6 +193,12 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	released := releasedBy(j.rep)
 	j.rep = summaryOf(j.rep)
 	in := j.in
+	if j.inspect {
+		in, j.taken = s.inspectAfter(ctx, j.rep), time.Now()
+		// The inspection was read after the pass: nothing it holds was
+		// released by it.
+		released = nil
+	}
 	if in == nil && j.snap != nil {
 		var kube *reaper.KubernetesReport
 		if j.rep != nil {

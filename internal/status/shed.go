@@ -1,6 +1,8 @@
 package status
 
 import (
+	"context"
+	"log/slog"
 	"math"
 	"net/http"
 	"runtime/debug"
@@ -108,4 +110,27 @@ func (s *Server) Inspection() *reaper.Inspection {
 		return nil
 	}
 	return v.In
+}
+
+// KeepsSnapshot says whether a pass's snapshot, with findings stale
+// holdings, is to be kept through the pass's writes for the page to judge
+// again. Under a memory limit a pass with many findings holds their
+// judgements and its writes' state: the snapshot kept beside them did not
+// fit, so the page reads an inspection of its own once the pass is over
+// (inspectAfter), which also shows Redis as the pass left it.
+func (s *Server) KeepsSnapshot(findings int) bool {
+	return !mustShed(findings, softMemoryLimit())
+}
+
+// inspectAfter reads the inspection a pass's view is built of when the
+// page did not keep the pass's snapshot; nil when it cannot be read (the
+// last view stays, with the pass's report).
+func (s *Server) inspectAfter(ctx context.Context, rep *reaper.Report) *reaper.Inspection {
+	registryOnly := rep != nil && !rep.Scanned.FullScan
+	in, err := s.src.Inspect(ctx, reaper.InspectOptions{RegistryOnly: registryOnly})
+	if err != nil {
+		s.opts.Logger.Warn("status page: inspection after the pass not read", slog.String("error", err.Error()))
+		return nil
+	}
+	return in
 }
