@@ -4,8 +4,10 @@
 // The runtime's limit bounds only the memory the runtime maps (heap, stacks,
 // its own metadata). A container's resident memory also holds the binary's
 // code and data pages, which the kernel reads in on demand and which stay
-// resident once a pass has run (BENCHMARKS.md has how much). A limit equal to the container's therefore lets the
-// process outgrow it; Fraction of it leaves room for those pages.
+// resident once a pass has run (BENCHMARKS.md has how much). A limit equal
+// to the container's therefore lets the process outgrow it; the soft limit
+// leaves Reserve for those pages and some room, and takes at most Fraction
+// of a large container's limit.
 package memlimit
 
 import (
@@ -20,8 +22,20 @@ import (
 // allowed), as the chart sets it from the container's limits.memory.
 const Env = "REAPER_MEMORY_LIMIT"
 
-// Fraction of the container's memory limit is the runtime's soft limit.
-const Fraction = 0.8
+// Reserve is what the soft limit leaves at least of the container's memory
+// limit: room for the binary's resident pages, which are a size of their
+// own whatever the container's, and for the runtime's overshoot.
+const Reserve = 32 << 20
+
+// Fraction of the container's memory limit is the most the soft limit
+// takes, so that a large container keeps room in proportion; half of it is
+// the least, so that a small one still leaves the runtime a heap.
+const Fraction = 0.9
+
+// SoftOf is the soft limit for a container's memory limit.
+func SoftOf(container int64) int64 {
+	return max(min(int64(float64(container)*Fraction), container-Reserve), container/2)
+}
 
 // cgroup files that hold the container's limit: version 2, then version 1.
 const (
@@ -44,7 +58,7 @@ type Setting struct {
 }
 
 // Choose decides the runtime's soft limit: none when GOMEMLIMIT is set (the
-// runtime reads it itself), else Fraction of the container's limit, read from
+// runtime reads it itself), else SoftOf the container's limit, read from
 // Env or else from the cgroup files.
 func Choose(lookup func(string) (string, bool), readFile func(string) ([]byte, error)) (Setting, error) {
 	if v, ok := lookup("GOMEMLIMIT"); ok && v != "" {
@@ -61,7 +75,7 @@ func Choose(lookup func(string) (string, bool), readFile func(string) ([]byte, e
 		s.Container, s.From = cgroupLimit(readFile)
 	}
 	if s.Container > 0 {
-		s.Soft = int64(float64(s.Container) * Fraction)
+		s.Soft = SoftOf(s.Container)
 	}
 	return s, nil
 }
