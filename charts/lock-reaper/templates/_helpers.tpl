@@ -451,7 +451,7 @@ env:
   {{- end }}
   {{- include "lock-reaper.kubernetesEnv" . | nindent 2 }}
   {{- if dig "limits" "memory" "" .Values.resources }}
-  {{- /* The binary sets its soft memory limit (GOMEMLIMIT) to 80% of this:
+  {{- /* The binary sets its soft memory limit (GOMEMLIMIT) to this less 32 MiB:
   its code pages count in the container's memory too. */}}
   - name: REAPER_MEMORY_LIMIT
     valueFrom:
