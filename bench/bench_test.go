@@ -96,6 +96,8 @@ func TestDeadOwnerScenarioSmall(t *testing.T) {
 	}
 	for _, r := range res.Runs {
 		require.Positive(t, r.PeakRSSBytes, r.Name)
+		require.Positive(t, r.PeakAnonBytes, r.Name)
+		require.LessOrEqual(t, r.PeakAnonBytes, r.PeakRSSBytes, "%s: anonymous memory is part of the resident", r.Name)
 		if strings.HasPrefix(r.Command, "lock-reaper run") || strings.HasPrefix(r.Command, "lock-reaper status") {
 			require.GreaterOrEqual(t, r.WallMS, 8_000.0, "%s ran until SIGTERM", r.Name)
 			continue

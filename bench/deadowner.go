@@ -329,9 +329,9 @@ var maxInt32Text = fmt.Sprint(math.MaxInt32)
 
 // writeRunsMarkdown is the table of the binary's runs and its verdict.
 func writeRunsMarkdown(b *strings.Builder, r *DeadOwnerResults) {
-	b.WriteString("| command | memory limit | peak RSS | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| command | memory limit | peak RSS | of it anonymous | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, run := range r.Runs {
-		fmt.Fprintf(b, "| `%s` | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limitText(run), mib(uint64(run.PeakRSSBytes)),
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limitText(run), mib(uint64(run.PeakRSSBytes)), mib(uint64(run.PeakAnonBytes)),
 			run.WallMS/1000, mib(uint64(run.StdoutBytes)), thousands(int64(run.StdoutLines)), thousands(int64(run.LogLines)), run.ExitCode)
 	}
 	b.WriteString("\nPeak RSS within " + fmt.Sprint(r.LimitMiB) + " MiB:")

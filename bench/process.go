@@ -32,10 +32,12 @@ type ProcessRun struct {
 	// /proc/PID/status. Not getrusage's ru_maxrss: Go starts a child with
 	// CLONE_VM, and at exec Linux records the parent's memory, shared until
 	// then, as the child's high-water mark.
-	PeakRSSBytes int64   `json:"peak_rss_bytes"`
-	WallMS       float64 `json:"wall_ms"`
-	StdoutBytes  int64   `json:"stdout_bytes"`
-	StdoutLines  int     `json:"stdout_lines"`
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// PeakAnonBytes is the largest RssAnon read (memoryPeaks.anon).
+	PeakAnonBytes int64   `json:"peak_anon_bytes"`
+	WallMS        float64 `json:"wall_ms"`
+	StdoutBytes   int64   `json:"stdout_bytes"`
+	StdoutLines   int     `json:"stdout_lines"`
 	// LogLines counts the JSON log lines on stderr; every one must parse.
 	LogLines int `json:"log_lines"`
 	ExitCode int `json:"exit_code"`
@@ -132,7 +134,7 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		return ProcessRun{}, fmt.Errorf("run %s: %w", bin, err)
 	}
 	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), GoMemLimit: c.memLimit, ContainerLimit: c.containerLimit,
-		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak, CPUShare: c.cpuShare}
+		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak.hwm, PeakAnonBytes: peak.anon, CPUShare: c.cpuShare}
 	setting, err := c.softLimit()
 	if err != nil {
 		return run, err
@@ -146,7 +148,8 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 	if run.LogLines, err = countJSONLines(stderr.Name(), c.banner); err != nil {
 		return run, err
 	}
-	logf("%-40s peak RSS %s, %.1f s, stdout %s in %d lines, %d log lines, exit %d", c.name, mib(uint64(run.PeakRSSBytes)), wall.Seconds(),
+	logf("%-40s peak RSS %s (anonymous %s), %.1f s, stdout %s in %d lines, %d log lines, exit %d", c.name, mib(uint64(run.PeakRSSBytes)),
+		mib(uint64(run.PeakAnonBytes)), wall.Seconds(),
 		mib(uint64(run.StdoutBytes)), run.StdoutLines, run.LogLines, run.ExitCode)
 	if run.ExitCode != c.exit {
 		return run, fmt.Errorf("exit code %d, want %d; stderr ends: %s", run.ExitCode, c.exit, tail(stderr.Name()))
@@ -238,19 +241,31 @@ func reaperBinary(ctx context.Context, given string) (string, func(), error) {
 // added.
 const hwmInterval = 5 * time.Millisecond
 
-// watchHighWaterMark reads VmHWM of the process until it is gone; the
-// returned function stops the watch and gives the largest value read.
-func watchHighWaterMark(pid int) func() int64 {
+// memoryPeaks are the largest resident sizes read of a child.
+type memoryPeaks struct {
+	// hwm is VmHWM, all resident memory: the runtime's and the binary's
+	// file-backed pages.
+	hwm int64
+	// anon is the largest RssAnon read: the memory a container's cgroup
+	// cannot reclaim by dropping pages it can read again, which is what
+	// brings an OOM kill. Sampled, so a peak between two reads is missed.
+	anon int64
+}
+
+// watchHighWaterMark reads VmHWM and RssAnon of the process until it is
+// gone; the returned function stops the watch and gives the largest values
+// read.
+func watchHighWaterMark(pid int) func() memoryPeaks {
 	path := fmt.Sprintf("/proc/%d/status", pid)
-	var peak int64
+	var peak memoryPeaks
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		t := time.NewTicker(hwmInterval)
 		defer t.Stop()
 		for {
-			if v, ok := readHighWaterMark(path); ok {
-				peak = max(peak, v)
+			if v, ok := readMemory(path); ok {
+				peak.hwm, peak.anon = max(peak.hwm, v.hwm), max(peak.anon, v.anon)
 			}
 			select {
 			case <-stop:
@@ -259,24 +274,40 @@ func watchHighWaterMark(pid int) func() int64 {
 			}
 		}
 	}()
-	return func() int64 {
+	return func() memoryPeaks {
 		close(stop)
 		<-done
 		return peak
 	}
 }
 
-// readHighWaterMark parses "VmHWM:  123456 kB"; a zombie has no VmHWM.
-func readHighWaterMark(path string) (int64, bool) {
+// readMemory parses "VmHWM:  123456 kB" and "RssAnon:  1234 kB"; a zombie
+// has neither.
+func readMemory(path string) (memoryPeaks, bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, false
+		return memoryPeaks{}, false
 	}
+	var m memoryPeaks
+	found := false
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err == nil
+		name, v, ok := strings.Cut(line, ":")
+		var into *int64
+		switch {
+		case !ok:
+			continue
+		case name == "VmHWM":
+			into = &m.hwm
+		case name == "RssAnon":
+			into = &m.anon
+		default:
+			continue
 		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			return memoryPeaks{}, false
+		}
+		*into, found = kb<<10, true
 	}
-	return 0, false
+	return m, found && m.hwm > 0
 }
