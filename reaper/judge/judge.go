@@ -81,7 +81,12 @@ func (j *judge) run() Plan {
 			j.judgeTaskLock(&plan.Holdings, i)
 		}
 	}
+	// Each index goes once its walk is over, before the next list is
+	// made: a dead worker's hundred thousand tasks make them megabytes at
+	// the judge's peak.
+	j.resources = resourceIndex{}
 	plan.Tasks = j.taskJudgements()
+	j.held = nil
 	for i := range j.snap.Holdings {
 		if j.snap.Holdings[i].Kind != KindTask {
 			j.add(&plan.Holdings, j.resourceJudgement(i))
