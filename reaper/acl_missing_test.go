@@ -55,3 +55,29 @@ func TestACLMissingACommandChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestACLWithoutSizeChecksReadsAsBefore: a Redis user made for an earlier
+// version, without +strlen and +memory|usage, still passes: values and
+// shared locks' members are read without their size checked first, each
+// with one warning naming the rule to add, and the verdicts are those the
+// documented user gets.
+func TestACLWithoutSizeChecksReadsAsBefore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, db := testenv.NewRedis(t), testenv.NewDatabase(t)
+	spec := sim.IncidentSpec{DeadTaskLocks: 6, DeadResourceLocks: 4, DeadRunning: 2, LiveWorkers: 2}
+	inc, err := sim.BuildIncident(ctx, r.Client, db.Pool, spec)
+	require.NoError(t, err)
+	p := pvRestrict(t, r, db)
+	require.NoError(t, r.Client.Do(ctx, "ACL", "SETUSER", p.user, "-strlen", "-memory|usage").Err())
+	env := map[string]string{"REAPER_REDIS_URL": p.redisURL, "REAPER_DATABASE_URL": p.database, "REAPER_LOG_FORMAT": "json"}
+	code, stdout, stderr := pvRun(t, env, "once", "--output", "json")
+	require.Zero(t, code, stderr)
+	var rep reaper.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	holdings, _ := sfResults(&rep)
+	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: len(inc.Stale)}, holdings)
+	for _, rule := range []string{"add +strlen to its ACL", "add +memory|usage to its ACL"} {
+		require.Equal(t, 1, strings.Count(stderr, rule), "one warning naming %s:\n%s", rule, stderr)
+	}
+}

@@ -64,17 +64,7 @@ func TestBadInputHugeValuesNotRead(t *testing.T) {
 	}
 	require.NoError(t, rdb.SAdd(ctx, redislocks.OwnerLocksPrefix+fl.liveOwners[0], registered...).Err())
 
-	var read atomic.Int64
-	opts := *rdb.Options()
-	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return countingConn{Conn: c, read: &read}, nil
-	}
-	counted := redis.NewClient(&opts)
-	t.Cleanup(func() { _ = counted.Close() })
+	counted, read := countingClient(t, rdb)
 	// The defaults: a thousand keys per read and the Redis call deadline.
 	r, err := reaper.New(reaper.DefaultConfig(), counted, f.DB.Pool, passtest.Logger())
 	require.NoError(t, err)
@@ -103,4 +93,74 @@ func TestBadInputHugeValuesNotRead(t *testing.T) {
 	for _, k := range keys {
 		require.Equal(t, int64(size), rdb.StrLen(ctx, k).Val(), "huge value untouched: %s", k)
 	}
+}
+
+// TestBadInputHugeSetMembersNotRead: 40 shared locks whose sets hold a
+// member of 1 MiB (some beside an owner's name), beside a fleet's real
+// locks. SSCAN answers a small set whole, so only their size, read first,
+// keeps them unread: an audit and a real pass complete, report each set as
+// ignored, read a small part of the 40 MiB, judge the real locks as
+// without them and leave the sets as they were.
+func TestBadInputHugeSetMembersNotRead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fl := sfBuild(f, 3)
+	ctx, rdb := f.Ctx, f.Redis.Client
+	const huge, size = 40, 1 << 20
+	member := strings.Repeat("m", size)
+	var keys []string
+	for i := range huge {
+		k := judge.ResourceKeyPrefix + repo()
+		keys = append(keys, k)
+		members := []any{member}
+		if i%2 == 1 {
+			members = append(members, fl.liveOwners[0])
+		}
+		require.NoError(t, rdb.SAdd(ctx, k, members...).Err())
+	}
+
+	counted, read := countingClient(t, rdb)
+	r, err := reaper.New(reaper.DefaultConfig(), counted, f.DB.Pool, passtest.Logger())
+	require.NoError(t, err)
+	check := func(rep *reaper.Report) {
+		t.Helper()
+		require.Empty(t, rep.Error)
+		for _, k := range keys {
+			ig := biIgnored(t, rep, k)
+			require.Equal(t, "set", ig.Type)
+			require.Contains(t, ig.Reason, "not read: an owner name is at most 1024 bytes")
+		}
+		require.Len(t, rep.Ignored, huge)
+		for _, h := range fl.stale {
+			require.NotNil(t, findingFor(rep, h.key, h.owner), "stale holding judged: %v", h)
+		}
+		require.Len(t, rep.Findings, len(fl.stale))
+	}
+	audit := f.pass(r, reaper.ModeAudit)
+	check(audit)
+	require.Less(t, read.Load(), int64(4<<20), "bytes read from Redis by the audit, of %d MiB of huge members", huge)
+	sfRequireHealthy(f, fl)
+
+	check(f.pass(r, reaper.ModeOnce))
+	sfRequireConverged(f, fl)
+	for i, k := range keys {
+		require.Equal(t, int64(1+i%2), rdb.SCard(ctx, k).Val(), "set untouched: %s", k)
+	}
+}
+
+// countingClient is a client of rdb's server whose reads from Redis are
+// counted in read.
+func countingClient(t *testing.T, rdb *redis.Client) (*redis.Client, *atomic.Int64) {
+	read := new(atomic.Int64)
+	opts := *rdb.Options()
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{Conn: c, read: read}, nil
+	}
+	counted := redis.NewClient(&opts)
+	t.Cleanup(func() { _ = counted.Close() })
+	return counted, read
 }

@@ -36,6 +36,8 @@ type Reader struct {
 	noMGET bool
 	// noSTRLEN is set once Redis refused STRLEN to this user.
 	noSTRLEN bool
+	// noMemoryUsage is set once Redis refused MEMORY USAGE to this user.
+	noMemoryUsage bool
 }
 
 // Snapshot is what one read of Redis found.

@@ -113,57 +113,70 @@ func isNoPerm(err error) bool {
 }
 
 // readOthers reads the type of each key that holds no string, with the
-// members of the sets among them. The members are read with SSCAN, a page
-// per command, as the registries are: the first page of every key in one
-// pipeline with the types, and only a set larger than a page costs more
-// round trips (readRest), so that no command blocks Redis long however many
-// members a shared lock has. SSCAN of a key that is no set answers
-// WRONGTYPE, which the type explains.
+// members of the sets among them. First the types, and the sets' sizes
+// (shapes): a set whose members are too long to be owner names is reported,
+// not read. Then the members, with SSCAN, a page per command, as the
+// registries are: the first page of every set in one pipeline, and only a
+// set larger than a page costs more round trips (readRest), so that no
+// command blocks Redis long however many members a shared lock has.
 func (rr *Reader) readOthers(ctx context.Context, keys []string, reg *ownerRegistry, snap *Snapshot) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, rr.Timeout)
-	defer cancel()
-	pipe := rr.RDB.Pipeline()
-	types := make([]*redis.StatusCmd, len(keys))
-	members := make([]*redis.ScanCmd, len(keys))
-	for i, k := range keys {
-		types[i] = pipe.Type(cctx, k)
-		members[i] = pipe.SScan(cctx, k, 0, "", registryPageSize)
-	}
-	if _, err := pipe.Exec(cctx); err != nil && !isWrongType(err) {
+	shapes, err := rr.shapes(ctx, keys)
+	if err != nil {
 		return fmt.Errorf("read shared locks: %w", err)
 	}
+	var sets []string
 	for i, k := range keys {
-		typ, err := types[i].Result()
-		if err != nil {
-			return fmt.Errorf("read type of %q: %w", k, err)
-		}
-		switch typ {
+		switch typ := shapes[i].typ; typ {
 		case "none", "string":
 			// Changed since its value was read; the next pass sees what it
 			// became.
 		case "set":
 			if _, ok := ParseResourceKey(k); !ok {
 				snap.ignore(k, typ, "task lock is a set; a task lock is a string")
-				continue
+			} else if reason := shapes[i].tooLongMembers(); reason != "" {
+				snap.ignore(k, typ, reason)
+			} else {
+				sets = append(sets, k)
 			}
-			page, cursor, err := members[i].Result()
-			if err == nil {
-				page, err = rr.readRest(ctx, k, page, cursor)
-			}
-			if isWrongType(err) {
-				// No longer a set; the next pass sees what it became.
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("read members of %q: %w", k, err)
-			}
-			snap.addMembers(k, page, reg)
 		default:
 			snap.ignore(k, typ, "lock key of type "+typ+"; Pulp writes strings and sets")
 		}
+	}
+	return rr.readMembers(ctx, sets, reg, snap)
+}
+
+// readMembers reads the members of sets, as readOthers says. SSCAN of a key
+// that is no set any more answers WRONGTYPE: the next pass sees what it
+// became.
+func (rr *Reader) readMembers(ctx context.Context, sets []string, reg *ownerRegistry, snap *Snapshot) error {
+	if len(sets) == 0 {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, rr.Timeout)
+	defer cancel()
+	pipe := rr.RDB.Pipeline()
+	members := make([]*redis.ScanCmd, len(sets))
+	for i, k := range sets {
+		members[i] = pipe.SScan(cctx, k, 0, "", registryPageSize)
+	}
+	if _, err := pipe.Exec(cctx); err != nil && !isWrongType(err) {
+		return fmt.Errorf("read shared locks: %w", err)
+	}
+	for i, k := range sets {
+		page, cursor, err := members[i].Result()
+		if err == nil {
+			page, err = rr.readRest(ctx, k, page, cursor)
+		}
+		if isWrongType(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read members of %q: %w", k, err)
+		}
+		snap.addMembers(k, page, reg)
 	}
 	return nil
 }
