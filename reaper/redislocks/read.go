@@ -30,7 +30,7 @@ type Reader struct {
 	// Progress, when set, is told how many keys have been looked at.
 	Progress func(keys int)
 	// Log, when set, is told once that values are read without MGET, or
-	// without their lengths checked first.
+	// values or sets without their size checked first.
 	Log *slog.Logger
 	// noMGET is set once Redis refused MGET to this user.
 	noMGET bool
