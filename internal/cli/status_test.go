@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
@@ -81,4 +82,56 @@ func TestRunStatusPageOff(t *testing.T) {
 	code, _ = run.get(t, "/metrics")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, 0, run.stop(t))
+}
+
+// TestStatusDoctorJudgesTheFirstInspection: `lock-reaper status` hands
+// doctor its first inspection instead of letting it read a snapshot of its
+// own beside it (two would not fit a memory limit sized for one). Counted
+// on a Redis of the test's own, in MGETs (doctor's own checks send none):
+// until doctor's results are on the page, status sends as many as one
+// audit does, where doctor's own read doubled them.
+func TestStatusDoctorJudgesTheFirstInspection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, db := redisserver.Start(t), testenv.NewDatabase(t)
+	spec := sim.IncidentOf20260724()
+	spec.DeadTaskLocks, spec.DeadResourceLocks, spec.QueuedTasks = 20, 15, 6
+	_, err := sim.BuildIncident(ctx, srv.Client, db.Pool, spec)
+	require.NoError(t, err)
+	env := map[string]string{"REAPER_REDIS_URL": srv.URL(0), "REAPER_DATABASE_URL": db.URL, "REAPER_LOG_FORMAT": "json"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	mgets := func() string {
+		stats := srv.Client.Info(ctx, "commandstats").Val()
+		m := regexp.MustCompile(`(?m)^cmdstat_mget:calls=(\d+),`).FindStringSubmatch(stats)
+		require.NotNil(t, m, stats)
+		return m[1]
+	}
+	require.NoError(t, srv.Client.ConfigResetStat(ctx).Err())
+	require.Equal(t, exitcode.Findings, Main(ctx, Env{Args: []string{"audit"}, Stdout: io.Discard, Stderr: io.Discard, Version: "test", LookupEnv: lookup}))
+	oneRead := mgets()
+	require.NoError(t, srv.Client.ConfigResetStat(ctx).Err())
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var stderr testtool.SyncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Main(runCtx, Env{Args: []string{"status", "--listen", "127.0.0.1:0", "--every", "1h"}, Stdout: io.Discard, Stderr: &stderr,
+			Version: "test", LookupEnv: lookup})
+	}()
+	addr := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)/`)
+	var base string
+	require.Eventually(t, func() bool {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			base = "http://" + m[1]
+			return true
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond, "status says where it serves: %s", stderr.String())
+	require.Eventually(t, func() bool {
+		code, body := webtest.Do(t, http.MethodGet, base+"/")
+		return code == http.StatusOK && strings.Contains(body, "Overall: <strong>")
+	}, 30*time.Second, 50*time.Millisecond, "doctor's results on the overview")
+	cancel()
+	require.Equal(t, exitcode.OK, <-exit, stderr.String())
+	require.Equal(t, oneRead, mgets(), "one inspection, judged by the page and by doctor")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/doctor"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -55,4 +56,21 @@ func TestPassDoneNeverWaitsForABuild(t *testing.T) {
 	v := s.View()
 	require.NotNil(t, v)
 	require.Equal(t, 2, v.Now().Minute(), "the newest pass wins")
+}
+
+// TestDoctorDoneShowsOnTheViewAtOnce: doctor's results reach the published
+// view when they come, not with the next view, which `status --every 1h`
+// builds an hour later; and a view built after them keeps them.
+func TestDoctorDoneShowsOnTheViewAtOnce(t *testing.T) {
+	f := newFixture(t, smallIncident())
+	before := f.inspect()
+	require.Nil(t, before.Doctor)
+	f.srv.DoctorDone(doctor.Report{Status: doctor.Warn})
+	v := f.srv.View()
+	require.NotNil(t, v.Doctor)
+	require.Equal(t, doctor.Warn, v.Doctor.Status)
+	require.Same(t, before.In, v.In, "the same view, with doctor's results")
+	_, body := f.get("/")
+	require.Contains(t, body, "Overall: <strong>warn</strong>")
+	require.NotNil(t, f.inspect().Doctor, "the next view keeps them")
 }

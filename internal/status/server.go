@@ -129,11 +129,27 @@ func (s *Server) PassDone(snap *judge.Snapshot, rep *reaper.Report, next time.Ti
 	s.submit(&job{snap: snap, inspect: snap == nil && read, rep: rep, taken: time.Now(), next: next})
 }
 
-// DoctorDone hands the server doctor's results, shown on the overview.
+// DoctorDone hands the server doctor's results, shown on the overview at
+// once: doctor judges the first view's inspection, and the next view may be
+// an hour away (`status --every 1h`).
 func (s *Server) DoctorDone(rep doctor.Report) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.doctor = &rep
-	s.mu.Unlock()
+	if old := s.view.Load(); old != nil {
+		v := *old
+		v.Doctor = &rep
+		s.view.Store(&v)
+	}
+}
+
+// store publishes v with doctor's latest results, which may have come while
+// v was built.
+func (s *Server) store(v *View) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v.Doctor = s.doctor
+	s.view.Store(v)
 }
 
 // Publish builds a view of an inspection and publishes it before returning;
@@ -185,9 +201,6 @@ func (s *Server) Wait() {
 // with no snapshot (it failed or was skipped) keeps the last view, with this
 // pass's report and the history of passes read again.
 func (s *Server) publish(ctx context.Context, j *job) {
-	s.mu.Lock()
-	doc := s.doctor
-	s.mu.Unlock()
 	// The report's findings hold the pass's own judgement of every holding:
 	// let them go before the snapshot is judged again for the view.
 	released := releasedBy(j.rep)
@@ -209,13 +222,13 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	if in == nil {
 		if old := s.view.Load(); old != nil {
 			v := *old
-			v.Doctor, v.Report, v.NextPass = doc, j.rep, j.next
+			v.Report, v.NextPass = j.rep, j.next
 			s.readPasses(ctx, &v)
-			s.view.Store(&v)
+			s.store(&v)
 		}
 		return
 	}
-	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, Doctor: doc}
+	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next}
 	v.index(released)
 	s.readPasses(ctx, v)
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
@@ -227,7 +240,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	v.queue(rows)
 	s.addRunningSince(ctx, v)
 	v.Causes = v.causes()
-	s.view.Store(v)
+	s.store(v)
 }
 
 // passesWindow is how far back the pages show passes: the chart's day.

@@ -56,7 +56,7 @@ func (s *Server) Shed() {
 	if v == nil || v.ShedAt != nil || !mustShed(len(v.In.Plan.Holdings), limit) {
 		return
 	}
-	s.view.Store(v.summaries(time.Now()))
+	s.store(v.summaries(time.Now()))
 }
 
 // summaries is the view without its inspection's snapshot and judgements,
