@@ -26,17 +26,8 @@ func TestACLMissingACommandChangesNothing(t *testing.T) {
 		t.Run(cmd, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			r, db := testenv.NewRedis(t), testenv.NewDatabase(t)
-			spec := sim.IncidentSpec{DeadTaskLocks: 6, DeadResourceLocks: 4, DeadRunning: 2, LiveWorkers: 2}
-			inc, err := sim.BuildIncident(ctx, r.Client, db.Pool, spec)
-			require.NoError(t, err)
-			p := pvRestrict(t, r, db)
-			require.NoError(t, r.Client.Do(ctx, "ACL", "SETUSER", p.user, "-"+cmd).Err())
-			env := map[string]string{"REAPER_REDIS_URL": p.redisURL, "REAPER_DATABASE_URL": p.database, "REAPER_LOG_FORMAT": "json"}
-			code, stdout, stderr := pvRun(t, env, "once", "--output", "json")
+			r, inc, code, rep, stderr := onceWithout(t, "-"+cmd)
 			require.NotZero(t, code, stderr)
-			var rep reaper.Report
-			require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
 			require.Contains(t, rep.Error, "may not run "+strings.ToUpper(cmd))
 			require.Contains(t, rep.Error, "nothing was changed")
 			holdings, _ := sfResults(&rep)
@@ -63,21 +54,36 @@ func TestACLMissingACommandChangesNothing(t *testing.T) {
 // documented user gets.
 func TestACLWithoutSizeChecksReadsAsBefore(t *testing.T) {
 	t.Parallel()
+	_, inc, code, rep, stderr := onceWithout(t, "-strlen", "-memory|usage")
+	require.Zero(t, code, stderr)
+	holdings, _ := sfResults(&rep)
+	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: len(inc.Stale)}, holdings)
+	for _, rule := range []string{"add +strlen to its ACL", "add +memory|usage to its ACL"} {
+		require.Equal(t, 1, strings.Count(stderr, rule), "one warning naming %s:\n%s", rule, stderr)
+	}
+}
+
+// onceWithout builds a small incident, takes the ACL rules off the
+// documented Redis user, and runs `once --output json` as that user.
+func onceWithout(t *testing.T, rules ...string) (r *testenv.Redis, inc *sim.Incident, code int, rep reaper.Report, stderr string) {
+	t.Helper()
 	ctx := context.Background()
 	r, db := testenv.NewRedis(t), testenv.NewDatabase(t)
 	spec := sim.IncidentSpec{DeadTaskLocks: 6, DeadResourceLocks: 4, DeadRunning: 2, LiveWorkers: 2}
 	inc, err := sim.BuildIncident(ctx, r.Client, db.Pool, spec)
 	require.NoError(t, err)
 	p := pvRestrict(t, r, db)
-	require.NoError(t, r.Client.Do(ctx, "ACL", "SETUSER", p.user, "-strlen", "-memory|usage").Err())
+	require.NoError(t, r.Client.Do(ctx, append([]any{"ACL", "SETUSER", p.user}, anys(rules)...)...).Err())
 	env := map[string]string{"REAPER_REDIS_URL": p.redisURL, "REAPER_DATABASE_URL": p.database, "REAPER_LOG_FORMAT": "json"}
 	code, stdout, stderr := pvRun(t, env, "once", "--output", "json")
-	require.Zero(t, code, stderr)
-	var rep reaper.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
-	holdings, _ := sfResults(&rep)
-	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: len(inc.Stale)}, holdings)
-	for _, rule := range []string{"add +strlen to its ACL", "add +memory|usage to its ACL"} {
-		require.Equal(t, 1, strings.Count(stderr, rule), "one warning naming %s:\n%s", rule, stderr)
+	return r, inc, code, rep, stderr
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
 	}
+	return out
 }

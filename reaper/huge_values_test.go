@@ -71,20 +71,9 @@ func TestBadInputHugeValuesNotRead(t *testing.T) {
 
 	check := func(rep *reaper.Report) {
 		t.Helper()
-		require.Empty(t, rep.Error)
-		for _, k := range keys {
-			ig := biIgnored(t, rep, k)
-			require.Equal(t, "string", ig.Type)
-			require.Equal(t, "value of 1048576 bytes, not read: owner name longer than 1024 bytes", ig.Reason)
-		}
-		require.Len(t, rep.Ignored, huge)
-		for _, h := range fl.stale {
-			require.NotNil(t, findingFor(rep, h.key, h.owner), "stale holding judged: %v", h)
-		}
-		require.Len(t, rep.Findings, len(fl.stale))
+		requireIgnoredUnread(t, rep, fl, keys, "string", "value of 1048576 bytes, not read: owner name longer than 1024 bytes")
 	}
-	audit := f.pass(r, reaper.ModeAudit)
-	check(audit)
+	check(f.pass(r, reaper.ModeAudit))
 	require.Less(t, read.Load(), int64(8<<20), "bytes read from Redis by the audit, of %d MiB of huge values", huge)
 	sfRequireHealthy(f, fl)
 
@@ -124,20 +113,9 @@ func TestBadInputHugeSetMembersNotRead(t *testing.T) {
 	require.NoError(t, err)
 	check := func(rep *reaper.Report) {
 		t.Helper()
-		require.Empty(t, rep.Error)
-		for _, k := range keys {
-			ig := biIgnored(t, rep, k)
-			require.Equal(t, "set", ig.Type)
-			require.Contains(t, ig.Reason, "not read: an owner name is at most 1024 bytes")
-		}
-		require.Len(t, rep.Ignored, huge)
-		for _, h := range fl.stale {
-			require.NotNil(t, findingFor(rep, h.key, h.owner), "stale holding judged: %v", h)
-		}
-		require.Len(t, rep.Findings, len(fl.stale))
+		requireIgnoredUnread(t, rep, fl, keys, "set", "not read: an owner name is at most 1024 bytes")
 	}
-	audit := f.pass(r, reaper.ModeAudit)
-	check(audit)
+	check(f.pass(r, reaper.ModeAudit))
 	require.Less(t, read.Load(), int64(4<<20), "bytes read from Redis by the audit, of %d MiB of huge members", huge)
 	sfRequireHealthy(f, fl)
 
@@ -146,6 +124,24 @@ func TestBadInputHugeSetMembersNotRead(t *testing.T) {
 	for i, k := range keys {
 		require.Equal(t, int64(1+i%2), rdb.SCard(ctx, k).Val(), "set untouched: %s", k)
 	}
+}
+
+// requireIgnoredUnread: the pass completed, reported each of keys (and
+// nothing else) as ignored, of type typ, for a reason that says reason, and
+// judged the fleet's stale holdings as without them.
+func requireIgnoredUnread(t *testing.T, rep *reaper.Report, fl *sfFleet, keys []string, typ, reason string) {
+	t.Helper()
+	require.Empty(t, rep.Error)
+	for _, k := range keys {
+		ig := biIgnored(t, rep, k)
+		require.Equal(t, typ, ig.Type)
+		require.Contains(t, ig.Reason, reason)
+	}
+	require.Len(t, rep.Ignored, len(keys))
+	for _, h := range fl.stale {
+		require.NotNil(t, findingFor(rep, h.key, h.owner), "stale holding judged: %v", h)
+	}
+	require.Len(t, rep.Findings, len(fl.stale))
 }
 
 // countingClient is a client of rdb's server whose reads from Redis are

@@ -37,22 +37,8 @@ func TestStatusServesThePages(t *testing.T) {
 	env := servicesEnv(r, db)
 	env["REAPER_LISTEN"] = closedAddr(t)
 
-	runCtx, cancel := context.WithCancel(ctx)
-	var stderr testtool.SyncBuffer
-	exit := make(chan int, 1)
-	go func() {
-		exit <- Main(runCtx, Env{Args: []string{"status", "--listen", "127.0.0.1:0", "--every", "1s"}, Stdout: io.Discard, Stderr: &stderr,
-			Version: "test", LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
-	}()
-	addr := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)/`)
-	var base string
-	require.Eventually(t, func() bool {
-		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
-			base = "http://" + m[1]
-			return true
-		}
-		return false
-	}, 30*time.Second, 20*time.Millisecond, "status says where it serves: %s", stderr.String())
+	st := startStatus(t, env, "1s")
+	base := st.base
 	require.Eventually(t, func() bool { code, _ := webtest.Do(t, http.MethodGet, base+"/"); return code == http.StatusOK }, 30*time.Second, 50*time.Millisecond)
 	_, body := webtest.Do(t, http.MethodGet, base+"/")
 	require.Contains(t, body, "<strong>Yes:</strong>")
@@ -65,8 +51,7 @@ func TestStatusServesThePages(t *testing.T) {
 		require.Equal(t, http.StatusMethodNotAllowed, code, m)
 	}
 	time.Sleep(1100 * time.Millisecond) // another inspection
-	cancel()
-	require.Equal(t, exitcode.OK, <-exit, stderr.String())
+	st.stop()
 	require.Equal(t, keys, r.Client.DBSize(ctx).Val(), "status wrote nothing to Redis, not even suspects")
 }
 
@@ -111,27 +96,46 @@ func TestStatusDoctorJudgesTheFirstInspection(t *testing.T) {
 	oneRead := mgets()
 	require.NoError(t, srv.Client.ConfigResetStat(ctx).Err())
 
-	runCtx, cancel := context.WithCancel(ctx)
+	st := startStatus(t, env, "1h")
+	require.Eventually(t, func() bool {
+		code, body := webtest.Do(t, http.MethodGet, st.base+"/")
+		return code == http.StatusOK && strings.Contains(body, "Overall: <strong>")
+	}, 30*time.Second, 50*time.Millisecond, "doctor's results on the overview")
+	st.stop()
+	require.Equal(t, oneRead, mgets(), "one inspection, judged by the page and by doctor")
+}
+
+// statusRun is `lock-reaper status` running in the background.
+type statusRun struct {
+	// base is where it serves the page, http://127.0.0.1:PORT.
+	base string
+	stop func()
+}
+
+// startStatus runs `lock-reaper status --every every` with env, and waits
+// until it says where it serves the page; stop ends it and requires exit 0.
+func startStatus(t *testing.T, env map[string]string, every string) statusRun {
+	t.Helper()
+	runCtx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	var stderr testtool.SyncBuffer
 	exit := make(chan int, 1)
 	go func() {
-		exit <- Main(runCtx, Env{Args: []string{"status", "--listen", "127.0.0.1:0", "--every", "1h"}, Stdout: io.Discard, Stderr: &stderr,
-			Version: "test", LookupEnv: lookup})
+		exit <- Main(runCtx, Env{Args: []string{"status", "--listen", "127.0.0.1:0", "--every", every}, Stdout: io.Discard, Stderr: &stderr,
+			Version: "test", LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	}()
 	addr := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)/`)
-	var base string
+	var run statusRun
 	require.Eventually(t, func() bool {
 		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
-			base = "http://" + m[1]
+			run.base = "http://" + m[1]
 			return true
 		}
 		return false
 	}, 30*time.Second, 20*time.Millisecond, "status says where it serves: %s", stderr.String())
-	require.Eventually(t, func() bool {
-		code, body := webtest.Do(t, http.MethodGet, base+"/")
-		return code == http.StatusOK && strings.Contains(body, "Overall: <strong>")
-	}, 30*time.Second, 50*time.Millisecond, "doctor's results on the overview")
-	cancel()
-	require.Equal(t, exitcode.OK, <-exit, stderr.String())
-	require.Equal(t, oneRead, mgets(), "one inspection, judged by the page and by doctor")
+	run.stop = func() {
+		cancel()
+		require.Equal(t, exitcode.OK, <-exit, stderr.String())
+	}
+	return run
 }
