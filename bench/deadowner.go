@@ -248,7 +248,7 @@ func (f *fleetEnv) close() {
 
 // checkReaped audits in this process after a real pass: nothing may be left.
 func (f *fleetEnv) checkReaped(ctx context.Context) error {
-	r, err := reaper.New(reaper.DefaultConfig(), f.rdb, f.pool, nil)
+	r, err := reaper.New(benchConfig(), f.rdb, f.pool, nil)
 	if err != nil {
 		return err
 	}

@@ -125,6 +125,7 @@ func measureLongestCommand(ctx context.Context, o options, stale int, logf func(
 	logf("longest command: %d stale holdings, %d stale registry entries of %s", m.StaleHoldings, stale, strings.Join(m.Owners, ", "))
 
 	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = benchRecheck
 	cfg.ScanCount, cfg.BatchSize = o.scanCount, o.batchSize
 	cfg.MaxReleases, cfg.MaxTaskUpdates = math.MaxInt32, math.MaxInt32
 	r, err := reaper.New(cfg, rdb, pool, nil)

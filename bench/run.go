@@ -114,6 +114,7 @@ func benchmark(ctx context.Context, o options, logf func(string, ...any)) (*Resu
 	logf("built %d keys in %v", keys, took.Round(time.Millisecond))
 
 	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = benchRecheck
 	cfg.ScanCount, cfg.BatchSize = o.scanCount, o.batchSize
 	// One pass does all the work of the fleet, so that the release rate is
 	// measured on every stale holding, not on the first max_releases.

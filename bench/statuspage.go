@@ -83,6 +83,7 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 	stopBeat := inc.KeepAliveInBackground(context.WithoutCancel(ctx), pool)
 	defer func() { _ = stopBeat() }()
 	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = benchRecheck
 	r, err := reaper.New(cfg, rdb, pool, nil)
 	if err != nil {
 		return err

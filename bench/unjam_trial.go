@@ -290,6 +290,7 @@ func (p passRecord) finding(key, owner string) *reaper.Finding {
 // fleet's pods as its pod source when kubernetes is on.
 func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *sim.Fleet, kubernetes bool, watched *watchedPods) (*passRecorder, error) {
 	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = benchRecheck
 	cfg.HeartbeatGrace = o.scaled(unjamGrace)
 	cfg.FinishedGrace, cfg.ConfirmAfter = o.scaled(cfg.FinishedGrace), o.scaled(cfg.ConfirmAfter)
 	cfg.Kubernetes = heartbeat.PodPolicy{HungWorkerGrace: o.scaled(o.hungWorkerGrace), ClockSkew: o.scaled(unjamClockSkew)}

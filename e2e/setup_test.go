@@ -85,6 +85,7 @@ func fleetConfig(sc scenario, seed uint64, logger *slog.Logger) sim.Config {
 
 func reaperConfig() reaper.Config {
 	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
 	cfg.HeartbeatGrace = heartbeatGrace
 	cfg.FinishedGrace = finishedGrace
 	cfg.ConfirmAfter = confirmAfter

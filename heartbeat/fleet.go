@@ -23,6 +23,9 @@ type Owner struct {
 	Rows int
 	// Kubernetes is the pod evidence of the pass, when pods were read.
 	Kubernetes *PodEvidence
+	// Motion is what a second read of the heartbeats said of the row that
+	// made the name live again, when it did (WithMotion).
+	Motion *RowMotion
 }
 
 // Fleet is the liveness of every row and owner name at one instant.
@@ -31,8 +34,9 @@ type Fleet struct {
 	Grace time.Duration
 	rows  map[string]AppStatus
 	names map[string]Owner
-	// podLiveness is a row's liveness after the Kubernetes rules, for the
-	// rows they changed (WithPods).
+	// podLiveness is a row's liveness after the Kubernetes rules and the
+	// second reads of the heartbeats, for the rows they changed (WithPods,
+	// WithMotion).
 	podLiveness map[string]Liveness
 	// heartbeatNames is each name by heartbeats alone, kept when the
 	// Kubernetes rules changed names: the mass-death guard weighs both.
@@ -45,6 +49,8 @@ type Fleet struct {
 	// holdsUnconfirmed: some row would be held alive by a view too old to
 	// hold by itself, which no list confirmed (MustConfirmHolds).
 	holdsUnconfirmed bool
+	// motion is what second reads of the heartbeats said (WithMotion).
+	motion *Motion
 }
 
 // NewFleet computes the liveness of every row and every owner name.
@@ -143,7 +149,7 @@ func (f *Fleet) WorkerRows() []WorkerRow {
 		if r.AppType != "worker" {
 			continue
 		}
-		heartbeatDead := r.Liveness(f.Now, f.Grace) == Dead
+		heartbeatDead := r.Liveness(f.Now, f.Grace) == Dead && !f.moving(r.ID)
 		w := WorkerRow{ID: r.ID, Name: r.Name, Live: !heartbeatDead && f.rowLiveness(r) != Dead}
 		if !w.Live {
 			w.Superseded = heartbeatDead && f.nameOutlives(r.Name)

@@ -293,6 +293,10 @@ func (f *Fleet) WithPods(v *PodView, rules PodPolicy) *Fleet {
 // when none did (no pods were read, or the row names no pod).
 func (f *Fleet) RowRule(id string) PodRule { return f.podEvidence[id].Rule }
 
+// DeathProven says the pods prove the row's death: its pod is gone, or the
+// kubelet reports its container ended since the row's last heartbeat.
+func (f *Fleet) DeathProven(id string) bool { return f.podEvidence[id].Rule.provesDeath() }
+
 // PodViewTrusted says the pass's pod list is anchored in the fleet, so that
 // it may prove a pod gone or an incarnation ended for the owners it covers
 // (see viewAnchored); false when no pods were read.

@@ -16,7 +16,7 @@ import (
 // (named in the field comments) onto these fields; DefaultConfig holds every
 // default and Validate every check.
 type Config struct {
-	// Policy is what the judge reads: heartbeat_grace, finished_grace,
+	// Policy is what the judge reads: heartbeat_grace, heartbeat_recheck, finished_grace,
 	// confirm_after, lost_running, orphaned_waiting, max_dead_fraction,
 	// min_workers, max_releases, max_task_updates, and in Policy.Kubernetes
 	// kubernetes.hung_worker_grace and kubernetes.clock_margin (ClockSkew).
@@ -131,6 +131,7 @@ func (c Config) Validate() error {
 	check("redis.timeout", positive(c.RedisTimeout))
 	check("database.timeout", positive(c.DatabaseTimeout))
 	check("heartbeat_grace", nonNegative(c.HeartbeatGrace))
+	check("heartbeat_recheck", nonNegative(c.HeartbeatRecheck))
 	check("finished_grace", nonNegative(c.FinishedGrace))
 	check("confirm_after", nonNegative(c.ConfirmAfter))
 	check("suspect_ttl", positive(c.SuspectTTL))

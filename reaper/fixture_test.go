@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
@@ -25,6 +26,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) reaper(mutate func(*reaper.Config)) *reaper.Reaper {
 	f.T.Helper()
 	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
 	cfg.BatchSize = 7 // several batches even in small tests
 	if mutate != nil {
 		mutate(&cfg)
@@ -70,4 +72,11 @@ func taskFindingFor(rep *reaper.Report, id string) *reaper.TaskFinding {
 		}
 	}
 	return nil
+}
+
+// passConfig is the default configuration with the tests' heartbeat_recheck.
+func passConfig() reaper.Config {
+	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
+	return cfg
 }

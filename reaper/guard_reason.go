@@ -17,6 +17,11 @@ func GuardReason(g judge.Guard) string {
 		return fmt.Sprintf("%d holdings to release, at most %d per pass (max_releases): the rest waits for the next pass", g.Wanted, g.Limit)
 	case judge.GuardMaxTaskUpdates:
 		return fmt.Sprintf("%d tasks to update, at most %d per pass (max_task_updates): the rest waits for the next pass", g.Wanted, g.Limit)
+	case judge.GuardHeartbeatStall:
+		return fmt.Sprintf("%d process rows look dead, but of the largest group of rows whose heartbeats stopped within a heartbeat period of each other (%d rows), %d wrote again since: a stall is ending (a lock on core_appstatus, a paused PgBouncer, an overloaded database), and these may be the next to write; their holdings and tasks wait for a pass that finds them still silent a period later while none of their group comes back",
+			g.Motion.Held, g.Motion.Group, g.Motion.Back)
+	case judge.GuardHeartbeatRecheck:
+		return fmt.Sprintf("%d process rows look dead, but no second read of the heartbeats a period later settled it: their holdings and tasks wait for the next pass", g.Motion.Held)
 	case judge.GuardAliveOwner:
 		return fmt.Sprintf("%s has an online AppStatus row (heartbeat %s ago): its locks are most likely healthy; nothing is released and no task is updated; rerun with --force if it is really dead",
 			g.Owner.Name, AgeText(g.Owner.HeartbeatAge))

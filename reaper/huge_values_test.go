@@ -66,7 +66,7 @@ func TestBadInputHugeValuesNotRead(t *testing.T) {
 
 	counted, read := countingClient(t, rdb)
 	// The defaults: a thousand keys per read and the Redis call deadline.
-	r, err := reaper.New(reaper.DefaultConfig(), counted, f.DB.Pool, passtest.Logger())
+	r, err := reaper.New(passConfig(), counted, f.DB.Pool, passtest.Logger())
 	require.NoError(t, err)
 
 	check := func(rep *reaper.Report) {
@@ -109,7 +109,7 @@ func TestBadInputHugeSetMembersNotRead(t *testing.T) {
 	}
 
 	counted, read := countingClient(t, rdb)
-	r, err := reaper.New(reaper.DefaultConfig(), counted, f.DB.Pool, passtest.Logger())
+	r, err := reaper.New(passConfig(), counted, f.DB.Pool, passtest.Logger())
 	require.NoError(t, err)
 	check := func(rep *reaper.Report) {
 		t.Helper()

@@ -44,7 +44,7 @@ type Inspection struct {
 func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection, error) {
 	pass := Options{Mode: ModeAudit, RegistryOnly: opts.RegistryOnly, Progress: opts.Progress}
 	rep := &Report{}
-	snap, err := r.snapshot(ctx, pass, rep)
+	snap, _, err := r.snapshot(ctx, pass, rep)
 	if err != nil {
 		return nil, err
 	}

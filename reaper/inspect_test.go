@@ -11,6 +11,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/explain"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
@@ -73,7 +74,9 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 
 	require.Len(t, in.Snapshot.Holdings, 6)
 	require.Nil(t, in.Explained)
-	require.Equal(t, reaper.DefaultConfig().Policy, in.Policy)
+	want := reaper.DefaultConfig().Policy
+	want.HeartbeatRecheck = testenv.HeartbeatRecheck
+	require.Equal(t, want, in.Policy)
 	verdicts := map[string]judge.Verdict{}
 	for _, jd := range in.Plan.Holdings {
 		verdicts[jd.Key+" "+jd.Owner] = jd.Verdict

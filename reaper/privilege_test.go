@@ -63,7 +63,7 @@ func pvRun(t *testing.T, env map[string]string, args ...string) (int, string, st
 	var stdout, stderr bytes.Buffer
 	code := cli.Main(context.Background(), cli.Env{
 		Args: args, Stdout: &stdout, Stderr: &stderr, Version: "test",
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookupEnv: testenv.LookupEnv(env),
 	})
 	return code, stdout.String(), stderr.String()
 }

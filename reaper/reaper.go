@@ -44,6 +44,8 @@ type Reaper struct {
 	log  *slog.Logger
 	// pods remembers the pods earlier passes' lists showed.
 	pods podMemory
+	// recent are the recent reads of the heartbeats (settle.go).
+	recent readings
 }
 
 // New validates the configuration and returns a Reaper.
@@ -138,9 +140,16 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 		rep.redisPrimary = true
 	}
 
-	snap, err := r.snapshot(ctx, opts, rep)
+	snap, readAt, err := r.snapshot(ctx, opts, rep)
 	if err != nil {
 		return err
+	}
+	// A break-glass release is the operator's word that the owner died.
+	if opts.ReleaseOwner == "" {
+		if snap.Motion, err = r.settleDeaths(ctx, snap, readAt, opts, rep); err != nil {
+			return err
+		}
+		rep.noteMotion(snap.Motion, snap.AppStatuses)
 	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
 	if opts.Snapshot != nil {
@@ -181,28 +190,29 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 // successor that starts during the pass then writes its row before the
 // database is read, so the name guard sees it alive, and no pod fact is
 // weighed against heartbeats older than itself.
-func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge.Snapshot, error) {
+func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge.Snapshot, time.Time, error) {
 	pods, podsConfirmed := r.readPods(ctx, rep, opts.Mode == ModeAudit)
 	suspects, err := redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
-		return judge.Snapshot{}, inStep("reading the remembered suspects from", SystemRedis, err)
+		return judge.Snapshot{}, time.Time{}, inStep("reading the remembered suspects from", SystemRedis, err)
 	}
 	seenAlive, err := redislocks.ReadSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
-		return judge.Snapshot{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
+		return judge.Snapshot{}, time.Time{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
 	}
 	rr := &redislocks.Reader{RDB: r.rdb, ScanCount: r.cfg.ScanCount, BatchSize: r.cfg.BatchSize, Timeout: r.cfg.RedisTimeout, Progress: opts.Progress, Log: r.log}
 	rs, err := rr.Read(ctx, !opts.RegistryOnly)
 	if err != nil {
-		return judge.Snapshot{}, inStep("reading Pulp's locks from", SystemRedis, err)
+		return judge.Snapshot{}, time.Time{}, inStep("reading Pulp's locks from", SystemRedis, err)
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
+	readAt := time.Now()
 	ds, err := pulpdb.ReadSnapshot(ctx, r.pool, r.cfg.DatabaseTimeout, pulpdb.TaskRefsOf(rs.Holdings))
 	if err != nil {
-		return judge.Snapshot{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
+		return judge.Snapshot{}, time.Time{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
 	}
 	if rs.Holdings, err = redislocks.RecheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.Holdings, ds.Tasks); err != nil {
-		return judge.Snapshot{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
+		return judge.Snapshot{}, time.Time{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
 	}
 	// Measured after the database's now, the age is never less than the
 	// view's age at that now: a hold on it is never granted too easily.
@@ -215,6 +225,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge
 		Pods: pods,
 	}
 	rep.DBNow = ds.Now
+	r.recent.add(heartbeat.Reading{Now: ds.Now, Rows: ds.AppStatuses})
 	if ds.NotWritable != nil {
 		// Only an audit gets here: a pass that writes checked first.
 		rep.Guards = append(rep.Guards, Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
@@ -244,7 +255,7 @@ func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge
 	for _, ig := range rs.Ignored {
 		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
 	}
-	return snap, nil
+	return snap, readAt, nil
 }
 
 // judgeFor judges a snapshot the way the pass options ask: a normal pass, or

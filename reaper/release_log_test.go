@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/stretchr/testify/require"
@@ -28,6 +29,7 @@ func TestReleaseLogComesBeforeThePassEnds(t *testing.T) {
 	}
 	log := &lineLog{}
 	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
 	cfg.BatchSize = 5 // five batches, logged while the next one runs
 	r, err := reaper.New(cfg, f.Redis.Client, f.DB.Pool, slog.New(slog.NewJSONHandler(log, nil)))
 	require.NoError(t, err)

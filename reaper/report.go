@@ -25,7 +25,10 @@ type Report struct {
 	Guards     []Guard       `json:"guards"`
 	// Kubernetes is what the pass read from Kubernetes, when that is on.
 	Kubernetes *KubernetesReport `json:"kubernetes,omitempty"`
-	Summary    Summary           `json:"summary"`
+	// HeartbeatRecheck is what reads of the heartbeats a period apart said
+	// of the rows that looked dead, when some did.
+	HeartbeatRecheck *HeartbeatRecheck `json:"heartbeat_recheck,omitempty"`
+	Summary          Summary           `json:"summary"`
 	// Notes say what the pass saw about the deployment itself, such as
 	// Pulp running a worker whose locks are not in Redis (WorkerTypeNote).
 	Notes []string `json:"notes,omitempty"`

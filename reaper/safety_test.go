@@ -235,6 +235,7 @@ func sfPool(f *fixture, hostPort string, tracer pgx.QueryTracer) *pgxpool.Pool {
 func sfReaper(f *fixture, rdb *redis.Client, pool *pgxpool.Pool, mutate func(*reaper.Config)) *reaper.Reaper {
 	f.T.Helper()
 	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
 	cfg.BatchSize = 4
 	if mutate != nil {
 		mutate(&cfg)

@@ -46,5 +46,7 @@ func (r *Reaper) Heartbeats(ctx context.Context) (pulpdb.Heartbeats, error) {
 	if err != nil {
 		return hb, inStep("reading Pulp's worker heartbeats from", SystemDatabase, err)
 	}
+	// A pass may settle a death on this read instead of waiting for one.
+	r.recent.add(hb)
 	return hb, nil
 }

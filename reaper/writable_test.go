@@ -57,7 +57,7 @@ func deadWorkerFleet(f *fixture) (taskID string) {
 func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string, check func(*pulpdb.NotWritableError)) {
 	t.Helper()
 	before := sfRedisState(f)
-	r, err := reaper.New(reaper.DefaultConfig(), f.Redis.Client, pool, passtest.Logger())
+	r, err := reaper.New(passConfig(), f.Redis.Client, pool, passtest.Logger())
 	require.NoError(t, err)
 	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	var nw *pulpdb.NotWritableError

@@ -112,7 +112,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 // blocks, and the first resource in its way; it returns its record.
 func pickBlocked(t *testing.T, rdb *testenv.Redis, db *testenv.Database, c *browserCase) []string {
 	t.Helper()
-	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := reaper.New(passConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
 	in, err := r.Inspect(context.Background(), reaper.InspectOptions{})
 	require.NoError(t, err)
@@ -138,7 +138,7 @@ func runCommand(t *testing.T, env map[string]string, args ...string) (stop func(
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Main(ctx, cli.Env{Args: args, Stdout: &lockedWriter{&mu, &out}, Stderr: &lockedWriter{&mu, &out},
-			LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+			LookupEnv: testenv.LookupEnv(env)})
 	}()
 	var once sync.Once
 	stop = func() {
@@ -223,4 +223,11 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// passConfig is the default configuration with the tests' heartbeat_recheck.
+func passConfig() reaper.Config {
+	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
+	return cfg
 }

@@ -41,7 +41,7 @@ func TestDoctorWithRedisDown(t *testing.T) {
 	var out bytes.Buffer
 	code := Main(context.Background(), Env{
 		Args: []string{"doctor"}, Stdout: &out, Stderr: stderrFile, Version: "test",
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookupEnv: testenv.LookupEnv(env),
 	})
 	require.Equal(t, exitcode.Failed, code, out.String())
 	text := out.String()

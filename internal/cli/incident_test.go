@@ -22,7 +22,7 @@ func run(t *testing.T, env map[string]string, args ...string) (int, string, stri
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), Env{
 		Args: args, Stdout: &stdout, Stderr: &stderr, Version: "test",
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookupEnv: testenv.LookupEnv(env),
 		Environ:   func() []string { return environOf(env) },
 	})
 	return code, stdout.String(), stderr.String()

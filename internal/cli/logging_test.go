@@ -16,6 +16,8 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/reaper"
+
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 )
 
 // TestJSONLogDurationsInSeconds: a duration in a JSON log is a number of
@@ -63,7 +65,7 @@ func TestJSONLogsWithRedisDown(t *testing.T) {
 	var out bytes.Buffer
 	code := Main(context.Background(), Env{
 		Args: []string{"audit", "--output", "json"}, Stdout: &out, Stderr: stderrFile, Version: "test",
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookupEnv: testenv.LookupEnv(env),
 	})
 	raw, err := os.ReadFile(stderrFile.Name())
 	require.NoError(t, err)

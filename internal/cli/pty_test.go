@@ -11,6 +11,8 @@ import (
 	"github.com/creack/pty"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 )
 
 // onTerminal runs the command with a pseudo-terminal as stdout and stdin,
@@ -45,7 +47,7 @@ func terminalRun(t *testing.T, env map[string]string, cols uint16, input string,
 	}
 	code := Main(context.Background(), Env{
 		Args: args, Stdin: tty, Stdout: tty, Stderr: errOut, Version: "test",
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookupEnv: testenv.LookupEnv(env),
 	})
 	tty.Close()
 	select {

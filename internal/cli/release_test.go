@@ -16,6 +16,8 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
+
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 )
 
 // opsTerminal is a Stdin that says it is a terminal, with the operator's
@@ -30,7 +32,7 @@ func runWithStdin(t *testing.T, env map[string]string, stdin io.Reader, args ...
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), Env{
 		Args: args, Stdin: stdin, Stdout: &stdout, Stderr: &stderr, Version: "test",
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookupEnv: testenv.LookupEnv(env),
 	})
 	return code, stdout.String(), stderr.String()
 }

@@ -133,7 +133,7 @@ func startRun(t *testing.T, env map[string]string, args ...string) *startedRun {
 	go func() {
 		r.exit <- Main(ctx, Env{
 			Args: append([]string{"run"}, args...), Stdout: io.Discard, Stderr: r.logs, Version: "test",
-			LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+			LookupEnv: testenv.LookupEnv(env),
 		})
 	}()
 	t.Cleanup(func() {

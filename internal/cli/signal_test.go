@@ -86,6 +86,7 @@ func (fl *sgFleet) env(redisAddr string) []string {
 		"PATH=" + os.Getenv("PATH"),
 		"REAPER_REDIS_URL=" + redisURL, "REAPER_DATABASE_URL=" + fl.db.URL,
 		"REAPER_LOG_FORMAT=json", "REAPER_OUTPUT=json", fmt.Sprintf("REAPER_REDIS_BATCH_SIZE=%d", sgBatch),
+		"REAPER_HEARTBEAT_RECHECK=" + testenv.HeartbeatRecheckEnv,
 	}
 }
 

@@ -122,7 +122,7 @@ func startStatus(t *testing.T, env map[string]string, every string) statusRun {
 	exit := make(chan int, 1)
 	go func() {
 		exit <- Main(runCtx, Env{Args: []string{"status", "--listen", "127.0.0.1:0", "--every", every}, Stdout: io.Discard, Stderr: &stderr,
-			Version: "test", LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+			Version: "test", LookupEnv: testenv.LookupEnv(env)})
 	}()
 	addr := regexp.MustCompile(`on http://(127\.0\.0\.1:\d+)/`)
 	var run statusRun

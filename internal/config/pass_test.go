@@ -33,7 +33,7 @@ func TestPassGetsEverySetting(t *testing.T) {
 	// A valid value other than the default, for each setting of Config.Pass.
 	other := map[string]string{
 		"redis.scan_count": "17", "redis.batch_size": "23", "redis.timeout": "7s", "database.timeout": "11s",
-		"heartbeat_grace": "31s", "finished_grace": "61s", "confirm_after": "3m", "suspect_ttl": "2h",
+		"heartbeat_grace": "31s", "heartbeat_recheck": "12s", "finished_grace": "61s", "confirm_after": "3m", "suspect_ttl": "2h",
 		"lost_running": "failed", "orphaned_waiting": "cancel", "max_dead_fraction": "0.25",
 		"min_workers": "4", "max_releases": "10001", "max_task_updates": "1001", "coordinate_with_pulpcore": "false",
 		"kubernetes.clock_margin": "3s", "kubernetes.hung_worker_grace": "11m", "kubernetes.timeout": "6s",
@@ -73,7 +73,7 @@ func TestPassChecksNameSettings(t *testing.T) {
 	bad := reaper.Config{}
 	bad.ScanCount, bad.BatchSize, bad.MinWorkers, bad.MaxReleases, bad.MaxTaskUpdates = -1, -1, -1, -1, -1
 	bad.RedisTimeout, bad.DatabaseTimeout, bad.SuspectTTL, bad.KubernetesTimeout = -1, -1, -1, -1
-	bad.HeartbeatGrace, bad.FinishedGrace, bad.ConfirmAfter = -1, -1, -1
+	bad.HeartbeatGrace, bad.HeartbeatRecheck, bad.FinishedGrace, bad.ConfirmAfter = -1, -1, -1, -1
 	bad.Kubernetes.HungWorkerGrace, bad.Kubernetes.ClockSkew = -1, -1
 	bad.LostRunning, bad.OrphanedWaiting, bad.MaxDeadFraction = "x", "x", 2
 	var named []string

@@ -202,6 +202,13 @@ var settings = []setting{
 		doc:     "How long past its expiry a worker's heartbeat may be late before the worker counts as dead.",
 	},
 	{
+		key: "heartbeat_recheck", group: groupJudge,
+		binding: bindPass(durationCodec, func(rc *reaper.Config) *time.Duration { return &rc.HeartbeatRecheck }),
+		doc: "How long after the read that finds a worker dead a pass reads its heartbeat again before acting on the death " +
+			"(a stalled heartbeat write, or a clock behind the database's, looks dead in one read). 0, the default, is the " +
+			"row's heartbeat period (ttl/3) and 2s; a shorter time cannot tell a stall from a death.",
+	},
+	{
 		key: "finished_grace", group: groupJudge,
 		binding: bindPass(durationCodec, func(rc *reaper.Config) *time.Duration { return &rc.FinishedGrace }),
 		doc:     "How long after a task finished its locks are left for its worker to release them itself.",

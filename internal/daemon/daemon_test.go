@@ -47,7 +47,7 @@ func (f *fleet) reaper(t *testing.T, rdb redis.UniversalClient) *reaper.Reaper {
 	if rdb == nil {
 		rdb = f.redis.Client
 	}
-	r, err := reaper.New(reaper.DefaultConfig(), rdb, f.db.Pool, testLogger(t))
+	r, err := reaper.New(passConfig(), rdb, f.db.Pool, testLogger(t))
 	require.NoError(t, err)
 	return r
 }
@@ -294,4 +294,11 @@ func TestNilRunner(t *testing.T) {
 	t.Parallel()
 	_, err := New(nil, Config{})
 	require.True(t, err != nil && !errors.Is(err, context.Canceled))
+}
+
+// passConfig is the default configuration with the tests' heartbeat_recheck.
+func passConfig() reaper.Config {
+	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
+	return cfg
 }

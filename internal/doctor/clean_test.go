@@ -60,7 +60,7 @@ func TestCleanDeploymentEveryCheckOK(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := cli.Main(ctx, cli.Env{
 		Args: []string{"doctor", "--output", "json"}, Stdout: &stdout, Stderr: &stderr, Version: "test",
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookupEnv: testenv.LookupEnv(env),
 	})
 	var rep doctor.Report
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
@@ -75,7 +75,7 @@ func TestCleanDeploymentEveryCheckOK(t *testing.T) {
 	stdout.Reset()
 	code = cli.Main(ctx, cli.Env{
 		Args: []string{"doctor"}, Stdout: &stdout, Stderr: &stderr, Version: "test",
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookupEnv: testenv.LookupEnv(env),
 	})
 	require.Equal(t, exitcode.OK, code)
 	require.Contains(t, stdout.String(), "lock-reaper doctor: 13 ok, 0 warnings, 0 failures")
@@ -92,7 +92,7 @@ func TestDoctorExitCodes(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		code := cli.Main(ctx, cli.Env{
 			Args: append([]string{"doctor"}, args...), Stdout: &stdout, Stderr: &stderr, Version: "test",
-			LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+			LookupEnv: testenv.LookupEnv(env),
 		})
 		return code, stdout.String() + stderr.String()
 	}

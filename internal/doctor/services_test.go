@@ -260,7 +260,7 @@ func TestLegacyOwner(t *testing.T) {
 	registeredLock(t, rdb.Client, "1@registered-gone")
 	require.NoError(t, rdb.Client.Set(ctx, judge.TaskKeyPrefix+"0b0c7d7e-1111-4c59-9d1a-0f6e2b8f1c11", "1@legacy", 0).Err())
 	require.NoError(t, rdb.Client.Set(ctx, judge.ResourceKeyPrefix+"prn:core.domain:x", "1@legacy", 0).Err())
-	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := reaper.New(passConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
 	res := runCheck(t, checkLegacyOwners, Target{Inspect: func(ctx context.Context) (*reaper.Inspection, error) {
 		return r.Inspect(ctx, reaper.InspectOptions{})
@@ -280,7 +280,7 @@ func TestRedisWorkerNotInUse(t *testing.T) {
 	addWorker(t, db, "1@pulp-worker-0", "3.117.0", 0)
 	addWorker(t, db, "1@pulp-worker-1", "3.117.0", 0)
 	addWorker(t, db, "1@pulp-worker-old", "3.117.0", -time.Hour) // dead: not counted
-	r, err := reaper.New(reaper.DefaultConfig(), rdb.Client, db.Pool, nil)
+	r, err := reaper.New(passConfig(), rdb.Client, db.Pool, nil)
 	require.NoError(t, err)
 	target := Target{Inspect: func(ctx context.Context) (*reaper.Inspection, error) { return r.Inspect(ctx, reaper.InspectOptions{}) }}
 
@@ -300,4 +300,11 @@ func TestRedisWorkerNotInUse(t *testing.T) {
 	res = runCheck(t, checkRedisWorker, target)
 	require.Equal(t, OK, res.Status, res.Evidence)
 	require.Contains(t, res.Evidence, "1 holdings, 1 owners in pulp:active_owners")
+}
+
+// passConfig is the default configuration with the tests' heartbeat_recheck.
+func passConfig() reaper.Config {
+	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
+	return cfg
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -31,6 +32,7 @@ func TestLateWorkerStopsOnTheReapersCancelSignal(t *testing.T) {
 	time.Sleep(cfg.WorkerTTL + cfg.HeartbeatGrace + 300*time.Millisecond)
 
 	rc := reaper.DefaultConfig()
+	rc.HeartbeatRecheck = testenv.HeartbeatRecheck
 	rc.HeartbeatGrace = cfg.HeartbeatGrace
 	r, err := reaper.New(rc, b.rdb, b.pool, nil)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/sim/simkube"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -44,6 +45,7 @@ func kbFleet(t *testing.T, cfg sim.Config) (f *sim.Fleet, b *bundle, running, ow
 func kbPass(t *testing.T, f *sim.Fleet, b *bundle, cfg sim.Config, mode string, pods bool, adjust func(*reaper.Config)) *reaper.Report {
 	t.Helper()
 	rc := reaper.DefaultConfig()
+	rc.HeartbeatRecheck = testenv.HeartbeatRecheck
 	rc.HeartbeatGrace = cfg.HeartbeatGrace
 	if pods {
 		src, err := simkube.NewSource(f)

@@ -45,7 +45,7 @@ func newFixture(t *testing.T, spec sim.IncidentSpec) *fixture {
 	f.inc = inc
 	stop := inc.KeepAliveInBackground(context.WithoutCancel(ctx), f.db.Pool)
 	t.Cleanup(func() { _ = stop() })
-	f.r, err = reaper.New(reaper.DefaultConfig(), f.rdb.Client, f.db.Pool, nil)
+	f.r, err = reaper.New(passConfig(), f.rdb.Client, f.db.Pool, nil)
 	require.NoError(t, err)
 	f.srv = New(f.r, Options{PageSize: 20})
 	f.web = httptest.NewServer(f.srv)
@@ -66,4 +66,11 @@ func (f *fixture) inspect() *View {
 func (f *fixture) get(path string) (int, string) {
 	f.t.Helper()
 	return webtest.Do(f.t, http.MethodGet, f.web.URL+path)
+}
+
+// passConfig is the default configuration with the tests' heartbeat_recheck.
+func passConfig() reaper.Config {
+	cfg := reaper.DefaultConfig()
+	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
+	return cfg
 }

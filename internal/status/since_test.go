@@ -30,7 +30,7 @@ func TestRunningSinceNeedsOnlyTheOptionalGrant(t *testing.T) {
 
 	kept := func(pool *pgxpool.Pool) []Link {
 		t.Helper()
-		r, err := reaper.New(reaper.DefaultConfig(), f.rdb.Client, pool, nil)
+		r, err := reaper.New(passConfig(), f.rdb.Client, pool, nil)
 		require.NoError(t, err)
 		in, err := r.Inspect(context.Background(), reaper.InspectOptions{})
 		require.NoError(t, err)

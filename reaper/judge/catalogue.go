@@ -176,8 +176,14 @@ const (
 	// GuardAliveOwner refuses a break-glass release of an owner whose
 	// heartbeat is current (release_owner.go).
 	GuardAliveOwner = "alive-owner"
+	// GuardHeartbeatStall holds the rows that look dead while others whose
+	// heartbeats stopped with them write again: a stall is ending.
+	GuardHeartbeatStall = "heartbeat-stall"
+	// GuardHeartbeatRecheck holds the rows that look dead when no second
+	// read of the heartbeats, a period later, could settle their death.
+	GuardHeartbeatRecheck = "heartbeat-recheck"
 )
 
 // PassGuards are the guards a pass can raise; GuardAliveOwner is the
 // break-glass release's.
-var PassGuards = []string{GuardMassDeath, GuardMaxReleases, GuardMaxTaskUpdates}
+var PassGuards = []string{GuardMassDeath, GuardHeartbeatStall, GuardHeartbeatRecheck, GuardMaxReleases, GuardMaxTaskUpdates}

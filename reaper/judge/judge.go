@@ -97,6 +97,7 @@ func (j *judge) run() Plan {
 	plan.ByVerdict, plan.LockOwners, plan.Suspects = j.byVerdict, j.lockOwners(), j.suspects
 	j.carryUnobservedSuspects(&plan)
 	applyGuards(&plan, j.fleet, j.snap.SeenAlive, j.p)
+	plan.Guards = append(plan.Guards, motionGuards(j.snap.Motion)...)
 	plan.SeenAlive = RememberAlive(j.fleet.WorkerRows(), j.snap.SeenAlive, j.snap.Now, MassDeathWindow, j.p.Force)
 	return plan
 }

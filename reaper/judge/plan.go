@@ -86,6 +86,16 @@ type Guard struct {
 	Wanted, Limit int
 	// Owner is the owner a break-glass release refused (alive-owner).
 	Owner heartbeat.Owner
+	// Motion is what the second reads of the heartbeats held back
+	// (heartbeat-stall, heartbeat-recheck).
+	Motion MotionCount
+}
+
+// MotionCount is what a guard of the second reads counted: the rows it
+// held, and of the largest group of rows whose heartbeats stopped within
+// a period of each other, its size and how many of it came back.
+type MotionCount struct {
+	Held, Group, Back int
 }
 
 // Plan is the judge's answer for one snapshot: what to release, what to

@@ -19,6 +19,10 @@ type Policy struct {
 	// HeartbeatGrace is how long past its ttl a heartbeat may be late before
 	// its owner counts as dead.
 	HeartbeatGrace time.Duration
+	// HeartbeatRecheck is how long after the read that finds a row dead a
+	// second one must come to settle its death (heartbeat.Settle); 0, the
+	// default, is each row's heartbeat period (ttl/3) and a margin.
+	HeartbeatRecheck time.Duration
 	// FinishedGrace is how long after a task finished its locks are left for
 	// the worker to release them itself.
 	FinishedGrace time.Duration

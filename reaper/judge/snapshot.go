@@ -137,10 +137,15 @@ type Snapshot struct {
 	// Pods is this pass's list of pods, read after the database; nil when
 	// Kubernetes evidence is off or the list failed.
 	Pods *heartbeat.PodView
+	// Motion is what reads of the heartbeats a period apart said of the
+	// rows the snapshot found dead (DeathsToSettle); nil when none was
+	// made, as for an inspection, which writes nothing.
+	Motion *heartbeat.Motion
 }
 
 // FleetOf judges the liveness of the snapshot's owners: by their heartbeats,
-// then by the pass's pods when it read them.
+// then by the pass's pods when it read them, then by the second reads of
+// the heartbeats.
 func FleetOf(snap Snapshot, p Policy) *heartbeat.Fleet {
-	return heartbeat.NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace).WithPods(snap.Pods, p.Kubernetes)
+	return heartbeat.NewFleet(snap.AppStatuses, snap.Now, p.HeartbeatGrace).WithPods(snap.Pods, p.Kubernetes).WithMotion(snap.Motion)
 }

@@ -12,10 +12,7 @@ import (
 )
 
 // Heartbeats is one read of the worker rows and the database's clock.
-type Heartbeats struct {
-	Now  time.Time
-	Rows []heartbeat.AppStatus
-}
+type Heartbeats = heartbeat.Reading
 
 // ReadHeartbeats reads every core_appstatus row and the database's now in
 // one short read-only transaction: the daemon's look, every few seconds, at

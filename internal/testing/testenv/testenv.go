@@ -235,3 +235,27 @@ func randomName(prefix string) string {
 	_, _ = rand.Read(b)
 	return prefix + "_" + hex.EncodeToString(b)
 }
+
+// HeartbeatRecheck is the tests' heartbeat_recheck: their rows that look
+// dead are rows a test wrote, which never write again, so a pass reads them
+// again this long after its snapshot instead of a heartbeat period (the
+// product's default, which the tests of the second read itself keep).
+const HeartbeatRecheck = 100 * time.Millisecond
+
+// HeartbeatRecheckEnv is HeartbeatRecheck for a command line's environment.
+const HeartbeatRecheckEnv = "100ms"
+
+// LookupEnv looks a command line's setting up in env alone, as a clean
+// environment holding only env would, except that heartbeat_recheck is the
+// tests' (HeartbeatRecheckEnv) unless env names one.
+func LookupEnv(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		if v, ok := env[k]; ok {
+			return v, true
+		}
+		if k == "REAPER_HEARTBEAT_RECHECK" {
+			return HeartbeatRecheckEnv, true
+		}
+		return "", false
+	}
+}
