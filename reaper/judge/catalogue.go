@@ -180,4 +180,4 @@ const (
 
 // PassGuards are the guards a pass can raise; GuardAliveOwner is the
 // break-glass release's.
-var PassGuards = []string{GuardMassDeath, GuardMaxReleases, GuardMaxTaskUpdates}
+var PassGuards = []string{GuardMassDeath, GuardMaxReleases, GuardMaxTaskUpdates, GuardUncommittedTaskWrite}
