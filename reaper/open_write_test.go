@@ -2,6 +2,7 @@ package reaper_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -113,7 +114,8 @@ func TestUncommittedWriteHoldsMaybeDispatchingOwner(t *testing.T) {
 				require.Equal(t, reaper.AgeFromActivity, g.UncommittedWrite.AgeFrom, mode)
 				require.Positive(t, g.UncommittedWrite.TransactionAge, mode)
 				require.Equal(t, 1, g.UncommittedWrite.Held, mode)
-				require.Contains(t, g.Reason, "session pid ", mode)
+				require.Contains(t, g.Reason, fmt.Sprintf("session pid %d holds an uncommitted write to core_task, its transaction open for %s (pg_stat_activity)",
+					pid, g.UncommittedWrite.TransactionAge), mode)
 				require.Contains(t, f.Members(domain), owner, mode)
 			}
 
