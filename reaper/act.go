@@ -28,14 +28,19 @@ type actor struct {
 	// declaredDead is the owner a forced release declared dead while its
 	// heartbeat was current (declaredDead in reaper.go), or "".
 	declaredDead string
+	// writes is what the pass saw of other sessions' uncommitted writes to
+	// core_task (open_write.go).
+	writes openWrites
 }
 
 func (a *actor) run(ctx context.Context) error {
 	a.initResults()
 	if a.dryRun {
-		return nil
+		return a.foreseeHeld(ctx)
 	}
 	releaseErr := inStep("releasing locks in", SystemRedis, a.release(ctx))
+	// Stored even when the release failed: the sightings are facts.
+	writesErr := a.rememberOpenWrites(context.WithoutCancel(ctx))
 	var updateErr, retireErr error
 	if releaseErr == nil {
 		updateErr = inStep("updating Pulp's tasks in", SystemDatabase, a.updateTasks(ctx))
@@ -55,7 +60,7 @@ func (a *actor) run(ctx context.Context) error {
 		seenErr = inStep("remembering the mass-death guard's memory in", SystemRedis,
 			redislocks.WriteSeenAlive(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.plan.SeenAlive))
 	}
-	return errors.Join(releaseErr, updateErr, retireErr, suspectErr, seenErr)
+	return errors.Join(releaseErr, writesErr, updateErr, retireErr, suspectErr, seenErr)
 }
 
 // initResults gives every holding and task the result it has unless the

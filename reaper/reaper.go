@@ -174,6 +174,10 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	// the actor's work unless opts.Snapshot kept them.
 	rows, now := snap.AppStatuses, snap.Now
 	err = act.run(ctx)
+	if g, ok := act.openWriteGuard(); ok {
+		rep.Guards = append(rep.Guards, g)
+		r.log.Warn("guard held work back", slog.String("guard", g.Name), slog.String("reason", g.Reason))
+	}
 	rep.fill(&plan, act)
 	rep.ReleaseDelays = releaseDelays(rows, now, &plan, rep, r.cfg.Policy.HeartbeatGrace)
 	for i := range rep.Tasks {

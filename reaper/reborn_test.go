@@ -99,7 +99,8 @@ func TestDeadOwnerMembershipReleased(t *testing.T) {
 // transaction (a plugin's or a request's atomic block): the task row is
 // inserted but not committed, and the task's locks are taken, the domain
 // membership among them. The reservers' read cannot see the row; the
-// uncommitted write to core_task leaves the membership for the next pass.
+// uncommitted write to core_task leaves the membership for the next pass,
+// deferred by the uncommitted-task-write guard, which names the session.
 func TestUncommittedImmediateTaskKeepsItsMembership(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -123,6 +124,12 @@ func TestUncommittedImmediateTaskKeepsItsMembership(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, reaper.ResultReleased, findingFor(rep, judge.TaskKeyPrefix+finished, owner).Result)
-	require.Equal(t, reaper.ResultOwnerChanged, findingFor(rep, domain, owner).Result)
+	require.Equal(t, reaper.ResultDeferred, findingFor(rep, domain, owner).Result)
+	require.Equal(t, judge.DeferredUncommittedTaskWrite, findingFor(rep, domain, owner).Deferred)
 	require.Contains(t, f.Members(domain), owner, "the immediate task's membership")
+	var pid int32
+	require.NoError(t, tx.QueryRow(f.Ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	g := guardNamed(rep, judge.GuardUncommittedTaskWrite)
+	require.NotNil(t, g, "%+v", rep.Guards)
+	require.Equal(t, pid, g.UncommittedWrite.PID)
 }

@@ -67,7 +67,11 @@ func (a *actor) release(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sent, sentIdx := b.Without(leave), without(idx, leave)
+		left := make([]bool, len(leave))
+		for n, res := range leave {
+			left[n] = res != ""
+		}
+		sent, sentIdx := b.Without(left), without(idx, left)
 		outcomes, err := rel.Release(context.WithoutCancel(ctx), sent)
 		if err != nil {
 			return err
@@ -77,8 +81,11 @@ func (a *actor) release(ctx context.Context) error {
 		}
 		results := make([]Result, len(idx))
 		for n, i := range idx {
-			if leave[n] {
+			switch leave[n] {
+			case ResultOwnerChanged:
 				a.holdingResults[i] = ResultOwnerChanged
+			case ResultDeferred:
+				a.holdBack(i)
 			}
 			results[n] = a.holdingResults[i]
 		}
@@ -114,18 +121,23 @@ func releaseGroup(jd judge.Judgement) int {
 
 // checkShared reads, just before the release call, what may have made a
 // guarded shared membership of the batch a new task's since the snapshot,
-// and returns the positions of the batch to leave alone (owner-changed)
-// without asking Redis:
+// and returns, by position of the batch, the result of those to leave alone
+// without asking Redis ("" for the others):
 //   - a name judged dead or gone that has a row alive or late now: the name
 //     was reborn (a worker restarted under the same {pid}@{hostname}), and
 //     the new process may take, or have taken, a task reserving the
 //     resource. A worker writes its row before it fetches a task, so a
-//     reborn name that took a task shows here;
-//   - another session's write to core_task not yet committed: a task
-//     dispatched in a transaction (an immediate task inside a plugin's or a
-//     request's atomic block) may hold its locks while its row is invisible
-//     to the reservers' read below, and nothing in Redis tells of it without
-//     the owner registry (pulpcore before 3.117).
+//     reborn name that took a task shows here (owner-changed);
+//   - for an owner that may be dispatching now (judge.MayDispatch: alive,
+//     late or immediate-<uuid>), another session's write to core_task not
+//     yet committed, open for less than confirm_after: a task dispatched in
+//     a transaction (an immediate task inside a plugin's or a request's
+//     atomic block) may hold its locks while its row is invisible to the
+//     reservers' read below, and nothing in Redis tells of it without the
+//     owner registry (pulpcore before 3.117). Such memberships are deferred
+//     by the uncommitted-task-write guard (judge.HoldingWrite). A dead
+//     owner cannot be dispatching: someone else's open transaction does
+//     not hold its memberships.
 //
 // It also gives the others the incomplete tasks that reserve their
 // resources shared: the release script leaves a membership alone whose
@@ -134,9 +146,10 @@ func releaseGroup(jd judge.Judgement) int {
 // trace there). An exclusive lock or a task lock needs none of this:
 // pulpcore's acquire fails on a key that exists, so no new task takes it
 // while it stands.
-func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch) ([]bool, error) {
-	leave := make([]bool, len(idx))
+func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch) ([]Result, error) {
+	leave := make([]Result, len(idx))
 	var resources, notLive []string
+	mayBeHeld := false
 	for n, h := range b.Holdings {
 		if !b.Guarded[n] || h.Kind != judge.KindShared {
 			continue
@@ -145,19 +158,28 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 		if l := a.plan.Holdings[idx[n]].Evidence().OwnerLiveness; (l == heartbeat.Dead || l == heartbeat.Gone) && h.Owner != a.declaredDead {
 			notLive = append(notLive, h.Owner)
 		}
+		mayBeHeld = mayBeHeld || a.mayBeHeld(idx[n])
 	}
 	if len(resources) == 0 {
 		return leave, nil
 	}
 	db := context.WithoutCancel(ctx)
+	var holds pulpdb.Holds
+	if mayBeHeld {
+		var err error
+		if holds, err = a.openWriteHolds(db); err != nil {
+			return nil, err
+		}
+	}
 	check, err := pulpdb.ReadSharedCheck(db, a.r.pool, a.r.cfg.DatabaseTimeout, resources, notLive, a.r.cfg.Policy.HeartbeatGrace,
-		a.reserverFor(b))
+		a.reserverFor(b), holds)
 	if err != nil {
 		return nil, inStep("reading what may have taken the shared resources to release in", SystemDatabase, err)
 	}
-	if check.UncommittedTaskWrites > 0 {
-		a.r.log.Info("leaving shared memberships for the next pass: a write to core_task is not committed yet",
-			slog.Int("sessions", check.UncommittedTaskWrites))
+	var holder judge.OpenWrite
+	sessions, held := 0, 0
+	if mayBeHeld {
+		holder, sessions = a.holdingWrite(check)
 	}
 	b.Reservers = make([][]string, len(b.Holdings))
 	for n, h := range b.Holdings {
@@ -165,15 +187,17 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 			continue
 		}
 		switch {
-		case check.UncommittedTaskWrites > 0:
-			leave[n] = true
 		case check.LiveNames[h.Owner]:
-			leave[n] = true
+			leave[n] = ResultOwnerChanged
 			a.r.log.Warn("owner's name reborn during the pass: its shared membership is left", slog.String("owner", h.Owner), slog.String("key", h.Key))
+		case sessions > 0 && a.mayBeHeld(idx[n]):
+			leave[n] = ResultDeferred
+			held++
 		default:
 			b.Reservers[n] = a.newReservers(check.Reservers[h.Resource()], h.Owner)
 		}
 	}
+	a.noteHeld(holder, sessions, held, check.Now)
 	return leave, nil
 }
 

@@ -147,6 +147,9 @@ type Ignored struct {
 type Guard struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
+	// UncommittedWrite is the session behind the uncommitted-task-write
+	// guard.
+	UncommittedWrite *UncommittedWrite `json:"uncommitted_write,omitempty"`
 }
 
 func ignoredOf(ig []redislocks.Ignored) []Ignored {

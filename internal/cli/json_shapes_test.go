@@ -56,7 +56,9 @@ func TestJSONShapes(t *testing.T) {
 		Tasks: []reaper.TaskFinding{{TaskJudgement: &lost, Result: reaper.ResultUpdated, Resources: unguarded},
 			{TaskJudgement: &canceled, Result: reaper.ResultUpdated}},
 		Ignored: []reaper.Ignored{{Key: "task:nope", Type: "list", Reason: "not a string"}},
-		Guards:  reaper.GuardsOf([]judge.Guard{{Name: judge.GuardMaxReleases, Wanted: 12, Limit: 10}}),
+		Guards: append(reaper.GuardsOf([]judge.Guard{{Name: judge.GuardMaxReleases, Wanted: 12, Limit: 10}}),
+			reaper.Guard{Name: judge.GuardUncommittedTaskWrite, Reason: "held", UncommittedWrite: &reaper.UncommittedWrite{
+				PID: 4242, TransactionAge: reaper.Seconds(75 * time.Second), AgeFrom: reaper.AgeFromActivity, Sessions: 1, Held: 3}}),
 		Kubernetes: &reaper.KubernetesReport{Read: reaper.KubernetesRead, Where: "pulp/app=worker", Pods: 3,
 			OwnersByEvidence: map[heartbeat.PodRule]int{heartbeat.PodAliveNotHeartbeating: 1, reaper.PodRuleNone: 2}},
 		Summary: reaper.Summary{HoldingsByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 1, judge.VerdictTaskFinished: 1},

@@ -149,14 +149,15 @@ func TestDocumentedGrants(t *testing.T) {
 	t.Parallel()
 	set, optional, tables := documentedGrants()
 	require.Equal(t, []string{"core_appstatus", "core_progressreport", "core_task"}, tables)
-	require.True(t, set[grant{"USAGE", "", ""}])
-	require.True(t, set[grant{"UPDATE", "core_task", "state"}])
-	require.True(t, set[grant{"SELECT", "core_appstatus", "versions"}])
-	require.False(t, set[grant{"UPDATE", "core_task", "name"}])
-	startedAt := grant{"SELECT", "core_task", "started_at"}
-	require.Equal(t, map[grant]bool{startedAt: true}, optional)
+	require.True(t, set[grant{Privilege: "USAGE", Table: "", Column: ""}])
+	require.True(t, set[grant{Privilege: "UPDATE", Table: "core_task", Column: "state"}])
+	require.True(t, set[grant{Privilege: "SELECT", Table: "core_appstatus", Column: "versions"}])
+	require.False(t, set[grant{Privilege: "UPDATE", Table: "core_task", Column: "name"}])
+	startedAt := grant{Privilege: "SELECT", Table: "core_task", Column: "started_at"}
+	readAllStats := grant{Role: "pg_read_all_stats"}
+	require.Equal(t, map[grant]bool{startedAt: true, readAllStats: true}, optional)
 	require.True(t, set[startedAt])
-	r := evalGrants("r", set, optional, map[grant]bool{{"USAGE", "", ""}: true})
+	r := evalGrants("r", set, optional, map[grant]bool{{Privilege: "USAGE"}: true})
 	require.Equal(t, Fail, r.Status)
 
 	// A role granted before started_at was documented: ok, said in passing.
@@ -170,6 +171,15 @@ func TestDocumentedGrants(t *testing.T) {
 	r = evalGrants("r", set, optional, set)
 	require.Equal(t, OK, r.Status, r.Evidence)
 	require.NotContains(t, r.Evidence, "optional")
+
+	// Without pg_read_all_stats: ok, and doctor says what it costs.
+	noStats := map[grant]bool{}
+	for g := range set {
+		noStats[g] = g != readAllStats
+	}
+	r = evalGrants("r", set, optional, noStats)
+	require.Equal(t, OK, r.Status, r.Evidence)
+	require.Contains(t, r.Evidence, "without the optional pg_read_all_stats: another role's transaction")
 }
 
 func TestEvalHeartbeats(t *testing.T) {

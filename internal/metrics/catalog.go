@@ -45,6 +45,8 @@ func Catalog() []Family {
 		{Name: NameLostTasks, Type: gauge, Labels: map[string][]string{"verdict": namesOf(taskVerdicts)}},
 		{Name: NameOldestStaleAge, Type: gauge},
 		{Name: NameUnprotectedTasks, Type: gauge},
+		{Name: NameUncommittedWriteHeld, Type: gauge},
+		{Name: NameUncommittedWriteAge, Type: gauge},
 		{Name: NameKubernetesReads, Type: counter, Labels: map[string][]string{"result": {reaper.KubernetesRead, reaper.KubernetesUnavailable}}},
 		{Name: NameKubernetesOwners, Type: gauge, Labels: map[string][]string{"evidence": stringsOf(reaper.EvidenceRules)}},
 		// The check names are doctor's (docs/doctor.md); no series exists

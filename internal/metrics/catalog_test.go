@@ -262,3 +262,23 @@ func TestFleetGauges(t *testing.T) {
 	require.Equal(t, 0.0, g(m.lostTasks.WithLabelValues("lost")))
 	require.Equal(t, 0.0, g(m.oldestStale))
 }
+
+// TestUncommittedWriteGauges: the memberships the uncommitted-task-write
+// guard left and the age of the session behind it describe the last
+// completed pass; a pass without the guard sets them back to 0.
+func TestUncommittedWriteGauges(t *testing.T) {
+	t.Parallel()
+	m, _ := setup(t)
+	rep := completedReport()
+	rep.Guards = append(rep.Guards, reaper.Guard{Name: judge.GuardUncommittedTaskWrite, Reason: "r",
+		UncommittedWrite: &reaper.UncommittedWrite{PID: 4242, TransactionAge: reaper.Seconds(75 * time.Second), AgeFrom: reaper.AgeFromActivity, Sessions: 1, Held: 3}})
+	m.Observe(rep)
+	g := testutil.ToFloat64
+	require.Equal(t, 3.0, g(m.openWrite.held))
+	require.Equal(t, 75.0, g(m.openWrite.age))
+	require.Equal(t, 1.0, g(m.guardTrips.WithLabelValues(judge.GuardUncommittedTaskWrite)))
+
+	m.Observe(completedReport())
+	require.Equal(t, 0.0, g(m.openWrite.held))
+	require.Equal(t, 0.0, g(m.openWrite.age))
+}

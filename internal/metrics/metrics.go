@@ -71,8 +71,9 @@ type Metrics struct {
 	historyFailures prometheus.Counter
 	buildInfo       prometheus.Gauge
 	fleet
-	doctor *doctorMetrics
-	kube   *kubeMetrics
+	doctor    *doctorMetrics
+	kube      *kubeMetrics
+	openWrite *openWriteMetrics
 }
 
 // New returns the collectors, with every series of a known label value
@@ -149,6 +150,7 @@ func New(version string) *Metrics {
 	}
 	m.fleet = newFleet()
 	m.doctor = newDoctorMetrics()
+	m.openWrite = newOpenWriteMetrics()
 	m.buildInfo.Set(1)
 	m.kube = newKubeMetrics()
 	m.initSeries()
@@ -225,7 +227,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.passes, m.passDuration, m.releaseDelay, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.buildInfo,
 		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.kube.reads, m.kube.owners,
-	}, m.doctor.collectors()...)
+	}, append(m.doctor.collectors(), m.openWrite.collectors()...)...)
 }
 
 // Register registers every collector with reg.

@@ -99,4 +99,5 @@ func (m *Metrics) observeScan(rep *reaper.Report) {
 	m.deferred.WithLabelValues(objectTask).Set(float64(sum.TasksByResult[reaper.ResultDeferred]))
 	m.fleet.observe(rep)
 	m.doctor.observe(rep)
+	m.openWrite.observe(rep)
 }

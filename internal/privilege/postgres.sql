@@ -26,4 +26,11 @@ GRANT SELECT (started_at) ON core_task TO lock_reaper; -- optional
 GRANT SELECT (pulp_id, task_id, state) ON core_progressreport TO lock_reaper;
 GRANT UPDATE (state) ON core_progressreport TO lock_reaper;
 
+-- Optional: how long another session's transaction has been open
+-- (pg_stat_activity), for the hold its uncommitted write to core_task puts on
+-- shared memberships. Without it a pass measures from the transaction's first
+-- sighting in pg_locks, so the hold lasts up to confirm_after longer. Granting
+-- it takes a superuser (or a role with ADMIN OPTION on pg_read_all_stats).
+GRANT pg_read_all_stats TO lock_reaper; -- optional
+
 -- Advisory locks (its own pass lock, pulpcore's cleanup lock) need no grant.

@@ -186,4 +186,4 @@ const (
 
 // PassGuards are the guards a pass can raise; GuardAliveOwner is the
 // break-glass release's.
-var PassGuards = []string{GuardMassDeath, GuardHeartbeatStall, GuardHeartbeatRecheck, GuardMaxReleases, GuardMaxTaskUpdates}
+var PassGuards = []string{GuardMassDeath, GuardHeartbeatStall, GuardHeartbeatRecheck, GuardMaxReleases, GuardMaxTaskUpdates, GuardUncommittedTaskWrite}

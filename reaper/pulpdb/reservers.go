@@ -27,17 +27,21 @@ const liveNamesSQL = `
 SELECT DISTINCT name FROM core_appstatus
 WHERE name = ANY($1::text[]) AND last_heartbeat >= now() - ttl - $2::interval`
 
-// uncommittedTaskWritesSQL counts the other sessions that hold a write lock
-// on core_task: a transaction that inserted or changed a task row and has
-// not committed. PostgreSQL keeps the lock until the transaction ends, and
-// pg_locks shows every session's locks to every role. A relation's oid is
-// only unique within its database (a database made from a template shares
-// its tables' oids), hence the database.
-const uncommittedTaskWritesSQL = `
-SELECT count(DISTINCT pid) FROM pg_locks
-WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND granted AND pid <> pg_backend_pid()
-  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND relation = to_regclass('core_task')`
+// openTaskWritesSQL lists the other sessions that hold a write lock on
+// core_task: a transaction that inserted or changed a task row and has not
+// committed. PostgreSQL keeps the lock until the transaction ends, and
+// pg_locks shows every session's locks to every role, with the transaction
+// (virtualtransaction); pg_stat_activity shows since when it is open only
+// for the role's own sessions, or with pg_read_all_stats (NULL otherwise).
+// A relation's oid is only unique within its database (a database made
+// from a template shares its tables' oids), hence the database.
+const openTaskWritesSQL = `
+SELECT DISTINCT ON (l.pid) l.pid, l.virtualtransaction, extract(epoch FROM now() - a.xact_start)::float8, now()
+FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted AND l.pid <> pg_backend_pid()
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND l.relation = to_regclass('core_task')
+ORDER BY l.pid`
 
 // Relevant says whether the incomplete task id, which reserves resource
 // shared, may have made a membership of resource a new task's.
@@ -50,18 +54,25 @@ type SharedCheck struct {
 	Reservers map[string][]string
 	// LiveNames are the names asked of that a row alive or late carries now.
 	LiveNames map[string]bool
-	// UncommittedTaskWrites counts the other sessions with a write to
-	// core_task not yet committed.
-	UncommittedTaskWrites int
+	// OpenWrites are the other sessions' writes to core_task not yet
+	// committed, at the last look (none when holds was nil), and Now the
+	// database clock of that look.
+	OpenWrites []judge.OpenWrite
+	Now        time.Time
 }
+
+// Holds says whether a look's uncommitted writes to core_task, seen at now
+// (the database clock), hold the shared memberships to release.
+type Holds func(ws []judge.OpenWrite, now time.Time) bool
 
 // ReadSharedCheck reads what may have made a shared membership a new task's
 // since the snapshot: the tasks reserving each of resources shared
 // (ReadSharedReservers, keeping those relevant says may matter), which of
-// names (owners judged dead or gone) a row alive or late carries now, and
-// whether a write to core_task is not yet committed (a task whose row other
-// sessions cannot see yet).
-func ReadSharedCheck(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, resources, names []string, grace time.Duration, relevant Relevant) (SharedCheck, error) {
+// names (owners judged dead or gone) a row alive or late carries now, and,
+// unless holds is nil (no owner of the batch may be dispatching), the
+// writes to core_task not yet committed (a task whose row other sessions
+// cannot see yet).
+func ReadSharedCheck(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, resources, names []string, grace time.Duration, relevant Relevant, holds Holds) (SharedCheck, error) {
 	var c SharedCheck
 	var err error
 	// The uncommitted writes first, then the reservers: a task row not yet
@@ -69,13 +80,13 @@ func ReadSharedCheck(ctx context.Context, pool *pgxpool.Pool, timeout time.Durat
 	// committed since shows among the reservers. Autocommit updates of
 	// core_task last a millisecond, a dispatch inside a transaction lasts
 	// its task: a few looks, apart, find an instant without the former.
-	for try := range uncommittedLooks {
+	for try := 0; holds != nil && try < uncommittedLooks; try++ {
 		if try > 0 {
 			if err := sleepCtx(ctx, uncommittedLookGap); err != nil {
 				return c, err
 			}
 		}
-		if c.UncommittedTaskWrites, err = countUncommittedTaskWrites(ctx, pool, timeout); err != nil || c.UncommittedTaskWrites == 0 {
+		if c.OpenWrites, c.Now, err = ReadOpenTaskWrites(ctx, pool, timeout); err != nil || !holds(c.OpenWrites, c.Now) {
 			break
 		}
 	}
@@ -117,14 +128,34 @@ const (
 	uncommittedLookGap = 20 * time.Millisecond
 )
 
-func countUncommittedTaskWrites(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) (int, error) {
+// ReadOpenTaskWrites lists the other sessions' writes to core_task not yet
+// committed, with the database clock.
+func ReadOpenTaskWrites(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) ([]judge.OpenWrite, time.Time, error) {
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var n int
-	if err := pool.QueryRow(qctx, uncommittedTaskWritesSQL).Scan(&n); err != nil {
-		return 0, fmt.Errorf("read the uncommitted writes to core_task (pg_locks): %w", err)
+	rows, err := pool.Query(qctx, openTaskWritesSQL)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read the uncommitted writes to core_task (pg_locks, pg_stat_activity): %w", err)
 	}
-	return n, nil
+	defer rows.Close()
+	var out []judge.OpenWrite
+	var now time.Time
+	for rows.Next() {
+		var w judge.OpenWrite
+		var age *float64
+		if err := rows.Scan(&w.PID, &w.Transaction, &age, &now); err != nil {
+			return nil, time.Time{}, fmt.Errorf("read the uncommitted writes to core_task: %w", err)
+		}
+		if age != nil {
+			d := judge.Duration(max(*age, 0) * float64(time.Second))
+			w.Age = &d
+		}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("read the uncommitted writes to core_task: %w", err)
+	}
+	return out, now, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -21,6 +21,9 @@ const (
 	// PodsSeenKey is lock-reaper's own hash of the pods earlier complete
 	// lists showed (pods_seen.go).
 	PodsSeenKey = "pulp:lock_reaper:pods_seen"
+	// OpenWritesKey is lock-reaper's own hash of the uncommitted writes to
+	// core_task passes saw, with their first sighting (open_writes.go).
+	OpenWritesKey = "pulp:lock_reaper:open_writes"
 )
 
 // MaxOwnerLen bounds an owner name; pulpcore's are pid@hostname or

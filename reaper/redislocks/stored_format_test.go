@@ -14,7 +14,7 @@ import (
 )
 
 // TestStoredFormats: what lock-reaper keeps in Redis between passes (the
-// suspects, the rows seen alive, the pods seen) is written and read in one
+// suspects, the rows seen alive, the pods seen, the uncommitted writes seen) is written and read in one
 // fixed JSON form, defined here, in the package that stores it: a reaper of
 // another version, another replica or the next CronJob run reads what this
 // one wrote.
@@ -39,6 +39,13 @@ func TestStoredFormats(t *testing.T) {
 	}))
 	require.Equal(t, map[string]string{"pulp-worker-0": `{"uid":"u-1","seen":"2026-12-02T10:00:00Z","where":"pulp/app=worker"}`},
 		rdb.HGetAll(ctx, redislocks.PodsSeenKey).Val())
+
+	w := judge.OpenWrite{PID: 4242, Transaction: "7/123"}
+	require.NoError(t, redislocks.WriteOpenWrites(ctx, rdb, timeout, ttl, map[string]time.Time{redislocks.OpenWriteField(w): at}))
+	require.Equal(t, map[string]string{"4242:7/123": `{"first_seen":"2026-12-02T10:00:00Z"}`}, rdb.HGetAll(ctx, redislocks.OpenWritesKey).Val())
+	seen, err := redislocks.ReadOpenWrites(ctx, rdb, timeout)
+	require.NoError(t, err)
+	require.Equal(t, map[string]time.Time{"4242:7/123": at}, seen)
 
 	// Read back, field order and unknown fields aside.
 	require.NoError(t, rdb.HSet(ctx, redislocks.SuspectsKey, `["task:t","2@w"]`, `{"first_seen":"2026-12-02T10:00:00Z","verdict":"task-lost","extra":1}`).Err())
