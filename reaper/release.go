@@ -78,17 +78,18 @@ func (a *actor) release(ctx context.Context) error {
 				a.plan.Holdings[i].Deferred = judge.DeferredTooManyReservers
 			}
 		}
-		if err != nil {
-			// What the failed call did is known (read again): the rest
-			// of the batch fails.
-			a.failHoldings(idx)
-			logs.add(idx, resultsAt(a.holdingResults, idx))
-			return err
-		}
 		for n, i := range idx {
 			if leave[n] {
 				a.holdingResults[i] = ResultOwnerChanged
 			}
+		}
+		if err != nil {
+			// A failed call's holdings were read again: what it did is
+			// logged, the rest of the batch fails.
+			a.failHoldings(idx)
+			done := slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return a.holdingResults[i] == ResultFailed })
+			logs.add(done, resultsAt(a.holdingResults, done))
+			return err
 		}
 		logs.add(idx, resultsAt(a.holdingResults, idx))
 		a.progress(PhaseReleasing, done+len(idx), len(todo))

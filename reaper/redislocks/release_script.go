@@ -56,7 +56,13 @@ import (
 // (owner-changed). The acquire adds an owner already in the set without a
 // trace, and a removed membership would leave the new task running without
 // it. (An exclusive lock is not taken again while it stands: the acquire
-// fails on a key that exists.)
+// fails on a key that exists.) Every Pulp task reserves its domain shared,
+// so a backlog of waiting tasks makes that list long for each of the
+// domain's members: a key's list comes to a call once, its task locks are
+// read once (MGET, a page at a time) into the owners holding them, and each
+// membership asks its own owner's, so a call's cost grows with the tasks it
+// is sent, not with tasks times memberships; Release sends a call at most
+// ReserverCallLimit of them (release_reservers.go).
 //
 // Counting a registry costs time an entry, in a script that blocks Redis,
 // so a call counts (or
