@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/privilege"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -195,4 +196,32 @@ func (c *reserverCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *reserverCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// TestReleaseReserversWithoutMGET: a Redis user whose ACL lacks MGET (made
+// before the reader used it; docs/security.md) still releases: the script
+// reads the reserving tasks' locks a GET each, and a membership whose owner
+// holds one is still left.
+func TestReleaseReserversWithoutMGET(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redisserver.Start(t)
+	require.NoError(t, srv.Client.Do(ctx, privilege.RedisSetUser("reaper", "pw")...).Err())
+	require.NoError(t, srv.Client.Do(ctx, "ACL", "SETUSER", "reaper", "-mget").Err())
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "reaper", Password: "pw"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	require.Error(t, rdb.MGet(ctx, judge.TaskKeyPrefix+"x").Err(), "MGET refused")
+	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
+	key := judge.ResourceKeyPrefix + "domain-m"
+	require.NoError(t, srv.Client.SAdd(ctx, key, "1@m", "2@m").Err())
+	task := passtest.NewUUID()
+	require.NoError(t, srv.Client.Set(ctx, judge.TaskKeyPrefix+task, "2@m", 0).Err())
+	out, err := rel.Release(ctx, redislocks.Batch{
+		Holdings:  []judge.Holding{{Key: key, Owner: "1@m", Kind: judge.KindShared}, {Key: key, Owner: "2@m", Kind: judge.KindShared}},
+		Guarded:   []bool{true, true},
+		Reservers: map[string][]redislocks.Reserver{key: {{ID: passtest.NewUUID()}, {ID: task}}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []redislocks.Outcome{redislocks.Released, redislocks.OwnerChanged}, out)
+	require.Equal(t, []string{"2@m"}, members(t, srv.Client, key))
 }

@@ -59,7 +59,8 @@ import (
 // fails on a key that exists.) Every Pulp task reserves its domain shared,
 // so a backlog of waiting tasks makes that list long for each of the
 // domain's members: a key's list comes to a call once, its task locks are
-// read once (MGET, a page at a time) into the owners holding them, and each
+// read once (MGET, a page at a time; a GET each for a user whose ACL lacks
+// MGET) into the owners holding them, and each
 // membership asks its own owner's, so a call's cost grows with the tasks it
 // is sent, not with tasks times memberships; Release sends a call at most
 // ReserverCallLimit of them (release_reservers.go).
@@ -101,7 +102,7 @@ var releaseScript = redis.NewScript(aclCheckLua(
 	[]string{"'SREM'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')", "'x'"}, []string{"'SISMEMBER'", "(KEYS[1] or '" + judge.TaskKeyPrefix + "x')", "'x'"},
 	[]string{"'SCARD'", luaString(OwnerLocksPrefix + "x")}, []string{"'SSCAN'", luaString(OwnerLocksPrefix + "x"), "'0'"},
 	[]string{"'SREM'", luaString(OwnerLocksPrefix + "x"), "'x'"}, []string{"'SREM'", luaString(ActiveOwnersKey), "'x'"},
-	[]string{"'SMISMEMBER'", luaString(RegistrySeenPrefix + "x"), "'x'"}, []string{"'MGET'", luaString(judge.TaskKeyPrefix + "x")},
+	[]string{"'SMISMEMBER'", luaString(RegistrySeenPrefix + "x"), "'x'"},
 ) + `
 local n, flags = tonumber(ARGV[1]), ARGV[2]
 local out = {}
@@ -124,8 +125,17 @@ for _ = 1, tonumber(ARGV[n + 4]) do
   local holders = {}
   for from = first, first + m - 1, 1000 do
     local last = math.min(from + 999, first + m - 1)
-    -- MGET answers false for a missing key and for one of another type.
-    local values = redis.call('MGET', unpack(ARGV, from, last))
+    -- MGET answers false for a missing key and for one of another type. A
+    -- user whose ACL lacks MGET (made before the reader used it) reads the
+    -- page a GET a key.
+    local values = redis.pcall('MGET', unpack(ARGV, from, last))
+    if values.err then
+      values = {}
+      for k = from, last do
+        local value = redis.pcall('GET', ARGV[k])
+        values[k - from + 1] = type(value) == 'string' and value
+      end
+    end
     for k = 1, last - from + 1 do
       local value, task = values[k], ARGV[from + k - 1]
       if value and stale[task] ~= value then
