@@ -67,19 +67,18 @@ func (a *actor) release(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		left := make([]bool, len(leave))
-		for n, res := range leave {
-			left[n] = res != ""
-		}
+		left := leftAlone(leave)
 		sent, sentIdx := b.Without(left), without(idx, left)
 		outcomes, err := rel.Release(context.WithoutCancel(ctx), sent)
-		if err != nil {
+		if err != nil && outcomes == nil {
 			return err
 		}
 		for n, i := range sentIdx {
 			a.holdingResults[i] = releaseResults[outcomes[n]]
+			if outcomes[n] == redislocks.TooManyReservers {
+				a.plan.Holdings[i].Deferred = judge.DeferredTooManyReservers
+			}
 		}
-		results := make([]Result, len(idx))
 		for n, i := range idx {
 			switch leave[n] {
 			case ResultOwnerChanged:
@@ -87,12 +86,38 @@ func (a *actor) release(ctx context.Context) error {
 			case ResultDeferred:
 				a.holdBack(i)
 			}
-			results[n] = a.holdingResults[i]
 		}
-		logs.add(idx, results)
+		if err != nil {
+			// A failed call's holdings were read again: what it did is
+			// logged, the rest of the batch fails.
+			a.failHoldings(idx)
+			done := slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return a.holdingResults[i] == ResultFailed })
+			logs.add(done, resultsAt(a.holdingResults, done))
+			return err
+		}
+		logs.add(idx, resultsAt(a.holdingResults, idx))
 		a.progress(PhaseReleasing, done+len(idx), len(todo))
 		return nil
 	})
+}
+
+// resultsAt is results at the positions idx.
+func resultsAt(results []Result, idx []int) []Result {
+	out := make([]Result, len(idx))
+	for n, i := range idx {
+		out[n] = results[i]
+	}
+	return out
+}
+
+// leftAlone marks the positions of a batch that checkShared gave a result:
+// those the release call must not be sent.
+func leftAlone(leave []Result) []bool {
+	left := make([]bool, len(leave))
+	for n, res := range leave {
+		left[n] = res != ""
+	}
+	return left
 }
 
 // without is idx less the positions leave marks.
@@ -181,7 +206,6 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 	if mayBeHeld {
 		holder, sessions = a.holdingWrite(check)
 	}
-	b.Reservers = make([][]string, len(b.Holdings))
 	for n, h := range b.Holdings {
 		if !b.Guarded[n] || h.Kind != judge.KindShared {
 			continue
@@ -193,45 +217,63 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 		case sessions > 0 && a.mayBeHeld(idx[n]):
 			leave[n] = ResultDeferred
 			held++
-		default:
-			b.Reservers[n] = a.newReservers(check.Reservers[h.Resource()], h.Owner)
 		}
 	}
 	a.noteHeld(holder, sessions, held, check.Now)
+	b.Reservers = a.reserversOf(b, leftAlone(leave), check.Reservers)
 	return leave, nil
 }
 
 // reserverFor says whether a task reserving a resource shared may be a new
-// task of the owner of one of the batch's guarded memberships of it
-// (newReservers keeps it for that owner): the others are dropped as they
-// are read.
+// task of the owner of one of the batch's guarded memberships of it: a task
+// whose stale lock the plan saw held by the resource's only owner in the
+// batch is none, and is dropped as it is read.
 func (a *actor) reserverFor(b *redislocks.Batch) pulpdb.Relevant {
-	owners := map[string][]string{}
-	for n, h := range b.Holdings {
-		if b.Guarded[n] && h.Kind == judge.KindShared {
-			owners[h.Resource()] = append(owners[h.Resource()], h.Owner)
-		}
-	}
+	owners := sharedOwners(b, nil)
 	return func(resource, id string) bool {
-		for _, owner := range owners[resource] {
-			if !a.plan.HoldsAsStale(id, owner) {
-				return true
-			}
-		}
-		return false
+		o := owners[resource]
+		return len(o) != 1 || !o[a.plan.StaleHolder(id)]
 	}
 }
 
-// newReservers is reservers less the tasks whose task lock the snapshot saw
-// held by owner and the plan does not keep: a stale lock of the owner's own
-// (a dead worker's lost task, a live one's leaked lock) says nothing of a
-// task taken since, and its release may be deferred past this membership's.
-func (a *actor) newReservers(reservers []string, owner string) []string {
-	out := reservers[:0:0]
-	for _, id := range reservers {
-		if !a.plan.HoldsAsStale(id, owner) {
-			out = append(out, id)
+// sharedOwners lists, by resource, the owners of the batch's guarded shared
+// memberships that leave does not mark.
+func sharedOwners(b *redislocks.Batch, leave []bool) map[string]map[string]bool {
+	owners := map[string]map[string]bool{}
+	for n, h := range b.Holdings {
+		if !b.Guarded[n] || h.Kind != judge.KindShared || (leave != nil && leave[n]) {
+			continue
 		}
+		if owners[h.Resource()] == nil {
+			owners[h.Resource()] = map[string]bool{}
+		}
+		owners[h.Resource()][h.Owner] = true
+	}
+	return owners
+}
+
+// reserversOf gives each lock key of the guarded shared memberships the
+// batch sends the incomplete tasks reserving its resource (reservers, by
+// resource), once, however many owners hold a membership of it. A task the
+// snapshot saw held by one of those owners, whose lock the plan does not
+// keep, names that owner (StaleFor): a stale lock of the owner's own (a dead
+// worker's lost task, a live one's leaked lock) says nothing of a task
+// taken since, and its release may be deferred past this membership's. A
+// task stale for the only owner of the resource is no reserver at all.
+func (a *actor) reserversOf(b *redislocks.Batch, leave []bool, reservers map[string][]string) map[string][]redislocks.Reserver {
+	out := map[string][]redislocks.Reserver{}
+	for resource, owners := range sharedOwners(b, leave) {
+		rs := make([]redislocks.Reserver, 0, len(reservers[resource]))
+		for _, id := range reservers[resource] {
+			stale := a.plan.StaleHolder(id)
+			if !owners[stale] {
+				stale = ""
+			} else if len(owners) == 1 {
+				continue
+			}
+			rs = append(rs, redislocks.Reserver{ID: id, StaleFor: stale})
+		}
+		out[judge.ResourceKeyPrefix+resource] = rs
 	}
 	return out
 }
@@ -239,6 +281,7 @@ func (a *actor) newReservers(reservers []string, owner string) []string {
 // releaseResults are the results of the release script's outcomes.
 var releaseResults = map[redislocks.Outcome]Result{
 	redislocks.Released: ResultReleased, redislocks.AlreadyGone: ResultAlreadyGone, redislocks.OwnerChanged: ResultOwnerChanged,
+	redislocks.TooManyReservers: ResultDeferred, redislocks.StillHeld: ResultFailed,
 }
 
 // failHoldings marks the holdings of idx that have no result yet failed.

@@ -6,6 +6,11 @@ package judge
 // DeferredTaskLockHeld is why a task update waits for a later pass.
 const DeferredTaskLockHeld = "its task lock is still held"
 
+// DeferredTooManyReservers is why a guarded shared membership waits for a
+// later pass: more incomplete tasks reserve its resource than one release
+// call may check for a new task of its owner's.
+const DeferredTooManyReservers = "too many tasks reserve its resource to check in one call"
+
 // NeedsCancelSignal says a task update finishes a task that a worker may
 // still be running: pulpcore's cancel signal then makes a worker that was
 // only late abort it, rather than run on beside the next holder of its

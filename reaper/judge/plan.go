@@ -163,13 +163,13 @@ type Duration time.Duration
 
 func durationPtr(d time.Duration) *Duration { v := Duration(d); return &v }
 
-// HoldsAsStale says the snapshot saw the task lock of taskID held by owner
-// and this plan does not keep it (it releases it, waits to confirm it, or
-// defers its release). Such a task is no new task of the owner's: a shared
-// membership it reserves is not the owner's since the snapshot, and the
-// release of the membership does not wait for it. The plan lists its task
-// locks first, in key order (sortJudgements).
-func (p *Plan) HoldsAsStale(taskID, owner string) bool {
+// StaleHolder is the owner whose task lock of taskID the snapshot saw and
+// this plan does not keep (it releases it, waits to confirm it, or defers
+// its release), or "" when there is none. Such a task is no new task of
+// that owner's: a shared membership it reserves is not the owner's since
+// the snapshot, and the release of the membership does not wait for it.
+// The plan lists its task locks first, in key order (sortJudgements).
+func (p *Plan) StaleHolder(taskID string) string {
 	key := TaskKeyPrefix + taskID
 	i, found := slices.BinarySearchFunc(p.Holdings, key, func(jd Judgement, key string) int {
 		if jd.Kind != KindTask {
@@ -178,9 +178,9 @@ func (p *Plan) HoldsAsStale(taskID, owner string) bool {
 		return strings.Compare(jd.Key, key)
 	})
 	for ; found && i < len(p.Holdings) && p.Holdings[i].Key == key; i++ {
-		if jd := p.Holdings[i]; jd.Owner == owner {
-			return jd.Action != ActionKeep
+		if jd := p.Holdings[i]; jd.Action != ActionKeep {
+			return jd.Owner
 		}
 	}
-	return false
+	return ""
 }

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -29,13 +28,23 @@ type Batch struct {
 	Holdings []judge.Holding
 	// Guarded parallels Holdings: release only while the owner took no new task.
 	Guarded []bool
-	// Reservers parallels Holdings: for a guarded holding (the pass gives
-	// them for shared memberships), the incomplete tasks (ids) that reserve
-	// its resource; released only while the owner holds none of their task
-	// locks.
-	Reservers [][]string
+	// Reservers lists, by lock key (the pass gives them for the guarded
+	// shared memberships' keys), the incomplete tasks that reserve the
+	// key's resource: a guarded holding of the key is released only while
+	// its owner holds none of their task locks. Each key's list goes to a
+	// call once, however many of the call's holdings are of that key.
+	Reservers map[string][]Reserver
 	// Retire names the owners judged dead or gone in this batch.
 	Retire []string
+}
+
+// Reserver is an incomplete task reserving a resource, as the release
+// checks it: the task's id, and the owner (or "") whose own lock of the task
+// the snapshot saw and the pass does not keep: for that owner the task is no
+// new task, and its lock does not hold the owner's membership back.
+type Reserver struct {
+	ID       string
+	StaleFor string
 }
 
 // Outcome is what the release script did with one holding.
@@ -50,6 +59,13 @@ const (
 	// OwnerChanged: the key holds something else now, or a guarded owner
 	// took a new task since the snapshot; it is left alone.
 	OwnerChanged Outcome = 'o'
+	// TooManyReservers: more tasks reserve the holding's resource than one
+	// call may check (ReserverCallLimit); left alone, untouched, for a later
+	// pass.
+	TooManyReservers Outcome = 'm'
+	// StillHeld: a call failed (a timeout, a lost connection) and the
+	// holding was read again after it: it is still held.
+	StillHeld Outcome = 'h'
 )
 
 // releaseFlag is a holding's flag for the release script: "s" for a shared
@@ -74,51 +90,69 @@ const handedBack Outcome = 'b'
 // Release runs one batch and returns one Outcome per holding. The holdings
 // the script hands back (its SSCAN pages ran out before their owner's
 // new-task check ended) go to a further call, as many as it takes: each
-// call settles at least its first guarded owner.
+// call settles at least its first guarded owner. So do the guarded
+// holdings whose reserving tasks do not fit in a call beside the others'
+// (ReserverCallLimit); a holding whose resource alone has more is
+// TooManyReservers, sent to no call.
+//
+// When a call fails, the holdings it was given are read again (settle):
+// a script runs whole or not at all, so what is no longer held is
+// Released, what is still held StillHeld; the outcomes of the calls before
+// stand, and the holdings no call was made for have none (zero). The
+// outcomes so known come back with the error.
 func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
 	if len(b.Holdings) == 0 && len(b.Retire) == 0 {
 		return nil, nil
 	}
-	out, err := r.releaseOnce(ctx, b)
-	if err != nil {
-		return nil, err
+	out := make([]Outcome, len(b.Holdings))
+	pending := make([]int, len(b.Holdings))
+	for i := range pending {
+		pending[i] = i
 	}
-	idx := make([]int, len(out))
-	for i := range idx {
-		idx[i] = i
-	}
-	for {
-		var again []int
-		for _, i := range idx {
-			if out[i] == handedBack {
-				again = append(again, i)
-			}
+	retire := b.Retire
+	for len(pending) > 0 || len(retire) > 0 {
+		now, later := fitReservers(b, pending, out)
+		if len(now) == 0 && len(retire) == 0 {
+			break
 		}
-		if len(again) == 0 {
-			return out, nil
-		}
-		if len(again) == len(idx) {
-			return nil, fmt.Errorf("release batch: the script handed back all %d holdings it was given", len(idx))
-		}
-		next := Batch{Holdings: make([]judge.Holding, len(again)), Guarded: make([]bool, len(again))}
-		if b.Reservers != nil {
-			next.Reservers = make([][]string, len(again))
-		}
-		for n, i := range again {
-			next.Holdings[n], next.Guarded[n] = b.Holdings[i], b.Guarded[i]
-			if b.Reservers != nil {
-				next.Reservers[n] = b.Reservers[i]
-			}
-		}
-		res, err := r.releaseOnce(ctx, next)
+		call := b.subset(now)
+		call.Retire, retire = retire, nil
+		res, err := r.releaseOnce(ctx, call)
 		if err != nil {
-			return nil, err
+			r.settle(ctx, call, now, out)
+			return out, err
 		}
-		for n, i := range again {
-			out[i] = res[n]
+		var back []int
+		for n, i := range now {
+			if res[n] == handedBack {
+				back = append(back, i)
+			} else {
+				out[i] = res[n]
+			}
 		}
-		idx = again
+		if len(back) > 0 && len(back) == len(now) {
+			return nil, fmt.Errorf("release batch: the script handed back all %d holdings it was given", len(now))
+		}
+		pending = append(back, later...)
+		slices.Sort(pending)
 	}
+	return out, nil
+}
+
+// subset is the batch's holdings at idx, with the reserving tasks of their
+// keys, and no owner to retire.
+func (b Batch) subset(idx []int) Batch {
+	out := Batch{Holdings: make([]judge.Holding, len(idx)), Guarded: make([]bool, len(idx))}
+	for n, i := range idx {
+		out.Holdings[n], out.Guarded[n] = b.Holdings[i], b.Guarded[i]
+		if rs, ok := b.Reservers[b.Holdings[i].Key]; ok && b.Guarded[i] {
+			if out.Reservers == nil {
+				out.Reservers = map[string][]Reserver{}
+			}
+			out.Reservers[b.Holdings[i].Key] = rs
+		}
+	}
+	return out
 }
 
 // releaseOnce runs the release script once for b.
@@ -164,41 +198,41 @@ func (r *Releaser) releaseOnce(ctx context.Context, b Batch) ([]Outcome, error) 
 // a wire recorder tells the release calls from the other scripts' by it.
 func ReleaseScriptSHA() string { return releaseScript.Hash() }
 
-// appendReservers appends the count and the strings of the reserving tasks'
-// task keys of the batch's guarded holdings.
+// appendReservers appends the reserving tasks of the batch's keys: their
+// count, then for each key the key, the count of its tasks' task keys and
+// those, then the count of its stale pairs and those (a task key and the
+// owner for whom it is no new task).
 func appendReservers(args []any, b Batch) []any {
-	at := len(args)
-	args = append(args, 0)
-	c := 0
-	for i, ids := range b.Reservers {
-		if len(ids) == 0 || !b.Guarded[i] {
-			continue
+	args = append(args, len(b.Reservers))
+	for key, rs := range b.Reservers {
+		args = append(args, key, len(rs))
+		stale := 0
+		for _, r := range rs {
+			args = append(args, judge.TaskKeyPrefix+r.ID)
+			if r.StaleFor != "" {
+				stale++
+			}
 		}
-		var sb strings.Builder
-		sb.WriteString(strconv.Itoa(i + 1))
-		for _, id := range ids {
-			sb.WriteString(" " + judge.TaskKeyPrefix + id)
+		args = append(args, stale)
+		for _, r := range rs {
+			if r.StaleFor != "" {
+				args = append(args, judge.TaskKeyPrefix+r.ID, r.StaleFor)
+			}
 		}
-		args = append(args, sb.String())
-		c++
 	}
-	args[at] = c
 	return args
 }
 
 // Without is the batch less the holdings leave marks, in order; the owners
-// to retire stay.
+// to retire and the reserving tasks stay.
 func (b Batch) Without(leave []bool) Batch {
-	out := Batch{Retire: b.Retire}
+	out := Batch{Retire: b.Retire, Reservers: b.Reservers}
 	for n, h := range b.Holdings {
 		if leave[n] {
 			continue
 		}
 		out.Holdings = append(out.Holdings, h)
 		out.Guarded = append(out.Guarded, b.Guarded[n])
-		if b.Reservers != nil {
-			out.Reservers = append(out.Reservers, b.Reservers[n])
-		}
 	}
 	return out
 }

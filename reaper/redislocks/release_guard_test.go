@@ -202,7 +202,7 @@ func TestReleaseCallPagesHandBack(t *testing.T) {
 	// Past the count limit the registry is not walked: the new task is
 	// found by its lock when it reserves the holding's resource.
 	calls.n.Store(0)
-	out, err = rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{huge}, Guarded: []bool{true}, Reservers: [][]string{{hugeTask}}})
+	out, err = rel.Release(f.Ctx, redislocks.Batch{Holdings: []judge.Holding{huge}, Guarded: []bool{true}, Reservers: map[string][]redislocks.Reserver{huge.Key: {{ID: hugeTask}}}})
 	require.NoError(t, err)
 	require.Equal(t, []redislocks.Outcome{redislocks.OwnerChanged}, out, "the new task reserves the resource")
 	require.EqualValues(t, 1, calls.n.Load())

@@ -44,9 +44,12 @@ func TestReleaseGuardWithoutRegistry(t *testing.T) {
 		return out
 	}
 	guarded := func(hs []judge.Holding, reservers ...[]string) redislocks.Batch {
-		b := redislocks.Batch{Holdings: hs, Guarded: make([]bool, len(hs)), Reservers: reservers}
+		b := redislocks.Batch{Holdings: hs, Guarded: make([]bool, len(hs)), Reservers: map[string][]redislocks.Reserver{}}
 		for i := range hs {
 			b.Guarded[i] = true
+			for _, id := range reservers[i] {
+				b.Reservers[hs[i].Key] = append(b.Reservers[hs[i].Key], redislocks.Reserver{ID: id})
+			}
 		}
 		return b
 	}

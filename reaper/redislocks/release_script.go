@@ -12,10 +12,11 @@ import (
 // ARGV: n, then one string of n flags, one per holding: "x" for a string
 // lock, "s" for a shared member, "X" and "S" for the same when guarded; then
 // n owners, then the token of the pass's stored registries seen
-// (RememberSeen), then c and c strings "<i> <task key> <task key> ...", the
-// task locks of the incomplete tasks reserving holding i's resource, then
-// the owners judged dead or gone that may leave pulp:active_owners once
-// their registry is empty.
+// (RememberSeen), then the reserving tasks: g, and for each of g lock keys
+// the key, m and the task keys of the m incomplete tasks reserving its
+// resource, then s and s pairs of a task key and the owner for whom that task
+// is no new task (its own stale lock); then the owners judged dead or gone
+// that may leave pulp:active_owners once their registry is empty.
 //
 // A string lock is deleted only while its value is still the observed owner;
 // a shared set loses only that member. A key leaves the owner's registry once
@@ -55,7 +56,14 @@ import (
 // (owner-changed). The acquire adds an owner already in the set without a
 // trace, and a removed membership would leave the new task running without
 // it. (An exclusive lock is not taken again while it stands: the acquire
-// fails on a key that exists.)
+// fails on a key that exists.) Every Pulp task reserves its domain shared,
+// so a backlog of waiting tasks makes that list long for each of the
+// domain's members: a key's list comes to a call once, its task locks are
+// read once (MGET, a page at a time; a GET each for a user whose ACL lacks
+// MGET) into the owners holding them, and each
+// membership asks its own owner's, so a call's cost grows with the tasks it
+// is sent, not with tasks times memberships; Release sends a call at most
+// ReserverCallLimit of them (release_reservers.go).
 //
 // Counting a registry costs time an entry, in a script that blocks Redis,
 // so a call counts (or
@@ -100,15 +108,50 @@ local n, flags = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local function is_set(k) return redis.call('TYPE', k)['ok'] == 'set' end
 local token = ARGV[n + 3]
--- reservers[i]: the task keys of the incomplete tasks reserving holding i's
--- resource, space separated.
-local reservers = {}
-local c = tonumber(ARGV[n + 4])
-for j = n + 5, n + 4 + c do
-  local i, keys = string.match(ARGV[j], '^(%d+) (.*)$')
-  reservers[tonumber(i)] = keys
+-- held_by[lock key][owner]: the task keys, among the incomplete tasks
+-- reserving the key's resource, whose task lock the owner holds (less the
+-- owner's own stale ones). Each key's tasks are read once, a page of
+-- MGET at a time, before anything is written; a holding then asks its
+-- owner's list alone.
+local held_by = {}
+local j = n + 5
+for _ = 1, tonumber(ARGV[n + 4]) do
+  local key, m = ARGV[j], tonumber(ARGV[j + 1])
+  local first, s = j + 2, tonumber(ARGV[j + 2 + m])
+  local stale = {}
+  for k = j + 3 + m, j + 2 + m + 2 * s, 2 do
+    stale[ARGV[k]] = ARGV[k + 1]
+  end
+  local holders = {}
+  for from = first, first + m - 1, 1000 do
+    local last = math.min(from + 999, first + m - 1)
+    -- MGET answers false for a missing key and for one of another type. A
+    -- user whose ACL lacks MGET (made before the reader used it) reads the
+    -- page a GET a key.
+    local values = redis.pcall('MGET', unpack(ARGV, from, last))
+    if values.err then
+      values = {}
+      for k = from, last do
+        local value = redis.pcall('GET', ARGV[k])
+        values[k - from + 1] = type(value) == 'string' and value
+      end
+    end
+    for k = 1, last - from + 1 do
+      local value, task = values[k], ARGV[from + k - 1]
+      if value and stale[task] ~= value then
+        local tasks = holders[value]
+        if tasks == nil then
+          tasks = {}
+          holders[value] = tasks
+        end
+        tasks[#tasks + 1] = task
+      end
+    end
+  end
+  held_by[key] = holders
+  j = j + 3 + m + 2 * s
 end
-local pos = n + 4 + c
+local pos = j - 1
 -- A registry that is a set stays one, or goes once empty (SREM of a missing
 -- key does nothing): its type is asked once per owner.
 local registry_set = {}
@@ -198,19 +241,14 @@ local function took_new_task(owner)
   end
   return busy[owner]
 end
--- holder[task key]: the value of a reserving task's lock, false when none.
-local holder = {}
 -- took_reserving_task says the owner holds the task lock of a task that
--- reserves holding i's resource.
+-- reserves holding i's resource, one this call has not released.
 local function took_reserving_task(i, owner)
-  local keys = reservers[i]
-  if keys == nil then return false end
-  for key in string.gmatch(keys, '%S+') do
-    if holder[key] == nil then
-      local value = redis.pcall('GET', key)
-      holder[key] = type(value) == 'string' and value
-    end
-    if holder[key] == owner and not gone[key] then return true end
+  local holders = held_by[KEYS[i]]
+  local tasks = holders and holders[owner]
+  if tasks == nil then return false end
+  for _, key in ipairs(tasks) do
+    if not gone[key] then return true end
   end
   return false
 end
