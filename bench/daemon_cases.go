@@ -20,9 +20,12 @@ const cpuHalf = 0.5
 // releases everything, the view of it built beside the next pass) and
 // `status` (a read-only inspection every second, each finding every
 // holding stale), under the chart's setting, with a whole CPU and with
-// half of one, each for span (-daemon-span) before SIGTERM stops it; none
-// when span is 0.
-func daemonCases(span time.Duration) []processCase {
+// half of one, each for -daemon-span before SIGTERM stops it; none when
+// the span is 0. With -pages every page is fetched through the run, during
+// the passes and between them; with -foreign-history someone else wrote
+// that many entries of 2 MB into the history of passes first.
+func daemonCases(o options) []processCase {
+	span := o.daemonSpan
 	if span <= 0 {
 		return nil
 	}
@@ -37,6 +40,14 @@ func daemonCases(span time.Duration) []processCase {
 		for _, c := range base {
 			c.limit, c.containerLimit = limitContainer, fmt.Sprint(rssLimit)
 			c.name += ", " + memlimit.Env + " 128Mi"
+			if o.pages {
+				c.pages = true
+				c.name += ", pages fetched"
+			}
+			if o.foreignHistory > 0 {
+				c.foreignHistory = o.foreignHistory
+				c.name += fmt.Sprintf(", a foreign history of %d × 2 MB", o.foreignHistory)
+			}
 			if share > 0 {
 				c.cpuShare = share
 				c.name += ", 500m CPU"

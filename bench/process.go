@@ -43,6 +43,12 @@ type ProcessRun struct {
 	ExitCode int `json:"exit_code"`
 	// CPUShare is the share of one CPU the run was held to (0: not held).
 	CPUShare float64 `json:"cpu_share,omitempty"`
+	// Pages is what the status page answered while the run was measured
+	// (nil: no page was fetched).
+	Pages *PageFetches `json:"pages,omitempty"`
+	// ForeignHistory counts the entries of 2 MB written into the history
+	// of passes by someone else before the run.
+	ForeignHistory int `json:"foreign_history_entries,omitempty"`
 }
 
 // processCase is one command line to measure.
@@ -69,6 +75,11 @@ type processCase struct {
 	// cpuShare, when set, holds the child to that share of one CPU
 	// (throttle), as a container's CPU limit does.
 	cpuShare float64
+	// pages fetches the status page's pages through the run (fetchPages).
+	pages bool
+	// foreignHistory is how many entries of 2 MB someone else wrote into
+	// the history of passes before the run (writeForeignHistory).
+	foreignHistory int
 }
 
 // run starts `lock-reaper ARGS` against the fleet with only the settings it
@@ -112,12 +123,24 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 	if c.cpuShare > 0 {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
 	}
+	if c.foreignHistory > 0 {
+		remove, err := writeForeignHistory(ctx, f.rdb, c.foreignHistory)
+		if err != nil {
+			return ProcessRun{}, err
+		}
+		defer remove()
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return ProcessRun{}, fmt.Errorf("start %s: %w", bin, err)
 	}
 	hwm := watchHighWaterMark(cmd.Process.Pid)
-	stopSpan, stopThrottle := func() {}, func() {}
+	stopSpan, stopThrottle, stopPages := func() {}, func() {}, func() PageFetches { return PageFetches{} }
+	if c.pages {
+		// Fetched until SIGTERM: the daemon then stops serving while its
+		// pass ends.
+		stopPages = fetchPages(ctx, c.runFor, stderr.Name(), f.someTask(ctx), logf)
+	}
 	if c.runFor > 0 {
 		stopSpan = stopAfter(ctx, cmd, c.runFor)
 	}
@@ -127,6 +150,7 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 	err = cmd.Wait()
 	stopThrottle()
 	stopSpan()
+	pages := stopPages()
 	wall := time.Since(start)
 	peak := hwm()
 	var exitErr *exec.ExitError
@@ -134,7 +158,12 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		return ProcessRun{}, fmt.Errorf("run %s: %w", bin, err)
 	}
 	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), GoMemLimit: c.memLimit, ContainerLimit: c.containerLimit,
-		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak.hwm, PeakAnonBytes: peak.anon, CPUShare: c.cpuShare}
+		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak.hwm, PeakAnonBytes: peak.anon, CPUShare: c.cpuShare, ForeignHistory: c.foreignHistory}
+	if c.pages {
+		run.Pages = &pages
+		logf("%-40s pages: %d rounds, %d fetched, %d refreshing (503), %d failed, largest %s (%d bytes)", c.name, pages.Rounds, pages.Fetched,
+			pages.Refreshing, pages.Failed, pages.LargestPage, pages.LargestBytes)
+	}
 	setting, err := c.softLimit()
 	if err != nil {
 		return run, err

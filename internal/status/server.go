@@ -35,8 +35,9 @@ type Source interface {
 	// may not read core_task.started_at (an optional grant).
 	TaskStarts(ctx context.Context, ids []string) (starts map[string]time.Time, granted bool, err error)
 	// RecentPasses reads the history of passes (reaper/history), newest
-	// first: at most limit, started at or after since.
-	RecentPasses(ctx context.Context, since time.Time, limit int) ([]passes.Entry, error)
+	// first: at most limit, started at or after since, each entry and the
+	// whole read bounded in size.
+	RecentPasses(ctx context.Context, since time.Time, limit int) (passes.Passes, error)
 	// Inspect reads and judges a snapshot without writing anything: the
 	// view of a pass whose snapshot the page did not keep (KeepsSnapshot).
 	Inspect(ctx context.Context, opts reaper.InspectOptions) (*reaper.Inspection, error)
@@ -252,7 +253,10 @@ const passesWindow = 24 * time.Hour
 func (s *Server) readPasses(ctx context.Context, v *View) {
 	v.PassesRead = time.Now()
 	got, err := s.src.RecentPasses(ctx, v.PassesRead.Add(-passesWindow), passes.Cap)
-	v.Passes, v.PassesError = got, ""
+	v.Passes, v.PassesSkipped, v.PassesError = got.Entries, got.Skipped(), ""
+	if v.PassesSkipped != "" {
+		s.opts.Logger.Warn("status page: entries of the history of passes left out", slog.String("skipped", v.PassesSkipped))
+	}
 	if err != nil {
 		v.PassesError = err.Error()
 		s.opts.Logger.Warn("status page: history of passes not read", slog.String("error", err.Error()))

@@ -98,33 +98,3 @@ func Record(ctx context.Context, rdb redis.UniversalClient, prefix string, e Ent
 	}
 	return nil
 }
-
-// Recent reads at most limit passes (all kept when limit <= 0), newest
-// first, that started at or after since (any time when since is zero). An
-// entry that does not decode is left out: the history informs, it decides
-// nothing.
-func Recent(ctx context.Context, rdb redis.UniversalClient, prefix string, since time.Time, limit int) ([]Entry, error) {
-	stop := int64(limit) - 1
-	if limit <= 0 {
-		stop = -1
-	}
-	key := Key(prefix)
-	raw, err := rdb.LRange(ctx, key, 0, stop).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read the passes in %s: %w", key, err)
-	}
-	out := make([]Entry, 0, len(raw))
-	for _, r := range raw {
-		var e Entry
-		if json.Unmarshal([]byte(r), &e) != nil || e.At.IsZero() {
-			continue
-		}
-		// Not a break: entries are pushed when a pass ends, so a long pass
-		// may follow a later short one.
-		if !since.IsZero() && e.At.Before(since) {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
