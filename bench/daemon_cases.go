@@ -23,17 +23,24 @@ const cpuHalf = 0.5
 // half of one, each for -daemon-span before SIGTERM stops it; none when
 // the span is 0. With -pages every page is fetched through the run, during
 // the passes and between them; with -foreign-history someone else wrote
-// that many entries of 2 MB into the history of passes first.
+// that many entries of 2 MB into the history of passes first, and `run`
+// is measured a second time with max_releases and max_task_updates as
+// shipped: each pass then releases a part, and every view of the span
+// shows the dead owner's remaining holdings and lost tasks.
 func daemonCases(o options) []processCase {
 	span := o.daemonSpan
 	if span <= 0 {
 		return nil
 	}
+	runArgs := []string{"run", "--listen", "127.0.0.1:0", "--schedule", "@every 2s", "--jitter", "0s"}
 	base := []processCase{
-		{name: "run, status page on", args: []string{"run", "--listen", "127.0.0.1:0", "--schedule", "@every 2s", "--jitter", "0s"},
-			exit: exitcode.OK, real: true, runFor: span},
+		{name: "run, status page on", args: runArgs, exit: exitcode.OK, real: true, runFor: span},
 		{name: "status", args: []string{"status", "--listen", "127.0.0.1:0", "--every", "1s"},
 			exit: exitcode.OK, runFor: span, banner: "lock-reaper status: serving the status page on "},
+	}
+	if o.pages {
+		base = append(base, processCase{name: "run, status page on, limits as shipped", args: runArgs, exit: exitcode.OK, real: true,
+			runFor: span, shippedLimits: true})
 	}
 	var cases []processCase
 	for _, share := range []float64{0, cpuHalf} {

@@ -49,6 +49,9 @@ type ProcessRun struct {
 	// ForeignHistory counts the entries of 2 MB written into the history
 	// of passes by someone else before the run.
 	ForeignHistory int `json:"foreign_history_entries,omitempty"`
+	// ShippedLimits says max_releases and max_task_updates were left as
+	// shipped (else lifted, so that one pass does everything).
+	ShippedLimits bool `json:"shipped_limits,omitempty"`
 }
 
 // processCase is one command line to measure.
@@ -80,6 +83,10 @@ type processCase struct {
 	// foreignHistory is how many entries of 2 MB someone else wrote into
 	// the history of passes before the run (writeForeignHistory).
 	foreignHistory int
+	// shippedLimits leaves max_releases and max_task_updates as shipped:
+	// a pass then leaves work for the next, and the fleet is not all
+	// reaped when the run ends.
+	shippedLimits bool
 }
 
 // run starts `lock-reaper ARGS` against the fleet with only the settings it
@@ -111,8 +118,9 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		"REAPER_REDIS_URL=" + redisURL,
 		"REAPER_DATABASE_URL=" + f.e.databaseURL,
 		"REAPER_LOG_FORMAT=json",
-		"REAPER_MAX_RELEASES=" + maxInt32Text,
-		"REAPER_MAX_TASK_UPDATES=" + maxInt32Text,
+	}
+	if !c.shippedLimits {
+		cmd.Env = append(cmd.Env, "REAPER_MAX_RELEASES="+maxInt32Text, "REAPER_MAX_TASK_UPDATES="+maxInt32Text)
 	}
 	if c.memLimit != "" {
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+c.memLimit)
@@ -158,7 +166,8 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		return ProcessRun{}, fmt.Errorf("run %s: %w", bin, err)
 	}
 	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), GoMemLimit: c.memLimit, ContainerLimit: c.containerLimit,
-		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak.hwm, PeakAnonBytes: peak.anon, CPUShare: c.cpuShare, ForeignHistory: c.foreignHistory}
+		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak.hwm, PeakAnonBytes: peak.anon, CPUShare: c.cpuShare, ForeignHistory: c.foreignHistory,
+		ShippedLimits: c.shippedLimits}
 	if c.pages {
 		run.Pages = &pages
 		logf("%-40s pages: %d rounds, %d fetched, %d refreshing (503), %d failed, largest %s (%d bytes)", c.name, pages.Rounds, pages.Fetched,

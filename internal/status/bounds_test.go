@@ -103,3 +103,24 @@ func TestPagesBoundedOverALargeView(t *testing.T) {
 		require.Less(t, len(body), pageBound, p)
 	}
 }
+
+// TestTaskPageExplainsOnItsOwnHoldings: a task page hands explain the
+// task's own lock and its resources' holdings only, found through the
+// view's index, not every holding of the view (which explain would index
+// whole for each page served), on a read-only view as on a pass's.
+func TestTaskPageExplainsOnItsOwnHoldings(t *testing.T) {
+	spec := smallIncident()
+	spec.DeadTaskLocks, spec.DeadRunning = 400, 300
+	f := newFixture(t, spec)
+	v := f.inspect()
+	require.Nil(t, v.released, "a read-only view: nothing released")
+	id := v.Tasks()[0].ID
+	ex, err := f.r.ExplainedTask(context.Background(), id)
+	require.NoError(t, err)
+	on := v.explainedOn(ex)
+	require.Less(t, len(on.Plan.Holdings), 10, "of %d", len(v.Holdings()))
+	require.Equal(t, v.relevant(id, ex.Row.Reserved), on.Plan.Holdings)
+	code, body := f.get("/tasks/" + id)
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "Task lock")
+}
