@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -123,4 +125,24 @@ func TestTaskPageExplainsOnItsOwnHoldings(t *testing.T) {
 	code, body := f.get("/tasks/" + id)
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "Task lock")
+}
+
+// TestShedViewNotKeptByTheTaskPage: once a task page was served, shedding
+// the view still lets its inspection go: the task page's cache of
+// explanations does not hold the view.
+func TestShedViewNotKeptByTheTaskPage(t *testing.T) {
+	f := newFixture(t, smallIncident())
+	v := f.inspect()
+	code, _ := f.get("/tasks/" + v.Tasks()[0].ID)
+	require.Equal(t, http.StatusOK, code)
+	in := weak.Make(v.In)
+	holdings := len(v.Holdings())
+	v = nil
+	softMemoryLimit = func() int64 { return int64(holdings) * viewBytesPerHolding * 2 }
+	t.Cleanup(func() { softMemoryLimit = defaultSoftMemoryLimit })
+	f.srv.Shed()
+	require.NotNil(t, f.srv.View().ShedAt)
+	runtime.GC()
+	runtime.GC()
+	require.True(t, in.Value() == nil, "the shed view's inspection is let go")
 }

@@ -97,6 +97,8 @@ type Server struct {
 	idle     *sync.Cond
 
 	explain explainCache
+	// views numbers the views built (View.number).
+	views atomic.Uint64
 }
 
 // job is a pass or inspection to build a view of.
@@ -229,7 +231,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 		}
 		return
 	}
-	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next}
+	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, number: s.views.Add(1)}
 	v.index(released)
 	s.readPasses(ctx, v)
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)

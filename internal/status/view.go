@@ -71,6 +71,10 @@ type View struct {
 	// summaries, and holdingCount and taskCount, not its holdings.
 	ShedAt                  *time.Time
 	holdingCount, taskCount int
+	// number tells this view's snapshot from the others' (Server.views):
+	// what the task page's explanations are kept by. A copy of the view
+	// with doctor's results or a later report keeps it.
+	number uint64
 }
 
 // VerdictCount is one verdict and how many holdings have it.
