@@ -157,3 +157,19 @@ func TestReadBoundsTheWhole(t *testing.T) {
 	}
 	require.LessOrEqual(t, total, history.MaxReadBytes)
 }
+
+// TestRecordCutsALongError: a pass's own entry with a long error is
+// recorded with the error cut, so a reader never skips it as oversized.
+func TestRecordCutsALongError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := testenv.NewRedis(t).Client
+	p := prefix()
+	require.NoError(t, history.Record(ctx, rdb, p, history.Entry{At: time.Now().UTC(), Mode: "once", Error: strings.Repeat("é", 8<<10)}))
+	read, err := history.Read(ctx, rdb, p, time.Time{}, 0)
+	require.NoError(t, err)
+	require.Zero(t, read.Oversized)
+	require.Len(t, read.Entries, 1)
+	require.True(t, strings.HasSuffix(read.Entries[0].Error, "é…"), "cut at a rune's start")
+	require.Less(t, len(read.Entries[0].Error), 2<<10)
+}
