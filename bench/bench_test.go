@@ -87,7 +87,7 @@ func TestDeadOwnerScenarioSmall(t *testing.T) {
 	var res DeadOwnerResults
 	require.NoError(t, json.Unmarshal(raw, &res))
 	require.Equal(t, 1001, res.Fleet.StaleHoldings)
-	require.Len(t, res.Runs, 16)
+	require.Len(t, res.Runs, 18, "12 commands, and run, status and run with the shipped limits at a whole CPU and at half of one")
 	require.Len(t, res.MetBy, 3)
 	require.Len(t, res.Longest, 2)
 	for _, l := range res.Longest {
@@ -100,6 +100,9 @@ func TestDeadOwnerScenarioSmall(t *testing.T) {
 		require.LessOrEqual(t, r.PeakAnonBytes, r.PeakRSSBytes, "%s: anonymous memory is part of the resident", r.Name)
 		if strings.HasPrefix(r.Command, "lock-reaper run") || strings.HasPrefix(r.Command, "lock-reaper status") {
 			require.GreaterOrEqual(t, r.WallMS, 8_000.0, "%s ran until SIGTERM", r.Name)
+			require.NotNil(t, r.Pages, "%s: its pages were fetched", r.Name)
+			require.Positive(t, r.Pages.Fetched, r.Name)
+			require.Zero(t, r.Pages.Failed, r.Name)
 			continue
 		}
 		require.Positive(t, r.StdoutBytes, r.Name)

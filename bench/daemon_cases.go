@@ -20,23 +20,41 @@ const cpuHalf = 0.5
 // releases everything, the view of it built beside the next pass) and
 // `status` (a read-only inspection every second, each finding every
 // holding stale), under the chart's setting, with a whole CPU and with
-// half of one, each for span (-daemon-span) before SIGTERM stops it; none
-// when span is 0.
-func daemonCases(span time.Duration) []processCase {
+// half of one, each for -daemon-span before SIGTERM stops it; none when
+// the span is 0. With -pages every page is fetched through the run, during
+// the passes and between them; with -foreign-history someone else wrote
+// that many entries of 2 MB into the history of passes first, and `run`
+// is measured a second time with max_releases and max_task_updates as
+// shipped: each pass then releases a part, and every view of the span
+// shows the dead owner's remaining holdings and lost tasks.
+func daemonCases(o options) []processCase {
+	span := o.daemonSpan
 	if span <= 0 {
 		return nil
 	}
+	runArgs := []string{"run", "--listen", "127.0.0.1:0", "--schedule", "@every 2s", "--jitter", "0s"}
 	base := []processCase{
-		{name: "run, status page on", args: []string{"run", "--listen", "127.0.0.1:0", "--schedule", "@every 2s", "--jitter", "0s"},
-			exit: exitcode.OK, real: true, runFor: span},
+		{name: "run, status page on", args: runArgs, exit: exitcode.OK, real: true, runFor: span},
 		{name: "status", args: []string{"status", "--listen", "127.0.0.1:0", "--every", "1s"},
 			exit: exitcode.OK, runFor: span, banner: "lock-reaper status: serving the status page on "},
+	}
+	if o.pages {
+		base = append(base, processCase{name: "run, status page on, limits as shipped", args: runArgs, exit: exitcode.OK, real: true,
+			runFor: span, shippedLimits: true})
 	}
 	var cases []processCase
 	for _, share := range []float64{0, cpuHalf} {
 		for _, c := range base {
 			c.limit, c.containerLimit = limitContainer, fmt.Sprint(rssLimit)
 			c.name += ", " + memlimit.Env + " 128Mi"
+			if o.pages {
+				c.pages = true
+				c.name += ", pages fetched"
+			}
+			if o.foreignHistory > 0 {
+				c.foreignHistory = o.foreignHistory
+				c.name += fmt.Sprintf(", a foreign history of %d × 2 MB", o.foreignHistory)
+			}
 			if share > 0 {
 				c.cpuShare = share
 				c.name += ", 500m CPU"

@@ -142,8 +142,10 @@ func runDeadOwner(ctx context.Context, o options, stdout io.Writer, logf func(st
 		}
 	}
 	var err error
-	if res.Longest, err = measureLongestCommands(ctx, o, logf); err != nil {
-		return fmt.Errorf("longest command: %w", err)
+	if o.longest {
+		if res.Longest, err = measureLongestCommands(ctx, o, logf); err != nil {
+			return fmt.Errorf("longest command: %w", err)
+		}
 	}
 	if err := writeDeadOwnerMarkdown(stdout, res); err != nil {
 		return err
@@ -167,7 +169,7 @@ func measureDeadOwnerRuns(ctx context.Context, o options, res *DeadOwnerResults,
 	if err != nil {
 		return fmt.Errorf("-cases: %w", err)
 	}
-	for _, c := range append(slices.Clone(deadOwnerCases), daemonCases(o.daemonSpan)...) {
+	for _, c := range append(slices.Clone(deadOwnerCases), daemonCases(o)...) {
 		if !only.MatchString(c.name) {
 			continue
 		}
@@ -187,6 +189,11 @@ func measureDeadOwnerRuns(ctx context.Context, o options, res *DeadOwnerResults,
 		met, seen := res.MetBy[c.limit]
 		res.MetBy[c.limit] = (met || !seen) && run.PeakRSSBytes <= rssLimit
 		if c.real {
+			if c.shippedLimits {
+				f.close()
+				f = nil
+				continue
+			}
 			if err := f.checkReaped(ctx); err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
@@ -230,6 +237,16 @@ func newFleetEnv(ctx context.Context, o options, logf func(string, ...any)) (*fl
 	f.figures.Owners, f.figures.Domains, f.figures.ScaledUnrelated, f.figures.FinishedFraction = 1, 1, 0, 0
 	logf("built %d keys, %d stale holdings, %d lost tasks in %v", keys, f.manifest.StaleHoldings, f.manifest.LostTasks, took.Round(time.Millisecond))
 	return f, nil
+}
+
+// someTask is the id of one of the dead owner's tasks, for the task page;
+// "" when none is found.
+func (f *fleetEnv) someTask(ctx context.Context) string {
+	var id string
+	if err := f.pool.QueryRow(ctx, "SELECT pulp_id::text FROM core_task WHERE state = 'running' ORDER BY pulp_id LIMIT 1").Scan(&id); err != nil {
+		return ""
+	}
+	return id
 }
 
 // close is safe on a nil or half-built fleet.
@@ -306,8 +323,16 @@ var limitLabels = map[string]string{
 	limitNone:       "without a limit",
 }
 
-// limitText is a run's memory limit as the table shows it.
+// limitText is a run's memory limit as the table shows it, and the
+// per-pass limits when they were left as shipped.
 func limitText(run ProcessRun) string {
+	if run.ShippedLimits {
+		return memoryLimitText(run) + "; `max_releases`, `max_task_updates` as shipped"
+	}
+	return memoryLimitText(run)
+}
+
+func memoryLimitText(run ProcessRun) string {
 	switch {
 	case run.ContainerLimit != "" && run.CPUShare > 0:
 		n, _ := strconv.ParseUint(run.ContainerLimit, 10, 64)
@@ -329,10 +354,10 @@ var maxInt32Text = fmt.Sprint(math.MaxInt32)
 
 // writeRunsMarkdown is the table of the binary's runs and its verdict.
 func writeRunsMarkdown(b *strings.Builder, r *DeadOwnerResults) {
-	b.WriteString("| command | memory limit | peak RSS | of it anonymous | wall | stdout | log lines | exit |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| command | memory limit | peak RSS | of it anonymous | wall | stdout | log lines | exit | pages fetched |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, run := range r.Runs {
-		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %.1f s | %s in %s line(s) | %s | %d |\n", run.Command, limitText(run), mib(uint64(run.PeakRSSBytes)), mib(uint64(run.PeakAnonBytes)),
-			run.WallMS/1000, mib(uint64(run.StdoutBytes)), thousands(int64(run.StdoutLines)), thousands(int64(run.LogLines)), run.ExitCode)
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %.1f s | %s in %s line(s) | %s | %d | %s |\n", run.Command, limitText(run), mib(uint64(run.PeakRSSBytes)), mib(uint64(run.PeakAnonBytes)),
+			run.WallMS/1000, mib(uint64(run.StdoutBytes)), thousands(int64(run.StdoutLines)), thousands(int64(run.LogLines)), run.ExitCode, pagesText(run))
 	}
 	b.WriteString("\nPeak RSS within " + fmt.Sprint(r.LimitMiB) + " MiB:")
 	for i, limit := range []string{limitContainer, limitGoMemLimit, limitNone} {
@@ -351,4 +376,18 @@ func writeRunsMarkdown(b *strings.Builder, r *DeadOwnerResults) {
 		fmt.Fprintf(b, "%s %s: %s", sep, limitLabels[limit], text)
 	}
 	b.WriteString("\n")
+}
+
+// pagesText is what a run's status page answered, as the table shows it.
+func pagesText(run ProcessRun) string {
+	p := run.Pages
+	if p == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%s in %s rounds (%s answered 503 while shed, %s failed); largest `%s`, %s bytes", thousands(int64(p.Fetched)), thousands(int64(p.Rounds)),
+		thousands(int64(p.Refreshing)), thousands(int64(p.Failed)), p.LargestPage, thousands(p.LargestBytes))
+	if run.ForeignHistory > 0 {
+		s += fmt.Sprintf("; history of passes with %d foreign entries of 2 MB", run.ForeignHistory)
+	}
+	return s
 }

@@ -54,10 +54,13 @@ type options struct {
 	runs        int
 	scaleFactor int
 
-	staleRegistry int
-	processRuns   bool
-	daemonSpan    time.Duration
-	cases         string
+	staleRegistry  int
+	processRuns    bool
+	longest        bool
+	daemonSpan     time.Duration
+	pages          bool
+	foreignHistory int
+	cases          string
 
 	jsonPath   string
 	cpuProfile string
@@ -100,6 +103,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.staleRegistry, "stale-registry", 1_000_000, "dead-owner: stale entries added to the owner's registry for the second longest-command pass (0: only the pass as built)")
 	fs.StringVar(&o.cases, "cases", "", "dead-owner: measure only the runs whose name matches this regular expression (e.g. '^(run|status)')")
 	fs.DurationVar(&o.daemonSpan, "daemon-span", 45*time.Second, "dead-owner: how long run and status are measured, over several passes, before SIGTERM (0: skip them)")
+	fs.BoolVar(&o.pages, "pages", true, "dead-owner: fetch every status page through the runs of run and status, during the passes and between them")
+	fs.IntVar(&o.foreignHistory, "foreign-history", 0, "dead-owner: entries of 2 MB written into the history of passes by someone else before each run of run and status")
+	fs.BoolVar(&o.longest, "longest", true, "dead-owner: measure the longest Redis command of a pass (false: only the binary's runs)")
 	fs.BoolVar(&o.processRuns, "process-runs", true, "dead-owner: measure the binary's runs (false: only the longest Redis command of a pass)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile phase to this file")

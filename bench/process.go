@@ -43,6 +43,15 @@ type ProcessRun struct {
 	ExitCode int `json:"exit_code"`
 	// CPUShare is the share of one CPU the run was held to (0: not held).
 	CPUShare float64 `json:"cpu_share,omitempty"`
+	// Pages is what the status page answered while the run was measured
+	// (nil: no page was fetched).
+	Pages *PageFetches `json:"pages,omitempty"`
+	// ForeignHistory counts the entries of 2 MB written into the history
+	// of passes by someone else before the run.
+	ForeignHistory int `json:"foreign_history_entries,omitempty"`
+	// ShippedLimits says max_releases and max_task_updates were left as
+	// shipped (else lifted, so that one pass does everything).
+	ShippedLimits bool `json:"shipped_limits,omitempty"`
 }
 
 // processCase is one command line to measure.
@@ -69,6 +78,15 @@ type processCase struct {
 	// cpuShare, when set, holds the child to that share of one CPU
 	// (throttle), as a container's CPU limit does.
 	cpuShare float64
+	// pages fetches the status page's pages through the run (fetchPages).
+	pages bool
+	// foreignHistory is how many entries of 2 MB someone else wrote into
+	// the history of passes before the run (writeForeignHistory).
+	foreignHistory int
+	// shippedLimits leaves max_releases and max_task_updates as shipped:
+	// a pass then leaves work for the next, and the fleet is not all
+	// reaped when the run ends.
+	shippedLimits bool
 }
 
 // run starts `lock-reaper ARGS` against the fleet with only the settings it
@@ -100,8 +118,9 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		"REAPER_REDIS_URL=" + redisURL,
 		"REAPER_DATABASE_URL=" + f.e.databaseURL,
 		"REAPER_LOG_FORMAT=json",
-		"REAPER_MAX_RELEASES=" + maxInt32Text,
-		"REAPER_MAX_TASK_UPDATES=" + maxInt32Text,
+	}
+	if !c.shippedLimits {
+		cmd.Env = append(cmd.Env, "REAPER_MAX_RELEASES="+maxInt32Text, "REAPER_MAX_TASK_UPDATES="+maxInt32Text)
 	}
 	if c.memLimit != "" {
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+c.memLimit)
@@ -112,12 +131,24 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 	if c.cpuShare > 0 {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
 	}
+	if c.foreignHistory > 0 {
+		remove, err := writeForeignHistory(ctx, f.rdb, c.foreignHistory)
+		if err != nil {
+			return ProcessRun{}, err
+		}
+		defer remove()
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return ProcessRun{}, fmt.Errorf("start %s: %w", bin, err)
 	}
 	hwm := watchHighWaterMark(cmd.Process.Pid)
-	stopSpan, stopThrottle := func() {}, func() {}
+	stopSpan, stopThrottle, stopPages := func() {}, func() {}, func() PageFetches { return PageFetches{} }
+	if c.pages {
+		// Fetched until SIGTERM: the daemon then stops serving while its
+		// pass ends.
+		stopPages = fetchPages(ctx, c.runFor, stderr.Name(), f.someTask(ctx), logf)
+	}
 	if c.runFor > 0 {
 		stopSpan = stopAfter(ctx, cmd, c.runFor)
 	}
@@ -127,6 +158,7 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 	err = cmd.Wait()
 	stopThrottle()
 	stopSpan()
+	pages := stopPages()
 	wall := time.Since(start)
 	peak := hwm()
 	var exitErr *exec.ExitError
@@ -134,7 +166,13 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		return ProcessRun{}, fmt.Errorf("run %s: %w", bin, err)
 	}
 	run := ProcessRun{Name: c.name, Command: "lock-reaper " + strings.Join(c.args, " "), GoMemLimit: c.memLimit, ContainerLimit: c.containerLimit,
-		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak.hwm, PeakAnonBytes: peak.anon, CPUShare: c.cpuShare}
+		WallMS: float64(wall.Microseconds()) / 1000, ExitCode: cmd.ProcessState.ExitCode(), PeakRSSBytes: peak.hwm, PeakAnonBytes: peak.anon, CPUShare: c.cpuShare, ForeignHistory: c.foreignHistory,
+		ShippedLimits: c.shippedLimits}
+	if c.pages {
+		run.Pages = &pages
+		logf("%-40s pages: %d rounds, %d fetched, %d refreshing (503), %d failed, largest %s (%d bytes)", c.name, pages.Rounds, pages.Fetched,
+			pages.Refreshing, pages.Failed, pages.LargestPage, pages.LargestBytes)
+	}
 	setting, err := c.softLimit()
 	if err != nil {
 		return run, err

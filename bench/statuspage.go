@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -57,6 +58,9 @@ type StatusPageTime struct {
 	// VsInspect is the page's time over the inspection's.
 	VsInspect float64 `json:"vs_inspect"`
 	Bytes     int     `json:"bytes"`
+	// AllocBytes is what serving the page allocated, at its first fetch:
+	// what one person opening it costs the process.
+	AllocBytes uint64 `json:"alloc_bytes"`
 }
 
 func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
@@ -121,17 +125,27 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 	owner := url.QueryEscape(inc.DeadOwner)
 	pages := []string{"/", "/queue", "/queue?blocked=1&page=10", "/owners", "/holdings", "/holdings?page=4000",
 		"/holdings?owner=" + owner + "&page=2000", "/holdings?verdict=owner-dead&page=1500",
-		"/holdings?resource=" + url.QueryEscape(sim.DomainPRN(sim.DefaultDomainID)), "/holdings?task=" + blocked, "/tasks/" + blocked}
+		"/holdings?resource=" + url.QueryEscape(sim.DomainPRN(sim.DefaultDomainID)), "/holdings?task=" + blocked, "/tasks/" + blocked,
+		"/passes", "/lost-tasks?page=1000"}
 	res.Met = true
 	for _, p := range pages {
 		var times []float64
 		size := 0
-		for range o.runs {
+		var alloc uint64
+		for i := range o.runs {
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest(http.MethodGet, p, nil)
+			var before, after runtime.MemStats
+			if i == 0 {
+				runtime.ReadMemStats(&before)
+			}
 			start := time.Now()
 			srv.ServeHTTP(rec, req)
 			times = append(times, ms(time.Since(start)))
+			if i == 0 {
+				runtime.ReadMemStats(&after)
+				alloc = after.TotalAlloc - before.TotalAlloc
+			}
 			if rec.Code != http.StatusOK {
 				return fmt.Errorf("GET %s: %d", p, rec.Code)
 			}
@@ -139,14 +153,14 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 			// The task page is cached for seconds: each run after the first
 			// measures the cache, the first the explanation itself.
 		}
-		t := StatusPageTime{Page: p, MS: median(times), Bytes: size}
+		t := StatusPageTime{Page: p, MS: median(times), Bytes: size, AllocBytes: alloc}
 		if p == "/tasks/"+blocked {
 			t.MS = times[0]
 		}
 		t.VsInspect = math.Round(t.MS/res.Inspect*1000) / 1000
 		res.Met = res.Met && t.MS < ms(statusPageTarget)
 		res.Pages = append(res.Pages, t)
-		logf("%-60s %8.1f ms  %7d bytes", p, t.MS, size)
+		logf("%-60s %8.1f ms  %7d bytes, %s allocated", p, t.MS, size, mib(alloc))
 	}
 	if err := writeStatusPageMarkdown(stdout, res); err != nil {
 		return err
@@ -161,13 +175,13 @@ func writeStatusPageMarkdown(w io.Writer, r *StatusPageResults) error {
 	_, err := fmt.Fprintf(w, "Status page over %s holdings of one dead owner, %d queued tasks (%s, %d CPUs)\n\n"+
 		"Inspection (the read a view is made of): %.1f ms; building the view from it: %.1f ms\n\n"+
 		"Heap over the inspections (above the heap before them): peak in use %s, peak live %s; the published view holds %s live\n\n"+
-		"| page | server time (median) | vs the inspection | bytes |\n| --- | ---: | ---: | ---: |\n",
+		"| page | server time (median) | vs the inspection | bytes | allocated (first fetch) |\n| --- | ---: | ---: | ---: | ---: |\n",
 		thousands(int64(r.Holdings)), r.Queued, r.Machine.CPUModel, r.Machine.CPUs, r.Inspect, r.Build, mib(r.PeakInuseBytes), mib(r.PeakLiveBytes), mib(r.ViewLiveBytes))
 	if err != nil {
 		return err
 	}
 	for _, p := range r.Pages {
-		if _, err := fmt.Fprintf(w, "| `%s` | %.1f ms | %.3f× | %d |\n", p.Page, p.MS, p.VsInspect, p.Bytes); err != nil {
+		if _, err := fmt.Fprintf(w, "| `%s` | %.1f ms | %.3f× | %d | %s |\n", p.Page, p.MS, p.VsInspect, p.Bytes, mib(p.AllocBytes)); err != nil {
 			return err
 		}
 	}

@@ -78,10 +78,10 @@ func (r *Report) StaleCount() int {
 }
 
 // RecentPasses reads the history of passes, newest first: at most limit
-// (all kept when limit <= 0), started at or after since. The status page
-// reads it.
-func (r *Reaper) RecentPasses(ctx context.Context, since time.Time, limit int) ([]history.Entry, error) {
+// (all kept when limit <= 0), started at or after since, each entry and the
+// whole read bounded in size (history.Read). The status page reads it.
+func (r *Reaper) RecentPasses(ctx context.Context, since time.Time, limit int) (history.Passes, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
 	defer cancel()
-	return history.Recent(ctx, r.rdb, history.DefaultPrefix, since, limit)
+	return history.Read(ctx, r.rdb, history.DefaultPrefix, since, limit)
 }

@@ -19,11 +19,15 @@ type explainCache struct {
 	entries map[string]explained
 }
 
+// explained is one explanation, made on the view numbered view. The
+// number, not the view: an entry holding the view kept its whole
+// inspection alive after the view was shed or replaced, beside the next
+// snapshot, for as long as the entry stayed in the cache.
 type explained struct {
 	ex   explain.Explanation
 	err  error
 	at   time.Time
-	view *View
+	view uint64
 }
 
 // maxExplained bounds the cache; expired entries go first.
@@ -49,7 +53,7 @@ func (c *explainCache) get(ctx context.Context, v *View, taskID string, fn func(
 	if c.entries == nil || len(c.entries) >= maxExplained {
 		c.entries = c.prune()
 	}
-	c.entries[taskID] = explained{ex: ex, err: err, at: time.Now(), view: v}
+	c.entries[taskID] = explained{ex: ex, err: err, at: time.Now(), view: v.number}
 	return ex, err
 }
 
@@ -57,7 +61,7 @@ func (c *explainCache) fresh(v *View, taskID string) (explained, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[taskID]
-	return e, ok && e.view == v && time.Since(e.at) < c.ttl
+	return e, ok && e.view == v.number && time.Since(e.at) < c.ttl
 }
 
 // prune keeps the entries younger than ttl; called with mu held.

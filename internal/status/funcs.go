@@ -57,7 +57,19 @@ var funcs = template.FuncMap{
 	"first": func(ig []reaper.Ignored, n int) []reaper.Ignored {
 		return ig[:min(n, len(ig))]
 	},
+	"firstCauses": func(cs []Cause, n int) []Cause { return cs[:min(n, len(cs))] },
+	"firstTasks": func(ts []judge.TaskJudgement, n int) []judge.TaskJudgement {
+		return ts[:min(n, len(ts))]
+	},
+	"overviewRows": func() int { return overviewRows },
+	"sub":          func(a, b int) int { return a - b },
 }
+
+// overviewRows is how many rows of a list the overview shows; a link leads
+// to the rest, a page at a time. Every table of every page is so bounded:
+// a dead worker's hundred thousand lost tasks in one table made the page
+// tens of megabytes, held whole while it was written.
+const overviewRows = 20
 
 // oldestBlocked is the blocked task that has waited longest.
 func oldestBlocked(v *View) *Queued {

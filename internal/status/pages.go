@@ -14,6 +14,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/explain"
 	"github.com/lock-reaper/lock-reaper/internal/nearest"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
@@ -71,14 +72,50 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", View: v, Data: plotOf(v.Passes, v.PassesRead)})
 }
 
-// passesPage lists every pass of any reaper over the last day, with the
-// chart, from the history of passes read with the view.
+// passesData is the passes page: the chart of the day and a page of its
+// passes.
+type passesData struct {
+	Plot  plot
+	Rows  []history.Entry
+	Pager pager
+}
+
+// passesPage lists the passes of any reaper over the last day, a page at a
+// time, with the chart, from the history of passes read with the view.
 func (s *Server) passesPage(w http.ResponseWriter, r *http.Request) {
 	if s.noView(w, r, "passes") {
 		return
 	}
 	v := s.view.Load()
-	s.render(w, r, http.StatusOK, "passes", page{Title: "Passes", Nav: "passes", View: v, Data: plotOf(v.Passes, v.PassesRead)})
+	d := passesData{Plot: plotOf(v.Passes, v.PassesRead), Pager: pagerOf(r, len(v.Passes), passesPerPage, "pass")}
+	d.Rows = v.Passes[d.Pager.From:d.Pager.To]
+	s.render(w, r, http.StatusOK, "passes", page{Title: "Passes", Nav: "passes", View: v, Data: d})
+}
+
+// passesPerPage is how many passes a page of /passes lists: two hours of a
+// pass a minute.
+const passesPerPage = 120
+
+// lostTasksData is the page of the tasks the plan judged.
+type lostTasksData struct {
+	Rows  []judge.TaskJudgement
+	Pager pager
+}
+
+// lostTasksPage lists the lost, orphaned and stuck tasks the view's plan
+// judged, a page at a time: the overview shows the first few.
+func (s *Server) lostTasksPage(w http.ResponseWriter, r *http.Request) {
+	if s.noView(w, r, "overview") {
+		return
+	}
+	v := s.view.Load()
+	if s.refreshing(w, r, v, "overview") {
+		return
+	}
+	ts := v.Tasks()
+	d := lostTasksData{Pager: s.pager(r, len(ts), "task")}
+	d.Rows = ts[d.Pager.From:d.Pager.To]
+	s.render(w, r, http.StatusOK, "lost-tasks", page{Title: "Lost, orphaned and stuck tasks", Nav: "overview", View: v, Data: d})
 }
 
 // ownersData is the owners page.
@@ -100,14 +137,27 @@ func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
 	d := ownersData{Liveness: q.Get("liveness"), Verdict: q.Get("verdict")}
 	var want judge.Verdict
 	_ = want.UnmarshalText([]byte(d.Verdict)) // an unknown name matches nothing
-	var rows []OwnerRow
-	for _, o := range v.Owners {
-		if (d.Liveness == "" || o.Liveness == d.Liveness) && (d.Verdict == "" || o.ByVerdict[want] > 0) {
-			rows = append(rows, o)
+	// Counted first, then only the page's rows copied: a copy of every
+	// matching row was held for each view of the page.
+	match := func(o *OwnerRow) bool {
+		return (d.Liveness == "" || o.Liveness == d.Liveness) && (d.Verdict == "" || o.ByVerdict[want] > 0)
+	}
+	n := 0
+	for i := range v.Owners {
+		if match(&v.Owners[i]) {
+			n++
 		}
 	}
-	d.Pager = s.pager(r, len(rows), "owner")
-	d.Rows = rows[d.Pager.From:d.Pager.To]
+	d.Pager = s.pager(r, n, "owner")
+	at := 0
+	for i := range v.Owners {
+		if o := &v.Owners[i]; match(o) {
+			if at >= d.Pager.From && at < d.Pager.To {
+				d.Rows = append(d.Rows, *o)
+			}
+			at++
+		}
+	}
 	s.render(w, r, http.StatusOK, "owners", page{Title: "Owners", Nav: "owners", View: v, Data: d})
 }
 
@@ -273,9 +323,12 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 // explainedOn is the inspection a task page explains a task on: the view's,
 // less what its pass released, so that a released holder is not named as
 // holding anything (the snapshot was read before the pass acted). Only the
-// task's own lock and its resources' holdings matter to it, as in the queue.
+// task's own lock and its resources' holdings matter to it, as in the queue:
+// those alone are handed over, found through the view's index, since
+// explain indexes every holding it is given (at a dead worker's 200,000
+// holdings, tens of megabytes for each task page served).
 func (v *View) explainedOn(ex *pulpdb.ExplainedTask) *reaper.Inspection {
-	if v.released == nil || ex == nil {
+	if ex == nil {
 		return v.In
 	}
 	var record []string

@@ -47,18 +47,28 @@ func (v *View) LastPassWords() string {
 	return what
 }
 
-// passWords is one pass in a sentence.
+// passWords is one pass in a sentence. Every word of an entry goes through visible (or short): anyone who may
+// write under the reaper's prefix may write the history, control
+// characters included, and the sentence reaches the page and its titles.
 func passWords(p history.Entry) string {
 	s := fmt.Sprintf("%s at %s", modeWords(p.Mode), clock(p.At))
 	if p.Error != "" {
-		return s + " failed: " + p.Error
+		return s + " failed: " + short(p.Error, passErrorWords)
 	}
 	s += fmt.Sprintf(" released %s and updated %s", plural(p.Released, "holding"), plural(p.Updated, "task"))
 	if len(p.Guards) > 0 {
-		s += " (held back by " + strings.Join(p.Guards, ", ") + ")"
+		guards := make([]string, len(p.Guards))
+		for i, g := range p.Guards {
+			guards[i] = short(g, 60)
+		}
+		s += " (held back by " + strings.Join(guards, ", ") + ")"
 	}
 	return s
 }
+
+// passErrorWords is how much of a pass's error a sentence about it quotes;
+// the passes page has more.
+const passErrorWords = 200
 
 // modeWords names what ran a pass.
 func modeWords(mode string) string {
@@ -70,7 +80,7 @@ func modeWords(mode string) string {
 	case "release":
 		return "a release --owner"
 	}
-	return "a " + mode + " pass"
+	return "a " + short(mode, 40) + " pass"
 }
 
 // releaseCommand is what an engineer runs to end a block by hand.

@@ -57,8 +57,8 @@ func TestPassesFromTheHistory(t *testing.T) {
 // failingPasses is the reaper with a history that cannot be read.
 type failingPasses struct{ Source }
 
-func (failingPasses) RecentPasses(context.Context, time.Time, int) ([]history.Entry, error) {
-	return nil, errors.New("NOPERM this user has no permissions to run the 'lrange' command")
+func (failingPasses) RecentPasses(context.Context, time.Time, int) (history.Passes, error) {
+	return history.Passes{}, errors.New("NOPERM this user has no permissions to run the 'lrange' command")
 }
 
 // TestPassesUnreadable: a history that cannot be read is said on the page,

@@ -30,8 +30,8 @@ func (slowSource) ExplainedTask(context.Context, string) (*pulpdb.ExplainedTask,
 func (slowSource) TaskStarts(context.Context, []string) (map[string]time.Time, bool, error) {
 	return nil, true, nil
 }
-func (slowSource) RecentPasses(context.Context, time.Time, int) ([]history.Entry, error) {
-	return nil, nil
+func (slowSource) RecentPasses(context.Context, time.Time, int) (history.Passes, error) {
+	return history.Passes{}, nil
 }
 func (slowSource) Inspect(context.Context, reaper.InspectOptions) (*reaper.Inspection, error) {
 	return nil, errors.New("no inspection here")

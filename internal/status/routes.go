@@ -32,6 +32,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /holdings", s.holdingsPage)
 	mux.HandleFunc("GET /tasks/{ref...}", s.taskPage)
 	mux.HandleFunc("GET /tasks", s.taskPage)
+	mux.HandleFunc("GET /lost-tasks", s.lostTasksPage)
 	static, _ := fs.Sub(assets, "assets/static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {

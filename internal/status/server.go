@@ -35,8 +35,9 @@ type Source interface {
 	// may not read core_task.started_at (an optional grant).
 	TaskStarts(ctx context.Context, ids []string) (starts map[string]time.Time, granted bool, err error)
 	// RecentPasses reads the history of passes (reaper/history), newest
-	// first: at most limit, started at or after since.
-	RecentPasses(ctx context.Context, since time.Time, limit int) ([]passes.Entry, error)
+	// first: at most limit, started at or after since, each entry and the
+	// whole read bounded in size.
+	RecentPasses(ctx context.Context, since time.Time, limit int) (passes.Passes, error)
 	// Inspect reads and judges a snapshot without writing anything: the
 	// view of a pass whose snapshot the page did not keep (KeepsSnapshot).
 	Inspect(ctx context.Context, opts reaper.InspectOptions) (*reaper.Inspection, error)
@@ -96,6 +97,8 @@ type Server struct {
 	idle     *sync.Cond
 
 	explain explainCache
+	// views numbers the views built (View.number).
+	views atomic.Uint64
 }
 
 // job is a pass or inspection to build a view of.
@@ -228,7 +231,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 		}
 		return
 	}
-	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next}
+	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, number: s.views.Add(1)}
 	v.index(released)
 	s.readPasses(ctx, v)
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
@@ -252,7 +255,10 @@ const passesWindow = 24 * time.Hour
 func (s *Server) readPasses(ctx context.Context, v *View) {
 	v.PassesRead = time.Now()
 	got, err := s.src.RecentPasses(ctx, v.PassesRead.Add(-passesWindow), passes.Cap)
-	v.Passes, v.PassesError = got, ""
+	v.Passes, v.PassesSkipped, v.PassesError = got.Entries, got.Skipped(), ""
+	if v.PassesSkipped != "" {
+		s.opts.Logger.Warn("status page: entries of the history of passes left out", slog.String("skipped", v.PassesSkipped))
+	}
 	if err != nil {
 		v.PassesError = err.Error()
 		s.opts.Logger.Warn("status page: history of passes not read", slog.String("error", err.Error()))

@@ -49,10 +49,13 @@ type View struct {
 	// history of passes in Redis (reaper/history), newest first, as read
 	// when the view was built (PassesRead); PassesError says why they could
 	// not be read. A CronJob's passes are only known from there.
-	Passes      []history.Entry
-	PassesRead  time.Time
-	PassesError string
-	Doctor      *doctor.Report
+	// PassesSkipped says which entries the read left out: over the size an
+	// entry may have, no pass, or past the size of a whole read.
+	Passes        []history.Entry
+	PassesRead    time.Time
+	PassesError   string
+	PassesSkipped string
+	Doctor        *doctor.Report
 	// released marks, by position in In.Plan.Holdings, the holdings the
 	// pass released: a bit each, where a map by key and owner cost a
 	// dead owner's incident tens of megabytes.
@@ -68,6 +71,10 @@ type View struct {
 	// summaries, and holdingCount and taskCount, not its holdings.
 	ShedAt                  *time.Time
 	holdingCount, taskCount int
+	// number tells this view's snapshot from the others' (Server.views):
+	// what the task page's explanations are kept by. A copy of the view
+	// with doctor's results or a later report keeps it.
+	number uint64
 }
 
 // VerdictCount is one verdict and how many holdings have it.

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -28,6 +29,10 @@ const (
 	Cap = 2000
 	// TTL is how long the list outlives the last pass written to it.
 	TTL = 7 * 24 * time.Hour
+	// maxRecordedError bounds the error an entry records: with the rest of
+	// the entry (and JSON's escapes of a few characters) it stays well
+	// within MaxEntryBytes.
+	maxRecordedError = 1 << 10
 )
 
 // Key is the list of passes under prefix, newest first.
@@ -81,7 +86,18 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 // Record adds e to the front of the list under prefix, trims the list to
 // Cap and sets its expiry, in one MULTI so that a reader never sees it
 // untrimmed or without an expiry.
+//
+// A long error is cut to maxRecordedError bytes (at a rune's start), so
+// that the reaper's own entry always stays within what a reader reads
+// (MaxEntryBytes).
 func Record(ctx context.Context, rdb redis.UniversalClient, prefix string, e Entry) error {
+	if len(e.Error) > maxRecordedError {
+		cut := maxRecordedError
+		for cut > 0 && !utf8.RuneStart(e.Error[cut]) {
+			cut--
+		}
+		e.Error = e.Error[:cut] + "…"
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -97,34 +113,4 @@ func Record(ctx context.Context, rdb redis.UniversalClient, prefix string, e Ent
 		return fmt.Errorf("record the pass in %s: %w", key, err)
 	}
 	return nil
-}
-
-// Recent reads at most limit passes (all kept when limit <= 0), newest
-// first, that started at or after since (any time when since is zero). An
-// entry that does not decode is left out: the history informs, it decides
-// nothing.
-func Recent(ctx context.Context, rdb redis.UniversalClient, prefix string, since time.Time, limit int) ([]Entry, error) {
-	stop := int64(limit) - 1
-	if limit <= 0 {
-		stop = -1
-	}
-	key := Key(prefix)
-	raw, err := rdb.LRange(ctx, key, 0, stop).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read the passes in %s: %w", key, err)
-	}
-	out := make([]Entry, 0, len(raw))
-	for _, r := range raw {
-		var e Entry
-		if json.Unmarshal([]byte(r), &e) != nil || e.At.IsZero() {
-			continue
-		}
-		// Not a break: entries are pushed when a pass ends, so a long pass
-		// may follow a later short one.
-		if !since.IsZero() && e.At.Before(since) {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out, nil
 }
