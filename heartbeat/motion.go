@@ -28,6 +28,9 @@ type Reading struct {
 // the period, never exactly on it.
 const RecheckMargin = 2 * time.Second
 
+// DefaultWorkerTTL is pulpcore's default WORKER_TTL, a worker row's ttl.
+const DefaultWorkerTTL = 30 * time.Second
+
 // Period is how often pulpcore's worker writes its heartbeat: ttl/3
 // (redis_worker.py, heartbeat_period).
 func (r AppStatus) Period() time.Duration { return r.TTL / 3 }
@@ -307,4 +310,22 @@ func (f *Fleet) WithMotion(m *Motion) *Fleet {
 func (f *Fleet) moving(id string) bool {
 	rm, ok := f.motion.Of(id)
 	return ok && rm.Settlement == Moving
+}
+
+// Behind is, per row whose heartbeat moved between two consecutive reads
+// (oldest first), how far its clock is at least behind the database's, as
+// its newest move shows: the read before the heartbeat landed, less that
+// heartbeat. Reads close together bound it tightly. A write delayed by a
+// stall lands old too, once: the next move bounds it again.
+func Behind(reads []Reading) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for i := 1; i < len(reads); i++ {
+		before := byID(reads[i-1].Rows)
+		for _, r := range reads[i].Rows {
+			if a, ok := before[r.ID]; ok && r.LastHeartbeat.After(a.LastHeartbeat) {
+				out[r.ID] = max(reads[i-1].Now.Sub(r.LastHeartbeat), 0)
+			}
+		}
+	}
+	return out
 }

@@ -123,3 +123,16 @@ func TestFleetWithMotion(t *testing.T) {
 	require.Equal(t, map[string]bool{"m": true, "s": false, "u": false, "d": false, "live": true}, live)
 	require.Same(t, f, f.WithMotion(nil))
 }
+
+// TestBehind: the newest move of each row bounds its clock; a row that does
+// not move says nothing.
+func TestBehind(t *testing.T) {
+	t.Parallel()
+	t0 := ltNow
+	reads := []Reading{
+		mtRead(t0, mtRow("lag", t0.Add(-95*time.Second)), mtRow("ok", t0.Add(-3*time.Second)), mtRow("still", t0.Add(-time.Hour))),
+		mtRead(t0.Add(time.Second), mtRow("lag", t0.Add(-95*time.Second)), mtRow("ok", t0.Add(500*time.Millisecond)), mtRow("still", t0.Add(-time.Hour))),
+		mtRead(t0.Add(2*time.Second), mtRow("lag", t0.Add(1500*time.Millisecond-90*time.Second)), mtRow("ok", t0.Add(500*time.Millisecond)), mtRow("still", t0.Add(-time.Hour))),
+	}
+	require.Equal(t, map[string]time.Duration{"lag": 90*time.Second - 500*time.Millisecond, "ok": 0}, Behind(reads))
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
+	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/daemon"
 	"github.com/lock-reaper/lock-reaper/internal/doctor"
@@ -48,10 +50,18 @@ func runDoctor(ctx context.Context, env Env, args []string) int {
 func doctorTarget(r *reaper.Reaper, s *setup) doctor.Target {
 	return doctor.Target{
 		Redis: s.rdb, Postgres: s.pool, Timeout: max(s.cfg.Pass.RedisTimeout, s.cfg.Pass.DatabaseTimeout),
+		HeartbeatWatch: heartbeatWatch(s.cfg.Pass.HeartbeatRecheck),
 		Inspect: func(ctx context.Context) (*reaper.Inspection, error) {
 			return r.Inspect(ctx, reaper.InspectOptions{})
 		},
 	}
+}
+
+// heartbeatWatch is how long doctor watches heartbeats move: what a pass
+// waits for its second read (heartbeat_recheck), a worker's period and the
+// margin unless set.
+func heartbeatWatch(recheck time.Duration) time.Duration {
+	return heartbeat.AppStatus{TTL: heartbeat.DefaultWorkerTTL}.RecheckAfter(recheck)
 }
 
 // withDoctor makes `run` check the deployment once, after its first pass,

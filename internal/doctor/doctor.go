@@ -117,6 +117,10 @@ type Target struct {
 	// Inspect reads one snapshot as a pass does (a full scan, writing
 	// nothing), for the legacy-owners check; nil leaves that check out.
 	Inspect func(ctx context.Context) (*reaper.Inspection, error)
+	// HeartbeatWatch is how long the heartbeat-clock check watches the rows'
+	// heartbeats move, to find clocks behind the database's (within the
+	// check's deadline); 0 reads them once.
+	HeartbeatWatch time.Duration
 }
 
 // check is one named check.

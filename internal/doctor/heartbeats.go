@@ -38,7 +38,67 @@ func checkHeartbeatClock(ctx context.Context, t Target) Result {
 	if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
 		return couldNotCheck("read the database clock", err, "check that database.url reaches pulpcore's database.")
 	}
-	return evalHeartbeats(rows, now)
+	res := evalHeartbeats(rows, now)
+	if res.Status != OK || t.HeartbeatWatch <= 0 {
+		return res
+	}
+	return evalBehind(watchHeartbeats(ctx, t, heartbeat.Reading{Now: now, Rows: rows}), res)
+}
+
+// ClockBehindMargin is how far behind the database's clock a heartbeat may
+// land before the check warns: a write takes a moment.
+const ClockBehindMargin = 5 * time.Second
+
+// watchHeartbeats reads the rows every second for t.HeartbeatWatch, within
+// the check's deadline, after first, and returns every read. A read that
+// fails ends the watch.
+func watchHeartbeats(ctx context.Context, t Target, first heartbeat.Reading) []heartbeat.Reading {
+	reads := []heartbeat.Reading{first}
+	end := time.Now().Add(t.HeartbeatWatch)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-time.Second).Before(end) {
+		end = dl.Add(-time.Second)
+	}
+	for {
+		wait := min(time.Second, time.Until(end))
+		if wait <= 0 {
+			return reads
+		}
+		select {
+		case <-ctx.Done():
+			return reads
+		case <-time.After(wait):
+		}
+		rd, err := pulpdb.ReadHeartbeats(ctx, t.Postgres, time.Second)
+		if err != nil {
+			return reads
+		}
+		reads = append(reads, rd)
+	}
+}
+
+// evalBehind warns of the rows whose heartbeats moved while the check
+// watched and landed more than ClockBehindMargin behind the database's
+// clock: pulpcore stamps last_heartbeat with the worker's clock, so one
+// behind by more than its ttl looks dead to pulpcore's own cleanup while it
+// works (lock-reaper sees it move and keeps it alive).
+func evalBehind(reads []heartbeat.Reading, res Result) Result {
+	names := map[string]heartbeat.AppStatus{}
+	for _, r := range reads[len(reads)-1].Rows {
+		names[r.ID] = r
+	}
+	var behind []string
+	for id, d := range heartbeat.Behind(reads) {
+		if r := names[id]; d > ClockBehindMargin {
+			behind = append(behind, fmt.Sprintf("%s %q at least %s behind", r.AppType, r.Name, d.Round(time.Second)))
+		}
+	}
+	if len(behind) == 0 {
+		res.Evidence += fmt.Sprintf("; watched for %s, no heartbeat landed more than %s behind it", reads[len(reads)-1].Now.Sub(reads[0].Now).Round(time.Second), ClockBehindMargin)
+		return res
+	}
+	sort.Strings(behind)
+	return Result{Status: Warn, Evidence: fmt.Sprintf("%s; %d heartbeats land behind the database clock (%s): a worker behind by more than its ttl looks dead to pulpcore's cleanup while it works", res.Evidence, len(behind), listSome(behind, 5)),
+		Fix: "synchronise the clocks of Pulp's hosts with the database's (NTP/chrony)."}
 }
 
 // evalHeartbeats looks for heartbeats the database clock makes implausible.

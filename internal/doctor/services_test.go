@@ -234,6 +234,38 @@ func TestFutureHeartbeat(t *testing.T) {
 	require.NotContains(t, r.Evidence, "on-time")
 }
 
+// TestHeartbeatBehind: a worker whose clock is 90 s behind the database's
+// writes its heartbeat every half second; watched, its heartbeat lands at
+// least 85 s behind, and the check warns. A worker on time is not named.
+func TestHeartbeatBehind(t *testing.T) {
+	t.Parallel()
+	db := testenv.NewDatabase(t)
+	addWorker(t, db, "1@on-time", "3.117.0", 0)
+	addWorker(t, db, "1@lagging", "3.117.0", -90*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			// The worker's clock, not the database's: the value is made here.
+			_, _ = db.Pool.Exec(ctx, `UPDATE core_appstatus SET last_heartbeat = $1 WHERE name = '1@lagging'`, time.Now().Add(-90*time.Second))
+			_, _ = db.Pool.Exec(ctx, `UPDATE core_appstatus SET last_heartbeat = $1 WHERE name = '1@on-time'`, time.Now())
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	r := runCheck(t, checkHeartbeatClock, Target{Postgres: db.Pool, HeartbeatWatch: 3 * time.Second})
+	require.Equal(t, Warn, r.Status, r.Evidence)
+	require.Contains(t, r.Evidence, `worker "1@lagging" at least`)
+	require.NotContains(t, r.Evidence, "on-time")
+
+	r = runCheck(t, checkHeartbeatClock, Target{Postgres: db.Pool})
+	require.Equal(t, OK, r.Status, "read once, a heartbeat 90 s old says nothing: %s", r.Evidence)
+}
+
 // TestPrimaryAndPooler: the test database is a writable primary reached
 // directly; a role whose sessions are read-only fails.
 func TestPrimaryAndPooler(t *testing.T) {
