@@ -10,7 +10,8 @@ import (
 // clock) at which a verdict of this plan can change with nothing else
 // changing: a suspect's confirm_after elapses, a finished task's lock
 // leaves its finished_grace, a row crosses ttl + heartbeat_grace (late to
-// dead), or a worker held alive by Kubernetes passes hung_worker_grace.
+// dead), a worker held alive by Kubernetes passes hung_worker_grace, or a
+// row held for a second read of its heartbeat can be read again.
 // Zero when nothing is pending. It decides when the daemon runs its next
 // pass, never a verdict.
 func NextChange(snap Snapshot, plan Plan, p Policy) time.Time {
@@ -32,6 +33,17 @@ func NextChange(snap Snapshot, plan Plan, p Policy) time.Time {
 		}
 	}
 	consider(heartbeat.NextDeath(snap.AppStatuses, p.HeartbeatGrace, snap.Now))
+	// Rows held for want of a second read, or while their group comes
+	// back, are read again a period on.
+	var held []string
+	for _, id := range snap.Motion.Rows() {
+		if rm, _ := snap.Motion.Of(id); rm.Settlement == heartbeat.Stalled || rm.Settlement == heartbeat.Unsettled {
+			held = append(held, id)
+		}
+	}
+	if len(held) > 0 {
+		consider(snap.Now.Add(RecheckAfter(snap.AppStatuses, held, p)))
+	}
 	if snap.Pods != nil {
 		for _, r := range snap.AppStatuses {
 			consider(r.DeathAt(p.HeartbeatGrace).Add(p.Kubernetes.HungWorkerGrace))

@@ -59,3 +59,15 @@ func minTime(ts ...time.Time) time.Time {
 	}
 	return m
 }
+
+// TestNextChangeRereadsHeldRows: a row held for its second read, or while
+// its group comes back, is judged again a period and the margin later.
+func TestNextChangeRereadsHeldRows(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
+	rows := []heartbeat.AppStatus{{ID: "a", Name: "1@a", AppType: "worker", TTL: 30 * time.Second, LastHeartbeat: now.Add(-time.Hour)}}
+	snap := Snapshot{Now: now, AppStatuses: rows, Motion: heartbeat.UnsettledMotion([]string{"a"})}
+	require.Equal(t, now.Add(12*time.Second), NextChange(snap, Plan{}, Policy{HeartbeatGrace: 30 * time.Second}))
+	snap.Motion = nil
+	require.True(t, NextChange(snap, Plan{}, Policy{HeartbeatGrace: 30 * time.Second}).IsZero())
+}
