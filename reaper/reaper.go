@@ -44,6 +44,9 @@ type Reaper struct {
 	log  *slog.Logger
 	// pods remembers the pods earlier passes' lists showed.
 	pods podMemory
+	// signalCheckLimit bounds the tasks whose cancel signal one pass checks
+	// (checkCancelSignals).
+	signalCheckLimit int
 }
 
 // New validates the configuration and returns a Reaper.
@@ -54,7 +57,7 @@ func New(cfg Config, rdb redis.UniversalClient, pool *pgxpool.Pool, logger *slog
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Reaper{cfg: cfg, rdb: rdb, pool: pool, log: logger}, nil
+	return &Reaper{cfg: cfg, rdb: rdb, pool: pool, log: logger, signalCheckLimit: signalCheckLimit}, nil
 }
 
 // Options choose what kind of pass to run.
@@ -137,10 +140,15 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 		}
 		rep.redisPrimary = true
 	}
+	var primary redislocks.Primary
+	primaryKnown, checkErr := false, error(nil)
+	if !dryRun {
+		primary, primaryKnown, checkErr = r.checkCancelSignals(ctx, rep)
+	}
 
 	snap, err := r.snapshot(ctx, opts, rep)
 	if err != nil {
-		return err
+		return errors.Join(err, checkErr)
 	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
 	if opts.Snapshot != nil {
@@ -164,7 +172,10 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	// that its tasks (a dead worker's hundred thousand) are not kept through
 	// the actor's work unless opts.Snapshot kept them.
 	rows, now := snap.AppStatuses, snap.Now
-	err = act.run(ctx)
+	err = errors.Join(act.run(ctx), checkErr)
+	if primaryKnown {
+		r.notePrimaryChange(ctx, rep, primary)
+	}
 	rep.fill(&plan, act)
 	rep.ReleaseDelays = releaseDelays(rows, now, &plan, rep, r.cfg.Policy.HeartbeatGrace)
 	for i := range rep.Tasks {

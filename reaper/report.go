@@ -26,6 +26,9 @@ type Report struct {
 	// Kubernetes is what the pass read from Kubernetes, when that is on.
 	Kubernetes *KubernetesReport `json:"kubernetes,omitempty"`
 	Summary    Summary           `json:"summary"`
+	// SignalCheck is what the pass did about earlier cancel signals when
+	// Redis's primary was not the one they were last checked on.
+	SignalCheck *SignalCheck `json:"cancel_signal_check,omitempty"`
 	// Notes say what the pass saw about the deployment itself, such as
 	// Pulp running a worker whose locks are not in Redis (WorkerTypeNote).
 	Notes []string `json:"notes,omitempty"`
