@@ -38,14 +38,14 @@ type SignalCheck struct {
 	More bool `json:"more"`
 }
 
-// checkCancelSignals runs before a writing pass reads anything: it reads
-// which primary Redis is and, when that is not the primary the cancel
-// signals were last checked on, publishes again the missing signals of the
-// tasks lock-reaper finished within the signal's lifetime, at most
-// signalCheckLimit of them, newest first. It returns the primary, for
-// notePrimaryChange, and false when Redis would not say which it is. An
-// error is the check's only: the pass goes on, and the next one checks
-// again.
+// checkCancelSignals runs once a writing pass has its snapshot, before its
+// first write (no pass writes without a snapshot): it reads which primary
+// Redis is and, when that is not the primary the cancel signals were last
+// checked on, publishes again the missing signals of the tasks lock-reaper
+// finished within the signal's lifetime, at most signalCheckLimit of them,
+// newest first. It returns the primary, for notePrimaryChange, and false
+// when Redis would not say which it is. An error is the check's alone: the
+// pass does its work and then reports it, and the next pass checks again.
 func (r *Reaper) checkCancelSignals(ctx context.Context, rep *Report) (redislocks.Primary, bool, error) {
 	primary, rec, err := redislocks.ReadPrimary(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {

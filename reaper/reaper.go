@@ -140,15 +140,16 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 		}
 		rep.redisPrimary = true
 	}
+
+	snap, err := r.snapshot(ctx, opts, rep)
+	if err != nil {
+		return err
+	}
+	// Before the first write, which no pass makes without a snapshot.
 	var primary redislocks.Primary
 	primaryKnown, checkErr := false, error(nil)
 	if !dryRun {
 		primary, primaryKnown, checkErr = r.checkCancelSignals(ctx, rep)
-	}
-
-	snap, err := r.snapshot(ctx, opts, rep)
-	if err != nil {
-		return errors.Join(err, checkErr)
 	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
 	if opts.Snapshot != nil {
