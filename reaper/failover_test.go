@@ -130,7 +130,7 @@ func TestCancelSignalCheckGoesOnOverPasses(t *testing.T) {
 		missing = append(missing, finished(state, time.Duration(i+1)*time.Minute, byReaper(state)))
 	}
 	held := finished(judge.StateCanceled, 30*time.Second, byReaper(judge.StateCanceled))
-	require.NoError(t, f.Redis.Client.SetEx(f.Ctx, redislocks.CancelSignalPrefix+held, "cancel", time.Hour).Err())
+	require.NoError(t, f.Redis.Client.Set(f.Ctx, redislocks.CancelSignalPrefix+held, "cancel", time.Hour).Err())
 	old := finished(judge.StateCanceled, 25*time.Hour, byReaper(judge.StateCanceled))
 	other := finished(judge.StateFailed, time.Minute, "Task exited prematurely.")
 

@@ -96,7 +96,8 @@ func RepublishMissingCancelSignals(ctx context.Context, rdb redis.UniversalClien
 	return len(missing), nil
 }
 
-// wholeSeconds rounds d up to SETEX's whole seconds, at least one.
+// wholeSeconds rounds d down to SETEX's whole seconds, so that a signal
+// published again never outlives the first; at least one.
 func wholeSeconds(d time.Duration) time.Duration {
-	return max(time.Second, (d+time.Second-1)/time.Second*time.Second)
+	return max(time.Second, d.Truncate(time.Second))
 }
