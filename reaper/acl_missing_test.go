@@ -87,3 +87,17 @@ func anys(ss []string) []any {
 	}
 	return out
 }
+
+// TestACLWithoutInfoNotesFailoversGoUnnoticed: a Redis user without +info
+// cannot tell which primary it talks to. The pass does its work as before
+// and says that a failover would go unnoticed, and what to allow.
+func TestACLWithoutInfoNotesFailoversGoUnnoticed(t *testing.T) {
+	t.Parallel()
+	_, inc, code, rep, stderr := onceWithout(t, "-info")
+	require.Zero(t, code, stderr)
+	holdings, _ := sfResults(&rep)
+	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: len(inc.Stale)}, holdings)
+	require.Contains(t, strings.Join(rep.Notes, "\n"), "a failover under or between passes goes unnoticed")
+	require.Contains(t, strings.Join(rep.Notes, "\n"), "Allow +info")
+	require.Nil(t, rep.SignalCheck)
+}

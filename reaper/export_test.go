@@ -30,3 +30,7 @@ func (r *Reaper) Act(ctx context.Context, snap judge.Snapshot, plan *judge.Plan)
 	err = a.run(ctx)
 	return a.holdingResults, a.taskResults, err
 }
+
+// SetSignalCheckLimit changes how many tasks one pass checks the cancel
+// signal of, so that a test sees the check go on over several passes.
+func (r *Reaper) SetSignalCheckLimit(n int) { r.signalCheckLimit = n }

@@ -46,6 +46,9 @@ type Reaper struct {
 	pods podMemory
 	// recent are the recent reads of the heartbeats (settle.go).
 	recent readings
+	// signalCheckLimit bounds the tasks whose cancel signal one pass checks
+	// (checkCancelSignals).
+	signalCheckLimit int
 }
 
 // New validates the configuration and returns a Reaper.
@@ -56,7 +59,7 @@ func New(cfg Config, rdb redis.UniversalClient, pool *pgxpool.Pool, logger *slog
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Reaper{cfg: cfg, rdb: rdb, pool: pool, log: logger}, nil
+	return &Reaper{cfg: cfg, rdb: rdb, pool: pool, log: logger, signalCheckLimit: signalCheckLimit}, nil
 }
 
 // Options choose what kind of pass to run.
@@ -151,6 +154,12 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 		}
 		rep.noteMotion(snap.Motion, snap.AppStatuses)
 	}
+	// Before the first write, which no pass makes without a snapshot.
+	var primary redislocks.Primary
+	primaryKnown, checkErr := false, error(nil)
+	if !dryRun {
+		primary, primaryKnown, checkErr = r.checkCancelSignals(ctx, rep)
+	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
 	if opts.Snapshot != nil {
 		opts.Snapshot(snap, len(plan.Holdings))
@@ -173,10 +182,13 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	// that its tasks (a dead worker's hundred thousand) are not kept through
 	// the actor's work unless opts.Snapshot kept them.
 	rows, now := snap.AppStatuses, snap.Now
-	err = act.run(ctx)
+	err = errors.Join(act.run(ctx), checkErr)
 	if g, ok := act.openWriteGuard(); ok {
 		rep.Guards = append(rep.Guards, g)
 		r.log.Warn("guard held work back", slog.String("guard", g.Name), slog.String("reason", g.Reason))
+	}
+	if primaryKnown {
+		r.notePrimaryChange(ctx, rep, primary)
 	}
 	rep.fill(&plan, act)
 	rep.ReleaseDelays = releaseDelays(rows, now, &plan, rep, r.cfg.Policy.HeartbeatGrace)

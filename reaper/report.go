@@ -29,6 +29,9 @@ type Report struct {
 	// of the rows that looked dead, when some did.
 	HeartbeatRecheck *HeartbeatRecheck `json:"heartbeat_recheck,omitempty"`
 	Summary          Summary           `json:"summary"`
+	// SignalCheck is what the pass did about earlier cancel signals when
+	// Redis's primary was not the one they were last checked on.
+	SignalCheck *SignalCheck `json:"cancel_signal_check,omitempty"`
 	// Notes say what the pass saw about the deployment itself, such as
 	// Pulp running a worker whose locks are not in Redis (WorkerTypeNote).
 	Notes []string `json:"notes,omitempty"`

@@ -55,7 +55,8 @@ func TestJSONShapes(t *testing.T) {
 		Findings:   []reaper.Finding{{Judgement: &task, Result: reaper.ResultReleased}, {Judgement: &res, Result: reaper.ResultDeferred}},
 		Tasks: []reaper.TaskFinding{{TaskJudgement: &lost, Result: reaper.ResultUpdated, Resources: unguarded},
 			{TaskJudgement: &canceled, Result: reaper.ResultUpdated}},
-		Ignored: []reaper.Ignored{{Key: "task:nope", Type: "list", Reason: "not a string"}},
+		Ignored:     []reaper.Ignored{{Key: "task:nope", Type: "list", Reason: "not a string"}},
+		SignalCheck: &reaper.SignalCheck{Primary: "run_id r, replication id i", Checked: 5, Republished: 2, More: true},
 		Guards: append(reaper.GuardsOf([]judge.Guard{{Name: judge.GuardMaxReleases, Wanted: 12, Limit: 10}}),
 			reaper.Guard{Name: judge.GuardUncommittedTaskWrite, Reason: "held", UncommittedWrite: &reaper.UncommittedWrite{
 				PID: 4242, TransactionAge: reaper.Seconds(75 * time.Second), AgeFrom: reaper.AgeFromActivity, Sessions: 1, Held: 3}}),

@@ -24,7 +24,8 @@ const (
 	// Findings: something wants a look, nothing is broken).
 	Warnings = 3
 	// Guarded: a guard held work back (the mass-death guard, a limit per
-	// pass, a database that does not take writes).
+	// pass, a database that does not take writes), or Redis's primary
+	// changed under the pass (some of its writes may be lost).
 	Guarded = 4
 )
 

@@ -9,9 +9,11 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -35,6 +37,7 @@ const (
 	NameLastSuccess     = "lock_reaper_last_success_timestamp_seconds"
 	NameTicksSkipped    = "lock_reaper_ticks_skipped_total"
 	NameHistoryFailures = "lock_reaper_history_write_failures_total"
+	NameSignalsAgain    = "lock_reaper_cancel_signals_republished_total"
 	NameBuildInfo       = "lock_reaper_build_info"
 	NameHoldings        = "lock_reaper_holdings"
 	NameOwners          = "lock_reaper_owners"
@@ -69,6 +72,7 @@ type Metrics struct {
 	lastSuccess     *timestampGauge
 	ticksSkipped    *prometheus.CounterVec
 	historyFailures prometheus.Counter
+	signalsAgain    prometheus.Counter
 	buildInfo       prometheus.Gauge
 	fleet
 	doctor    *doctorMetrics
@@ -142,6 +146,10 @@ func New(version string) *Metrics {
 			Namespace: namespace, Name: "history_write_failures_total",
 			Help: "Passes that could not be recorded in the history of passes in Redis (the status page's last passes); the pass itself went on.",
 		}),
+		signalsAgain: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "cancel_signals_republished_total",
+			Help: "Cancel signals of tasks lock-reaper finished in the signal's last 24 hours that Redis did not hold when a pass found its primary unchecked (a failover or restart since), published again.",
+		}),
 		buildInfo: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "build_info",
 			Help:        "Always 1; the labels name the lock-reaper version and the Go version that built it.",
@@ -164,7 +172,7 @@ var (
 	releaseVerdicts = writing(judge.HoldingVerdicts)
 	holdingKinds    = []judge.Kind{judge.KindTask, judge.KindExclusive, judge.KindShared}
 	taskVerdicts    = writing(judge.TaskVerdicts)
-	guardNames      = judge.PassGuards
+	guardNames      = slices.Concat(judge.PassGuards, []string{reaper.GuardRedisFailover})
 )
 
 // writing is the verdicts of vs that are acted on (judge.Verdict.Writes).
@@ -225,7 +233,7 @@ func (m *Metrics) initSeries() {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{
 		m.passes, m.passDuration, m.releaseDelay, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
-		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.buildInfo,
+		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.signalsAgain, m.buildInfo,
 		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.kube.reads, m.kube.owners,
 	}, append(m.doctor.collectors(), m.openWrite.collectors()...)...)
 }

@@ -29,6 +29,15 @@ type Server struct {
 	Port int
 	// Client talks to database 0 as the default user.
 	Client *redis.Client
+	cmd    *exec.Cmd
+}
+
+// Kill ends the server at once, as a crash would (SIGKILL: nothing is
+// saved, nothing more is sent to its replicas), and waits until it has
+// exited.
+func (s *Server) Kill() {
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
 }
 
 // URL is the server's redis:// URL for database db.
@@ -42,8 +51,8 @@ func (s *Server) URL(db int) string { return fmt.Sprintf("redis://%s/%d", s.Addr
 func Start(t testtool.TB, args ...string) *Server {
 	t.Helper()
 	port := testtool.MustFreePort(t)
-	run(t, append([]string{"--port", strconv.Itoa(port)}, args...))
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port}
+	cmd := run(t, append([]string{"--port", strconv.Itoa(port)}, args...))
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, cmd: cmd}
 	s.Client = redis.NewClient(&redis.Options{Addr: s.Addr})
 	t.Cleanup(func() { _ = s.Client.Close() })
 	if err := s.Client.Ping(context.Background()).Err(); err != nil {
@@ -66,7 +75,7 @@ func StartTLS(t testtool.TB, certFile, keyFile, caFile string, args ...string) i
 
 // run starts redis-server with args after the defaults, waits until it is
 // ready and stops it at cleanup.
-func run(t testtool.TB, args []string) {
+func run(t testtool.TB, args []string) *exec.Cmd {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -80,6 +89,7 @@ func run(t testtool.TB, args []string) {
 		t.Fatalf("redis-server %v: %v", args, err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
 }
 
 // Launch starts the redis-server at bin in directory dir with args after
@@ -109,7 +119,7 @@ func launch(bin, dir string, prepare func(*exec.Cmd), drain func(io.Reader), arg
 	if err := cmd.Start(); err != nil {
 		return nil, "", err
 	}
-	if log, ok := waitReady(out, 30*time.Second, drain); !ok {
+	if log, ok := waitReady(out, readyLine, 30*time.Second, drain); !ok {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, log, fmt.Errorf("it did not start:\n%s", log)
@@ -117,9 +127,12 @@ func launch(bin, dir string, prepare func(*exec.Cmd), drain func(io.Reader), arg
 	return cmd, "", nil
 }
 
-// waitReady reads the server's log until it is ready, then hands the rest
-// to drain in the background.
-func waitReady(out io.Reader, timeout time.Duration, drain func(io.Reader)) (string, bool) {
+// readyLine is what redis-server logs once it accepts connections.
+const readyLine = "Ready to accept connections"
+
+// waitReady reads the server's log until a line contains ready, then hands
+// the rest to drain in the background.
+func waitReady(out io.Reader, ready string, timeout time.Duration, drain func(io.Reader)) (string, bool) {
 	type result struct {
 		log string
 		ok  bool
@@ -130,7 +143,7 @@ func waitReady(out io.Reader, timeout time.Duration, drain func(io.Reader)) (str
 		lines := bufio.NewScanner(out)
 		for lines.Scan() {
 			log.WriteString(lines.Text() + "\n")
-			if strings.Contains(lines.Text(), "Ready to accept connections") {
+			if strings.Contains(lines.Text(), ready) {
 				done <- result{log.String(), true}
 				drain(out)
 				return
@@ -142,7 +155,7 @@ func waitReady(out io.Reader, timeout time.Duration, drain func(io.Reader)) (str
 	case r := <-done:
 		return r.log, r.ok
 	case <-time.After(timeout):
-		return "timed out waiting for \"Ready to accept connections\"", false
+		return fmt.Sprintf("timed out waiting for %q", ready), false
 	}
 }
 
@@ -150,7 +163,19 @@ func waitReady(out io.Reader, timeout time.Duration, drain func(io.Reader)) (str
 // link is up.
 func ReplicaOf(t testtool.TB, primary *Server, args ...string) *Server {
 	t.Helper()
-	replica := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.Port)}, args...)...)
+	return ReplicaVia(t, primary.Addr, args...)
+}
+
+// ReplicaVia starts a second server replicating the primary reached at addr
+// (host:port: the primary itself, or a proxy in front of it, so that a test
+// can break the link) and waits until the link is up.
+func ReplicaVia(t testtool.TB, addr string, args ...string) *Server {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("replica of %q: %v", addr, err)
+	}
+	replica := Start(t, append([]string{"--replicaof", host, port}, args...)...)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		info, err := replica.Client.Info(context.Background(), "replication").Result()
@@ -159,6 +184,6 @@ func ReplicaOf(t testtool.TB, primary *Server, args ...string) *Server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("replica on %s never linked to its primary on %s", replica.Addr, primary.Addr)
+	t.Fatalf("replica on %s never linked to its primary on %s", replica.Addr, addr)
 	return nil
 }

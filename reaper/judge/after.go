@@ -1,5 +1,7 @@
 package judge
 
+import "time"
+
 // What a pass decides after acting: rules whose facts include what the
 // release did, applied by the actor between its steps.
 
@@ -26,4 +28,19 @@ func NeedsCancelSignal(tj *TaskJudgement) bool {
 // listed that the release left in place.
 func UpdateWaits(tj *TaskJudgement, stillHeld map[string]bool) bool {
 	return tj.AfterRelease != "" && stillHeld[tj.AfterRelease]
+}
+
+// CancelSignalLifetime is how long pulpcore's cancel signal lives once set
+// (publish_cancel_signal's expiry): a worker that has not read it by then
+// never will.
+const CancelSignalLifetime = 24 * time.Hour
+
+// SignalLifetimeLeft is how much longer the cancel signal of a task the
+// reaper finished at finishedAt lives, on the database clock now: the expiry
+// a signal published again gets, so that it never outlives the first. Zero
+// or less means the signal has expired and is not published again. The
+// signal was published just before the update that set finishedAt, so the
+// lifetime left is at most the update's own duration too long.
+func SignalLifetimeLeft(finishedAt, now time.Time) time.Duration {
+	return finishedAt.Add(CancelSignalLifetime).Sub(now)
 }

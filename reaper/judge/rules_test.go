@@ -239,3 +239,14 @@ func TestRuleAfterRelease(t *testing.T) {
 	require.False(t, UpdateWaits(&requeue, map[string]bool{}), "its task lock was released")
 	require.False(t, UpdateWaits(&TaskJudgement{}, map[string]bool{key: true}), "an update that waits for no lock")
 }
+
+// TestRuleSignalLifetimeLeft: a cancel signal published again lives for what
+// is left of the first one's 24 hours from the task's end, never longer, and
+// not at all once they have passed.
+func TestRuleSignalLifetimeLeft(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 24*time.Hour, SignalLifetimeLeft(rtNow, rtNow), "a task finished just now")
+	require.Equal(t, 23*time.Hour, SignalLifetimeLeft(rtNow.Add(-time.Hour), rtNow))
+	require.LessOrEqual(t, SignalLifetimeLeft(rtNow.Add(-24*time.Hour), rtNow), time.Duration(0), "the signal would have expired")
+	require.Negative(t, SignalLifetimeLeft(rtNow.Add(-25*time.Hour), rtNow))
+}

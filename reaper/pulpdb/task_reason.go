@@ -22,5 +22,13 @@ func TaskReason(tj *judge.TaskJudgement) string {
 	if owner == "" {
 		owner = "(unknown)"
 	}
-	return fmt.Sprintf("Worker %s has gone missing; lock reaper %s.", owner, tj.StateAfter)
+	return fmt.Sprintf(lostReason, owner, tj.StateAfter)
 }
+
+// lostReason is TaskReason's message for a task it finishes: the worker,
+// then the state. reaperReasonLike matches every message it makes, whatever
+// the worker's name (ReadFinishedByReaper).
+const (
+	lostReason       = "Worker %s has gone missing; lock reaper %s."
+	reaperReasonLike = "Worker % has gone missing; lock reaper %."
+)

@@ -1,6 +1,7 @@
 package pulpdb
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,4 +39,14 @@ func TestTaskReason(t *testing.T) {
 			require.Equal(t, tc.want, TaskReason(&tc.tj))
 		})
 	}
+}
+
+// TestReaperReasonLikeMatchesTaskReason: the LIKE pattern that finds the
+// tasks a reaper finished (ReadFinishedByReaper) is TaskReason's message
+// with each of its parts a wildcard, so that a change of the message
+// cannot leave them unfound.
+func TestReaperReasonLikeMatchesTaskReason(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, strings.ReplaceAll(lostReason, "%s", "%"), reaperReasonLike)
+	require.NotContains(t, strings.ReplaceAll(lostReason, "%s", ""), "_", "no LIKE wildcard in the fixed text")
 }
