@@ -57,8 +57,10 @@ return {page[1], short, long, longest}
 `)
 
 // memberPageBytes bounds, from a set's average member size, the bytes of
-// members one call of memberPageScript copies.
-const memberPageBytes = 1 << 20
+// members one call of memberPageScript copies: Redis takes far longer to
+// hand a long member to a script than to walk a short one
+// (docs/safety.md has the figures).
+const memberPageBytes = 64 << 10
 
 // memberPageCount is the COUNT of each call of memberPageScript on a set of
 // this shape: a page of registryPageSize, or fewer when the set's memory
