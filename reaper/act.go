@@ -11,7 +11,8 @@ import (
 )
 
 // actor carries out a plan: releases first, then task updates, then the
-// suspects to remember. Each batch runs to its end even when the pass is
+// suspects to remember (a Redis too full for the reaper's own records
+// releases all the same: bookkeeping.go). Each batch runs to its end even when the pass is
 // being stopped, so nothing is left half-done; the next batch is not started.
 type actor struct {
 	r    *Reaper
@@ -31,6 +32,10 @@ type actor struct {
 	// writes is what the pass saw of other sessions' uncommitted writes to
 	// core_task (open_write.go).
 	writes openWrites
+	// bookkeepingFailed names the records of its own Redis refused for want
+	// of memory, notes says so for the report (bookkeeping.go).
+	bookkeepingFailed []string
+	notes             []string
 }
 
 func (a *actor) run(ctx context.Context) error {
@@ -53,12 +58,22 @@ func (a *actor) run(ctx context.Context) error {
 	} else {
 		a.failPendingTasks()
 	}
-	suspectErr := inStep("remembering suspects in", SystemRedis,
-		redislocks.WriteSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep()))
+	// The reaper's own records come last, and a Redis too full to take
+	// them fails nothing else (bookkeeping.go).
+	suspectErr := redislocks.WriteSuspects(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.suspectsToKeep())
+	if isOOM(suspectErr) {
+		a.bookkeepingRefused(RecordSuspects, "a suspect of this pass is sighted again as new", suspectErr)
+		suspectErr = nil
+	}
+	suspectErr = inStep("remembering suspects in", SystemRedis, suspectErr)
 	var seenErr error
 	if a.plan.SeenAlive != nil {
-		seenErr = inStep("remembering the mass-death guard's memory in", SystemRedis,
-			redislocks.WriteSeenAlive(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.plan.SeenAlive))
+		seenErr = redislocks.WriteSeenAlive(context.WithoutCancel(ctx), a.r.rdb, a.r.cfg.RedisTimeout, a.r.cfg.SuspectTTL, a.plan.SeenAlive)
+		if isOOM(seenErr) {
+			a.bookkeepingRefused(RecordSeenAlive, "the mass-death guard remembers the workers of the last pass that wrote it", seenErr)
+			seenErr = nil
+		}
+		seenErr = inStep("remembering the mass-death guard's memory in", SystemRedis, seenErr)
 	}
 	return errors.Join(releaseErr, writesErr, updateErr, retireErr, suspectErr, seenErr)
 }

@@ -55,6 +55,9 @@ type Report struct {
 	redisPrimary bool
 	// historyFailed says the pass is not in the history (HistoryWriteFailed).
 	historyFailed bool
+	// bookkeepingFailed names the records of its own the pass could not
+	// write, Redis being full (BookkeepingWriteFailures).
+	bookkeepingFailed []string
 }
 
 // Scanned counts what the pass read.
@@ -152,6 +155,8 @@ func (r *Report) summarize() {
 // otherwise double the peak of the pass. Nothing reads the plan after this.
 func (r *Report) fill(plan *judge.Plan, act *actor) {
 	r.verdictCounts = plan.ByVerdict
+	r.Notes = append(r.Notes, act.notes...)
+	r.bookkeepingFailed = act.bookkeepingFailed
 	r.Tasks = make([]TaskFinding, len(plan.Tasks))
 	for i := range plan.Tasks {
 		plan.Tasks[i].Deferred = act.taskDeferred[i]

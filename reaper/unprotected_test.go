@@ -10,6 +10,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 	"github.com/stretchr/testify/require"
 )
@@ -183,4 +184,52 @@ func TestTaskLockGoneKeepsRunningTasksResources(t *testing.T) {
 		require.Equal(t, judge.TaskKeyPrefix+task, jd.Evidence().Via, key)
 		require.Equal(t, judge.StateRunning, jd.Evidence().TaskState, key)
 	}
+}
+
+// TestUnprotectedTaskMissingItsSharedMembership: a running task of a live
+// worker holds its task lock and its exclusive resource, but Redis lost its
+// membership of the domain's set (an operator's SREM, a lost write), where
+// another worker's task is a member. It is reported as unprotected, its
+// task lock held, with the domain's other holder; nothing is written, and
+// every lock stays.
+func TestUnprotectedTaskMissingItsSharedMembership(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	r, d := repo(), "prn:core.domain:"+passtest.NewUUID()
+	task := f.Task(judge.StateRunning, f.Worker("1@live", time.Second), []string{r, "shared:" + d}, -1)
+	f.Acquire("1@live", task, []string{r}, false)
+	other := f.Task(judge.StateRunning, f.Worker("2@other", time.Second), []string{"shared:" + d}, -1)
+	f.Acquire("2@other", other, []string{"shared:" + d}, false)
+
+	dbBefore := sfDBState(f)
+	audit := f.pass(f.reaper(nil), reaper.ModeAudit)
+	require.Equal(t, exitcode.OK, exitcode.Of(audit), "an unprotected task is reported, not work to do")
+	for _, rep := range []*reaper.Report{audit, f.pass(f.reaper(nil), reaper.ModeOnce)} {
+		require.Empty(t, rep.Findings)
+		require.Len(t, rep.Tasks, 1)
+		tf := rep.Tasks[0]
+		require.Equal(t, task, tf.ID)
+		require.Equal(t, judge.VerdictUnprotected, tf.Verdict)
+		require.True(t, tf.LockHeld)
+		require.Equal(t, reaper.ResultReported, tf.Result)
+		require.Equal(t, []reaper.UnguardedResource{
+			{Resource: r, Need: judge.KindExclusive, OtherHolders: []reaper.ResourceHolder{}},
+			{Resource: d, Need: judge.KindShared, OtherHolders: []reaper.ResourceHolder{{Owner: "2@other", Kind: judge.KindShared}}},
+		}, tf.Resources)
+		require.Contains(t, pulpdb.TaskReason(tf.TaskJudgement), "holds its lock "+judge.TaskKeyPrefix+task+", but not every resource lock")
+	}
+	require.Equal(t, dbBefore, sfDBState(f), "nothing written to the database")
+	require.Equal(t, "1@live", f.Get(judge.TaskKeyPrefix+task))
+	require.Equal(t, "1@live", f.Get(judge.ResourceKeyPrefix+r))
+	members, err := f.Redis.Client.SMembers(f.Ctx, judge.ResourceKeyPrefix+d).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"2@other"}, members, "no membership written on the task's behalf")
+
+	in, err := f.reaper(nil).Inspect(f.Ctx, reaper.InspectOptions{TaskID: task})
+	require.NoError(t, err)
+	ex := explain.Explain(in, task)
+	require.Equal(t, explain.StatusUnprotected, ex.Status, ex.Conclusion)
+	require.Equal(t, []string{d}, ex.Unprotected.Unguarded)
+	require.Contains(t, ex.Conclusion, "which holds its task lock task:"+task+" but not every resource lock")
+	require.Contains(t, ex.Conclusion, "1 of its 2 resources are unguarded ("+d+")")
 }

@@ -45,6 +45,8 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 	o := t.plain
 	applyTimeout(c.Pass.RedisTimeout, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout)
 	o.ContextTimeoutEnabled = true
+	// A URL whose scheme does not match the server's TLS is named at once.
+	o.Dialer = redisDialer(o)
 	return redis.NewClient(o), nil
 }
 

@@ -40,6 +40,7 @@ func Catalog() []Family {
 		{Name: NameTicksSkipped, Type: counter, Labels: map[string][]string{"reason": {TickOverlap, TickBackoff}}},
 		{Name: NameHistoryFailures, Type: counter},
 		{Name: NameSignalsAgain, Type: counter},
+		{Name: NameBookkeepingFailures, Type: counter, Labels: map[string][]string{"record": reaper.BookkeepingRecords}},
 		{Name: NameBuildInfo, Type: gauge, Labels: map[string][]string{"version": nil, "goversion": nil}},
 		{Name: NameHoldings, Type: gauge, Labels: map[string][]string{"liveness": livenessNames()}},
 		{Name: NameOwners, Type: gauge, Labels: map[string][]string{"liveness": livenessNames()}},

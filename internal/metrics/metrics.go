@@ -22,27 +22,28 @@ const namespace = "lock_reaper"
 
 // Names of the metrics, for tests and documentation.
 const (
-	NamePasses          = "lock_reaper_passes_total"
-	NamePassDuration    = "lock_reaper_pass_duration_seconds"
-	NameReleaseDelay    = "lock_reaper_release_delay_seconds"
-	NameScans           = "lock_reaper_scans_total"
-	NameKeysScanned     = "lock_reaper_lock_keys_scanned"
-	NameHoldingsScanned = "lock_reaper_holdings_scanned"
-	NameReleased        = "lock_reaper_holdings_released_total"
-	NameTasksUpdated    = "lock_reaper_tasks_updated_total"
-	NameSuspects        = "lock_reaper_suspects"
-	NameDeferred        = "lock_reaper_deferred"
-	NameGuardTrips      = "lock_reaper_guard_trips_total"
-	NameIgnoredKeys     = "lock_reaper_ignored_keys"
-	NameLastSuccess     = "lock_reaper_last_success_timestamp_seconds"
-	NameTicksSkipped    = "lock_reaper_ticks_skipped_total"
-	NameHistoryFailures = "lock_reaper_history_write_failures_total"
-	NameSignalsAgain    = "lock_reaper_cancel_signals_republished_total"
-	NameBuildInfo       = "lock_reaper_build_info"
-	NameHoldings        = "lock_reaper_holdings"
-	NameOwners          = "lock_reaper_owners"
-	NameLostTasks       = "lock_reaper_lost_tasks"
-	NameOldestStaleAge  = "lock_reaper_oldest_stale_holding_age_seconds"
+	NamePasses              = "lock_reaper_passes_total"
+	NamePassDuration        = "lock_reaper_pass_duration_seconds"
+	NameReleaseDelay        = "lock_reaper_release_delay_seconds"
+	NameScans               = "lock_reaper_scans_total"
+	NameKeysScanned         = "lock_reaper_lock_keys_scanned"
+	NameHoldingsScanned     = "lock_reaper_holdings_scanned"
+	NameReleased            = "lock_reaper_holdings_released_total"
+	NameTasksUpdated        = "lock_reaper_tasks_updated_total"
+	NameSuspects            = "lock_reaper_suspects"
+	NameDeferred            = "lock_reaper_deferred"
+	NameGuardTrips          = "lock_reaper_guard_trips_total"
+	NameIgnoredKeys         = "lock_reaper_ignored_keys"
+	NameLastSuccess         = "lock_reaper_last_success_timestamp_seconds"
+	NameTicksSkipped        = "lock_reaper_ticks_skipped_total"
+	NameHistoryFailures     = "lock_reaper_history_write_failures_total"
+	NameBookkeepingFailures = "lock_reaper_bookkeeping_write_failures_total"
+	NameSignalsAgain        = "lock_reaper_cancel_signals_republished_total"
+	NameBuildInfo           = "lock_reaper_build_info"
+	NameHoldings            = "lock_reaper_holdings"
+	NameOwners              = "lock_reaper_owners"
+	NameLostTasks           = "lock_reaper_lost_tasks"
+	NameOldestStaleAge      = "lock_reaper_oldest_stale_holding_age_seconds"
 )
 
 // Reasons a scheduled tick passes without a pass, the values of
@@ -57,23 +58,24 @@ const (
 // Metrics holds lock-reaper's collectors. Create it with New, register it
 // with Register, and feed it each pass's report with Observe.
 type Metrics struct {
-	passes          *prometheus.CounterVec
-	passDuration    prometheus.Histogram
-	releaseDelay    prometheus.Histogram
-	scans           *prometheus.CounterVec
-	keysScanned     prometheus.Gauge
-	holdingsScanned *prometheus.GaugeVec
-	released        *prometheus.CounterVec
-	tasksUpdated    *prometheus.CounterVec
-	suspects        *prometheus.GaugeVec
-	deferred        *prometheus.GaugeVec
-	guardTrips      *prometheus.CounterVec
-	ignoredKeys     prometheus.Gauge
-	lastSuccess     *timestampGauge
-	ticksSkipped    *prometheus.CounterVec
-	historyFailures prometheus.Counter
-	signalsAgain    prometheus.Counter
-	buildInfo       prometheus.Gauge
+	passes              *prometheus.CounterVec
+	passDuration        prometheus.Histogram
+	releaseDelay        prometheus.Histogram
+	scans               *prometheus.CounterVec
+	keysScanned         prometheus.Gauge
+	holdingsScanned     *prometheus.GaugeVec
+	released            *prometheus.CounterVec
+	tasksUpdated        *prometheus.CounterVec
+	suspects            *prometheus.GaugeVec
+	deferred            *prometheus.GaugeVec
+	guardTrips          *prometheus.CounterVec
+	ignoredKeys         prometheus.Gauge
+	lastSuccess         *timestampGauge
+	ticksSkipped        *prometheus.CounterVec
+	historyFailures     prometheus.Counter
+	bookkeepingFailures *prometheus.CounterVec
+	signalsAgain        prometheus.Counter
+	buildInfo           prometheus.Gauge
 	fleet
 	doctor    *doctorMetrics
 	kube      *kubeMetrics
@@ -150,6 +152,10 @@ func New(version string) *Metrics {
 			Namespace: namespace, Name: "cancel_signals_republished_total",
 			Help: "Cancel signals of tasks lock-reaper finished in the signal's last 24 hours that Redis did not hold when a pass found its primary unchecked (a failover or restart since), published again.",
 		}),
+		bookkeepingFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "bookkeeping_write_failures_total",
+			Help: "Records of the reaper's own (the registries a pass saw, the suspects, the mass-death guard's memory) that Redis refused for want of memory (OOM); the pass released and updated all the same.",
+		}, []string{"record"}),
 		buildInfo: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "build_info",
 			Help:        "Always 1; the labels name the lock-reaper version and the Go version that built it.",
@@ -219,6 +225,9 @@ func (m *Metrics) initSeries() {
 	for _, r := range []string{TickOverlap, TickBackoff} {
 		m.ticksSkipped.WithLabelValues(r)
 	}
+	for _, r := range reaper.BookkeepingRecords {
+		m.bookkeepingFailures.WithLabelValues(r)
+	}
 	for _, k := range []string{kindTask, kindResource} {
 		m.holdingsScanned.WithLabelValues(k)
 	}
@@ -233,7 +242,7 @@ func (m *Metrics) initSeries() {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{
 		m.passes, m.passDuration, m.releaseDelay, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
-		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.signalsAgain, m.buildInfo,
+		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.signalsAgain, m.bookkeepingFailures, m.buildInfo,
 		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.kube.reads, m.kube.owners,
 	}, append(m.doctor.collectors(), m.openWrite.collectors()...)...)
 }

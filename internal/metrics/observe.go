@@ -73,6 +73,9 @@ func (m *Metrics) Observe(rep *reaper.Report) Outcome {
 	if rep.SignalCheck != nil {
 		m.signalsAgain.Add(float64(rep.SignalCheck.Republished))
 	}
+	for _, record := range rep.BookkeepingWriteFailures() {
+		m.bookkeepingFailures.WithLabelValues(record).Inc()
+	}
 	m.kube.observe(rep)
 	if outcome.Completed() {
 		m.lastSuccess.set(rep.StartedAt.Add(time.Duration(rep.DurationMS) * time.Millisecond))

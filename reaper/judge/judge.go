@@ -54,6 +54,10 @@ type judge struct {
 	// held is what the snapshot holds of each task's lock, gathered in the
 	// walk of the task locks.
 	held map[string]taskLocksHeld
+	// unheld names the running tasks whose task lock's owner lacks a
+	// resource lock the task reserves, gathered in the same walk (nothing
+	// in a healthy fleet).
+	unheld map[string]bool
 	// rowReserved is what running tasks of live claims reserve when their
 	// claim's worker does not hold their task lock, gathered with the task
 	// verdicts (see reservingRow).
@@ -73,7 +77,7 @@ func (j *judge) run() Plan {
 	var taskLocks int
 	j.resources, taskLocks = newResourceIndex(j.snap.Holdings)
 	j.opaque, j.reservedBy = map[string]bool{}, make([]reservedBy, len(j.snap.Holdings))
-	j.held = make(map[string]taskLocksHeld, taskLocks)
+	j.held, j.unheld = make(map[string]taskLocksHeld, taskLocks), map[string]bool{}
 	plan := Plan{Now: j.snap.Now, FleetOwners: j.fleet.Owners()}
 	plan.Holdings = make([]Judgement, 0, j.expectedListed())
 	for i := range j.snap.Holdings {
@@ -86,7 +90,7 @@ func (j *judge) run() Plan {
 	// the judge's peak.
 	j.resources = resourceIndex{}
 	plan.Tasks = j.taskJudgements()
-	j.held = nil
+	j.held, j.unheld = nil, nil
 	for i := range j.snap.Holdings {
 		if j.snap.Holdings[i].Kind != KindTask {
 			j.add(&plan.Holdings, j.resourceJudgement(i))
@@ -119,6 +123,8 @@ func (j *judge) judgeTaskLock(listed *[]Judgement, at int) {
 		r := ParseReservation(entry)
 		if res, ok := j.resources.find(j.snap.Holdings, h.Owner, r); ok {
 			j.reservedBy[res].offer(j.snap.Holdings, at, released)
+		} else if t.State == StateRunning && !j.resources.holds(j.snap.Holdings, h.Owner, r) {
+			j.unheld[id] = true
 		}
 		if len(j.resources.more) > 0 {
 			for _, res := range j.resources.more[holdingKey{h.Owner, r.Resource, r.Kind}] {

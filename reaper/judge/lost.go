@@ -20,6 +20,9 @@ type taskFacts struct {
 	// is held by immediate-<T>.
 	locks     int
 	immediate bool
+	// unheld says the claim's worker holds the task lock, alone, but not
+	// every resource lock the task's record reserves.
+	unheld bool
 	// fullScan says the keyspace was scanned: only then is an absent lock
 	// really absent.
 	fullScan bool
@@ -36,9 +39,10 @@ func decideTask(f taskFacts) Verdict {
 	switch f.state {
 	case StateRunning, StateCanceling:
 		switch {
-		case f.claimLive() && f.state == StateRunning && f.fullScan && f.locks == 0:
-			// A live worker runs it, but nothing in Redis guards its
-			// resources any more: reported, never written.
+		case f.claimLive() && f.state == StateRunning && f.fullScan && (f.locks == 0 || f.unheld):
+			// A live worker runs it, but Redis no longer guards its
+			// resources, or not all of them (pulpcore takes and releases
+			// a task's locks together): reported, never written.
 			return VerdictUnprotected
 		case f.claimLive():
 			return noVerdict
@@ -93,6 +97,7 @@ func (j *judge) taskJudgements() []TaskJudgement {
 			j.rowReserves(id, t, row.Name, held)
 		}
 		f.locks, f.immediate = int(held.count), isImmediateOwnerOf(j.lastHolder(held).Owner, id)
+		f.unheld = held.count == 1 && j.unheld[id] && j.lastHolder(held).Owner == row.Name
 		if v := decideTask(f); v != noVerdict {
 			out = append(out, j.taskJudgement(id, t, v, held))
 		}
@@ -144,7 +149,7 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) 
 			tj.Action = ActionSuspect
 		}
 	case VerdictUnprotected:
-		tj.StateAfter = t.State
+		tj.StateAfter, tj.LockHeld = t.State, held.count > 0
 	}
 	return tj
 }

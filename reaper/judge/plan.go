@@ -66,7 +66,10 @@ type TaskJudgement struct {
 	// ClearClaim sets app_lock_id to NULL (a requeue); otherwise the task
 	// is finished, with a message the writer makes (pulpdb.TaskReason).
 	ClearClaim bool
-	Deferred   string
+	// LockHeld says an unprotected task's worker holds its task lock: what
+	// Redis lacks is one of its resource locks.
+	LockHeld bool
+	Deferred string
 	// FirstSeen is when a stuck claim was first sighted (database clock).
 	FirstSeen *time.Time
 	// AfterRelease is the task lock key that must be gone before the

@@ -80,6 +80,17 @@ func (x *resourceIndex) find(holdings []Holding, owner string, r Reservation) (i
 	return at, ok && holdings[at].Owner == owner
 }
 
+// holds says owner holds what reservation r takes: its lock, or for a
+// shared reservation also the resource's exclusive lock (pulpcore takes
+// that alone for a record that names a resource both ways).
+func (x *resourceIndex) holds(holdings []Holding, owner string, r Reservation) bool {
+	if _, ok := x.find(holdings, owner, r); ok {
+		return true
+	}
+	_, ok := x.find(holdings, owner, Reservation{Resource: r.Resource, Kind: KindExclusive})
+	return r.Kind == KindShared && ok
+}
+
 // reservedBy names, for one resource holding, the kept and the released
 // task lock of its owner whose task reserves it, by position in the
 // snapshot plus one (0 for none). Of several, the one with the smallest key

@@ -134,6 +134,9 @@ func TestRuleLostTask(t *testing.T) {
 		{"not stuck: waiting unclaimed", taskFacts{state: StateWaiting, fullScan: true}, noVerdict},
 		{"unprotected: running, app_lock alive, no task:<T> in a full scan", taskFacts{state: StateRunning, claimed: true, claim: heartbeat.Alive, fullScan: true}, VerdictUnprotected},
 		{"unprotected: running, app_lock late", taskFacts{state: StateRunning, claimed: true, claim: heartbeat.Late, fullScan: true}, VerdictUnprotected},
+		{"unprotected: running, app_lock alive, its task lock held but a resource lock missing", taskFacts{state: StateRunning, claimed: true, claim: heartbeat.Alive, locks: 1, unheld: true, fullScan: true}, VerdictUnprotected},
+		{"not unprotected: a resource lock missing in a registry-only read", taskFacts{state: StateRunning, claimed: true, claim: heartbeat.Alive, locks: 1, unheld: true}, noVerdict},
+		{"not unprotected: canceling, a resource lock missing", taskFacts{state: StateCanceling, claimed: true, claim: heartbeat.Alive, locks: 1, unheld: true, fullScan: true}, noVerdict},
 		{"final tasks get no verdict", taskFacts{state: StateCompleted, claimed: true, claim: heartbeat.Dead}, noVerdict},
 	} {
 		require.Equal(t, c.want, decideTask(c.f), c.row)

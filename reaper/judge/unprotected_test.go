@@ -7,8 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestJudgeUnprotected: a running task of a live claim whose task lock a
-// full scan did not find is reported; nothing is written for it. (What it
+// TestJudgeUnprotected: a running task of a live claim whose task lock, or
+// one of whose resource locks, a full scan did not find is reported;
+// nothing is written for it. (What it
 // reserves and who else holds each, the report adds: reaper/unguarded.go.)
 func TestJudgeUnprotected(t *testing.T) {
 	t.Parallel()
@@ -18,6 +19,8 @@ func TestJudgeUnprotected(t *testing.T) {
 		// build returns the task under test, whose lock is never taken.
 		build       func(w *jtWorld) string
 		unprotected bool
+		// lockHeld: its task lock is held, a resource lock is not.
+		lockHeld bool
 	}{
 		{
 			name: "no other holder",
@@ -46,6 +49,64 @@ func TestJudgeUnprotected(t *testing.T) {
 				return id
 			},
 			unprotected: true,
+		},
+		{
+			name: "its task lock held, its shared membership missing",
+			build: func(w *jtWorld) string {
+				id := w.task(StateRunning, w.worker(worker, time.Second), "R", "shared:D")
+				w.taskLock(id, worker)
+				w.resource("R", KindExclusive, worker)
+				w.resource("D", KindShared, "3@worker-c")
+				return id
+			},
+			unprotected: true, lockHeld: true,
+		},
+		{
+			name: "its task lock held, its exclusive lock missing",
+			build: func(w *jtWorld) string {
+				id := w.task(StateRunning, w.worker(worker, time.Second), "R", "shared:D")
+				w.taskLock(id, worker)
+				w.resource("D", KindShared, worker)
+				return id
+			},
+			unprotected: true, lockHeld: true,
+		},
+		{
+			name: "its task lock and every resource lock held",
+			build: func(w *jtWorld) string {
+				id := w.task(StateRunning, w.worker(worker, time.Second), "R", "shared:D")
+				w.acquire(id, worker)
+				return id
+			},
+		},
+		{
+			name: "a resource reserved both ways is held by its exclusive lock",
+			build: func(w *jtWorld) string {
+				id := w.task(StateRunning, w.worker(worker, time.Second), "R", "shared:R")
+				w.taskLock(id, worker)
+				w.resource("R", KindExclusive, worker)
+				return id
+			},
+		},
+		{
+			name: "a resource lock missing in a registry-only read",
+			build: func(w *jtWorld) string {
+				w.snap.FullScan = false
+				id := w.task(StateRunning, w.worker(worker, time.Second), "R", "shared:D")
+				w.taskLock(id, worker)
+				w.resource("R", KindExclusive, worker)
+				return id
+			},
+		},
+		{
+			name: "its task lock held by another owner: the task lock's own rules judge it",
+			build: func(w *jtWorld) string {
+				id := w.task(StateRunning, w.worker(worker, time.Second), "R")
+				w.worker("2@worker-b", time.Second)
+				w.taskLock(id, "2@worker-b")
+				w.resource("R", KindExclusive, worker)
+				return id
+			},
 		},
 		{
 			name: "a dead claim is lost, not unprotected",
@@ -84,6 +145,7 @@ func TestJudgeUnprotected(t *testing.T) {
 			require.Equal(t, ActionReport, tj.Action, "reported, never written")
 			require.Equal(t, StateRunning, tj.StateAfter)
 			require.Equal(t, worker, tj.Owner)
+			require.Equal(t, tc.lockHeld, tj.LockHeld)
 			require.Empty(t, tj.Deferred)
 			require.Empty(t, plan.Guards, "an unprotected task is no work for a guard")
 		})

@@ -13,6 +13,8 @@ import (
 // that dies holding a hundred thousand tasks costs the plan no message.
 func TaskReason(tj *judge.TaskJudgement) string {
 	switch {
+	case tj.Verdict == judge.VerdictUnprotected && tj.LockHeld:
+		return fmt.Sprintf("Worker %s runs the task and holds its lock %s%s, but not every resource lock the task reserves: those resources are unguarded.", tj.Owner, judge.TaskKeyPrefix, tj.ID)
 	case tj.Verdict == judge.VerdictUnprotected:
 		return fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", tj.Owner, judge.TaskKeyPrefix, tj.ID)
 	case tj.ClearClaim || tj.Verdict != judge.VerdictLost && tj.Verdict != judge.VerdictOrphanedClaim:

@@ -30,7 +30,8 @@ type Reader struct {
 	// Progress, when set, is told how many keys have been looked at.
 	Progress func(keys int)
 	// Log, when set, is told once that values are read without MGET, or
-	// values or sets without their size checked first.
+	// values or sets without their size checked first, or sets without the
+	// member script.
 	Log *slog.Logger
 	// noMGET is set once Redis refused MGET to this user.
 	noMGET bool
@@ -38,6 +39,9 @@ type Reader struct {
 	noSTRLEN bool
 	// noMemoryUsage is set once Redis refused MEMORY USAGE to this user.
 	noMemoryUsage bool
+	// noMemberScript is set once Redis refused the script that reads
+	// shared locks' members (set_members.go) to this user.
+	noMemberScript bool
 }
 
 // Snapshot is what one read of Redis found.

@@ -9,15 +9,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A shared lock's members are owner names, never longer than MaxOwnerLen,
-// but SSCAN answers a small set whole whatever its COUNT: a set of long
-// members would be fetched in one reply however the pages are cut. No
-// command gives the members' lengths without them, so a set's memory
-// (MEMORY USAGE, which samples a few members of a large set) and its size
-// (SCARD) come first, with its type; a set whose members average more than
-// maxMemberAverage bytes holds no owner names and is reported as ignored
-// without being read. A set that passes is read a page at a time, at most
-// its own size.
+// A set's memory (MEMORY USAGE, which samples a few members of a large
+// set) and its size (SCARD) are read with its type, before its members: the
+// member script (set_members.go) walks a set of long members in pages of
+// fewer, and a user that may not run that script has such a set reported as
+// ignored without being read (SSCAN answers a small set whole whatever its
+// COUNT: a set of long members would be fetched in one reply).
 
 // maxMemberAverage is the most memory per member of a set that can hold
 // owner names: the longest name and Redis's own per-member overhead, twice
@@ -75,7 +72,7 @@ func (rr *Reader) shapes(ctx context.Context, keys []string) ([]keyShape, error)
 		case isNoPerm(err):
 			rr.noMemoryUsage = true
 			if rr.Log != nil {
-				rr.Log.Warn("the Redis user may not run MEMORY USAGE: shared locks' members are read without their size checked first, so a set of huge members under a lock key is read whole; add +memory|usage to its ACL (docs/security.md, The Redis ACL user)",
+				rr.Log.Warn("the Redis user may not run MEMORY USAGE: shared locks' sets are walked without their size checked first, in pages of a thousand members however long they are (Redis copies a page into the reading script's memory); add +memory|usage to its ACL (docs/security.md, The Redis ACL user)",
 					slog.String("error", err.Error()))
 			}
 		case errors.Is(err, redis.Nil), isWrongType(err):
@@ -87,8 +84,8 @@ func (rr *Reader) shapes(ctx context.Context, keys []string) ([]keyShape, error)
 	return out, nil
 }
 
-// tooLongMembers says why a set is not read: its members average more than
-// maxMemberAverage bytes; "" when it may hold owner names.
+// tooLongMembers says why a set is not read with SSCAN: its members
+// average more than maxMemberAverage bytes; "" when it may hold owner names.
 func (s keyShape) tooLongMembers() string {
 	if s.members <= 0 || s.bytes/s.members <= maxMemberAverage {
 		return ""

@@ -114,11 +114,12 @@ func isNoPerm(err error) bool {
 
 // readOthers reads the type of each key that holds no string, with the
 // members of the sets among them. First the types, and the sets' sizes
-// (shapes): a set whose members are too long to be owner names is reported,
-// not read. Then the members, with SSCAN, a page per command, as the
+// (shapes), which size the pages. Then the members, a page per call, as the
 // registries are: the first page of every set in one pipeline, and only a
-// set larger than a page costs more round trips (readRest), so that no
-// command blocks Redis long however many members a shared lock has.
+// set larger than a page costs more round trips, so that no call blocks
+// Redis long however many members a shared lock has. A member too long to
+// be an owner name is counted on the server and reported, never read
+// (set_members.go).
 func (rr *Reader) readOthers(ctx context.Context, keys []string, reg *ownerRegistry, snap *Snapshot) error {
 	if len(keys) == 0 {
 		return nil
@@ -128,6 +129,7 @@ func (rr *Reader) readOthers(ctx context.Context, keys []string, reg *ownerRegis
 		return fmt.Errorf("read shared locks: %w", err)
 	}
 	var sets []string
+	var setShapes []keyShape
 	for i, k := range keys {
 		switch typ := shapes[i].typ; typ {
 		case "none", "string":
@@ -136,19 +138,36 @@ func (rr *Reader) readOthers(ctx context.Context, keys []string, reg *ownerRegis
 		case "set":
 			if _, ok := ParseResourceKey(k); !ok {
 				snap.ignore(k, typ, "task lock is a set; a task lock is a string")
-			} else if reason := shapes[i].tooLongMembers(); reason != "" {
-				snap.ignore(k, typ, reason)
 			} else {
-				sets = append(sets, k)
+				sets, setShapes = append(sets, k), append(setShapes, shapes[i])
 			}
 		default:
 			snap.ignore(k, typ, "lock key of type "+typ+"; Pulp writes strings and sets")
 		}
 	}
-	return rr.readMembers(ctx, sets, reg, snap)
+	if len(sets) == 0 {
+		return nil
+	}
+	if !rr.noMemberScript {
+		if done, err := rr.readSetsByScript(ctx, sets, setShapes, reg, snap); done || err != nil {
+			return err
+		}
+	}
+	// The user may not run the member script: a set whose members are too
+	// long to be owner names is reported whole, the others read with SSCAN.
+	readable := sets[:0:0]
+	for i, k := range sets {
+		if reason := setShapes[i].tooLongMembers(); reason != "" {
+			snap.ignore(k, "set", reason)
+		} else {
+			readable = append(readable, k)
+		}
+	}
+	return rr.readMembers(ctx, readable, reg, snap)
 }
 
-// readMembers reads the members of sets, as readOthers says. SSCAN of a key
+// readMembers reads the members of sets with SSCAN, for a user that may not
+// run the member script (readOthers). SSCAN of a key
 // that is no set any more answers WRONGTYPE: the next pass sees what it
 // became.
 func (rr *Reader) readMembers(ctx context.Context, sets []string, reg *ownerRegistry, snap *Snapshot) error {
