@@ -40,6 +40,8 @@ func NewRedisClient(c Config) (redis.UniversalClient, error) {
 	if o := t.failover; o != nil {
 		applyTimeout(c.Pass.RedisTimeout, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout)
 		o.ContextTimeoutEnabled = true
+		// The Sentinels and the primary alike are dialed so.
+		o.Dialer = redisDialer(&redis.Options{TLSConfig: o.TLSConfig, DialTimeout: o.DialTimeout})
 		return redis.NewFailoverClient(o), nil
 	}
 	o := t.plain

@@ -101,11 +101,11 @@ func isNotTLSRecord(err error) bool {
 }
 
 func noTLSError(addr string) error {
-	return fmt.Errorf("the server at %s did not answer a TLS handshake and speaks plain Redis: use a redis:// redis.url (rediss:// is for a Redis with TLS on), or turn TLS on in Redis", addr)
+	return fmt.Errorf("the server at %s did not answer a TLS handshake and speaks plain Redis: use a redis:// (or redis+sentinel://) redis.url (rediss:// is for a Redis with TLS on), or turn TLS on in Redis", addr)
 }
 
 func tlsOnlyError(addr string) error {
-	return fmt.Errorf("the server at %s speaks TLS: use a rediss:// redis.url (with redis.tls_ca_file for a private CA)", addr)
+	return fmt.Errorf("the server at %s speaks TLS: use a rediss:// (or rediss+sentinel://) redis.url (with redis.tls_ca_file for a private CA)", addr)
 }
 
 // speaksPlainRedis says the server at addr answers a plain PING in

@@ -39,12 +39,20 @@ func TestRedisTLSMismatchNamed(t *testing.T) {
 
 	err := ping(fmt.Sprintf("rediss://%s/0", plain.Addr), pki.CA)
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "the server at "+plain.Addr+" did not answer a TLS handshake and speaks plain Redis: use a redis:// redis.url")
+	require.Contains(t, err.Error(), "the server at "+plain.Addr+" did not answer a TLS handshake and speaks plain Redis: use a redis:// (or redis+sentinel://) redis.url")
 
 	addr := fmt.Sprintf("127.0.0.1:%d", tlsPort)
 	err = ping("redis://"+addr+"/0", "")
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "the server at "+addr+" speaks TLS: use a rediss:// redis.url")
+	require.Contains(t, err.Error(), "the server at "+addr+" speaks TLS: use a rediss:// (or rediss+sentinel://) redis.url")
+
+	// A Sentinel URL is dialed alike: its Sentinels first.
+	err = ping(fmt.Sprintf("rediss+sentinel://%s/0?master_name=pulp", plain.Addr), pki.CA)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "the server at "+plain.Addr+" did not answer a TLS handshake")
+	err = ping("redis+sentinel://"+addr+"/0?master_name=pulp", "")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "the server at "+addr+" speaks TLS")
 
 	// The matching schemes still connect.
 	require.NoError(t, ping(fmt.Sprintf("redis://%s/0", plain.Addr), ""))
