@@ -118,6 +118,7 @@ func (c processCase) run(ctx context.Context, bin string, f *fleetEnv, logf func
 		"REAPER_REDIS_URL=" + redisURL,
 		"REAPER_DATABASE_URL=" + f.e.databaseURL,
 		"REAPER_LOG_FORMAT=json",
+		"REAPER_HEARTBEAT_RECHECK=" + benchRecheck.String(),
 	}
 	if !c.shippedLimits {
 		cmd.Env = append(cmd.Env, "REAPER_MAX_RELEASES="+maxInt32Text, "REAPER_MAX_TASK_UPDATES="+maxInt32Text)

@@ -35,14 +35,21 @@ const DefaultWorkerTTL = 30 * time.Second
 // (redis_worker.py, heartbeat_period).
 func (r AppStatus) Period() time.Duration { return r.TTL / 3 }
 
+// MaxRecheckPeriod bounds the period a second read waits for: an API
+// process's (ttl 120 s). A row whose ttl is longer (a WORKER_TTL set to an
+// hour) would keep a pass waiting a third of it; a stall that makes such a
+// row dead lasted longer than its ttl already.
+const MaxRecheckPeriod = 40 * time.Second
+
 // RecheckAfter is how long after a first read a second one must come for an
-// unmoved heartbeat to say something of the row: its period and the margin,
-// unless the setting (heartbeat_recheck) names a time of its own.
+// unmoved heartbeat to say something of the row: its period (at most
+// MaxRecheckPeriod) and the margin, unless the setting (heartbeat_recheck)
+// names a time of its own.
 func (r AppStatus) RecheckAfter(setting time.Duration) time.Duration {
 	if setting > 0 {
 		return setting
 	}
-	return r.Period() + RecheckMargin
+	return min(r.Period(), MaxRecheckPeriod) + RecheckMargin
 }
 
 // Settlement is what two reads say of one row the first found dead.

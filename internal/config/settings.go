@@ -206,7 +206,7 @@ var settings = []setting{
 		binding: bindPass(durationCodec, func(rc *reaper.Config) *time.Duration { return &rc.HeartbeatRecheck }),
 		doc: "How long after the read that finds a worker dead a pass reads its heartbeat again before acting on the death " +
 			"(a stalled heartbeat write, or a clock behind the database's, looks dead in one read). 0, the default, is the " +
-			"row's heartbeat period (ttl/3) and 2s; a shorter time cannot tell a stall from a death.",
+			"row's heartbeat period (ttl/3, at most 40s) and 2s; a shorter time cannot tell a stall from a death.",
 	},
 	{
 		key: "finished_grace", group: groupJudge,
