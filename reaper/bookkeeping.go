@@ -24,10 +24,11 @@ const (
 	RecordRegistriesSeen = "registries-seen"
 	RecordSuspects       = "suspects"
 	RecordSeenAlive      = "seen-alive"
+	RecordSignalsChecked = "signals-checked"
 )
 
 // BookkeepingRecords lists every record, for the metric's labels.
-var BookkeepingRecords = []string{RecordRegistriesSeen, RecordSuspects, RecordSeenAlive}
+var BookkeepingRecords = []string{RecordRegistriesSeen, RecordSuspects, RecordSeenAlive, RecordSignalsChecked}
 
 // isOOM says Redis refused a write because it is out of memory
 // (maxmemory reached under noeviction).

@@ -87,7 +87,14 @@ func (r *Reaper) checkCancelSignals(ctx context.Context, rep *Report) (redislock
 	if check.More {
 		done = redislocks.SignalsChecked{Primary: rec.Primary, Checking: id, After: next}
 	}
-	if err := redislocks.WriteSignalsChecked(context.WithoutCancel(ctx), r.rdb, r.cfg.RedisTimeout, done); err != nil {
+	if err := redislocks.WriteSignalsChecked(context.WithoutCancel(ctx), r.rdb, r.cfg.RedisTimeout, done); isOOM(err) {
+		// A full Redis refuses the record, not the releases: the next pass
+		// checks again, which is harmless (bookkeeping.go).
+		rep.bookkeepingFailed = append(rep.bookkeepingFailed, RecordSignalsChecked)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Redis is full (maxmemory reached, %s): the reaper's record %s was not written, and the pass went on without it (the next pass checks the cancel signals again); free memory in Redis or raise maxmemory", err.Error(), RecordSignalsChecked))
+		r.log.Warn("Redis is full: a record of the reaper's own was not written; the pass goes on without it",
+			slog.String("record", RecordSignalsChecked), slog.String("error", err.Error()))
+	} else if err != nil {
 		return primary, true, inStep("recording the cancel signals' check in", SystemRedis, err)
 	}
 	if check.Republished > 0 || check.More {

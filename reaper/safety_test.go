@@ -2,6 +2,7 @@ package reaper_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"fmt"
 	"net"
 	"sort"
@@ -20,6 +21,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
 
 // The safety tests check the promises of docs/safety.md against real Redis and
@@ -294,8 +296,21 @@ func (h sfHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // script again with EVAL, and that is the call. (The first test of a run to
 // release meets an empty script cache; counted, it made a hook that acts on
 // the first call act before anything was released.)
+// sfIsRelease says cmd calls the release script (not one of the read-only
+// scripts a pass reads shared sets or the history with).
 func sfIsRelease(cmd redis.Cmder) bool {
-	return (cmd.Name() == "evalsha" || cmd.Name() == "eval") && !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
+	args := cmd.Args()
+	if len(args) < 2 || redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		return false
+	}
+	switch cmd.Name() {
+	case "evalsha":
+		return args[1] == redislocks.ReleaseScriptSHA()
+	case "eval":
+		src, _ := args[1].(string)
+		return fmt.Sprintf("%x", sha1.Sum([]byte(src))) == redislocks.ReleaseScriptSHA()
+	}
+	return false
 }
 
 // sfResults counts the findings and tasks of a report by result.

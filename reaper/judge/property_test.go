@@ -384,11 +384,12 @@ func TestJudgePropertyVerdictConditions(t *testing.T) {
 				require.False(t, taskLocked[tj.ID], what)
 			case VerdictUnprotected:
 				// Reported only: a running task of a live claim whose lock
-				// a full scan did not find.
+				// a full scan did not find, or whose lock is held but a
+				// resource it reserves is not (LockHeld).
 				require.Equal(t, StateRunning, task.State, what)
 				require.True(t, c.snap.FullScan, what)
 				require.True(t, claimed && !ptRowDead(row, c.snap.Now, c.p.HeartbeatGrace), what)
-				require.False(t, taskLocked[tj.ID], what)
+				require.Equal(t, taskLocked[tj.ID], tj.LockHeld, what)
 				require.Equal(t, ActionReport, tj.Action, what)
 				require.Equal(t, StateRunning, tj.StateAfter, what)
 			default:

@@ -93,12 +93,12 @@ func ReadPrimaryIdentity(ctx context.Context, rdb redis.UniversalClient, timeout
 func WriteSignalsChecked(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, c SignalsChecked) error {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {
+	cmds, err := rdb.TxPipelined(cctx, func(p redis.Pipeliner) error {
 		p.HSet(cctx, SignalsCheckedKey, "primary", c.Primary, "checking", c.Checking, "after", c.After)
 		p.Expire(cctx, SignalsCheckedKey, signalsCheckedTTL)
 		return nil
 	})
-	if err != nil {
+	if err := refusedIn(cmds, err); err != nil {
 		return fmt.Errorf("record where the cancel signals were checked (%s): %w", SignalsCheckedKey, err)
 	}
 	return nil
