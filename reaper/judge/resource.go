@@ -83,12 +83,16 @@ func (x *resourceIndex) find(holdings []Holding, owner string, r Reservation) (i
 // holds says owner holds what reservation r takes: its lock, or for a
 // shared reservation also the resource's exclusive lock (pulpcore takes
 // that alone for a record that names a resource both ways).
+// A holding find misses (a second exclusive holding of a resource, in
+// whatever order the snapshot came) is in more.
 func (x *resourceIndex) holds(holdings []Holding, owner string, r Reservation) bool {
-	if _, ok := x.find(holdings, owner, r); ok {
-		return true
+	has := func(kind Kind) bool {
+		if _, ok := x.find(holdings, owner, Reservation{Resource: r.Resource, Kind: kind}); ok {
+			return true
+		}
+		return len(x.more[holdingKey{owner, r.Resource, kind}]) > 0
 	}
-	_, ok := x.find(holdings, owner, Reservation{Resource: r.Resource, Kind: KindExclusive})
-	return r.Kind == KindShared && ok
+	return has(r.Kind) || r.Kind == KindShared && has(KindExclusive)
 }
 
 // reservedBy names, for one resource holding, the kept and the released
