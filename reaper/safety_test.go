@@ -2,7 +2,6 @@ package reaper_test
 
 import (
 	"context"
-	"crypto/sha1"
 	"fmt"
 	"net"
 	"sort"
@@ -21,7 +20,6 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
-	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
 
 // The safety tests check the promises of docs/safety.md against real Redis and
@@ -297,20 +295,10 @@ func (h sfHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // release meets an empty script cache; counted, it made a hook that acts on
 // the first call act before anything was released.)
 // sfIsRelease says cmd calls the release script (not one of the read-only
-// scripts a pass reads shared sets or the history with).
+// scripts a pass reads shared sets or the history with), and was not
+// answered NOSCRIPT.
 func sfIsRelease(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	if len(args) < 2 || redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		return false
-	}
-	switch cmd.Name() {
-	case "evalsha":
-		return args[1] == redislocks.ReleaseScriptSHA()
-	case "eval":
-		src, _ := args[1].(string)
-		return fmt.Sprintf("%x", sha1.Sum([]byte(src))) == redislocks.ReleaseScriptSHA()
-	}
-	return false
+	return isReleaseCall(cmd) && !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
 }
 
 // sfResults counts the findings and tasks of a report by result.
