@@ -70,6 +70,8 @@ func (p *progress) phase(name string, done, total int) {
 	switch name {
 	case reaper.PhaseReadingDatabase:
 		p.show(name, "reading the database…")
+	case reaper.PhaseRecheckingHeartbeats:
+		p.show(name, "some workers look dead: reading their heartbeats again a period on before acting…")
 	case reaper.PhaseReleasing:
 		p.show(name, fmt.Sprintf("releasing holdings: %d of %d…", done, total))
 	case reaper.PhaseUpdatingTasks:
