@@ -87,12 +87,10 @@ func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt t
 	r.log.Info("rows look dead: reading their heartbeats again before acting on them",
 		slog.Int("rows", len(ids)), slog.Duration("after", wait))
 	opts.phase(PhaseRecheckingHeartbeats, 0, 0)
-	// A little past the period on this process's clock, so that the
-	// database's clocks of the two reads are a period apart too.
-	if !ctxwait.Sleep(ctx, time.Until(readAt.Add(wait+100*time.Millisecond))) {
+	later, err := r.readHeartbeatsAfter(ctx, snap.Now, readAt, wait)
+	if ctx.Err() != nil {
 		return nil, inStep("waiting to read Pulp's worker heartbeats again from", SystemDatabase, ctx.Err())
 	}
-	later, err := pulpdb.ReadHeartbeats(ctx, r.pool, r.cfg.DatabaseTimeout)
 	if err != nil {
 		note := fmt.Sprintf("the heartbeats could not be read again a period after the snapshot (%v): %d rows that look dead are held this pass", err, len(ids))
 		rep.Notes = append(rep.Notes, note)
@@ -101,6 +99,37 @@ func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt t
 	}
 	r.recent.add(later)
 	return m.Merge(heartbeat.Settle(current, later, ids, grace, r.cfg.HeartbeatRecheck)), nil
+}
+
+// secondReadTries bounds the reads readHeartbeatsAfter makes when the
+// database's clock says one came too soon.
+const secondReadTries = 3
+
+// readHeartbeatsAfter reads the heartbeats once the database's clock is at
+// least wait past first, the snapshot's now. It sleeps on this process's
+// clock from readAt, when the snapshot's read began, a little past the
+// wait; a snapshot whose transaction began late (a slow connection, a
+// loaded machine) can still make that too soon on the database's clock,
+// so a read that came too soon is made again after what is missing.
+func (r *Reaper) readHeartbeatsAfter(ctx context.Context, first, readAt time.Time, wait time.Duration) (heartbeat.Reading, error) {
+	const past = 100 * time.Millisecond
+	until := readAt.Add(wait + past)
+	var later heartbeat.Reading
+	for range secondReadTries {
+		if !ctxwait.Sleep(ctx, time.Until(until)) {
+			return heartbeat.Reading{}, ctx.Err()
+		}
+		var err error
+		if later, err = pulpdb.ReadHeartbeats(ctx, r.pool, r.cfg.DatabaseTimeout); err != nil {
+			return heartbeat.Reading{}, err
+		}
+		missing := wait - later.Now.Sub(first)
+		if missing <= 0 {
+			break
+		}
+		until = time.Now().Add(missing + past)
+	}
+	return later, nil
 }
 
 func anyUnsettled(m *heartbeat.Motion) bool {
