@@ -12,8 +12,8 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
 	"github.com/lock-reaper/lock-reaper/internal/daemon"
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 

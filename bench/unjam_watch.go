@@ -14,9 +14,9 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/sim/simkube"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 

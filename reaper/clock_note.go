@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
@@ -23,5 +24,5 @@ func aheadNote(rows []heartbeat.AppStatus, now time.Time, grace time.Duration) s
 		}
 	}
 	return fmt.Sprintf("%d process rows have a heartbeat ahead of the database's clock, %s (%s) by %s: a process whose clock runs ahead is judged alive that much longer after it dies. To fix: synchronise the clocks of Pulp's hosts (NTP); lock-reaper doctor names every such row",
-		len(ahead), worst.Name, worst.AppType, FormatDuration(worst.LastHeartbeat.Sub(now).Round(time.Second)))
+		len(ahead), worst.Name, worst.AppType, humantext.Setting(worst.LastHeartbeat.Sub(now).Round(time.Second)))
 }

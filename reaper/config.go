@@ -3,6 +3,7 @@ package reaper
 import (
 	"errors"
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"strconv"
 	"strings"
 	"time"
@@ -152,7 +153,7 @@ func (c Config) Validate() error {
 	// expires before it can ever be confirmed and nothing is released.
 	if c.SuspectTTL <= c.ConfirmAfter {
 		errs = append(errs, fmt.Errorf("suspect_ttl (%s) must be greater than confirm_after (%s)",
-			FormatDuration(c.SuspectTTL), FormatDuration(c.ConfirmAfter)))
+			humantext.Setting(c.SuspectTTL), humantext.Setting(c.ConfirmAfter)))
 	}
 	return errors.Join(errs...)
 }
@@ -182,20 +183,7 @@ func oneOf(s string, allowed ...string) error {
 
 func show[T int | time.Duration](v T) string {
 	if d, ok := any(v).(time.Duration); ok {
-		return FormatDuration(d)
+		return humantext.Setting(d)
 	}
 	return strconv.Itoa(int(v))
-}
-
-// FormatDuration writes a duration the way the configuration and people
-// write it: 1m, not 1m0s.
-func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }

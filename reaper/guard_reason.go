@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"strconv"
 
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -24,7 +25,7 @@ func GuardReason(g judge.Guard) string {
 		return fmt.Sprintf("%d process rows look dead, but no second read of the heartbeats a period later settled it: their holdings and tasks wait for the next pass", g.Motion.Held)
 	case judge.GuardAliveOwner:
 		return fmt.Sprintf("%s has an online AppStatus row (heartbeat %s ago): its locks are most likely healthy; nothing is released and no task is updated; rerun with --force if it is really dead",
-			g.Owner.Name, AgeText(g.Owner.HeartbeatAge))
+			g.Owner.Name, humantext.Short(g.Owner.HeartbeatAge))
 	}
 	return g.Name
 }
@@ -32,9 +33,9 @@ func GuardReason(g judge.Guard) string {
 // massDeathReason says what the mass-death guard counted, with the deaths'
 // real ages, and what ends the hold.
 func massDeathReason(c judge.MassDeathCount, maxDeadFraction float64) string {
-	ages := "dead for " + AgeText(c.Newest)
+	ages := "dead for " + humantext.Short(c.Newest)
 	if c.Oldest != c.Newest {
-		ages = fmt.Sprintf("dead for %s to %s", AgeText(c.Newest), AgeText(c.Oldest))
+		ages = fmt.Sprintf("dead for %s to %s", humantext.Short(c.Newest), humantext.Short(c.Oldest))
 	}
 	var why string
 	switch {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )

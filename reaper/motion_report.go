@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"slices"
 	"strings"
 	"time"
@@ -84,5 +85,5 @@ func behindNote(behind []ClockBehind) string {
 		who = append(who, b.Name)
 	}
 	return fmt.Sprintf("%d process rows write heartbeats that are old when they land (%s): %s's clock is at least %s behind the database's, or its writes are delayed. They are judged alive because their heartbeats move; pulpcore's own cleanup counts them missing. To fix: synchronise the clocks of Pulp's hosts (NTP); lock-reaper doctor checks the clocks",
-		len(behind), strings.Join(who, ", "), worst.Name, AgeText(time.Duration(worst.AtLeast)))
+		len(behind), strings.Join(who, ", "), worst.Name, humantext.Short(time.Duration(worst.AtLeast)))
 }

@@ -3,6 +3,7 @@ package reaper
 import (
 	"context"
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"log/slog"
 	"time"
 
@@ -188,5 +189,5 @@ func uncommittedWriteReason(h UncommittedWrite, bound time.Duration) string {
 		others = fmt.Sprintf(" (and %d other sessions)", h.Sessions-1)
 	}
 	return fmt.Sprintf("%d shared memberships of owners that may be dispatching left for the next pass: session pid %d%s holds an uncommitted write to core_task, %s; a task dispatched in a transaction holds its locks while its row is invisible. The hold ends when the transaction commits or rolls back, or once it has been open %s (confirm_after)",
-		h.Held, h.PID, others, open, AgeText(bound))
+		h.Held, h.PID, others, open, humantext.Short(bound))
 }

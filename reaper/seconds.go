@@ -2,6 +2,7 @@ package reaper
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"strconv"
 	"time"
 
@@ -20,19 +21,7 @@ func (s *Seconds) judged() *judge.Duration { return (*judge.Duration)(s) }
 
 // String rounds to what a reader needs: milliseconds under a second, tenths
 // under a minute, whole seconds above.
-func (s Seconds) String() string { return AgeText(time.Duration(s)) }
-
-// AgeText is an age as text prints it (Seconds.String).
-func AgeText(d time.Duration) string {
-	switch abs := max(d, -d); {
-	case abs < time.Second:
-		return d.Round(time.Millisecond).String()
-	case abs < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	default:
-		return d.Round(time.Second).String()
-	}
-}
+func (s Seconds) String() string { return humantext.Short(time.Duration(s)) }
 
 // MarshalJSON renders seconds with millisecond precision.
 func (s Seconds) MarshalJSON() ([]byte, error) {

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -14,8 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 )
 
 // openServer is a pods API with one worker pod, and a kubeconfig naming it.
@@ -161,7 +161,7 @@ func TestWatcherForbiddenSaysItOnce(t *testing.T) {
 	api.FailWatches(403)
 	src, err := NewRESTSource(api.Config(), "pulp", DefaultSelector, DefaultContainer)
 	require.NoError(t, err)
-	var logs testtool.SyncBuffer
+	var logs testenv.SyncBuffer
 	w, err := NewWatcher(src, WatchConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

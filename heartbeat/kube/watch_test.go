@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 )
 
 var wt0 = time.Date(2026, 7, 24, 11, 0, 0, 0, time.UTC)

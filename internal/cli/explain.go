@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
@@ -121,13 +120,4 @@ func deferredText(d string) string {
 		return ""
 	}
 	return " (deferred: " + d + ")"
-}
-
-// ageText rounds an age for reading: to the second, or the millisecond below
-// a second.
-func ageText(d time.Duration) string {
-	if d < time.Second && d > -time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // TestStatusServesThePages runs `lock-reaper status` as an operator would
@@ -118,7 +117,7 @@ func startStatus(t *testing.T, env map[string]string, every string) statusRun {
 	t.Helper()
 	runCtx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	var stderr testtool.SyncBuffer
+	var stderr testenv.SyncBuffer
 	exit := make(chan int, 1)
 	go func() {
 		exit <- Main(runCtx, Env{Args: []string{"status", "--listen", "127.0.0.1:0", "--every", every}, Stdout: io.Discard, Stderr: &stderr,

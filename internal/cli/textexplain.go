@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"io"
 	"strings"
 	"time"
@@ -29,10 +30,10 @@ func writeExplanationText(w io.Writer, ex explain.Explanation, l layout) {
 	if t := ex.Task; t != nil {
 		state := quoteText(t.State)
 		if !t.Created.IsZero() {
-			state += fmt.Sprintf(", created %s (%s ago)", t.Created.UTC().Format(time.RFC3339), ageText(ex.DBNow.Sub(t.Created)))
+			state += fmt.Sprintf(", created %s (%s ago)", t.Created.UTC().Format(time.RFC3339), humantext.Short(ex.DBNow.Sub(t.Created)))
 		}
 		if t.FinishedAt != nil {
-			state += fmt.Sprintf(", finished %s ago", ageText(ex.DBNow.Sub(*t.FinishedAt)))
+			state += fmt.Sprintf(", finished %s ago", humantext.Short(ex.DBNow.Sub(*t.FinishedAt)))
 		}
 		rows := [][2]string{{"name", quoteText(t.Name)}, {"state", state}, {"claim", claimText(ex.Claim)}}
 		if tj := ex.TaskVerdict; tj != nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"math"
 	"net"
 	"net/url"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/robfig/cron/v3"
 )
 
@@ -84,7 +84,7 @@ var durationCodec = codec[time.Duration]{
 		}
 		return d, nil
 	},
-	format: reaper.FormatDuration,
+	format: humantext.Setting,
 }
 
 var intCodec = codec[int]{
@@ -140,14 +140,14 @@ func numErr(err error) error {
 
 func positive(v time.Duration) error {
 	if v <= 0 {
-		return fmt.Errorf("must be greater than 0, got %s", reaper.FormatDuration(v))
+		return fmt.Errorf("must be greater than 0, got %s", humantext.Setting(v))
 	}
 	return nil
 }
 
 func nonNegative(v time.Duration) error {
 	if v < 0 {
-		return fmt.Errorf("must not be negative, got %s", reaper.FormatDuration(v))
+		return fmt.Errorf("must not be negative, got %s", humantext.Setting(v))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/doctor"
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -21,7 +21,7 @@ import (
 // warn and fail once, exposes every check's status, and stays ready.
 func TestDoctorAtStart(t *testing.T) {
 	t.Parallel()
-	var logs testtool.SyncBuffer
+	var logs testenv.SyncBuffer
 	doctorRuns := make(chan struct{}, 10)
 	runner := runnerFunc(func(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {
 		return &reaper.Report{Mode: reaper.ModeOnce, StartedAt: time.Now(), DBNow: time.Now(), Scanned: reaper.Scanned{FullScan: !opts.RegistryOnly}}, nil

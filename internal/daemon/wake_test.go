@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 

@@ -1,6 +1,8 @@
-// Package humantext writes durations and counts as people read them: the
-// status page's and explain's words, "23 h" and "1,067", where Go's own
-// forms are "23h0m0s" and "1067".
+// Package humantext writes durations and counts as people read them. Every
+// duration the program prints goes through it, in one of three forms: the
+// status page's and explain's words ("23 h", Duration), the terminal's
+// rounded Go form ("23h0m0s", "12.3s", Short), and the configuration's
+// own ("1m", Setting), which reads back as the value it wrote.
 package humantext
 
 import (
@@ -44,6 +46,34 @@ func units(d, big time.Duration, bigName string, small time.Duration, smallName 
 	s := Count(int(d/big)) + " " + bigName
 	if rest := d % big / small; rest > 0 {
 		s += " " + strconv.Itoa(int(rest)) + " " + smallName
+	}
+	return s
+}
+
+// Short writes a duration in Go's form, rounded to what a reader needs:
+// milliseconds under a second, tenths under a minute, whole seconds above
+// ("250ms", "12.3s", "23h0m0s"). The terminal's reports and the reasons
+// the pass gives use it.
+func Short(d time.Duration) string {
+	switch abs := max(d, -d); {
+	case abs < time.Second:
+		return d.Round(time.Millisecond).String()
+	case abs < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// Setting writes a duration the way the configuration is written, so that
+// it reads back as the same value: 1m, not 1m0s; 2h30m, not 2h30m0s.
+func Setting(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
 	}
 	return s
 }

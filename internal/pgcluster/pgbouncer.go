@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
+	"github.com/lock-reaper/lock-reaper/internal/localserver"
 )
 
 // PgBouncer is a running pgbouncer started for a test.
@@ -30,9 +30,9 @@ type PgBouncer struct {
 // users is let in without a password (auth_type trust); the server's own
 // authentication still applies. It writes its ini in a t.TempDir(), and the
 // test skips when pgbouncer is not installed.
-func StartPgBouncer(t testtool.TB, upstream, poolMode string, poolSize int, users ...string) *PgBouncer {
+func StartPgBouncer(t localserver.TB, upstream, poolMode string, poolSize int, users ...string) *PgBouncer {
 	t.Helper()
-	bin := testtool.Require(t, "pgbouncer", "Debian: apt-get install pgbouncer")
+	bin := localserver.Require(t, "pgbouncer", "Debian: apt-get install pgbouncer")
 	host, port, err := net.SplitHostPort(upstream)
 	if err != nil {
 		t.Fatalf("pgbouncer upstream %q: %v", upstream, err)
@@ -43,7 +43,7 @@ func StartPgBouncer(t testtool.TB, upstream, poolMode string, poolSize int, user
 		fmt.Fprintf(&userlist, "%q \"\"\n", u)
 	}
 	userFile := filepath.Join(dir, "userlist.txt")
-	b := &PgBouncer{Port: testtool.MustFreePort(t)}
+	b := &PgBouncer{Port: localserver.MustFreePort(t)}
 	ini := fmt.Sprintf(`[databases]
 * = host=%s port=%s
 
@@ -94,7 +94,7 @@ server_round_robin = 1
 }
 
 // URL is dsn (a postgres:// URL) sent through this pgbouncer instead.
-func (b *PgBouncer) URL(t testtool.TB, dsn string) string {
+func (b *PgBouncer) URL(t localserver.TB, dsn string) string {
 	t.Helper()
 	u, err := url.Parse(dsn)
 	if err != nil {

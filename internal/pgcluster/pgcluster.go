@@ -25,8 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lock-reaper/lock-reaper/internal/localserver"
 	"github.com/lock-reaper/lock-reaper/internal/pgbin"
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // Cluster is one running throwaway PostgreSQL server.
@@ -50,20 +50,20 @@ func BinDir() (string, error) {
 
 // RequireBinaries returns the server programs' directory, or fails (CI) or
 // skips (locally) the test, saying what is missing and how to install it,
-// as testtool.Require does for a program on PATH.
-func RequireBinaries(t testtool.TB) string {
+// as localserver.Require does for a program on PATH.
+func RequireBinaries(t localserver.TB) string {
 	t.Helper()
 	dir, err := BinDir()
 	if err == nil {
 		return dir
 	}
-	testtool.Missing(t, err.Error()+"; this test needs them")
+	localserver.Missing(t, err.Error()+"; this test needs them")
 	return ""
 }
 
 // StartPrimary initialises and starts a cluster that accepts replication
 // connections (wal_level=replica) and returns it once it accepts queries.
-func StartPrimary(t testtool.TB) *Cluster {
+func StartPrimary(t localserver.TB) *Cluster {
 	t.Helper()
 	bin := RequireBinaries(t)
 	c := prepare(t, bin)
@@ -80,7 +80,7 @@ func StartPrimary(t testtool.TB) *Cluster {
 
 // StartStandby makes a hot standby of the primary with pg_basebackup and
 // starts it; it replays the primary's WAL continuously.
-func (p *Cluster) StartStandby(t testtool.TB) *Cluster {
+func (p *Cluster) StartStandby(t localserver.TB) *Cluster {
 	t.Helper()
 	c := prepare(t, p.bin)
 	// pg_basebackup wants an empty or missing target directory.
@@ -92,7 +92,7 @@ func (p *Cluster) StartStandby(t testtool.TB) *Cluster {
 
 // prepare is newCluster in a fresh t.TempDir(): it skips the test when
 // there is no user to run the server as.
-func prepare(t testtool.TB, bin string) *Cluster {
+func prepare(t localserver.TB, bin string) *Cluster {
 	t.Helper()
 	c, err := newCluster(bin, t.TempDir())
 	if errors.Is(err, errNoServerUser) {
@@ -137,7 +137,7 @@ func newCluster(bin, base string) (*Cluster, error) {
 	}
 	c.Dir = filepath.Join(base, "data")
 	c.log = filepath.Join(base, "server.log")
-	port, err := testtool.FreePort()
+	port, err := localserver.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func Create(bin, base string) (*Cluster, error) {
 	return c, nil
 }
 
-func (c *Cluster) start(t testtool.TB) {
+func (c *Cluster) start(t localserver.TB) {
 	t.Helper()
 	if err := c.Launch(context.Background()); err != nil {
 		t.Fatalf("pgcluster: %v\n%s", err, c.Log())
@@ -238,7 +238,7 @@ func (c *Cluster) Log() string {
 
 // WaitReplayed waits until the standby has replayed everything the primary
 // has written so far.
-func (c *Cluster) WaitReplayed(t testtool.TB, primary *Cluster) {
+func (c *Cluster) WaitReplayed(t localserver.TB, primary *Cluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -260,7 +260,7 @@ func (c *Cluster) WaitReplayed(t testtool.TB, primary *Cluster) {
 }
 
 // Exec runs SQL (several statements allowed) in a database of the cluster.
-func (c *Cluster) Exec(t testtool.TB, database, sql string) {
+func (c *Cluster) Exec(t localserver.TB, database, sql string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -285,7 +285,7 @@ func queryRow(ctx context.Context, dsn, sql string, dest any, args ...any) error
 
 // run runs one of the server's programs (name, then its arguments) as the
 // server's user, failing the test if it fails.
-func (c *Cluster) run(t testtool.TB, command ...string) {
+func (c *Cluster) run(t localserver.TB, command ...string) {
 	t.Helper()
 	if err := c.exec(command...); err != nil {
 		t.Fatalf("pgcluster: %v\n%s", err, c.Log())
@@ -320,7 +320,7 @@ func (c *Cluster) appendConf(lines string) error {
 	return nil
 }
 
-func (c *Cluster) writeOwned(t testtool.TB, path, body string) {
+func (c *Cluster) writeOwned(t localserver.TB, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatalf("pgcluster: %v", err)

@@ -10,14 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
+	"github.com/lock-reaper/lock-reaper/internal/localserver"
 )
 
 // A bound server answers once launched, carries the parent-death signal
 // where the kernel has one, and is gone once stopped.
 func TestLaunchBound(t *testing.T) {
-	bin := testtool.Require(t, "redis-server", "Debian: apt-get install redis-server")
-	port := testtool.MustFreePort(t)
+	bin := localserver.Require(t, "redis-server", "Debian: apt-get install redis-server")
+	port := localserver.MustFreePort(t)
 	b, _, err := LaunchBound(bin, t.TempDir(), "--port", strconv.Itoa(port))
 	require.NoError(t, err)
 	if runtime.GOOS == "linux" {
@@ -38,7 +38,7 @@ func TestLaunchBound(t *testing.T) {
 
 // A server that cannot start says why, and leaves nothing running.
 func TestLaunchBoundFailure(t *testing.T) {
-	bin := testtool.Require(t, "redis-server", "Debian: apt-get install redis-server")
+	bin := localserver.Require(t, "redis-server", "Debian: apt-get install redis-server")
 	_, _, err := LaunchBound(bin, t.TempDir(), "--port", "not-a-port")
 	require.Error(t, err)
 }

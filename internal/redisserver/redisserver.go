@@ -19,7 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
+	"github.com/lock-reaper/lock-reaper/internal/localserver"
 )
 
 // Server is a running test-started redis-server.
@@ -48,9 +48,9 @@ func (s *Server) URL(db int) string { return fmt.Sprintf("redis://%s/%d", s.Addr
 // and stops it at cleanup. It skips the test when redis-server is not
 // installed. Unless args say otherwise, the server neither saves nor logs
 // to a file, and its working directory is a fresh t.TempDir().
-func Start(t testtool.TB, args ...string) *Server {
+func Start(t localserver.TB, args ...string) *Server {
 	t.Helper()
-	port := testtool.MustFreePort(t)
+	port := localserver.MustFreePort(t)
 	cmd := run(t, append([]string{"--port", strconv.Itoa(port)}, args...))
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, cmd: cmd}
 	s.Client = redis.NewClient(&redis.Options{Addr: s.Addr})
@@ -65,9 +65,9 @@ func Start(t testtool.TB, args ...string) *Server {
 // given PEM files (and extra arguments such as "--tls-auth-clients", "yes"),
 // and returns the port. It skips the test when redis-server is missing or
 // was built without TLS.
-func StartTLS(t testtool.TB, certFile, keyFile, caFile string, args ...string) int {
+func StartTLS(t localserver.TB, certFile, keyFile, caFile string, args ...string) int {
 	t.Helper()
-	port := testtool.MustFreePort(t)
+	port := localserver.MustFreePort(t)
 	run(t, append([]string{"--port", "0", "--tls-port", strconv.Itoa(port),
 		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile}, args...))
 	return port
@@ -75,7 +75,7 @@ func StartTLS(t testtool.TB, certFile, keyFile, caFile string, args ...string) i
 
 // run starts redis-server with args after the defaults, waits until it is
 // ready and stops it at cleanup.
-func run(t testtool.TB, args []string) *exec.Cmd {
+func run(t localserver.TB, args []string) *exec.Cmd {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -161,7 +161,7 @@ func waitReady(out io.Reader, ready string, timeout time.Duration, drain func(io
 
 // ReplicaOf starts a second server replicating primary and waits until the
 // link is up.
-func ReplicaOf(t testtool.TB, primary *Server, args ...string) *Server {
+func ReplicaOf(t localserver.TB, primary *Server, args ...string) *Server {
 	t.Helper()
 	return ReplicaVia(t, primary.Addr, args...)
 }
@@ -169,7 +169,7 @@ func ReplicaOf(t testtool.TB, primary *Server, args ...string) *Server {
 // ReplicaVia starts a second server replicating the primary reached at addr
 // (host:port: the primary itself, or a proxy in front of it, so that a test
 // can break the link) and waits until the link is up.
-func ReplicaVia(t testtool.TB, addr string, args ...string) *Server {
+func ReplicaVia(t localserver.TB, addr string, args ...string) *Server {
 	t.Helper()
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {

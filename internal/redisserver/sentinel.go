@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
+	"github.com/lock-reaper/lock-reaper/internal/localserver"
 )
 
 // Sentinel is a running test-started Redis Sentinel watching one primary.
@@ -31,13 +31,13 @@ type Sentinel struct {
 // answer. It is stopped at cleanup. Replicas a failover should reach must
 // not have been disconnected from their primary for more than ten times
 // downAfter (Sentinel passes over them).
-func StartSentinel(t testtool.TB, primary *Server, master string, downAfter time.Duration) *Sentinel {
+func StartSentinel(t localserver.TB, primary *Server, master string, downAfter time.Duration) *Sentinel {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server not found: this test needs a Redis Sentinel of its own")
 	}
-	port := testtool.MustFreePort(t)
+	port := localserver.MustFreePort(t)
 	dir := t.TempDir()
 	// A Sentinel rewrites its configuration file: it must be its own. A
 	// long failover-timeout keeps it from setting a replica's primary
@@ -76,7 +76,7 @@ func (s *Sentinel) URL(db int) string {
 
 // AwaitPrimary waits until the Sentinel names want as the primary and want
 // says it is one (ROLE), as after a failover.
-func (s *Sentinel) AwaitPrimary(t testtool.TB, want *Server) {
+func (s *Sentinel) AwaitPrimary(t localserver.TB, want *Server) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(60 * time.Second)

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"html/template"
 	"strconv"
 	"strings"
@@ -21,9 +22,9 @@ var funcs = template.FuncMap{
 	"clock":     clock,
 	"ago":       humanAgo,
 	"age":       durationText,
-	"since":     func(now, t time.Time) string { return human(now.Sub(t)) },
-	"until":     func(now, t time.Time) string { return human(t.Sub(now)) },
-	"dur":       human,
+	"since":     func(now, t time.Time) string { return humantext.Duration(now.Sub(t)) },
+	"until":     func(now, t time.Time) string { return humantext.Duration(t.Sub(now)) },
+	"dur":       humantext.Duration,
 	"secs":      secondsText,
 	"num":       num,
 	"wayOf":     wayOf,
@@ -104,7 +105,7 @@ func durationText(d *judge.Duration) string {
 	if d == nil {
 		return "-"
 	}
-	return human(time.Duration(*d))
+	return humantext.Duration(time.Duration(*d))
 }
 
 // secondsText is an age of an explanation, as the rest of the page words
@@ -113,7 +114,7 @@ func secondsText(s *reaper.Seconds) string {
 	if s == nil {
 		return "-"
 	}
-	return human(time.Duration(*s))
+	return humantext.Duration(time.Duration(*s))
 }
 
 func podText(p any) string {

@@ -13,18 +13,15 @@ import (
 // reads "23 h ago" and "1,067 holdings" at a glance, "82800s" and
 // "1067 holding(s)" not.
 
-// human writes a duration as a person says it (humantext.Duration).
-func human(d time.Duration) string { return humantext.Duration(d) }
-
 // humanAgo is how long ago t was at now, "-" when unknown.
 func humanAgo(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
 	if t.After(now) {
-		return "in " + human(t.Sub(now))
+		return "in " + humantext.Duration(t.Sub(now))
 	}
-	return human(now.Sub(t)) + " ago"
+	return humantext.Duration(now.Sub(t)) + " ago"
 }
 
 // num writes a count with thousands separators: 1,067.

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"strings"
 	"time"
 
@@ -38,11 +39,11 @@ func (v *View) LastPassWords() string {
 	case v.PassesError != "":
 		return "the history of passes could not be read: " + v.PassesError
 	case p == nil:
-		return "no reaper has recorded a pass in the last " + human(passesWindow)
+		return "no reaper has recorded a pass in the last " + humantext.Duration(passesWindow)
 	}
 	what := passWords(*p)
 	if ago := v.PassesRead.Sub(p.At); ago > quietAfter {
-		return fmt.Sprintf("no reaper has passed in %s (the last, %s)", human(ago), what)
+		return fmt.Sprintf("no reaper has passed in %s (the last, %s)", humantext.Duration(ago), what)
 	}
 	return what
 }

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"strings"
 	"time"
 
@@ -72,10 +73,10 @@ func plotOf(passes []history.Entry, now time.Time) plot {
 		p.Bars = append(p.Bars, bar{X: min(x, plotWidth-w), Y: plotHeight - sh, W: w, H: sh, Class: class,
 			RY: plotHeight - rh, RH: rh,
 			Title: fmt.Sprintf("%s: %s stale, %s released, %s updated, took %s", passWords(h), num(h.Stale), num(h.Released),
-				plural(h.Updated, "task"), human(h.Duration))})
+				plural(h.Updated, "task"), humantext.Duration(h.Duration))})
 	}
 	parts := []string{fmt.Sprintf("%s in the last %s, at most %s in one; %s released in all",
-		plural(len(p.Bars), "pass", "passes"), human(passesWindow), plural(p.Max, "stale holding"), plural(released, "holding"))}
+		plural(len(p.Bars), "pass", "passes"), humantext.Duration(passesWindow), plural(p.Max, "stale holding"), plural(released, "holding"))}
 	if acted > 0 {
 		parts = append(parts, fmt.Sprintf("%s released or updated", num(acted)))
 	}

@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/lock-reaper/lock-reaper/internal/localserver"
 	"github.com/lock-reaper/lock-reaper/internal/pgbin"
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // The servers are started by the code that starts the tests' own
@@ -60,7 +60,7 @@ func Start(ctx context.Context) (*Servers, error) {
 }
 
 func (s *Servers) startRedis(bin string) error {
-	port, err := testtool.FreePort()
+	port, err := localserver.FreePort()
 	if err != nil {
 		return err
 	}

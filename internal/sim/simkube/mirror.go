@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 )
 
 // Mirror keeps a stand-in API server's pods in step with a simulated

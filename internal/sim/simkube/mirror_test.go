@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/sim/simkube"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 )
 
 // TestMirrorWritesAsTheKubelet: the fleet's pod changes reach the API

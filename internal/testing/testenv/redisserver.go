@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lock-reaper/lock-reaper/internal/localserver"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
-	"github.com/lock-reaper/lock-reaper/internal/testtool"
 )
 
 // RedisServer is a redis-server this process started: on a free loopback
@@ -42,7 +42,7 @@ func StartRedisServer() (*RedisServer, error) {
 }
 
 func startRedisOnce(bin string) (*RedisServer, error) {
-	port, err := testtool.FreePort()
+	port, err := localserver.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
-	"github.com/lock-reaper/lock-reaper/internal/redisclaim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/redisclaim"
 )
 
 const (

@@ -1,15 +1,15 @@
-// Package testtool holds what the tests' helpers share. Require decides, in
-// one place, what a test does when a program it runs (promtool, pgbouncer,
-// redis-server) is not installed: under CI (CI=true, as .ci/run sets it) the
-// test fails, since a skipped test there would read as a pass; locally it
-// skips, saying what is missing and how to get it. `go test -v` shows each
-// skip.
+// Package localserver holds what starting a local server program
+// (redis-server, postgres, pgbouncer) needs, for the demo's throwaway
+// servers (internal/throwaway) and the tests' own (internal/redisserver,
+// internal/pgcluster) alike: a free loopback port, and the program's path.
+// Require decides, in one place, what a test does when such a program is
+// not installed: under CI (CI=true, as .ci/run sets it) the test fails,
+// since a skipped test there would read as a pass; locally it skips, saying
+// what is missing and how to get it. `go test -v` shows each skip.
 //
-// The package does not import testing: the helpers that start servers for
-// tests (internal/redisserver, internal/pgcluster) also start the demo's own
-// servers (internal/throwaway), and the program should not link the testing
-// package for that.
-package testtool
+// The package does not import testing: the program should not link the
+// testing package for its demo. TB is the part of testing.TB it needs.
+package localserver
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package testtool
+package testenv
 
 import (
 	"bytes"

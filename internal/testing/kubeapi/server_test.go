@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/lock-reaper/lock-reaper/internal/kubeapi"
+	"github.com/lock-reaper/lock-reaper/internal/testing/kubeapi"
 )
 
 var t0 = time.Date(2026, 7, 24, 11, 0, 0, 0, time.UTC)
