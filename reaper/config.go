@@ -3,10 +3,11 @@ package reaper
 import (
 	"errors"
 	"fmt"
-	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"

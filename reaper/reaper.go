@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -28,14 +29,6 @@ const (
 	ModeRelease = "release"
 )
 
-// GuardWritablePrimary names the guard an audit reports when a pass could not
-// write to the database: a hot standby, or a read-only session.
-const GuardWritablePrimary = "writable-primary"
-
-// GuardRedisPrimary names the guard an audit reports when Redis is no
-// primary: a pass would stop before its first write.
-const GuardRedisPrimary = "redis-primary"
-
 // Reaper runs passes against one Redis and one database.
 type Reaper struct {
 	cfg  Config
@@ -44,7 +37,7 @@ type Reaper struct {
 	log  *slog.Logger
 	// pods remembers the pods earlier passes' lists showed.
 	pods podMemory
-	// recent are the recent reads of the heartbeats (settle.go).
+	// recent are the recent reads of the heartbeats (readings, read.go).
 	recent readings
 	// signalCheckLimit bounds the tasks whose cancel signal one pass checks
 	// (checkCancelSignals).
@@ -86,11 +79,6 @@ type Options struct {
 	// an audit is never recorded.
 	History string
 }
-
-// errNoSnapshot fails a pass whose database read did not complete: with no
-// snapshot there is nothing to judge, so nothing is written. (A skipped pass,
-// another reaper holding the lock, is no error: its report has Skipped set.)
-var errNoSnapshot = errors.New("no database snapshot, no writes")
 
 // RunOnce runs one pass. The returned report is never nil; the error says why
 // the pass could not complete, and is also in the report.
@@ -198,82 +186,6 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	return err
 }
 
-// snapshot reads Redis, then the database. A lock seen in Redis was taken
-// after its owner's AppStatus row and its task row were written, so reading
-// the database second keeps every lock's evidence at least as new as the lock.
-//
-// The pods are listed first, before Redis and the database: a same-name
-// successor that starts during the pass then writes its row before the
-// database is read, so the name guard sees it alive, and no pod fact is
-// weighed against heartbeats older than itself.
-func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge.Snapshot, time.Time, error) {
-	pods, podsConfirmed := r.readPods(ctx, rep, opts.Mode == ModeAudit)
-	suspects, err := redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
-	if err != nil {
-		return judge.Snapshot{}, time.Time{}, inStep("reading the remembered suspects from", SystemRedis, err)
-	}
-	seenAlive, err := redislocks.ReadSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
-	if err != nil {
-		return judge.Snapshot{}, time.Time{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
-	}
-	rr := &redislocks.Reader{RDB: r.rdb, ScanCount: r.cfg.ScanCount, BatchSize: r.cfg.BatchSize, Timeout: r.cfg.RedisTimeout, Progress: opts.Progress, Log: r.log}
-	rs, err := rr.Read(ctx, !opts.RegistryOnly)
-	if err != nil {
-		return judge.Snapshot{}, time.Time{}, inStep("reading Pulp's locks from", SystemRedis, err)
-	}
-	opts.phase(PhaseReadingDatabase, 0, 0)
-	readAt := time.Now()
-	ds, err := pulpdb.ReadSnapshot(ctx, r.pool, r.cfg.DatabaseTimeout, pulpdb.TaskRefsOf(rs.Holdings))
-	if err != nil {
-		return judge.Snapshot{}, time.Time{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
-	}
-	if rs.Holdings, err = redislocks.RecheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.Holdings, ds.Tasks); err != nil {
-		return judge.Snapshot{}, time.Time{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
-	}
-	// Measured after the database's now, the age is never less than the
-	// view's age at that now: a hold on it is never granted too easily.
-	pods.WithAge(time.Since(podsConfirmed))
-	// A hold on a view too old to hold by itself rests on a list of its own.
-	r.confirmHolds(ctx, pods, ds.AppStatuses, ds.Now)
-	snap := judge.Snapshot{
-		Now: ds.Now, Holdings: rs.Holdings, AppStatuses: ds.AppStatuses,
-		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly,
-		Pods: pods,
-	}
-	rep.DBNow = ds.Now
-	r.recent.add(heartbeat.Reading{Now: ds.Now, Rows: ds.AppStatuses})
-	if ds.NotWritable != nil {
-		// Only an audit gets here: a pass that writes checked first.
-		rep.Guards = append(rep.Guards, Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
-	}
-	if opts.Mode == ModeAudit {
-		if np := (*redislocks.NotPrimaryError)(nil); errors.As(redislocks.CheckPrimary(ctx, r.rdb, r.cfg.RedisTimeout), &np) {
-			rep.Guards = append(rep.Guards, Guard{Name: GuardRedisPrimary, Reason: np.Error() + "; a pass would stop before its first write"})
-		}
-	}
-	rep.Ignored = ignoredOf(rs.Ignored)
-	rep.Scanned = Scanned{Keys: rs.Keys, Owners: len(ds.AppStatuses), Tasks: len(ds.Tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
-	for _, h := range rs.Holdings {
-		if h.Kind == judge.KindTask {
-			rep.Scanned.TaskLocks++
-		} else {
-			rep.Scanned.ResourceHoldings++
-		}
-	}
-	rep.activeOwners = rs.ActiveOwners
-	if note := WorkerTypeNote(len(rs.Holdings), rs.ActiveOwners, ds.AppStatuses, ds.Now); note != "" {
-		rep.Notes = append(rep.Notes, note+". To check: "+WorkerTypeFix)
-	}
-	if note := aheadNote(ds.AppStatuses, ds.Now, r.cfg.Policy.HeartbeatGrace); note != "" {
-		rep.Notes = append(rep.Notes, note)
-		r.log.Warn("heartbeats ahead of the database clock", slog.String("note", note))
-	}
-	for _, ig := range rs.Ignored {
-		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
-	}
-	return snap, readAt, nil
-}
-
 // judgeFor judges a snapshot the way the pass options ask: a normal pass, or
 // the break-glass release of one owner.
 func judgeFor(snap judge.Snapshot, p judge.Policy, opts Options) judge.Plan {
@@ -281,12 +193,6 @@ func judgeFor(snap judge.Snapshot, p judge.Policy, opts Options) judge.Plan {
 		return judge.OwnerRelease(snap, p, opts.ReleaseOwner)
 	}
 	return judge.Findings(snap, p)
-}
-
-// OwnerRelease is the plan of a break-glass release of owner on this
-// inspection: what `lock-reaper release --owner` would do.
-func (in *Inspection) OwnerRelease(owner string) judge.Plan {
-	return judge.OwnerRelease(in.Snapshot, in.Policy, owner)
 }
 
 // declaredDead is the owner a forced break-glass release declares dead over
@@ -300,4 +206,97 @@ func declaredDead(snap judge.Snapshot, grace time.Duration, owner string) string
 		return ""
 	}
 	return owner
+}
+
+// Phases of a pass, as Options.Phase names them.
+const (
+	// PhaseReadingDatabase: the locks are read; the database is next.
+	PhaseReadingDatabase = "reading database"
+	// PhaseReleasing: a batch of releases is done (done of total holdings).
+	PhaseReleasing = "releasing"
+	// PhaseUpdatingTasks: a batch of task updates is done (done of total).
+	PhaseUpdatingTasks = "updating tasks"
+)
+
+// phase tells opts.Phase, when set, where the pass is.
+func (o Options) phase(name string, done, total int) {
+	if o.Phase != nil {
+		o.Phase(name, done, total)
+	}
+}
+
+// Modes a pass is recorded under in the history of passes (Options.History):
+// the command that ran it, so that a page can tell a CronJob's `once` from a
+// daemon's pass.
+const (
+	HistoryOnce    = "once"
+	HistoryRun     = "run"
+	HistoryRelease = "release"
+)
+
+// recordPass adds the pass to the history of passes (reaper/history), after
+// it: a summary others' status pages read. It never fails the pass: a
+// failure is logged and marked on the report, for the metric. It writes
+// nothing where a pass may not write: no dry run, no skipped pass (the
+// reaper holding the lock records its own), and nothing on a Redis that is
+// no primary, which the pass checked (redisPrimary) or is asked here when
+// the pass stopped before its check.
+func (r *Reaper) recordPass(ctx context.Context, opts Options, rep *Report, passErr error) {
+	if opts.History == "" || opts.Mode == ModeAudit || rep.Skipped != "" {
+		return
+	}
+	// A pass cut short (the daemon stopping) is still recorded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RedisTimeout)
+	defer cancel()
+	var np *redislocks.NotPrimaryError
+	if errors.As(passErr, &np) {
+		return
+	}
+	if !rep.redisPrimary {
+		if err := redislocks.CheckPrimary(ctx, r.rdb, r.cfg.RedisTimeout); err != nil {
+			if errors.As(err, &np) {
+				return
+			}
+			r.historyFailed(rep, err)
+			return
+		}
+	}
+	e := history.Entry{At: rep.StartedAt, Mode: opts.History, Duration: time.Duration(rep.DurationMS) * time.Millisecond,
+		Stale: rep.StaleCount(), Released: rep.Summary.Released, Updated: rep.Summary.TasksUpdated, Error: rep.Error}
+	for _, g := range rep.Guards {
+		e.Guards = append(e.Guards, g.Name)
+	}
+	if err := history.Record(ctx, r.rdb, history.DefaultPrefix, e); err != nil {
+		r.historyFailed(rep, err)
+	}
+}
+
+func (r *Reaper) historyFailed(rep *Report, err error) {
+	rep.historyFailed = true
+	r.log.Warn("the pass is not in the history of passes; it is done all the same", slog.String("error", err.Error()))
+}
+
+// HistoryWriteFailed says the pass could not be recorded in the history of
+// passes (lock_reaper_history_write_failures_total).
+func (r *Report) HistoryWriteFailed() bool { return r.historyFailed }
+
+// StaleCount counts the holdings the pass found stale or suspect: what the
+// status page's history plots.
+func (r *Report) StaleCount() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Verdict.Finding() {
+			n++
+		}
+	}
+	return n
+}
+
+// RecentPasses reads the history of passes, newest first: at most limit
+// (all kept when limit <= 0), started at or after since, each entry and the
+// whole read bounded in size (history.Read). The status page reads it.
+func (r *Reaper) RecentPasses(ctx context.Context, since time.Time, limit int) (history.Passes, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.RedisTimeout)
+	defer cancel()
+	return history.Read(ctx, r.rdb, history.DefaultPrefix, since, limit)
 }

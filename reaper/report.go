@@ -1,8 +1,15 @@
 package reaper
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -207,3 +214,277 @@ func (r *Report) summarizeAll() {
 
 // timeDuration is a report duration as a time.Duration, for the logs.
 func timeDuration(d *judge.Duration) time.Duration { return time.Duration(*d) }
+
+// Result of acting on a holding or a task.
+type Result string
+
+const (
+	ResultReleased     Result = "released"
+	ResultAlreadyGone  Result = "already-gone"
+	ResultOwnerChanged Result = "owner-changed"
+	ResultWouldRelease Result = "would-release"
+	ResultSuspected    Result = "suspected"
+	ResultKept         Result = "kept"
+	// ResultDeferred is work a guard or a per-pass limit held back.
+	ResultDeferred Result = "deferred"
+	// ResultFailed is work the pass could not finish (a Redis or database error).
+	ResultFailed Result = "failed"
+
+	ResultUpdated     Result = "updated"
+	ResultWouldUpdate Result = "would-update"
+	// ResultSkipped is a conditional write that lost a race: nothing changed.
+	ResultSkipped Result = "skipped"
+	// ResultReported is a task only reported (verdict unprotected).
+	ResultReported Result = "reported"
+)
+
+// GuardReason words what a guard of the plan counted, for the report, the
+// log and a refused release.
+func GuardReason(g judge.Guard) string {
+	switch g.Name {
+	case judge.GuardMassDeath:
+		return massDeathReason(g.Count, g.MaxDeadFraction)
+	case judge.GuardMaxReleases:
+		return fmt.Sprintf("%d holdings to release, at most %d per pass (max_releases): the rest waits for the next pass", g.Wanted, g.Limit)
+	case judge.GuardMaxTaskUpdates:
+		return fmt.Sprintf("%d tasks to update, at most %d per pass (max_task_updates): the rest waits for the next pass", g.Wanted, g.Limit)
+	case judge.GuardHeartbeatStall:
+		return fmt.Sprintf("%d process rows look dead, but of the largest group of rows whose heartbeats stopped within a heartbeat period of each other (%d rows), %d wrote again since: a stall is ending (a lock on core_appstatus, a paused PgBouncer, an overloaded database), and these may be the next to write; their holdings and tasks wait for a pass that finds them still silent a period later while none of their group comes back",
+			g.Motion.Held, g.Motion.Group, g.Motion.Back)
+	case judge.GuardHeartbeatRecheck:
+		return fmt.Sprintf("%d process rows look dead, but no second read of the heartbeats a period later settled it: their holdings and tasks wait for the next pass", g.Motion.Held)
+	case judge.GuardAliveOwner:
+		return fmt.Sprintf("%s has an online AppStatus row (heartbeat %s ago): its locks are most likely healthy; nothing is released and no task is updated; rerun with --force if it is really dead",
+			g.Owner.Name, humantext.Short(g.Owner.HeartbeatAge))
+	}
+	return g.Name
+}
+
+// massDeathReason says what the mass-death guard counted, with the deaths'
+// real ages, and what ends the hold.
+func massDeathReason(c judge.MassDeathCount, maxDeadFraction float64) string {
+	ages := "dead for " + humantext.Short(c.Newest)
+	if c.Oldest != c.Newest {
+		ages = fmt.Sprintf("dead for %s to %s", humantext.Short(c.Newest), humantext.Short(c.Oldest))
+	}
+	var why string
+	switch {
+	case c.NoneLive:
+		why = "no worker row is alive"
+	case c.Remembered == c.Dead:
+		why = "each was seen alive by an earlier pass"
+	case c.Remembered > 0:
+		why = fmt.Sprintf("%d of them seen alive by an earlier pass, the others died within the last %s", c.Remembered, judge.MassDeathWindow)
+	default:
+		why = fmt.Sprintf("each died within the last %s", judge.MassDeathWindow)
+	}
+	return fmt.Sprintf("%d of %d worker rows are dead, %s (%s), more than max_dead_fraction %s: a database too slow to record heartbeats looks like a dead fleet; nothing is released on dead grounds and no task is updated until pulpcore deletes those rows, the pods prove the deaths, or a pass runs with --force; rerun with --force if the workers really died",
+		c.Dead, c.Workers, ages, why, strconv.FormatFloat(maxDeadFraction, 'f', -1, 64))
+}
+
+// HoldingTask names the task a holding is held for: the task of a task lock,
+// or for a resource holding the task of the owner's task lock that reserves
+// the resource (the one that justified it or whose verdict it inherited:
+// via, its evidence's Via). It is "" when no task lock of the owner
+// reserves it.
+func HoldingTask(h *judge.Holding, via string) string {
+	if h.Kind == judge.KindTask {
+		return h.TaskID()
+	}
+	if id, ok := strings.CutPrefix(via, judge.TaskKeyPrefix); ok && judge.IsTaskUUID(id) {
+		return id
+	}
+	return ""
+}
+
+// ClockBehindMargin is how far a moving heartbeat may be behind the
+// database's clock before it is reported: a write takes a moment to land.
+const ClockBehindMargin = 5 * time.Second
+
+// HeartbeatRecheck is what the pass's reads of the heartbeats a period
+// apart said of the rows it found dead (heartbeat.Settle), by count.
+type HeartbeatRecheck struct {
+	// Rows is how many rows looked dead and were read again.
+	Rows int `json:"rows"`
+	// Moving rows wrote between the reads: alive whatever their age.
+	Moving int `json:"moving"`
+	// Stalled rows did not, while others that stopped with them did: held.
+	Stalled int `json:"stalled"`
+	// Settled rows did not, nor did any that stopped with them: dead.
+	Settled int `json:"settled"`
+	// Unsettled rows had no second read a period later: held.
+	Unsettled int `json:"unsettled"`
+	// Behind lists the moving rows whose clocks are behind the database's
+	// by more than ClockBehindMargin.
+	Behind []ClockBehind `json:"clock_behind,omitempty"`
+}
+
+// ClockBehind is a row whose heartbeat moves while its age says dead.
+type ClockBehind struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// AtLeast is how far behind the database's clock its clock is, at least.
+	AtLeast Seconds `json:"at_least_seconds"`
+}
+
+// noteMotion puts what the second reads said in the report: the counts, and
+// a note per clock found behind.
+func (rep *Report) noteMotion(m *heartbeat.Motion, rows []heartbeat.AppStatus) {
+	if m.Len() == 0 {
+		return
+	}
+	names := map[string]string{}
+	for _, r := range rows {
+		names[r.ID] = r.Name
+	}
+	rc := &HeartbeatRecheck{Rows: m.Len()}
+	for _, id := range m.Rows() {
+		rm, _ := m.Of(id)
+		switch rm.Settlement {
+		case heartbeat.Moving:
+			rc.Moving++
+			if rm.Behind > ClockBehindMargin {
+				rc.Behind = append(rc.Behind, ClockBehind{ID: id, Name: names[id], AtLeast: Seconds(rm.Behind.Truncate(time.Second))})
+			}
+		case heartbeat.Stalled:
+			rc.Stalled++
+		case heartbeat.Settled:
+			rc.Settled++
+		default:
+			rc.Unsettled++
+		}
+	}
+	rep.HeartbeatRecheck = rc
+	if note := behindNote(rc.Behind); note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
+}
+
+// behindNote says which workers write heartbeats that look dead when they
+// land, "" for none.
+func behindNote(behind []ClockBehind) string {
+	if len(behind) == 0 {
+		return ""
+	}
+	worst := slices.MaxFunc(behind, func(a, b ClockBehind) int { return int(a.AtLeast - b.AtLeast) })
+	var who []string
+	for _, b := range behind {
+		who = append(who, b.Name)
+	}
+	return fmt.Sprintf("%d process rows write heartbeats that are old when they land (%s): %s's clock is at least %s behind the database's, or its writes are delayed. They are judged alive because their heartbeats move; pulpcore's own cleanup counts them missing. To fix: synchronise the clocks of Pulp's hosts (NTP); lock-reaper doctor checks the clocks",
+		len(behind), strings.Join(who, ", "), worst.Name, humantext.Short(time.Duration(worst.AtLeast)))
+}
+
+// releaseDelays measures, for each owner judged dead whose holdings this pass
+// released, how long after the moment the rules allowed it the release came:
+// from its death by heartbeat (the newest row's last heartbeat + ttl +
+// grace), or from its container's end or restart the kubelet reported
+// (node clock) when the pods proved it sooner; to the snapshot's now. An
+// owner the pods proved dead without a time (pod-terminal) is not measured.
+// It is a measurement for the metrics, never a verdict.
+func releaseDelays(rows []heartbeat.AppStatus, now time.Time, plan *judge.Plan, rep *Report, grace time.Duration) []time.Duration {
+	released := map[string]bool{}
+	for _, f := range rep.Findings {
+		if f.Result == ResultReleased && f.Verdict == judge.VerdictOwnerDead {
+			released[f.Owner] = true
+		}
+	}
+	if len(released) == 0 {
+		return nil
+	}
+	deathAt := map[string]time.Time{}
+	for _, r := range rows {
+		if at := r.DeathAt(grace); released[r.Name] && at.After(deathAt[r.Name]) {
+			deathAt[r.Name] = at
+		}
+	}
+	var out []time.Duration
+	for _, o := range plan.FleetOwners {
+		at, ok := deathAt[o.Name]
+		if !ok {
+			continue
+		}
+		if e := o.Kubernetes; e != nil {
+			switch e.Rule {
+			case heartbeat.PodTerminal:
+				continue
+			case heartbeat.PodContainerEnded, heartbeat.PodRestarted:
+				if end, _, ok := containerFor(e).EndedBefore(); ok && end.Before(at) {
+					at = end
+				}
+			}
+		}
+		out = append(out, max(now.Sub(at), 0))
+	}
+	return out
+}
+
+// containerFor is the container of the evidence's pod whose end the rules
+// weighed: the worker's, or the API's for a pod with only that one.
+func containerFor(e *heartbeat.PodEvidence) *heartbeat.Container {
+	if e.Container != nil {
+		return e.Container
+	}
+	return e.API
+}
+
+// unguarded lists what task t reserves, in record order, with every holder
+// of each resource other than worker, the task's own: with the task lock
+// gone, such a holder may be running beside the task. The judge decides
+// that a task is unprotected (its lost task table); this list only shows
+// the operator what is at stake, and no write rests on it. holders is
+// resourceHolders of the snapshot.
+func unguarded(t judge.Task, worker string, holders map[string][]ResourceHolder) []UnguardedResource {
+	reserved := judge.Reservations(t.Reserved)
+	out := make([]UnguardedResource, len(reserved))
+	listed := make(map[string]bool, len(reserved))
+	for i, r := range reserved {
+		out[i] = UnguardedResource{Resource: r.Resource, Need: r.Kind, OtherHolders: []ResourceHolder{}}
+		// A resource reserved both ways lists its holders once, at its
+		// first reservation.
+		if listed[r.Resource] {
+			continue
+		}
+		listed[r.Resource] = true
+		for _, h := range holders[r.Resource] {
+			if h.Owner != worker {
+				out[i].OtherHolders = append(out[i].OtherHolders, h)
+			}
+		}
+		slices.SortFunc(out[i].OtherHolders, func(a, b ResourceHolder) int {
+			return cmp.Or(strings.Compare(a.Owner, b.Owner), cmp.Compare(a.Kind, b.Kind))
+		})
+	}
+	return out
+}
+
+// resourceHolders lists the holders of each resource of the snapshot.
+func resourceHolders(holdings []judge.Holding) map[string][]ResourceHolder {
+	out := map[string][]ResourceHolder{}
+	for i := range holdings {
+		if h := &holdings[i]; h.Kind != judge.KindTask {
+			out[h.Resource()] = append(out[h.Resource()], ResourceHolder{Owner: h.Owner, Kind: h.Kind})
+		}
+	}
+	return out
+}
+
+// unguardedOf is, by task id, what each unprotected task of tasks reserves
+// and who else holds it; nil when no task is unprotected. The holders are
+// gathered once, and only when a task asks: a Redis that lost its keys
+// makes every running task unprotected at once.
+func unguardedOf(tasks []judge.TaskJudgement, rows map[string]judge.Task, holdings []judge.Holding) map[string][]UnguardedResource {
+	var out map[string][]UnguardedResource
+	var holders map[string][]ResourceHolder
+	for i := range tasks {
+		tj := &tasks[i]
+		if tj.Verdict != judge.VerdictUnprotected {
+			continue
+		}
+		if holders == nil {
+			out, holders = map[string][]UnguardedResource{}, resourceHolders(holdings)
+		}
+		out[tj.ID] = unguarded(rows[tj.ID], tj.Owner, holders)
+	}
+	return out
+}

@@ -10,7 +10,7 @@ import (
 // TestJudgeUnprotected: a running task of a live claim whose task lock, or
 // one of whose resource locks, a full scan did not find is reported;
 // nothing is written for it. (What it
-// reserves and who else holds each, the report adds: reaper/unguarded.go.)
+// reserves and who else holds each, the report adds: reaper/report.go.)
 func TestJudgeUnprotected(t *testing.T) {
 	t.Parallel()
 	const worker = "1@worker-a"

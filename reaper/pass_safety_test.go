@@ -25,7 +25,7 @@ import (
 // The safety tests check the promises of docs/safety.md against real Redis and
 // PostgreSQL: the guards, "no database snapshot, no writes", and a pass that
 // is stopped finishing its batch and leaving nothing half-done. Helpers shared
-// by safety_test.go, faults_test.go, badinput_test.go and concurrency_test.go
+// by pass_safety_test.go, pass_faults_test.go, read_badinput_test.go and pass_concurrency_test.go
 // carry the sf prefix.
 
 // sfHeld is one holding: a lock key and the owner that holds it.

@@ -1,6 +1,8 @@
 package reaper
 
-import "errors"
+import (
+	"errors"
+)
 
 // The systems a pass talks to, as an error names them.
 const (
@@ -36,3 +38,8 @@ func inStep(step, system string, err error) error {
 	}
 	return &StepError{Step: step, System: system, Err: err}
 }
+
+// errNoSnapshot fails a pass whose database read did not complete: with no
+// snapshot there is nothing to judge, so nothing is written. (A skipped pass,
+// another reaper holding the lock, is no error: its report has Skipped set.)
+var errNoSnapshot = errors.New("no database snapshot, no writes")

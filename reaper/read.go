@@ -1,0 +1,284 @@
+package reaper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
+	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
+)
+
+// GuardWritablePrimary names the guard an audit reports when a pass could not
+// write to the database: a hot standby, or a read-only session.
+const GuardWritablePrimary = "writable-primary"
+
+// GuardRedisPrimary names the guard an audit reports when Redis is no
+// primary: a pass would stop before its first write.
+const GuardRedisPrimary = "redis-primary"
+
+// snapshot reads Redis, then the database. A lock seen in Redis was taken
+// after its owner's AppStatus row and its task row were written, so reading
+// the database second keeps every lock's evidence at least as new as the lock.
+//
+// The pods are listed first, before Redis and the database: a same-name
+// successor that starts during the pass then writes its row before the
+// database is read, so the name guard sees it alive, and no pod fact is
+// weighed against heartbeats older than itself.
+func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge.Snapshot, time.Time, error) {
+	pods, podsConfirmed := r.readPods(ctx, rep, opts.Mode == ModeAudit)
+	suspects, err := redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
+	if err != nil {
+		return judge.Snapshot{}, time.Time{}, inStep("reading the remembered suspects from", SystemRedis, err)
+	}
+	seenAlive, err := redislocks.ReadSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
+	if err != nil {
+		return judge.Snapshot{}, time.Time{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
+	}
+	rr := &redislocks.Reader{RDB: r.rdb, ScanCount: r.cfg.ScanCount, BatchSize: r.cfg.BatchSize, Timeout: r.cfg.RedisTimeout, Progress: opts.Progress, Log: r.log}
+	rs, err := rr.Read(ctx, !opts.RegistryOnly)
+	if err != nil {
+		return judge.Snapshot{}, time.Time{}, inStep("reading Pulp's locks from", SystemRedis, err)
+	}
+	opts.phase(PhaseReadingDatabase, 0, 0)
+	readAt := time.Now()
+	ds, err := pulpdb.ReadSnapshot(ctx, r.pool, r.cfg.DatabaseTimeout, pulpdb.TaskRefsOf(rs.Holdings))
+	if err != nil {
+		return judge.Snapshot{}, time.Time{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
+	}
+	if rs.Holdings, err = redislocks.RecheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.Holdings, ds.Tasks); err != nil {
+		return judge.Snapshot{}, time.Time{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
+	}
+	// Measured after the database's now, the age is never less than the
+	// view's age at that now: a hold on it is never granted too easily.
+	pods.WithAge(time.Since(podsConfirmed))
+	// A hold on a view too old to hold by itself rests on a list of its own.
+	r.confirmHolds(ctx, pods, ds.AppStatuses, ds.Now)
+	snap := judge.Snapshot{
+		Now: ds.Now, Holdings: rs.Holdings, AppStatuses: ds.AppStatuses,
+		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly,
+		Pods: pods,
+	}
+	rep.DBNow = ds.Now
+	r.recent.add(heartbeat.Reading{Now: ds.Now, Rows: ds.AppStatuses})
+	if ds.NotWritable != nil {
+		// Only an audit gets here: a pass that writes checked first.
+		rep.Guards = append(rep.Guards, Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
+	}
+	if opts.Mode == ModeAudit {
+		if np := (*redislocks.NotPrimaryError)(nil); errors.As(redislocks.CheckPrimary(ctx, r.rdb, r.cfg.RedisTimeout), &np) {
+			rep.Guards = append(rep.Guards, Guard{Name: GuardRedisPrimary, Reason: np.Error() + "; a pass would stop before its first write"})
+		}
+	}
+	rep.Ignored = ignoredOf(rs.Ignored)
+	rep.Scanned = Scanned{Keys: rs.Keys, Owners: len(ds.AppStatuses), Tasks: len(ds.Tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
+	for _, h := range rs.Holdings {
+		if h.Kind == judge.KindTask {
+			rep.Scanned.TaskLocks++
+		} else {
+			rep.Scanned.ResourceHoldings++
+		}
+	}
+	rep.activeOwners = rs.ActiveOwners
+	if note := WorkerTypeNote(len(rs.Holdings), rs.ActiveOwners, ds.AppStatuses, ds.Now); note != "" {
+		rep.Notes = append(rep.Notes, note+". To check: "+WorkerTypeFix)
+	}
+	if note := aheadNote(ds.AppStatuses, ds.Now, r.cfg.Policy.HeartbeatGrace); note != "" {
+		rep.Notes = append(rep.Notes, note)
+		r.log.Warn("heartbeats ahead of the database clock", slog.String("note", note))
+	}
+	for _, ig := range rs.Ignored {
+		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
+	}
+	return snap, readAt, nil
+}
+
+// PhaseRecheckingHeartbeats: some rows look dead; the pass reads the
+// heartbeats again a period later before it acts on them.
+const PhaseRecheckingHeartbeats = "rechecking heartbeats"
+
+// readingsKept bounds the recent reads of the heartbeats a Reaper keeps: the
+// daemon reads them every few seconds, and a pass needs one read a heartbeat
+// period (and the margin) before its own.
+const (
+	readingsKept   = 32
+	readingsMaxAge = 2 * time.Minute
+)
+
+// readings are the recent reads of the heartbeats, oldest first: the
+// daemon's polls, the passes' snapshots and their second reads. A pass
+// whose snapshot has one a period older needs no read of its own.
+type readings struct {
+	mu   sync.Mutex
+	list []heartbeat.Reading
+}
+
+// add keeps rd, in the order of the database's clock, and forgets reads
+// older than readingsMaxAge before it or beyond readingsKept.
+func (rs *readings) add(rd heartbeat.Reading) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if n := len(rs.list); n > 0 && !rd.Now.After(rs.list[n-1].Now) {
+		return
+	}
+	rs.list = append(rs.list, rd)
+	drop := 0
+	for drop < len(rs.list)-1 && (len(rs.list)-drop > readingsKept || rd.Now.Sub(rs.list[drop].Now) > readingsMaxAge) {
+		drop++
+	}
+	rs.list = append(rs.list[:0:0], rs.list[drop:]...)
+}
+
+// before is the newest read at least d older than now, if any.
+func (rs *readings) before(now time.Time, d time.Duration) (heartbeat.Reading, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for i := len(rs.list) - 1; i >= 0; i-- {
+		if now.Sub(rs.list[i].Now) >= d {
+			return rs.list[i], true
+		}
+	}
+	return heartbeat.Reading{}, false
+}
+
+// settleDeaths says what reads of the heartbeats a period apart say of the
+// rows the snapshot finds dead and a pass would act on (judge.DeathsToSettle).
+// A read the Reaper already has, a period or more before the snapshot (the
+// daemon's polls), may settle them; otherwise the pass waits until a period
+// after its snapshot and reads the heartbeats again. readAt is when the
+// snapshot's database read began, on this process's clock. A second read
+// that fails leaves those rows unsettled, held this pass: it is said, not
+// raised. Only a context that ends fails the pass.
+func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt time.Time, opts Options, rep *Report) (*heartbeat.Motion, error) {
+	ids := judge.DeathsToSettle(snap, r.cfg.Policy)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	grace := r.cfg.Policy.HeartbeatGrace
+	wait := judge.RecheckAfter(snap.AppStatuses, ids, r.cfg.Policy)
+	current := heartbeat.Reading{Now: snap.Now, Rows: snap.AppStatuses}
+	var m *heartbeat.Motion
+	if earlier, ok := r.recent.before(snap.Now, wait); ok {
+		m = heartbeat.Settle(earlier, current, ids, grace, r.cfg.HeartbeatRecheck)
+		if !anyUnsettled(m) {
+			return m, nil
+		}
+	}
+	r.log.Info("rows look dead: reading their heartbeats again before acting on them",
+		slog.Int("rows", len(ids)), slog.Duration("after", wait))
+	opts.phase(PhaseRecheckingHeartbeats, 0, 0)
+	later, err := r.readHeartbeatsAfter(ctx, snap.Now, readAt, wait)
+	if ctx.Err() != nil {
+		return nil, inStep("waiting to read Pulp's worker heartbeats again from", SystemDatabase, ctx.Err())
+	}
+	if err != nil {
+		note := fmt.Sprintf("the heartbeats could not be read again a period after the snapshot (%v): %d rows that look dead are held this pass", err, len(ids))
+		rep.Notes = append(rep.Notes, note)
+		r.log.Warn("second heartbeat read failed", slog.String("error", err.Error()), slog.Int("held", len(ids)))
+		return m.Merge(heartbeat.UnsettledMotion(ids)), nil
+	}
+	r.recent.add(later)
+	return m.Merge(heartbeat.Settle(current, later, ids, grace, r.cfg.HeartbeatRecheck)), nil
+}
+
+// secondReadTries bounds the reads readHeartbeatsAfter makes when the
+// database's clock says one came too soon.
+const secondReadTries = 3
+
+// readHeartbeatsAfter reads the heartbeats once the database's clock is at
+// least wait past first, the snapshot's now. It sleeps on this process's
+// clock from readAt, when the snapshot's read began, a little past the
+// wait; a snapshot whose transaction began late (a slow connection, a
+// loaded machine) can still make that too soon on the database's clock,
+// so a read that came too soon is made again after what is missing.
+func (r *Reaper) readHeartbeatsAfter(ctx context.Context, first, readAt time.Time, wait time.Duration) (heartbeat.Reading, error) {
+	const past = 100 * time.Millisecond
+	until := readAt.Add(wait + past)
+	var later heartbeat.Reading
+	for range secondReadTries {
+		if !ctxwait.Sleep(ctx, time.Until(until)) {
+			return heartbeat.Reading{}, ctx.Err()
+		}
+		var err error
+		if later, err = pulpdb.ReadHeartbeats(ctx, r.pool, r.cfg.DatabaseTimeout); err != nil {
+			return heartbeat.Reading{}, err
+		}
+		missing := wait - later.Now.Sub(first)
+		if missing <= 0 {
+			break
+		}
+		until = time.Now().Add(missing + past)
+	}
+	return later, nil
+}
+
+func anyUnsettled(m *heartbeat.Motion) bool {
+	for _, id := range m.Rows() {
+		if rm, _ := m.Of(id); rm.Settlement == heartbeat.Unsettled {
+			return true
+		}
+	}
+	return false
+}
+
+// aheadNote says which rows' heartbeats are ahead of the database's clock,
+// "" when none is: pulpcore stamps last_heartbeat with the worker's own
+// clock, so a worker whose clock runs ahead by some minutes is judged alive
+// those minutes longer after it dies, and its locks wait that much longer.
+func aheadNote(rows []heartbeat.AppStatus, now time.Time, grace time.Duration) string {
+	ahead := heartbeat.NewFleet(rows, now, grace).RowsAhead()
+	if len(ahead) == 0 {
+		return ""
+	}
+	worst := ahead[0]
+	for _, r := range ahead[1:] {
+		if r.LastHeartbeat.After(worst.LastHeartbeat) {
+			worst = r
+		}
+	}
+	return fmt.Sprintf("%d process rows have a heartbeat ahead of the database's clock, %s (%s) by %s: a process whose clock runs ahead is judged alive that much longer after it dies. To fix: synchronise the clocks of Pulp's hosts (NTP); lock-reaper doctor names every such row",
+		len(ahead), worst.Name, worst.AppType, humantext.Setting(worst.LastHeartbeat.Sub(now).Round(time.Second)))
+}
+
+// WorkerTypeFix says where the worker type is set, for doctor and audit alike.
+const WorkerTypeFix = `if Pulp should run the Redis worker, set WORKER_TYPE = "redis" in Pulp's settings ` +
+	`(PULP_WORKER_TYPE=redis in every Pulp process's environment, API servers included, as they dispatch the tasks; ` +
+	`with pulp-operator: a key WORKER_TYPE with the value "redis", quotes included, in the ConfigMap that the Pulp CR's ` +
+	`spec.custom_pulp_settings names, and spec.cache.enabled: true, since the Redis worker needs REDIS_HOST); ` +
+	`if Pulp runs pulpcore's own worker, lock-reaper has nothing to do.`
+
+// WorkerTypeNote says, when Pulp's workers heartbeat but Redis holds no
+// trace of the Redis worker (no task or resource lock, no owner in
+// pulp:active_owners), that Pulp most likely runs pulpcore's default worker:
+// WORKER_TYPE defaults to "pulpcore" (pulpcore/app/settings.py), whose
+// locks are PostgreSQL advisory locks that lock-reaper neither reads nor
+// needs to release, and pulp-operator sets no WORKER_TYPE of its own. A
+// Redis worker adds itself to pulp:active_owners at its first lock and
+// stays there until it is cleaned up after its death, so an empty set beside
+// live workers means none of them ever took a Redis lock. "" when there is
+// nothing to say.
+func WorkerTypeNote(holdings, activeOwners int, rows []heartbeat.AppStatus, now time.Time) string {
+	if holdings > 0 || activeOwners > 0 {
+		return ""
+	}
+	workers := 0
+	for _, r := range rows {
+		if r.AppType == "worker" && r.Liveness(now, 0) >= heartbeat.Late {
+			workers++
+		}
+	}
+	if workers == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d Pulp workers heartbeat in core_appstatus, but Redis holds no Redis-worker lock and %s lists no owner: "+
+		"Pulp most likely runs pulpcore's default worker (WORKER_TYPE \"pulpcore\", PostgreSQL advisory locks), "+
+		"which lock-reaper does not watch; unless no task has run since the workers started, it finds nothing to do",
+		workers, redislocks.ActiveOwnersKey)
+}
