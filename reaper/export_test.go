@@ -19,8 +19,8 @@ var ErrNoSnapshot = errNoSnapshot
 
 // ReadSnapshot reads a pass's snapshot as opts ask, without judging it.
 func (r *Reaper) ReadSnapshot(ctx context.Context, opts Options) (judge.Snapshot, error) {
-	snap, _, err := r.snapshot(ctx, opts, &Report{})
-	return snap, err
+	rd, err := r.read(ctx, opts)
+	return rd.snap, err
 }
 
 // Act acts on plan, judged of snap, as a pass that writes does, and returns

@@ -44,13 +44,12 @@ type Inspection struct {
 // anything, not even suspects.
 func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection, error) {
 	pass := Options{Mode: ModeAudit, RegistryOnly: opts.RegistryOnly, Progress: opts.Progress}
-	rep := &Report{}
-	snap, _, err := r.snapshot(ctx, pass, rep)
+	rd, err := r.read(ctx, pass)
 	if err != nil {
 		return nil, err
 	}
-	in := &Inspection{Snapshot: snap, Plan: judge.All(snap, r.cfg.Policy), Policy: r.cfg.Policy, Kubernetes: rep.Kubernetes,
-		ActiveOwners: rep.activeOwners, Ignored: rep.Ignored}
+	in := &Inspection{Snapshot: rd.snap, Plan: judge.All(rd.snap, r.cfg.Policy), Policy: r.cfg.Policy, Kubernetes: rd.kubernetes,
+		ActiveOwners: rd.activeOwners, Ignored: rd.ignored}
 	if opts.TaskID != "" {
 		if in.Explained, err = pulpdb.ReadExplainedTask(ctx, r.pool, r.cfg.DatabaseTimeout, opts.TaskID); err != nil {
 			return nil, err

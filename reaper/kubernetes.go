@@ -65,13 +65,14 @@ type KubernetesReport struct {
 const PodRuleNone heartbeat.PodRule = "none"
 
 // readPods lists the pods once for this pass, within timeout, and gives the
-// view the pods earlier lists showed; the list is then remembered (in Redis
-// too unless dryRun). A failure is never the pass's: it is reported, and the
+// view the pods earlier lists showed; the list is then remembered, and rd
+// says what was read (rd.kubernetes) and the memory to record in Redis
+// (rd.podsSeen). A failure is never the pass's: it is reported, and the
 // snapshot has no pods, so the judge decides as it would without Kubernetes.
 // confirmed is when the pods were last known current (the reaper's clock,
 // for an age only: the snapshot's view gets its age once the database was
 // read).
-func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) (view *heartbeat.PodView, confirmed time.Time) {
+func (r *Reaper) readPods(ctx context.Context, rd *readResult) (view *heartbeat.PodView, confirmed time.Time) {
 	src := r.cfg.PodSource
 	if src == nil {
 		return nil, time.Time{}
@@ -88,16 +89,16 @@ func (r *Reaper) readPods(ctx context.Context, rep *Report, dryRun bool) (view *
 		confirmed = time.Now()
 		pods, err = src.ListPods(ctx)
 	}
-	rep.Kubernetes = &KubernetesReport{Read: KubernetesRead, Where: src.Where()}
+	rd.kubernetes = &KubernetesReport{Read: KubernetesRead, Where: src.Where()}
 	if err != nil {
-		rep.Kubernetes.Read, rep.Kubernetes.Error = KubernetesUnavailable, err.Error()
+		rd.kubernetes.Read, rd.kubernetes.Error = KubernetesUnavailable, err.Error()
 		r.log.Warn("kubernetes unavailable, judging by heartbeats alone", slog.String("where", src.Where()), slog.String("error", err.Error()))
 		return nil, time.Time{}
 	}
-	rep.Kubernetes.Pods = len(pods)
+	rd.kubernetes.Pods = len(pods)
 	now := time.Now()
 	seen := r.rememberedPods(ctx, src.Where(), now)
-	r.rememberPods(ctx, src.Where(), pods, now, dryRun)
+	rd.podsSeen = r.rememberPods(src.Where(), pods, now)
 	return heartbeat.NewPodView(pods, seen), confirmed
 }
 
@@ -206,8 +207,8 @@ func (r *Reaper) rememberedPods(ctx context.Context, where string, now time.Time
 }
 
 // rememberPods adds the pods of one complete list of view where to the
-// memory and, unless dryRun, writes the memory to Redis.
-func (r *Reaper) rememberPods(ctx context.Context, where string, pods []heartbeat.Pod, now time.Time, dryRun bool) {
+// memory and returns a copy of the memory, for recordPodsSeen.
+func (r *Reaper) rememberPods(where string, pods []heartbeat.Pod, now time.Time) map[string]redislocks.SeenPod {
 	m := &r.pods
 	m.mu.Lock()
 	for _, p := range pods {
@@ -218,10 +219,21 @@ func (r *Reaper) rememberPods(ctx context.Context, where string, pods []heartbea
 		snapshot[k] = v
 	}
 	m.mu.Unlock()
-	if dryRun {
+	return snapshot
+}
+
+// recordPodsSeen writes the memory of the pods seen to Redis, when a list
+// came back (seen is not nil). It is the one Redis write outside the act
+// phase: a pass that writes makes it right after its read, even when the
+// read failed and the pass acts on nothing, because later passes (a
+// one-shot run, another replica) prove a pod's absence only for a pod some
+// pass saw. The write is not cut short by a pass being stopped: the list
+// was made, and RedisTimeout bounds it. A failure is only logged.
+func (r *Reaper) recordPodsSeen(ctx context.Context, seen map[string]redislocks.SeenPod) {
+	if seen == nil {
 		return
 	}
-	if err := redislocks.WriteSeenPods(ctx, r.rdb, r.cfg.RedisTimeout, r.cfg.SuspectTTL, snapshot); err != nil {
+	if err := redislocks.WriteSeenPods(context.WithoutCancel(ctx), r.rdb, r.cfg.RedisTimeout, r.cfg.SuspectTTL, seen); err != nil {
 		r.log.Warn("pods seen not remembered in Redis", slog.String("error", err.Error()))
 	}
 }

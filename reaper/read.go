@@ -24,7 +24,34 @@ const GuardWritablePrimary = "writable-primary"
 // primary: a pass would stop before its first write.
 const GuardRedisPrimary = "redis-primary"
 
-// snapshot reads Redis, then the database. A lock seen in Redis was taken
+// readResult is what a pass read, and only that: reading writes nothing
+// to the Report nor to Redis. The pass copies it into its Report
+// (Report.noteRead) and records the pods it listed (recordPodsSeen);
+// Inspect makes its Inspection of it.
+type readResult struct {
+	// snap is what the judge is given; its Now is the database clock every
+	// age is measured against.
+	snap judge.Snapshot
+	// readAt is when the database read began, on this process's clock:
+	// settleDeaths waits from it.
+	readAt  time.Time
+	scanned Scanned
+	ignored []Ignored
+	// guards are those an audit finds while reading: a database or a Redis
+	// that a pass would not write to.
+	guards []Guard
+	notes  []string
+	// kubernetes is what was read from Kubernetes, nil when that is off.
+	kubernetes *KubernetesReport
+	// podsSeen is the reaper's memory of the pods with this read's list
+	// added, for the record in Redis (recordPodsSeen); nil when no list
+	// came back.
+	podsSeen map[string]redislocks.SeenPod
+	// activeOwners counts the owners pulp:active_owners lists.
+	activeOwners int
+}
+
+// read reads Redis, then the database. A lock seen in Redis was taken
 // after its owner's AppStatus row and its task row were written, so reading
 // the database second keeps every lock's evidence at least as new as the lock.
 //
@@ -32,72 +59,76 @@ const GuardRedisPrimary = "redis-primary"
 // successor that starts during the pass then writes its row before the
 // database is read, so the name guard sees it alive, and no pod fact is
 // weighed against heartbeats older than itself.
-func (r *Reaper) snapshot(ctx context.Context, opts Options, rep *Report) (judge.Snapshot, time.Time, error) {
-	pods, podsConfirmed := r.readPods(ctx, rep, opts.Mode == ModeAudit)
+//
+// A read that fails returns what it read before it failed: the pods, which
+// the pass records and reports all the same.
+func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
+	var rd readResult
+	pods, podsConfirmed := r.readPods(ctx, &rd)
 	suspects, err := redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
-		return judge.Snapshot{}, time.Time{}, inStep("reading the remembered suspects from", SystemRedis, err)
+		return rd, inStep("reading the remembered suspects from", SystemRedis, err)
 	}
 	seenAlive, err := redislocks.ReadSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
 	if err != nil {
-		return judge.Snapshot{}, time.Time{}, inStep("reading the mass-death guard's memory from", SystemRedis, err)
+		return rd, inStep("reading the mass-death guard's memory from", SystemRedis, err)
 	}
 	rr := &redislocks.Reader{RDB: r.rdb, ScanCount: r.cfg.ScanCount, BatchSize: r.cfg.BatchSize, Timeout: r.cfg.RedisTimeout, Progress: opts.Progress, Log: r.log}
 	rs, err := rr.Read(ctx, !opts.RegistryOnly)
 	if err != nil {
-		return judge.Snapshot{}, time.Time{}, inStep("reading Pulp's locks from", SystemRedis, err)
+		return rd, inStep("reading Pulp's locks from", SystemRedis, err)
 	}
 	opts.phase(PhaseReadingDatabase, 0, 0)
 	readAt := time.Now()
 	ds, err := pulpdb.ReadSnapshot(ctx, r.pool, r.cfg.DatabaseTimeout, pulpdb.TaskRefsOf(rs.Holdings))
 	if err != nil {
-		return judge.Snapshot{}, time.Time{}, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
+		return rd, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, err))
 	}
 	if rs.Holdings, err = redislocks.RecheckImmediateLocks(ctx, r.rdb, r.cfg.RedisTimeout, rs.Holdings, ds.Tasks); err != nil {
-		return judge.Snapshot{}, time.Time{}, inStep("reading immediate tasks' locks again from", SystemRedis, err)
+		return rd, inStep("reading immediate tasks' locks again from", SystemRedis, err)
 	}
 	// Measured after the database's now, the age is never less than the
 	// view's age at that now: a hold on it is never granted too easily.
 	pods.WithAge(time.Since(podsConfirmed))
 	// A hold on a view too old to hold by itself rests on a list of its own.
 	r.confirmHolds(ctx, pods, ds.AppStatuses, ds.Now)
-	snap := judge.Snapshot{
+	rd.snap = judge.Snapshot{
 		Now: ds.Now, Holdings: rs.Holdings, AppStatuses: ds.AppStatuses,
 		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly,
 		Pods: pods,
 	}
-	rep.DBNow = ds.Now
+	rd.readAt = readAt
 	r.recent.add(heartbeat.Reading{Now: ds.Now, Rows: ds.AppStatuses})
 	if ds.NotWritable != nil {
 		// Only an audit gets here: a pass that writes checked first.
-		rep.Guards = append(rep.Guards, Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
+		rd.guards = append(rd.guards, Guard{Name: GuardWritablePrimary, Reason: ds.NotWritable.Error() + "; a pass would stop before its first write"})
 	}
 	if opts.Mode == ModeAudit {
 		if np := (*redislocks.NotPrimaryError)(nil); errors.As(redislocks.CheckPrimary(ctx, r.rdb, r.cfg.RedisTimeout), &np) {
-			rep.Guards = append(rep.Guards, Guard{Name: GuardRedisPrimary, Reason: np.Error() + "; a pass would stop before its first write"})
+			rd.guards = append(rd.guards, Guard{Name: GuardRedisPrimary, Reason: np.Error() + "; a pass would stop before its first write"})
 		}
 	}
-	rep.Ignored = ignoredOf(rs.Ignored)
-	rep.Scanned = Scanned{Keys: rs.Keys, Owners: len(ds.AppStatuses), Tasks: len(ds.Tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
+	rd.ignored = ignoredOf(rs.Ignored)
+	rd.scanned = Scanned{Keys: rs.Keys, Owners: len(ds.AppStatuses), Tasks: len(ds.Tasks), Ignored: len(rs.Ignored), FullScan: !opts.RegistryOnly}
 	for _, h := range rs.Holdings {
 		if h.Kind == judge.KindTask {
-			rep.Scanned.TaskLocks++
+			rd.scanned.TaskLocks++
 		} else {
-			rep.Scanned.ResourceHoldings++
+			rd.scanned.ResourceHoldings++
 		}
 	}
-	rep.activeOwners = rs.ActiveOwners
+	rd.activeOwners = rs.ActiveOwners
 	if note := WorkerTypeNote(len(rs.Holdings), rs.ActiveOwners, ds.AppStatuses, ds.Now); note != "" {
-		rep.Notes = append(rep.Notes, note+". To check: "+WorkerTypeFix)
+		rd.notes = append(rd.notes, note+". To check: "+WorkerTypeFix)
 	}
 	if note := aheadNote(ds.AppStatuses, ds.Now, r.cfg.Policy.HeartbeatGrace); note != "" {
-		rep.Notes = append(rep.Notes, note)
+		rd.notes = append(rd.notes, note)
 		r.log.Warn("heartbeats ahead of the database clock", slog.String("note", note))
 	}
 	for _, ig := range rs.Ignored {
 		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
 	}
-	return snap, readAt, nil
+	return rd, nil
 }
 
 // PhaseRecheckingHeartbeats: some rows look dead; the pass reads the
@@ -154,21 +185,21 @@ func (rs *readings) before(now time.Time, d time.Duration) (heartbeat.Reading, b
 // daemon's polls), may settle them; otherwise the pass waits until a period
 // after its snapshot and reads the heartbeats again. readAt is when the
 // snapshot's database read began, on this process's clock. A second read
-// that fails leaves those rows unsettled, held this pass: it is said, not
-// raised. Only a context that ends fails the pass.
-func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt time.Time, opts Options, rep *Report) (*heartbeat.Motion, error) {
+// that fails leaves those rows unsettled, held this pass: it is said, in
+// the note returned for the report, not raised. Only a context that ends
+// fails the pass.
+func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt time.Time, opts Options) (m *heartbeat.Motion, note string, err error) {
 	ids := judge.DeathsToSettle(snap, r.cfg.Policy)
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, "", nil
 	}
 	grace := r.cfg.Policy.HeartbeatGrace
 	wait := judge.RecheckAfter(snap.AppStatuses, ids, r.cfg.Policy)
 	current := heartbeat.Reading{Now: snap.Now, Rows: snap.AppStatuses}
-	var m *heartbeat.Motion
 	if earlier, ok := r.recent.before(snap.Now, wait); ok {
 		m = heartbeat.Settle(earlier, current, ids, grace, r.cfg.HeartbeatRecheck)
 		if !anyUnsettled(m) {
-			return m, nil
+			return m, "", nil
 		}
 	}
 	r.log.Info("rows look dead: reading their heartbeats again before acting on them",
@@ -176,16 +207,15 @@ func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt t
 	opts.phase(PhaseRecheckingHeartbeats, 0, 0)
 	later, err := r.readHeartbeatsAfter(ctx, snap.Now, readAt, wait)
 	if ctx.Err() != nil {
-		return nil, inStep("waiting to read Pulp's worker heartbeats again from", SystemDatabase, ctx.Err())
+		return nil, "", inStep("waiting to read Pulp's worker heartbeats again from", SystemDatabase, ctx.Err())
 	}
 	if err != nil {
-		note := fmt.Sprintf("the heartbeats could not be read again a period after the snapshot (%v): %d rows that look dead are held this pass", err, len(ids))
-		rep.Notes = append(rep.Notes, note)
+		note = fmt.Sprintf("the heartbeats could not be read again a period after the snapshot (%v): %d rows that look dead are held this pass", err, len(ids))
 		r.log.Warn("second heartbeat read failed", slog.String("error", err.Error()), slog.Int("held", len(ids)))
-		return m.Merge(heartbeat.UnsettledMotion(ids)), nil
+		return m.Merge(heartbeat.UnsettledMotion(ids)), note, nil
 	}
 	r.recent.add(later)
-	return m.Merge(heartbeat.Settle(current, later, ids, grace, r.cfg.HeartbeatRecheck)), nil
+	return m.Merge(heartbeat.Settle(current, later, ids, grace, r.cfg.HeartbeatRecheck)), "", nil
 }
 
 // secondReadTries bounds the reads readHeartbeatsAfter makes when the

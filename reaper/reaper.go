@@ -131,14 +131,28 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 		rep.redisPrimary = true
 	}
 
-	snap, readAt, err := r.snapshot(ctx, opts, rep)
+	rd, err := r.read(ctx, opts)
+	// The record of the pods seen is the one Redis write outside the act
+	// phase, made even when the read failed after the pods were listed: a
+	// pod's absence proves a death only for a pod some pass saw (podMemory),
+	// so later passes, and other replicas, prove absences with this record
+	// whatever becomes of this pass.
+	if !dryRun {
+		r.recordPodsSeen(ctx, rd.podsSeen)
+	}
+	rep.noteRead(rd)
 	if err != nil {
 		return err
 	}
+	snap := rd.snap
 	// A break-glass release is the operator's word that the owner died.
 	if opts.ReleaseOwner == "" {
-		if snap.Motion, err = r.settleDeaths(ctx, snap, readAt, opts, rep); err != nil {
+		var note string
+		if snap.Motion, note, err = r.settleDeaths(ctx, snap, rd.readAt, opts); err != nil {
 			return err
+		}
+		if note != "" {
+			rep.Notes = append(rep.Notes, note)
 		}
 		rep.noteMotion(snap.Motion, snap.AppStatuses)
 	}

@@ -55,8 +55,6 @@ type Report struct {
 	ReleaseDelays []time.Duration `json:"-"`
 
 	verdictCounts map[judge.Verdict]int
-	// activeOwners counts the owners pulp:active_owners listed, for Inspection.
-	activeOwners int
 	// redisPrimary says the pass found Redis the primary, so the history
 	// may be written without asking again.
 	redisPrimary bool
@@ -154,6 +152,19 @@ func (r *Report) summarize() {
 		}
 	}
 	r.Summary = s
+}
+
+// noteRead copies what the pass read into the report: all of it when the
+// read completed, the Kubernetes read alone when it failed after the list.
+// rd comes by value, as the pass keeps it: a pointer would keep the
+// snapshot's tasks through the actor's work (runPass).
+func (r *Report) noteRead(rd readResult) {
+	r.Kubernetes = rd.kubernetes
+	r.DBNow = rd.snap.Now
+	r.Scanned = rd.scanned
+	r.Ignored = rd.ignored
+	r.Guards = append(r.Guards, rd.guards...)
+	r.Notes = append(r.Notes, rd.notes...)
 }
 
 // fill copies the plan and what the actor did into the report, and lets go
