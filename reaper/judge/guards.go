@@ -11,19 +11,20 @@ import (
 // mass-death guard by its age alone, from the moment it became dead (last
 // heartbeat + ttl + grace), while some worker row is alive: six heartbeat
 // ttls of pulpcore's default WORKER_TTL (30 s). A row dead for longer counts
-// only when a pass saw it alive (the guard's memory, see countsAs): a death
-// no pass saw happen, such as a rolling restart's old rows, which pulpcore
-// deletes only every ~17 minutes, speaks of a death long past. A fleet with
-// no worker row alive trips the guard however long ago its rows died.
+// only when a pass saw it alive (the guard's memory, see
+// massDeathCountsAs): a death no pass saw happen, such as a rolling
+// restart's old rows, which pulpcore deletes only every ~17 minutes, speaks
+// of a death long past. A fleet with no worker row alive trips the guard
+// however long ago its rows died.
 const MassDeathWindow = 3 * time.Minute
 
-// rowCount is how the mass-death guard counts one worker row.
-type rowCount uint8
+// massDeathRowCount is how the mass-death guard counts one worker row.
+type massDeathRowCount uint8
 
 const (
 	// notCounted: a restart under the same name, or a death long past that
 	// no pass saw happen, or one the pod evidence proves.
-	notCounted rowCount = iota
+	notCounted massDeathRowCount = iota
 	countedLive
 	// countedRecent: dead within MassDeathWindow, or no worker row lives.
 	countedRecent
@@ -32,14 +33,14 @@ const (
 	countedRemembered
 )
 
-// countsAs is the mass-death guard's rule for one worker row: seen says an
-// earlier pass saw it alive or late, anyLive that some worker row is live
-// now. A remembered row counts however long it has been dead, until pulpcore
+// massDeathCountsAs is the mass-death guard's rule for one worker row: seen
+// says an earlier pass saw it alive or late, anyLive that some worker row is
+// live now. A remembered row counts however long it has been dead, until pulpcore
 // deletes it (it is then no row at all: pulpcore's cleanup judged the worker
 // missing, and a live worker stops when its heartbeat finds no row), until
 // the pod evidence proves its death, or until --force (the pass forgets it:
 // RememberAlive).
-func countsAs(r heartbeat.WorkerRow, seen, anyLive bool, window time.Duration) rowCount {
+func massDeathCountsAs(r heartbeat.WorkerRow, seen, anyLive bool, window time.Duration) massDeathRowCount {
 	switch {
 	case r.Live:
 		return countedLive
@@ -66,14 +67,14 @@ type MassDeathCount struct {
 	NoneLive bool
 }
 
-// CountMassDeath counts the worker rows by countsAs, given the rows an
-// earlier pass saw alive.
+// CountMassDeath counts the worker rows by massDeathCountsAs, given the rows
+// an earlier pass saw alive.
 func CountMassDeath(rows []heartbeat.WorkerRow, seen map[string]SeenAlive, window time.Duration) MassDeathCount {
 	anyLive := slices.ContainsFunc(rows, func(r heartbeat.WorkerRow) bool { return r.Live })
 	c := MassDeathCount{NoneLive: !anyLive}
 	for _, r := range rows {
 		_, remembered := seen[r.ID]
-		switch countsAs(r, remembered, anyLive, window) {
+		switch massDeathCountsAs(r, remembered, anyLive, window) {
 		case countedLive:
 			c.Workers++
 			continue
@@ -118,16 +119,16 @@ func RememberAlive(rows []heartbeat.WorkerRow, seen map[string]SeenAlive, now ti
 	return out
 }
 
-// massDeath says the guard trips: more than MaxDeadFraction of at least
-// MinWorkers counted worker rows are counted dead.
-func massDeath(c MassDeathCount, p Policy) bool {
+// decideMassDeath says the guard trips: more than MaxDeadFraction of at
+// least MinWorkers counted worker rows are counted dead.
+func decideMassDeath(c MassDeathCount, p Policy) bool {
 	return !p.Force && c.Workers > 0 && c.Workers >= p.MinWorkers && float64(c.Dead)/float64(c.Workers) > p.MaxDeadFraction
 }
 
 // applyGuards holds back what the mass-death guard and the per-pass limits
 // forbid. Held-back work is reported as deferred and waits for the next pass.
 func applyGuards(plan *Plan, fleet *heartbeat.Fleet, seen map[string]SeenAlive, p Policy) {
-	if c := CountMassDeath(fleet.WorkerRows(), seen, MassDeathWindow); massDeath(c, p) {
+	if c := CountMassDeath(fleet.WorkerRows(), seen, MassDeathWindow); decideMassDeath(c, p) {
 		plan.Guards = append(plan.Guards, Guard{Name: GuardMassDeath, Count: c, MaxDeadFraction: p.MaxDeadFraction})
 		for i := range plan.Holdings {
 			if jd := &plan.Holdings[i]; jd.Action == ActionRelease && jd.Verdict.onDeadGrounds() {

@@ -132,7 +132,7 @@ func TestMassDeathCountsAs(t *testing.T) {
 		name          string
 		row           heartbeat.WorkerRow
 		seen, anyLive bool
-		want          rowCount
+		want          massDeathRowCount
 	}{
 		{"live", heartbeat.WorkerRow{Live: true}, false, true, countedLive},
 		{"live, remembered", heartbeat.WorkerRow{Live: true}, true, true, countedLive},
@@ -148,7 +148,7 @@ func TestMassDeathCountsAs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, countsAs(tc.row, tc.seen, tc.anyLive, w))
+			require.Equal(t, tc.want, massDeathCountsAs(tc.row, tc.seen, tc.anyLive, w))
 		})
 	}
 }

@@ -113,7 +113,7 @@ func (j *judge) judgeTaskLock(listed *[]Judgement, at int) {
 	id := h.TaskID()
 	t, found := j.snap.Tasks[id]
 	j.held[id] = taskLocksHeld{count: j.held[id].count + 1, last: int32(at)}
-	jd := j.confirm(j.decidedTaskLock(h, t, found))
+	jd := j.confirm(j.taskLockJudgement(h, t, found))
 	released := jd.Action == ActionRelease
 	if !found && !released {
 		j.opaque[h.Owner] = true

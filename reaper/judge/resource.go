@@ -122,7 +122,7 @@ type resourceFacts struct {
 	// has a task reserving the holding.
 	kept bool
 	// released says a task lock released this pass has one; inherits says
-	// the holding goes with it (see resourceFactsOf).
+	// the holding goes with it (see resourceJudgement).
 	released, inherits bool
 	// rowReserves says a running or canceling task row claimed by the
 	// owner's live or late row reserves the holding, whatever Redis holds of
@@ -194,7 +194,7 @@ func (j *judge) resourceJudgement(at int) Judgement {
 		// confirmation changes only its action.
 		released := &j.snap.Holdings[rb.released-1]
 		t, found := j.snap.Tasks[released.TaskID()]
-		tl := j.decidedTaskLock(released, t, found)
+		tl := j.taskLockJudgement(released, t, found)
 		s := shown{via: tl.Key, finishedFor: tl.finishedFor}
 		if tl.facts != nil {
 			s.facts = *tl.facts

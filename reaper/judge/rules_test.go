@@ -167,7 +167,7 @@ func TestRuleMassDeathCount(t *testing.T) {
 		row           string
 		r             heartbeat.WorkerRow
 		seen, anyLive bool
-		want          rowCount
+		want          massDeathRowCount
 	}{
 		{"a live row counts as a worker", heartbeat.WorkerRow{Live: true}, false, true, countedLive},
 		{"a restart under the same name is not counted", heartbeat.WorkerRow{Superseded: true, DeadFor: time.Second}, true, true, notCounted},
@@ -177,7 +177,7 @@ func TestRuleMassDeathCount(t *testing.T) {
 		{"dead long, seen alive, the pods prove the death", heartbeat.WorkerRow{DeadFor: time.Hour, PodProven: true}, true, true, notCounted},
 		{"dead long before any pass saw it (a rolling restart's old row)", heartbeat.WorkerRow{DeadFor: window + time.Second}, false, true, notCounted},
 	} {
-		require.Equal(t, c.want, countsAs(c.r, c.seen, c.anyLive, window), c.row)
+		require.Equal(t, c.want, massDeathCountsAs(c.r, c.seen, c.anyLive, window), c.row)
 	}
 	p := jtPolicy()
 	for _, c := range []struct {
@@ -193,7 +193,7 @@ func TestRuleMassDeathCount(t *testing.T) {
 	} {
 		q := p
 		q.Force = c.force
-		require.Equal(t, c.want, massDeath(c.count, q), c.row)
+		require.Equal(t, c.want, decideMassDeath(c.count, q), c.row)
 	}
 }
 

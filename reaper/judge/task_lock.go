@@ -71,10 +71,10 @@ func (j *judge) taskLockFactsOf(h *Holding, owner heartbeat.Liveness, t Task, fo
 	return f
 }
 
-// decidedTaskLock is the verdict on task lock h, whose task is t when
+// taskLockJudgement is the verdict on task lock h, whose task is t when
 // found, with its evidence and the action the verdict calls for, before
 // confirmation; confirm makes it the lock's judgement.
-func (j *judge) decidedTaskLock(h *Holding, t Task, found bool) Judgement {
+func (j *judge) taskLockJudgement(h *Holding, t Task, found bool) Judgement {
 	v := decideTaskLock(j.taskLockFactsOf(h, j.record(h.Owner).liveness, t, found), j.p)
 	jd := Judgement{Holding: *h, Verdict: v, Action: v.action()}
 	if !j.lists(v) {
