@@ -75,7 +75,7 @@ func TestCancelSignalSurvivesAStopAtEachStep(t *testing.T) {
 				f.Acquire("1@dead", id, []string{r}, false)
 				running = append(running, id)
 			}
-			proxy := ftPostgresProxy(f)
+			proxy := f.postgresProxy()
 			stopped := false
 			hook := sfHook{before: func(cmd redis.Cmder) {
 				if cmd.Name() != "setex" || stopped {
@@ -91,8 +91,8 @@ func TestCancelSignalSurvivesAStopAtEachStep(t *testing.T) {
 					proxy.Cut()
 				}
 			}}
-			rdb := sfRedisClient(f, "", stopHook{hook, errStop})
-			r := sfReaper(f, rdb, sfPool(f, proxy.Addr(), nil), nil)
+			rdb := f.redisClient("", stopHook{hook, errStop})
+			r := f.reaperOn(rdb, f.reaperPool(proxy.Addr(), nil), nil)
 			rep, _ := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 			for _, id := range running {
 				state, _, _, _ := f.TaskRow(id)
@@ -100,7 +100,7 @@ func TestCancelSignalSurvivesAStopAtEachStep(t *testing.T) {
 				require.True(t, state == judge.StateRunning || signal, "%s: canceled without a signal (%s)", id, rep.Error)
 			}
 			proxy.Admit()
-			ftAwaitPassLockFree(f)
+			f.awaitPassLockFree()
 			f.pass(f.reaper(nil), reaper.ModeOnce)
 			for _, id := range running {
 				state, _, _, _ := f.TaskRow(id)

@@ -51,7 +51,7 @@ func TestFailoverUnderAPassRepublishesCancelSignals(t *testing.T) {
 		ContextTimeoutEnabled: true, DialTimeout: 2 * time.Second,
 	})
 	t.Cleanup(func() { _ = rdb.Close() })
-	r := sfReaper(f, rdb, f.DB.Pool, nil)
+	r := f.reaperOn(rdb, f.DB.Pool, nil)
 
 	failedOver := false
 	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce, Phase: func(phase string, done, total int) {

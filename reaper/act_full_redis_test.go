@@ -47,7 +47,7 @@ func TestFullRedisStillReleases(t *testing.T) {
 	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory", "2mb").Err())
 	require.ErrorContains(t, rdb.Set(ctx, "one-more", "x", 0).Err(), "OOM", "Redis is full")
 
-	r := sfReaper(f, rdb, f.DB.Pool, nil)
+	r := f.reaperOn(rdb, f.DB.Pool, nil)
 	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce, History: reaper.HistoryOnce})
 	require.NoError(t, err)
 	require.Empty(t, rep.Error)

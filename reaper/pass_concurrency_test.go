@@ -59,16 +59,16 @@ func TestConcurrentReapersActOneAtATime(t *testing.T) {
 		t.Run(fmt.Sprintf("coordinate_with_pulpcore=%v", coordinate), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			ccActOneAtATime(f, coordinate, func() *pgxpool.Pool { return sfPool(f, "", nil) })
+			f.actOneAtATime(coordinate, func() *pgxpool.Pool { return f.reaperPool("", nil) })
 		})
 	}
 }
 
-// ccActOneAtATime runs the reapers of TestConcurrentReapersActOneAtATime,
+// actOneAtATime runs the reapers of TestConcurrentReapersActOneAtATime,
 // each on a pool from newPool.
-func ccActOneAtATime(f *fixture, coordinate bool, newPool func() *pgxpool.Pool) {
+func (f *fixture) actOneAtATime(coordinate bool, newPool func() *pgxpool.Pool) {
 	t := f.T
-	fl := sfBuild(f, 30) // 61 stale holdings, 30 lost tasks
+	fl := f.buildFleet(30) // 61 stale holdings, 30 lost tasks
 	const reapers, passes = 8, 3
 	ctx, cancel := context.WithTimeout(f.Ctx, ftOuterDeadline)
 	defer cancel()
@@ -92,12 +92,12 @@ func ccActOneAtATime(f *fixture, coordinate bool, newPool func() *pgxpool.Pool) 
 	reports := make(chan *reaper.Report, reapers*passes)
 	var wg sync.WaitGroup
 	for range reapers {
-		rdb := sfRedisClient(f, "", acting.leaveHook())
+		rdb := f.redisClient("", acting.leaveHook())
 		pool := newPool()
 		// Connected before the start, so that they race for the lock itself.
 		require.NoError(t, rdb.Ping(ctx).Err())
 		require.NoError(t, pool.Ping(ctx))
-		r := sfReaper(f, rdb, pool, func(c *reaper.Config) { c.CoordinateWithPulpcore = coordinate })
+		r := f.reaperOn(rdb, pool, func(c *reaper.Config) { c.CoordinateWithPulpcore = coordinate })
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -139,7 +139,7 @@ func ccActOneAtATime(f *fixture, coordinate bool, newPool func() *pgxpool.Pool) 
 	require.GreaterOrEqual(t, skipped, reapers-1, "every first pass but one skipped")
 	require.Equal(t, len(fl.stale), released, "each stale holding released exactly once")
 	require.Equal(t, len(fl.lost), updated, "each lost task updated exactly once")
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // TestConcurrentReaperSkipsWhileLocked: a reaper skips its pass, changing
@@ -150,8 +150,8 @@ func ccActOneAtATime(f *fixture, coordinate bool, newPool func() *pgxpool.Pool) 
 func TestConcurrentReaperSkipsWhileLocked(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 3)
-	before := sfRedisState(f)
+	fl := f.buildFleet(3)
+	before := f.redisState()
 
 	// holdLock takes an advisory lock the way another process would, on a
 	// connection given back even when the test fails first.
@@ -189,16 +189,16 @@ func TestConcurrentReaperSkipsWhileLocked(t *testing.T) {
 	require.Empty(t, audit.Skipped, "an audit does not need the lock")
 	require.Equal(t, exitcode.Findings, exitcode.Of(audit))
 	unlock()
-	require.Equal(t, before, sfRedisState(f))
+	require.Equal(t, before, f.redisState())
 
 	unlock = holdLock("SELECT pg_advisory_xact_lock(0, 11)") // pulpcore's cleanup runs
 	rep := f.pass(coordinated, reaper.ModeOnce)
 	require.NotEmpty(t, rep.Skipped)
-	require.Equal(t, before, sfRedisState(f))
+	require.Equal(t, before, f.redisState())
 	rep = f.pass(uncoordinated, reaper.ModeOnce)
 	require.Empty(t, rep.Skipped)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep), rep.Error)
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 	unlock()
 }
 
@@ -207,7 +207,7 @@ func TestConcurrentReaperSkipsWhileLocked(t *testing.T) {
 func TestConcurrentPulpcoreCleanupWaitsForReaper(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	sfBuild(f, 2)
+	f.buildFleet(2)
 	tryCleanupLock := func() bool {
 		tx, err := f.DB.Pool.Begin(f.Ctx)
 		require.NoError(t, err)

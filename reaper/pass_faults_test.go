@@ -32,8 +32,8 @@ import (
 // per-call timeouts; reaching it means a timeout did not fire.
 const ftOuterDeadline = 30 * time.Second
 
-// ftRedisProxy starts a proxy in front of the test's Redis server.
-func ftRedisProxy(f *fixture) *faultproxy.Proxy {
+// redisProxy starts a proxy in front of the test's Redis server.
+func (f *fixture) redisProxy() *faultproxy.Proxy {
 	f.T.Helper()
 	p, err := faultproxy.Start(f.Redis.Client.Options().Addr)
 	require.NoError(f.T, err)
@@ -41,8 +41,8 @@ func ftRedisProxy(f *fixture) *faultproxy.Proxy {
 	return p
 }
 
-// ftPostgresProxy starts a proxy in front of the test's PostgreSQL server.
-func ftPostgresProxy(f *fixture) *faultproxy.Proxy {
+// postgresProxy starts a proxy in front of the test's PostgreSQL server.
+func (f *fixture) postgresProxy() *faultproxy.Proxy {
 	f.T.Helper()
 	cc, err := pgx.ParseConfig(f.DB.URL)
 	require.NoError(f.T, err)
@@ -52,24 +52,24 @@ func ftPostgresProxy(f *fixture) *faultproxy.Proxy {
 	return p
 }
 
-// ftRequireFailedUntouched checks a failed pass: every finding it meant to
+// requireFailedUntouched checks a failed pass: every finding it meant to
 // release is released or failed, and a failed one is still held.
-func ftRequireFailedUntouched(f *fixture, rep *reaper.Report) {
+func (f *fixture) requireFailedUntouched(rep *reaper.Report) {
 	f.T.Helper()
 	for _, fd := range rep.Findings {
 		require.Contains(f.T, []reaper.Result{reaper.ResultReleased, reaper.ResultFailed}, fd.Result, fd.Key)
-		require.Equal(f.T, fd.Result == reaper.ResultFailed, sfHolds(f, sfHeld{fd.Key, fd.Owner}), "%s %s", fd.Key, fd.Result)
+		require.Equal(f.T, fd.Result == reaper.ResultFailed, f.holds(heldKey{fd.Key, fd.Owner}), "%s %s", fd.Key, fd.Result)
 	}
 }
 
-// ftFinish runs a clean pass and checks it completes the work: only healthy
+// finish runs a clean pass and checks it completes the work: only healthy
 // holdings (and suspects still waiting for confirmation) are left.
-func ftFinish(f *fixture, fl *sfFleet) {
+func (f *fixture) finish(fl *builtFleet) {
 	f.T.Helper()
 	rep := f.pass(f.reaper(nil), reaper.ModeOnce)
 	require.Equal(f.T, exitcode.OK, exitcode.Of(rep), rep.Error)
 	require.Empty(f.T, rep.Skipped)
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 	audit := f.pass(f.reaper(nil), reaper.ModeAudit)
 	for _, fd := range audit.Findings {
 		require.NotEqual(f.T, judge.ActionRelease, fd.Action, "left to release: %+v", fd)
@@ -79,11 +79,11 @@ func ftFinish(f *fixture, fl *sfFleet) {
 	}
 }
 
-// ftAwaitPassLockFree waits until the server has let go of the pass lock of
+// awaitPassLockFree waits until the server has let go of the pass lock of
 // a session whose connection broke: PostgreSQL frees a session's advisory
 // locks only once it notices the session is gone, and until then the next
 // reaper rightly skips.
-func ftAwaitPassLockFree(f *fixture) {
+func (f *fixture) awaitPassLockFree() {
 	f.T.Helper()
 	deadline := time.Now().Add(ftOuterDeadline)
 	for {
@@ -121,23 +121,23 @@ func ftOuterContext(t *testing.T, stalled *faultproxy.Proxy) context.Context {
 func TestFaultRedisUnreachableAtStart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 4)
-	proxy := ftRedisProxy(f)
+	fl := f.buildFleet(4)
+	proxy := f.redisProxy()
 	proxy.Refuse()
-	r := sfReaper(f, sfRedisClient(f, proxy.Addr()), f.DB.Pool, nil)
-	redisBefore, dbBefore := sfRedisState(f), sfDBState(f)
+	r := f.reaperOn(f.redisClient(proxy.Addr()), f.DB.Pool, nil)
+	redisBefore, dbBefore := f.redisState(), f.dbState()
 
 	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.Error(t, err)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
-	require.Equal(t, redisBefore, sfRedisState(f))
-	require.Equal(t, dbBefore, sfDBState(f))
+	require.Equal(t, redisBefore, f.redisState())
+	require.Equal(t, dbBefore, f.dbState())
 
 	proxy.Admit()
 	rep, err = r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // TestFaultRedisCutBetweenReleaseBatches: Redis goes away (connections cut,
@@ -146,8 +146,8 @@ func TestFaultRedisUnreachableAtStart(t *testing.T) {
 func TestFaultRedisCutBetweenReleaseBatches(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 8) // 17 stale holdings, 5 batches of 4
-	proxy := ftRedisProxy(f)
+	fl := f.buildFleet(8) // 17 stale holdings, 5 batches of 4
+	proxy := f.redisProxy()
 	var batches atomic.Int32
 	cutAfterFirst := sfHook{after: func(cmd redis.Cmder) {
 		if sfIsRelease(cmd) && batches.Add(1) == 1 {
@@ -155,21 +155,21 @@ func TestFaultRedisCutBetweenReleaseBatches(t *testing.T) {
 			proxy.Cut()
 		}
 	}}
-	r := sfReaper(f, sfRedisClient(f, proxy.Addr(), cutAfterFirst), f.DB.Pool, nil)
-	dbBefore := sfDBState(f)
+	r := f.reaperOn(f.redisClient(proxy.Addr(), cutAfterFirst), f.DB.Pool, nil)
+	dbBefore := f.dbState()
 
 	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.Error(t, err)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	holdings, tasks := sfResults(rep)
 	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: 4, reaper.ResultFailed: len(fl.stale) - 4}, holdings)
-	ftRequireFailedUntouched(f, rep)
-	sfRequireHealthy(f, fl)
+	f.requireFailedUntouched(rep)
+	f.requireHealthy(fl)
 	require.Equal(t, map[reaper.Result]int{reaper.ResultFailed: len(fl.lost)}, tasks)
-	require.Equal(t, dbBefore, sfDBState(f), "no task updated after a failed release")
+	require.Equal(t, dbBefore, f.dbState(), "no task updated after a failed release")
 
 	proxy.Admit()
-	ftFinish(f, fl)
+	f.finish(fl)
 }
 
 // TestFaultRedisStall: Redis stops answering (a stalled network, a blocked
@@ -181,10 +181,10 @@ func TestFaultRedisStall(t *testing.T) {
 	t.Run("while reading", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
-		fl := sfBuild(f, 4)
-		proxy := ftRedisProxy(f)
-		r := sfReaper(f, sfRedisClient(f, proxy.Addr()), f.DB.Pool, func(c *reaper.Config) { c.RedisTimeout = 300 * time.Millisecond })
-		redisBefore := sfRedisState(f)
+		fl := f.buildFleet(4)
+		proxy := f.redisProxy()
+		r := f.reaperOn(f.redisClient(proxy.Addr()), f.DB.Pool, func(c *reaper.Config) { c.RedisTimeout = 300 * time.Millisecond })
+		redisBefore := f.redisState()
 		proxy.Stall(0)
 
 		ctx := ftOuterContext(t, proxy)
@@ -194,22 +194,22 @@ func TestFaultRedisStall(t *testing.T) {
 		require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 		require.Empty(t, rep.Findings)
 		proxy.Resume()
-		require.Equal(t, redisBefore, sfRedisState(f), "nothing released")
-		ftFinish(f, fl)
+		require.Equal(t, redisBefore, f.redisState(), "nothing released")
+		f.finish(fl)
 	})
 
 	t.Run("between release batches", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
-		fl := sfBuild(f, 8)
-		proxy := ftRedisProxy(f)
+		fl := f.buildFleet(8)
+		proxy := f.redisProxy()
 		var batches atomic.Int32
 		stallAfterFirst := sfHook{after: func(cmd redis.Cmder) {
 			if sfIsRelease(cmd) && batches.Add(1) == 1 {
 				proxy.Stall(0)
 			}
 		}}
-		r := sfReaper(f, sfRedisClient(f, proxy.Addr(), stallAfterFirst), f.DB.Pool, func(c *reaper.Config) { c.RedisTimeout = 300 * time.Millisecond })
+		r := f.reaperOn(f.redisClient(proxy.Addr(), stallAfterFirst), f.DB.Pool, func(c *reaper.Config) { c.RedisTimeout = 300 * time.Millisecond })
 
 		ctx := ftOuterContext(t, proxy)
 		rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
@@ -220,9 +220,9 @@ func TestFaultRedisStall(t *testing.T) {
 		// The stalled request was abandoned with its connection: it must not
 		// reach Redis when the network comes back.
 		proxy.Resume()
-		ftRequireFailedUntouched(f, rep)
-		sfRequireHealthy(f, fl)
-		ftFinish(f, fl)
+		f.requireFailedUntouched(rep)
+		f.requireHealthy(fl)
+		f.finish(fl)
 	})
 }
 
@@ -230,25 +230,25 @@ func TestFaultRedisStall(t *testing.T) {
 func TestFaultPostgresUnreachable(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 4)
-	proxy := ftPostgresProxy(f)
+	fl := f.buildFleet(4)
+	proxy := f.postgresProxy()
 	proxy.Refuse()
-	r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, proxy.Addr(), nil), nil)
-	redisBefore, dbBefore := sfRedisState(f), sfDBState(f)
+	r := f.reaperOn(f.redisClient(""), f.reaperPool(proxy.Addr(), nil), nil)
+	redisBefore, dbBefore := f.redisState(), f.dbState()
 
 	for _, mode := range []string{reaper.ModeAudit, reaper.ModeOnce} {
 		rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: mode})
 		require.Error(t, err, mode)
 		require.Equal(t, exitcode.Failed, exitcode.Of(rep), mode)
 	}
-	require.Equal(t, redisBefore, sfRedisState(f))
-	require.Equal(t, dbBefore, sfDBState(f))
+	require.Equal(t, redisBefore, f.redisState())
+	require.Equal(t, dbBefore, f.dbState())
 
 	proxy.Admit()
 	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // TestFaultPostgresStall: the database stops answering once the pass has its
@@ -257,12 +257,12 @@ func TestFaultPostgresUnreachable(t *testing.T) {
 func TestFaultPostgresStall(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 4)
-	sfNoTaskSuspect(f)
-	proxy := ftPostgresProxy(f)
-	pool := sfPool(f, proxy.Addr(), nil)
-	r := sfReaper(f, sfRedisClient(f, ""), pool, func(c *reaper.Config) { c.DatabaseTimeout = 500 * time.Millisecond })
-	redisBefore := sfRedisState(f)
+	fl := f.buildFleet(4)
+	f.noTaskSuspect()
+	proxy := f.postgresProxy()
+	pool := f.reaperPool(proxy.Addr(), nil)
+	r := f.reaperOn(f.redisClient(""), pool, func(c *reaper.Config) { c.DatabaseTimeout = 500 * time.Millisecond })
+	redisBefore := f.redisState()
 	// Two connections open before the stall (the pass lock's and the
 	// snapshot's), so that the snapshot waits on a statement, not on a dial.
 	var conns []*pgxpool.Conn
@@ -283,14 +283,14 @@ func TestFaultPostgresStall(t *testing.T) {
 	require.NoError(t, ctx.Err(), "the per-call timeout, not the outer deadline, ended the pass")
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	proxy.Resume()
-	require.Equal(t, redisBefore, sfRedisState(f), "nothing written without a snapshot")
-	ftAwaitPassLockFree(f)
+	require.Equal(t, redisBefore, f.redisState(), "nothing written without a snapshot")
+	f.awaitPassLockFree()
 
 	rep, err = r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
 	require.Empty(t, rep.Skipped)
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // TestFaultPostgresStatementBlocked: another transaction holds core_task
@@ -299,9 +299,9 @@ func TestFaultPostgresStall(t *testing.T) {
 func TestFaultPostgresStatementBlocked(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 4)
-	sfNoTaskSuspect(f)
-	redisBefore := sfRedisState(f)
+	fl := f.buildFleet(4)
+	f.noTaskSuspect()
+	redisBefore := f.redisState()
 	locker, err := f.DB.Pool.Begin(f.Ctx)
 	require.NoError(t, err)
 	defer locker.Rollback(f.Ctx) // error dropped: rolled back below; this is for a failing test
@@ -315,10 +315,10 @@ func TestFaultPostgresStatementBlocked(t *testing.T) {
 	require.ErrorIs(t, err, reaper.ErrNoSnapshot)
 	require.NoError(t, ctx.Err(), "the per-call timeout, not the outer deadline, ended the pass")
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
-	require.Equal(t, redisBefore, sfRedisState(f))
+	require.Equal(t, redisBefore, f.redisState())
 
 	require.NoError(t, locker.Rollback(f.Ctx))
-	ftFinish(f, fl)
+	f.finish(fl)
 }
 
 // TestFaultPostgresDropsBeforeTaskUpdates: the database connection drops
@@ -329,10 +329,10 @@ func TestFaultPostgresStatementBlocked(t *testing.T) {
 func TestFaultPostgresDropsBeforeTaskUpdates(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 4)
-	proxy := ftPostgresProxy(f)
-	r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, proxy.Addr(), nil), nil)
-	dbBefore := sfDBState(f)
+	fl := f.buildFleet(4)
+	proxy := f.postgresProxy()
+	r := f.reaperOn(f.redisClient(""), f.reaperPool(proxy.Addr(), nil), nil)
+	dbBefore := f.dbState()
 
 	rep, err := r.RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
 		proxy.Refuse()
@@ -344,12 +344,12 @@ func TestFaultPostgresDropsBeforeTaskUpdates(t *testing.T) {
 	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: len(fl.stale) - 1, reaper.ResultFailed: 1}, holdings)
 	require.Equal(t, reaper.ResultFailed, findingFor(rep, judge.ResourceKeyPrefix+domain, fl.deadOwner).Result)
 	require.Equal(t, map[reaper.Result]int{reaper.ResultFailed: len(fl.lost)}, tasks)
-	require.Equal(t, dbBefore, sfDBState(f))
-	sfRequireHealthy(f, fl)
+	require.Equal(t, dbBefore, f.dbState())
+	f.requireHealthy(fl)
 
 	proxy.Admit()
-	ftAwaitPassLockFree(f)
-	ftFinish(f, fl)
+	f.awaitPassLockFree()
+	f.finish(fl)
 }
 
 // TestFaultLockChangesOwner: between the snapshot and the release, stale
@@ -357,7 +357,7 @@ func TestFaultPostgresDropsBeforeTaskUpdates(t *testing.T) {
 func TestFaultLockChangesOwner(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 4)
+	fl := f.buildFleet(4)
 	live := fl.liveOwners[0]
 	rdb := f.Redis.Client
 	var taskKey, resourceKey string
@@ -385,7 +385,7 @@ func TestFaultLockChangesOwner(t *testing.T) {
 	require.ElementsMatch(t, []string{fl.deadOwner, live}, f.Members(resourceKey), "untouched")
 	holdings, _ := sfResults(rep)
 	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: len(fl.stale) - 2, reaper.ResultOwnerChanged: 2}, holdings)
-	sfRequireHealthy(f, fl)
+	f.requireHealthy(fl)
 }
 
 // TestFaultTaskChangesState: between the snapshot and the update, lost tasks
@@ -393,7 +393,7 @@ func TestFaultLockChangesOwner(t *testing.T) {
 func TestFaultTaskChangesState(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 4) // lost[0] running, lost[1] waiting
+	fl := f.buildFleet(4) // lost[0] running, lost[1] waiting
 	liveRow := f.Worker("1@live-worker-new", time.Second)
 
 	rep, err := f.reaper(nil).RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
@@ -414,7 +414,7 @@ func TestFaultTaskChangesState(t *testing.T) {
 	require.Equal(t, liveRow, *lock, "the new claim stands")
 	_, tasks := sfResults(rep)
 	require.Equal(t, map[reaper.Result]int{reaper.ResultUpdated: len(fl.lost) - 2, reaper.ResultSkipped: 2}, tasks)
-	sfRequireHealthy(f, fl)
+	f.requireHealthy(fl)
 }
 
 // TestFaultPostgresCommitReplyLost: the connection breaks after PostgreSQL
@@ -425,9 +425,9 @@ func TestFaultTaskChangesState(t *testing.T) {
 func TestFaultPostgresCommitReplyLost(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 10)
-	proxy := ftPostgresProxy(f)
-	r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, proxy.Addr(), nil), nil)
+	fl := f.buildFleet(10)
+	proxy := f.postgresProxy()
+	r := f.reaperOn(f.redisClient(""), f.reaperPool(proxy.Addr(), nil), nil)
 	fired := proxy.DropReplyAfter([]byte("WITH input AS"), []byte("commit"))
 
 	var raced string

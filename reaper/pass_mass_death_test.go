@@ -15,20 +15,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// mdFleet inserts live workers under new names and dead ones under old
+// massDeathFleet inserts live workers under new names and dead ones under old
 // names, each dead one holding the locks of a running task, heartbeat
 // deadAge ago. It returns the dead holdings.
-func mdFleet(f *fixture, live, dead int, deadAge time.Duration) []sfHeld {
+func (f *fixture) massDeathFleet(live, dead int, deadAge time.Duration) []heldKey {
 	for i := range live {
 		f.Worker(fmt.Sprintf("1@pulp-worker-new-%d", i), time.Second)
 	}
-	var held []sfHeld
+	var held []heldKey
 	for i := range dead {
 		owner := fmt.Sprintf("1@pulp-worker-old-%d", i)
 		r := repo()
 		task := f.Task(judge.StateRunning, f.Worker(owner, deadAge), []string{r}, -1)
 		f.Acquire(owner, task, []string{r}, false)
-		held = append(held, sfHeld{judge.TaskKeyPrefix + task, owner}, sfHeld{judge.ResourceKeyPrefix + r, owner})
+		held = append(held, heldKey{judge.TaskKeyPrefix + task, owner}, heldKey{judge.ResourceKeyPrefix + r, owner})
 	}
 	return held
 }
@@ -41,7 +41,7 @@ func TestMassDeathGuardIgnoresRollingRestart(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	// 5 of 9 rows dead, each for 4 minutes (heartbeat 5 minutes ago).
-	held := mdFleet(f, 4, 5, 5*time.Minute)
+	held := f.massDeathFleet(4, 5, 5*time.Minute)
 	rep := f.pass(f.reaper(nil), reaper.ModeOnce)
 	require.Empty(t, rep.Guards)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep))
@@ -50,7 +50,7 @@ func TestMassDeathGuardIgnoresRollingRestart(t *testing.T) {
 		require.NotNil(t, fd, h.key)
 		require.Equal(t, judge.VerdictOwnerDead, fd.Verdict, h.key)
 		require.Equal(t, reaper.ResultReleased, fd.Result, h.key)
-		require.False(t, sfHolds(f, h), "released: %v", h)
+		require.False(t, f.holds(h), "released: %v", h)
 	}
 	require.Equal(t, 5, rep.Summary.TasksUpdated, "the old workers' running tasks are lost")
 }
@@ -61,7 +61,7 @@ func TestMassDeathGuardTripsOnSuddenDeath(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	// 5 of 9 rows dead, each for 30 seconds.
-	held := mdFleet(f, 4, 5, 90*time.Second)
+	held := f.massDeathFleet(4, 5, 90*time.Second)
 	rep := f.pass(f.reaper(nil), reaper.ModeOnce)
 	require.Equal(t, exitcode.Guarded, exitcode.Of(rep))
 	require.Len(t, rep.Guards, 1)
@@ -69,7 +69,7 @@ func TestMassDeathGuardTripsOnSuddenDeath(t *testing.T) {
 	require.Contains(t, rep.Guards[0].Reason, "5 of 9 worker rows are dead")
 	for _, h := range held {
 		require.Equal(t, reaper.ResultDeferred, findingFor(rep, h.key, h.owner).Result, h.key)
-		require.True(t, sfHolds(f, h), "held back: %v", h)
+		require.True(t, f.holds(h), "held back: %v", h)
 	}
 	require.Zero(t, rep.Summary.TasksUpdated)
 }
@@ -80,10 +80,10 @@ type mdStopped struct {
 	live    string
 	stopped []string // row ids
 	tasks   []string
-	held    []sfHeld
+	held    []heldKey
 }
 
-func mdStopFour(f *fixture) *mdStopped {
+func (f *fixture) stopFour() *mdStopped {
 	m := &mdStopped{live: f.Worker("1@pulp-worker-live", time.Second)}
 	for i := range 4 {
 		owner := fmt.Sprintf("1@pulp-worker-stopped-%d", i)
@@ -92,7 +92,7 @@ func mdStopFour(f *fixture) *mdStopped {
 		task := f.Task(judge.StateRunning, row, []string{r, "shared:" + d}, -1)
 		f.Acquire(owner, task, []string{r, "shared:" + d}, false)
 		m.stopped, m.tasks = append(m.stopped, row), append(m.tasks, task)
-		m.held = append(m.held, sfHeld{judge.TaskKeyPrefix + task, owner}, sfHeld{judge.ResourceKeyPrefix + r, owner}, sfHeld{judge.ResourceKeyPrefix + d, owner})
+		m.held = append(m.held, heldKey{judge.TaskKeyPrefix + task, owner}, heldKey{judge.ResourceKeyPrefix + r, owner}, heldKey{judge.ResourceKeyPrefix + d, owner})
 	}
 	return m
 }
@@ -117,7 +117,7 @@ func (m *mdStopped) requireHeld(f *fixture, rep *reaper.Report, after time.Durat
 	require.Zero(f.T, rep.Summary.Released, "after %s", after)
 	require.Zero(f.T, rep.Summary.TasksUpdated, "after %s", after)
 	for _, h := range m.held {
-		require.True(f.T, sfHolds(f, h), "after %s: held back: %v", after, h)
+		require.True(f.T, f.holds(h), "after %s: held back: %v", after, h)
 	}
 	for _, id := range m.tasks {
 		state, _, _, _ := f.TaskRow(id)
@@ -133,7 +133,7 @@ func (m *mdStopped) requireHeld(f *fixture, rep *reaper.Report, after time.Durat
 func TestMassDeathGuardRemembersAcrossPasses(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	m := mdStopFour(f)
+	m := f.stopFour()
 	for _, after := range []time.Duration{120 * time.Second, 230 * time.Second, 250 * time.Second, 300 * time.Second, 20 * time.Minute} {
 		m.at(f, after)
 		rep := f.pass(f.reaper(nil), reaper.ModeOnce)
@@ -152,7 +152,7 @@ func TestMassDeathGuardRemembersAcrossPasses(t *testing.T) {
 	require.Empty(t, forced.Guards)
 	require.Equal(t, 4, forced.Summary.TasksUpdated, "the four running tasks are canceled")
 	for _, h := range m.held {
-		require.False(t, sfHolds(f, h), "released: %v", h)
+		require.False(t, f.holds(h), "released: %v", h)
 	}
 	seen, err := redislocks.ReadSeenAlive(f.Ctx, f.Redis.Client, time.Second)
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestMassDeathGuardRemembersAcrossPasses(t *testing.T) {
 func TestMassDeathGuardEndsWhenPulpcoreDeletesTheRows(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	m := mdStopFour(f)
+	m := f.stopFour()
 	for _, after := range []time.Duration{120 * time.Second, 20 * time.Minute} {
 		m.at(f, after)
 		m.requireHeld(f, f.pass(f.reaper(nil), reaper.ModeOnce), after)
@@ -183,7 +183,7 @@ func TestMassDeathGuardEndsWhenPulpcoreDeletesTheRows(t *testing.T) {
 	require.Equal(t, 4, rep.Summary.TasksUpdated)
 	for _, h := range m.held {
 		require.Equal(t, judge.VerdictOwnerGone, findingFor(rep, h.key, h.owner).Verdict, h.key)
-		require.False(t, sfHolds(f, h), "released: %v", h)
+		require.False(t, f.holds(h), "released: %v", h)
 	}
 	seen, err := redislocks.ReadSeenAlive(f.Ctx, f.Redis.Client, time.Second)
 	require.NoError(t, err)
@@ -200,11 +200,11 @@ func TestMassDeathGuardRollingRestartAfterPasses(t *testing.T) {
 		rep := f.pass(f.reaper(nil), reaper.ModeOnce)
 		require.Empty(t, rep.Guards)
 	}
-	held := mdFleet(f, 4, 5, 5*time.Minute)
+	held := f.massDeathFleet(4, 5, 5*time.Minute)
 	rep := f.pass(f.reaper(nil), reaper.ModeOnce)
 	require.Empty(t, rep.Guards)
 	for _, h := range held {
-		require.False(t, sfHolds(f, h), "released: %v", h)
+		require.False(t, f.holds(h), "released: %v", h)
 	}
 	require.Equal(t, 5, rep.Summary.TasksUpdated)
 	seen, err := redislocks.ReadSeenAlive(f.Ctx, f.Redis.Client, time.Second)

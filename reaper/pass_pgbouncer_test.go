@@ -63,13 +63,13 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 				t.Cleanup(pool.Close)
 				return pool
 			}
-			ccActOneAtATime(f, true, newPool)
+			f.actOneAtATime(true, newPool)
 
 			var held int
 			require.NoError(t, f.DB.Pool.QueryRow(f.Ctx, `SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
 				WHERE l.locktype = 'advisory' AND d.datname = $1`, f.DB.Name).Scan(&held))
 			require.Zero(t, held, "an advisory lock outlived its pass\n%s", bouncer.Log())
-			rep := f.pass(sfReaper(f, f.Redis.Client, newPool(), nil), reaper.ModeOnce)
+			rep := f.pass(f.reaperOn(f.Redis.Client, newPool(), nil), reaper.ModeOnce)
 			require.Empty(t, rep.Skipped, "a pass after the others is not skipped")
 		})
 	}
@@ -94,7 +94,7 @@ func TestPgBouncerSingleServerConnection(t *testing.T) {
 	}
 	bouncer := pgcluster.StartPgBouncer(t, upstream, "transaction", 1, user)
 	f := newFixture(t)
-	fl := sfBuild(f, 6)
+	fl := f.buildFleet(6)
 	newPool := func(maxConns int32) *pgxpool.Pool {
 		pc, err := pgxpool.ParseConfig(bouncer.URL(t, f.DB.URL))
 		require.NoError(t, err)
@@ -110,7 +110,7 @@ func TestPgBouncerSingleServerConnection(t *testing.T) {
 	short := func(c *reaper.Config) { c.DatabaseTimeout = time.Second }
 
 	start := time.Now()
-	rep, err := sfReaper(f, f.Redis.Client, newPool(0), short).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
+	rep, err := f.reaperOn(f.Redis.Client, newPool(0), short).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	var sce *pulpdb.SecondConnectionError
 	require.ErrorAs(t, err, &sce, "%v\n%s", err, bouncer.Log())
 	require.Less(t, time.Since(start), 5*time.Second, "the pass fails at start, within its database timeout")
@@ -118,7 +118,7 @@ func TestPgBouncerSingleServerConnection(t *testing.T) {
 	require.Contains(t, rep.Error, "two connections at once")
 	require.Zero(t, rep.Scanned.Keys, "nothing was read")
 	for _, h := range fl.stale {
-		require.True(t, sfHolds(f, h), "nothing was released: %s", h.key)
+		require.True(t, f.holds(h), "nothing was released: %s", h.key)
 	}
 	for _, id := range fl.lost {
 		state, _, _, _ := f.TaskRow(id)
@@ -126,10 +126,10 @@ func TestPgBouncerSingleServerConnection(t *testing.T) {
 		require.NotEqual(t, judge.StateCanceled, state, "no task was updated")
 	}
 
-	_, err = sfReaper(f, f.Redis.Client, newPool(1), short).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
+	_, err = f.reaperOn(f.Redis.Client, newPool(1), short).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.ErrorAs(t, err, &sce)
 	require.Contains(t, err.Error(), "pool_max_conns")
 
-	audit := f.pass(sfReaper(f, f.Redis.Client, newPool(0), short), reaper.ModeAudit)
+	audit := f.pass(f.reaperOn(f.Redis.Client, newPool(0), short), reaper.ModeAudit)
 	require.NotZero(t, audit.Scanned.Keys, "an audit needs one connection only")
 }

@@ -38,7 +38,7 @@ func TestWritableReplicaIsNeverWrittenTo(t *testing.T) {
 
 	rdb := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
-	r := sfReaper(f, rdb, f.DB.Pool, nil)
+	r := f.reaperOn(rdb, f.DB.Pool, nil)
 
 	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce, History: reaper.HistoryOnce})
 	var np *redislocks.NotPrimaryError

@@ -28,29 +28,29 @@ import (
 // by pass_safety_test.go, pass_faults_test.go, read_badinput_test.go and pass_concurrency_test.go
 // carry the sf prefix.
 
-// sfHeld is one holding: a lock key and the owner that holds it.
-type sfHeld struct{ key, owner string }
+// heldKey is one holding: a lock key and the owner that holds it.
+type heldKey struct{ key, owner string }
 
-// sfFleet is four live workers each running one healthy task, and one dead
+// builtFleet is four live workers each running one healthy task, and one dead
 // worker that left stale locks and lost tasks behind.
-type sfFleet struct {
+type builtFleet struct {
 	liveOwners []string
 	deadOwner  string
 	deadRow    string
 	// healthy holdings must survive every pass; stale ones a pass releases.
-	healthy []sfHeld
-	stale   []sfHeld
+	healthy []heldKey
+	stale   []heldKey
 	// lost tasks a pass cancels (running) or requeues (waiting).
 	lost []string
 }
 
-// sfBuild writes the fleet; the dead worker has n tasks, alternately running
+// buildFleet writes the fleet; the dead worker has n tasks, alternately running
 // and waiting-claimed, each holding its task lock and a repository (every
 // third one as a legacy lock, without registry entries), and it is a member
 // of the domain's shared set once.
-func sfBuild(f *fixture, n int) *sfFleet {
+func (f *fixture) buildFleet(n int) *builtFleet {
 	f.T.Helper()
-	fl := &sfFleet{deadOwner: "1@dead-worker"}
+	fl := &builtFleet{deadOwner: "1@dead-worker"}
 	for i := range 4 {
 		name := fmt.Sprintf("1@live-worker-%d", i)
 		row := f.Worker(name, time.Second)
@@ -58,7 +58,7 @@ func sfBuild(f *fixture, n int) *sfFleet {
 		task := f.Task(judge.StateRunning, row, []string{r, "shared:" + domain}, -1)
 		f.Acquire(name, task, []string{r, "shared:" + domain}, false)
 		fl.liveOwners = append(fl.liveOwners, name)
-		fl.healthy = append(fl.healthy, sfHeld{judge.TaskKeyPrefix + task, name}, sfHeld{judge.ResourceKeyPrefix + r, name}, sfHeld{judge.ResourceKeyPrefix + domain, name})
+		fl.healthy = append(fl.healthy, heldKey{judge.TaskKeyPrefix + task, name}, heldKey{judge.ResourceKeyPrefix + r, name}, heldKey{judge.ResourceKeyPrefix + domain, name})
 	}
 	fl.deadRow = f.Worker(fl.deadOwner, time.Hour)
 	for i := range n {
@@ -69,17 +69,17 @@ func sfBuild(f *fixture, n int) *sfFleet {
 		r := repo()
 		task := f.Task(state, fl.deadRow, []string{r, "shared:" + domain}, -1)
 		f.Acquire(fl.deadOwner, task, []string{r, "shared:" + domain}, i%3 == 2)
-		fl.stale = append(fl.stale, sfHeld{judge.TaskKeyPrefix + task, fl.deadOwner}, sfHeld{judge.ResourceKeyPrefix + r, fl.deadOwner})
+		fl.stale = append(fl.stale, heldKey{judge.TaskKeyPrefix + task, fl.deadOwner}, heldKey{judge.ResourceKeyPrefix + r, fl.deadOwner})
 		fl.lost = append(fl.lost, task)
 	}
 	if n > 0 {
-		fl.stale = append(fl.stale, sfHeld{judge.ResourceKeyPrefix + domain, fl.deadOwner})
+		fl.stale = append(fl.stale, heldKey{judge.ResourceKeyPrefix + domain, fl.deadOwner})
 	}
 	return fl
 }
 
-// sfHolds reports whether the owner still holds the key.
-func sfHolds(f *fixture, h sfHeld) bool {
+// holds reports whether the owner still holds the key.
+func (f *fixture) holds(h heldKey) bool {
 	f.T.Helper()
 	typ, err := f.Redis.Client.Type(f.Ctx, h.key).Result()
 	require.NoError(f.T, err)
@@ -94,21 +94,21 @@ func sfHolds(f *fixture, h sfHeld) bool {
 	return false
 }
 
-// sfRequireHealthy fails the test if any healthy holding is gone.
-func sfRequireHealthy(f *fixture, fl *sfFleet) {
+// requireHealthy fails the test if any healthy holding is gone.
+func (f *fixture) requireHealthy(fl *builtFleet) {
 	f.T.Helper()
 	for _, h := range fl.healthy {
-		require.True(f.T, sfHolds(f, h), "healthy holding released: %v", h)
+		require.True(f.T, f.holds(h), "healthy holding released: %v", h)
 	}
 }
 
-// sfRequireConverged checks the state a correct reaper ends in: only the
+// requireConverged checks the state a correct reaper ends in: only the
 // healthy holdings are left and every lost task was finished or requeued.
-func sfRequireConverged(f *fixture, fl *sfFleet) {
+func (f *fixture) requireConverged(fl *builtFleet) {
 	f.T.Helper()
-	sfRequireHealthy(f, fl)
+	f.requireHealthy(fl)
 	for _, h := range fl.stale {
-		require.False(f.T, sfHolds(f, h), "stale holding kept: %v", h)
+		require.False(f.T, f.holds(h), "stale holding kept: %v", h)
 	}
 	for _, id := range fl.lost {
 		state, lock, _, _ := f.TaskRow(id)
@@ -120,9 +120,9 @@ func sfRequireConverged(f *fixture, fl *sfFleet) {
 	}
 }
 
-// sfRedisState renders every key of the test's Redis database with its type,
+// redisState renders every key of the test's Redis database with its type,
 // value and whether it expires, so that two states compare as strings.
-func sfRedisState(f *fixture) string {
+func (f *fixture) redisState() string {
 	f.T.Helper()
 	ctx, rdb := f.Ctx, f.Redis.Client
 	keys, err := rdb.Keys(ctx, "*").Result()
@@ -158,8 +158,8 @@ func sfRedisState(f *fixture) string {
 	return b.String()
 }
 
-// sfDBState renders every task and progress report row a pass may change.
-func sfDBState(f *fixture) string {
+// dbState renders every task and progress report row a pass may change.
+func (f *fixture) dbState() string {
 	f.T.Helper()
 	var b strings.Builder
 	rows, err := f.DB.Pool.Query(f.Ctx, `SELECT pulp_id::text, state, coalesce(app_lock_id::text, '-'),
@@ -182,12 +182,12 @@ func sfDBState(f *fixture) string {
 	return b.String()
 }
 
-// sfRedisClient is a Redis client of the test's database for the reaper
+// redisClient is a Redis client of the test's database for the reaper
 // alone, with the production client's behaviour (context deadlines honoured)
 // but no socket timeout of its own, so that only the reaper's per-call
 // timeouts can end a stalled call; a hook on it sees only the reaper's calls.
 // addr, when set, replaces the server's address (a fault proxy).
-func sfRedisClient(f *fixture, addr string, hooks ...redis.Hook) *redis.Client {
+func (f *fixture) redisClient(addr string, hooks ...redis.Hook) *redis.Client {
 	f.T.Helper()
 	if addr == "" {
 		addr = f.Redis.Client.Options().Addr
@@ -203,10 +203,10 @@ func sfRedisClient(f *fixture, addr string, hooks ...redis.Hook) *redis.Client {
 	return rdb
 }
 
-// sfPool is a pool on the test's database for the reaper alone; hostPort, when
+// reaperPool is a pool on the test's database for the reaper alone; hostPort, when
 // set, replaces the server's address (a fault proxy), and tracer sees every
 // statement.
-func sfPool(f *fixture, hostPort string, tracer pgx.QueryTracer) *pgxpool.Pool {
+func (f *fixture) reaperPool(hostPort string, tracer pgx.QueryTracer) *pgxpool.Pool {
 	f.T.Helper()
 	pc, err := pgxpool.ParseConfig(f.DB.URL)
 	require.NoError(f.T, err)
@@ -231,8 +231,8 @@ func sfPool(f *fixture, hostPort string, tracer pgx.QueryTracer) *pgxpool.Pool {
 	return pool
 }
 
-// sfReaper is a reaper on its own clients.
-func sfReaper(f *fixture, rdb *redis.Client, pool *pgxpool.Pool, mutate func(*reaper.Config)) *reaper.Reaper {
+// reaperOn is a reaper on its own clients.
+func (f *fixture) reaperOn(rdb *redis.Client, pool *pgxpool.Pool, mutate func(*reaper.Config)) *reaper.Reaper {
 	f.T.Helper()
 	cfg := reaper.DefaultConfig()
 	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
@@ -313,9 +313,9 @@ func sfResults(rep *reaper.Report) (holdings, tasks map[reaper.Result]int) {
 	return holdings, tasks
 }
 
-// sfNoTaskSuspect gives a live worker a resource lock without a task, so that
+// noTaskSuspect gives a live worker a resource lock without a task, so that
 // a pass that went on would write a suspect.
-func sfNoTaskSuspect(f *fixture) {
+func (f *fixture) noTaskSuspect() {
 	f.T.Helper()
 	require.NoError(f.T, f.Redis.Client.Set(f.Ctx, judge.ResourceKeyPrefix+repo(), "1@live-worker-0", 0).Err())
 }
@@ -337,21 +337,21 @@ func TestGuardMassDeath(t *testing.T) {
 	r1 := repo()
 	healthy := f.Task(judge.StateRunning, live, []string{r1}, -1)
 	f.Acquire("2@live", healthy, []string{r1}, false)
-	keep := []sfHeld{{judge.TaskKeyPrefix + healthy, "2@live"}, {judge.ResourceKeyPrefix + r1, "2@live"}}
+	keep := []heldKey{{judge.TaskKeyPrefix + healthy, "2@live"}, {judge.ResourceKeyPrefix + r1, "2@live"}}
 
-	var deadGrounds []sfHeld
+	var deadGrounds []heldKey
 	var lost []string
 	for i, row := range deadRows {
 		owner := fmt.Sprintf("2@dead-%c", 'a'+i)
 		r := repo()
 		task := f.Task(judge.StateRunning, row, []string{r}, -1)
 		f.Acquire(owner, task, []string{r}, false)
-		deadGrounds = append(deadGrounds, sfHeld{judge.TaskKeyPrefix + task, owner}, sfHeld{judge.ResourceKeyPrefix + r, owner})
+		deadGrounds = append(deadGrounds, heldKey{judge.TaskKeyPrefix + task, owner}, heldKey{judge.ResourceKeyPrefix + r, owner})
 		lost = append(lost, task)
 	}
 	lostTask := f.Task(judge.StateRunning, reusedDead, nil, -1)
 	f.Acquire("2@reused", lostTask, nil, false)
-	deadGrounds = append(deadGrounds, sfHeld{judge.TaskKeyPrefix + lostTask, "2@reused"})
+	deadGrounds = append(deadGrounds, heldKey{judge.TaskKeyPrefix + lostTask, "2@reused"})
 	lost = append(lost, lostTask)
 
 	// Neither a finished task's lock nor an owner without any row rests on a
@@ -360,12 +360,12 @@ func TestGuardMassDeath(t *testing.T) {
 	f.Acquire("2@live", finished, nil, false)
 	gone := f.Task(judge.StateWaiting, "", nil, -1)
 	f.Acquire("9@never-registered", gone, nil, false)
-	notGuarded := []sfHeld{{judge.TaskKeyPrefix + finished, "2@live"}, {judge.TaskKeyPrefix + gone, "9@never-registered"}}
+	notGuarded := []heldKey{{judge.TaskKeyPrefix + finished, "2@live"}, {judge.TaskKeyPrefix + gone, "9@never-registered"}}
 
 	audit := f.pass(f.reaper(nil), reaper.ModeAudit)
 	require.Equal(t, exitcode.Guarded, exitcode.Of(audit), "an audit reports the guard too")
 
-	dbBefore := sfDBState(f)
+	dbBefore := f.dbState()
 	rep := f.pass(f.reaper(nil), reaper.ModeOnce)
 	require.Equal(t, exitcode.Guarded, exitcode.Of(rep))
 	require.Len(t, rep.Guards, 1)
@@ -378,21 +378,21 @@ func TestGuardMassDeath(t *testing.T) {
 		require.Contains(t, []judge.Verdict{judge.VerdictOwnerDead, judge.VerdictTaskLost}, fd.Verdict)
 		require.Equal(t, reaper.ResultDeferred, fd.Result, h.key)
 		require.Equal(t, "mass-death guard", fd.Deferred)
-		require.True(t, sfHolds(f, h), "held back: %v", h)
+		require.True(t, f.holds(h), "held back: %v", h)
 	}
 	for _, h := range notGuarded {
 		require.Equal(t, reaper.ResultReleased, findingFor(rep, h.key, h.owner).Result, h.key)
-		require.False(t, sfHolds(f, h))
+		require.False(t, f.holds(h))
 	}
 	for _, h := range keep {
-		require.True(t, sfHolds(f, h))
+		require.True(t, f.holds(h))
 	}
 	require.Len(t, rep.Tasks, len(lost))
 	for _, tf := range rep.Tasks {
 		require.Equal(t, reaper.ResultDeferred, tf.Result, tf.ID)
 		require.Equal(t, "mass-death guard", tf.Deferred)
 	}
-	require.Equal(t, dbBefore, sfDBState(f), "no task updated")
+	require.Equal(t, dbBefore, f.dbState(), "no task updated")
 
 	forced := f.pass(f.reaper(func(c *reaper.Config) { c.Force = true }), reaper.ModeOnce)
 	require.Equal(t, exitcode.OK, exitcode.Of(forced), forced.Error)
@@ -400,10 +400,10 @@ func TestGuardMassDeath(t *testing.T) {
 	require.Equal(t, len(deadGrounds), forced.Summary.Released)
 	require.Equal(t, len(lost), forced.Summary.TasksUpdated)
 	for _, h := range deadGrounds {
-		require.False(t, sfHolds(f, h), "forced: %v", h)
+		require.False(t, f.holds(h), "forced: %v", h)
 	}
 	for _, h := range keep {
-		require.True(t, sfHolds(f, h))
+		require.True(t, f.holds(h))
 	}
 	for _, id := range lost {
 		state, _, _, _ := f.TaskRow(id)
@@ -417,7 +417,7 @@ func TestGuardMassDeath(t *testing.T) {
 func TestGuardMaxReleases(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 6) // 13 stale holdings
+	fl := f.buildFleet(6) // 13 stale holdings
 	const limit = 5
 	// A lost running task is canceled in the pass that defers its lock; the
 	// next pass then sees a task that finished moments ago and leaves its
@@ -431,7 +431,7 @@ func TestGuardMaxReleases(t *testing.T) {
 		rep := f.pass(r, reaper.ModeOnce)
 		require.LessOrEqual(t, rep.Summary.Released, limit)
 		released += rep.Summary.Released
-		sfRequireHealthy(f, fl)
+		f.requireHealthy(fl)
 		if exitcode.Of(rep) == exitcode.OK {
 			break
 		}
@@ -442,12 +442,12 @@ func TestGuardMaxReleases(t *testing.T) {
 		for _, fd := range rep.Findings {
 			if fd.Result == reaper.ResultDeferred {
 				require.Equal(t, "max_releases", fd.Deferred)
-				require.True(t, sfHolds(f, sfHeld{fd.Key, fd.Owner}), "deferred but released: %s", fd.Key)
+				require.True(t, f.holds(heldKey{fd.Key, fd.Owner}), "deferred but released: %s", fd.Key)
 			}
 		}
 	}
 	require.Equal(t, len(fl.stale), released, "each stale holding released exactly once")
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // TestGuardMaxTaskUpdates: a pass updates at most max_task_updates tasks; the
@@ -506,11 +506,11 @@ func TestNoSnapshotNoWrites(t *testing.T) {
 	t.Run("snapshot query fails", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
-		sfBuild(f, 3)
-		sfNoTaskSuspect(f)
+		f.buildFleet(3)
+		f.noTaskSuspect()
 		_, err := f.DB.Pool.Exec(f.Ctx, "ALTER TABLE core_task RENAME TO core_task_moved")
 		require.NoError(t, err)
-		before := sfRedisState(f)
+		before := f.redisState()
 
 		rep, err := f.reaper(nil).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 		require.Error(t, err)
@@ -518,43 +518,43 @@ func TestNoSnapshotNoWrites(t *testing.T) {
 		require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 		require.Contains(t, rep.Error, "no database snapshot, no writes")
 		require.Empty(t, rep.Findings)
-		require.Equal(t, before, sfRedisState(f), "nothing in Redis changed")
+		require.Equal(t, before, f.redisState(), "nothing in Redis changed")
 	})
 
 	t.Run("database unreachable", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
-		sfBuild(f, 3)
-		sfNoTaskSuspect(f)
-		before := sfRedisState(f)
+		f.buildFleet(3)
+		f.noTaskSuspect()
+		before := f.redisState()
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		closedPort := ln.Addr().String()
 		require.NoError(t, ln.Close())
 
 		for _, mode := range []string{reaper.ModeAudit, reaper.ModeOnce} {
-			r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, closedPort, nil), nil)
+			r := f.reaperOn(f.redisClient(""), f.reaperPool(closedPort, nil), nil)
 			rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: mode})
 			require.Error(t, err, mode)
 			require.Equal(t, exitcode.Failed, exitcode.Of(rep), mode)
-			require.Equal(t, before, sfRedisState(f), "%s: nothing in Redis changed", mode)
+			require.Equal(t, before, f.redisState(), "%s: nothing in Redis changed", mode)
 		}
 	})
 
 	t.Run("database dropped", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
-		sfBuild(f, 3)
-		before := sfRedisState(f)
-		pool := sfPool(f, "", nil)
-		r := sfReaper(f, sfRedisClient(f, ""), pool, nil)
+		f.buildFleet(3)
+		before := f.redisState()
+		pool := f.reaperPool("", nil)
+		r := f.reaperOn(f.redisClient(""), pool, nil)
 		f.DB.Pool.Close()
 		testenv.DropDatabase(f.DB.Name)
 
 		rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 		require.Error(t, err)
 		require.Equal(t, exitcode.Failed, exitcode.Of(rep))
-		require.Equal(t, before, sfRedisState(f), "nothing in Redis changed")
+		require.Equal(t, before, f.redisState(), "nothing in Redis changed")
 	})
 }
 
@@ -565,7 +565,7 @@ func TestNoSnapshotNoWrites(t *testing.T) {
 func TestShutdownFinishesTheReleaseBatch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 10) // 21 stale holdings, 6 batches of 4
+	fl := f.buildFleet(10) // 21 stale holdings, 6 batches of 4
 	ctx, cancel := context.WithCancel(f.Ctx)
 	defer cancel()
 	var calls atomic.Int32
@@ -574,8 +574,8 @@ func TestShutdownFinishesTheReleaseBatch(t *testing.T) {
 			cancel() // the signal arrives while the first batch is on its way
 		}
 	}}
-	r := sfReaper(f, sfRedisClient(f, "", stopOnFirstRelease), f.DB.Pool, nil)
-	dbBefore := sfDBState(f)
+	r := f.reaperOn(f.redisClient("", stopOnFirstRelease), f.DB.Pool, nil)
+	dbBefore := f.dbState()
 
 	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.ErrorIs(t, err, context.Canceled)
@@ -584,16 +584,16 @@ func TestShutdownFinishesTheReleaseBatch(t *testing.T) {
 	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: 4, reaper.ResultFailed: len(fl.stale) - 4}, holdings,
 		"the batch in flight finished, no other started")
 	for _, fd := range rep.Findings {
-		require.Equal(t, fd.Result == reaper.ResultFailed, sfHolds(f, sfHeld{fd.Key, fd.Owner}), "%s %s", fd.Key, fd.Result)
+		require.Equal(t, fd.Result == reaper.ResultFailed, f.holds(heldKey{fd.Key, fd.Owner}), "%s %s", fd.Key, fd.Result)
 	}
-	sfRequireHealthy(f, fl)
+	f.requireHealthy(fl)
 	require.Equal(t, map[reaper.Result]int{reaper.ResultFailed: len(fl.lost)}, tasks)
-	require.Equal(t, dbBefore, sfDBState(f), "no task updated after the stop")
+	require.Equal(t, dbBefore, f.dbState(), "no task updated after the stop")
 
 	rep = f.pass(f.reaper(nil), reaper.ModeOnce)
 	require.Equal(t, exitcode.OK, exitcode.Of(rep), rep.Error)
 	require.Equal(t, len(fl.stale)-4, rep.Summary.Released)
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // sfStopTracer cancels a pass when its first task update starts.
@@ -626,7 +626,7 @@ func TestShutdownFinishesTheUpdateBatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.Ctx)
 	defer cancel()
 	tracer := &sfStopTracer{cancel: cancel}
-	r := sfReaper(f, sfRedisClient(f, ""), sfPool(f, "", tracer), func(c *reaper.Config) { c.BatchSize = 3 })
+	r := f.reaperOn(f.redisClient(""), f.reaperPool("", tracer), func(c *reaper.Config) { c.BatchSize = 3 })
 
 	rep, err := r.RunOnce(ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.ErrorIs(t, err, context.Canceled)

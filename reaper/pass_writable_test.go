@@ -56,7 +56,7 @@ func deadWorkerFleet(f *fixture) (taskID string) {
 // pulpdb.NotWritableError and wrote nothing, then that an audit reports the guard.
 func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string, check func(*pulpdb.NotWritableError)) {
 	t.Helper()
-	before := sfRedisState(f)
+	before := f.redisState()
 	r, err := reaper.New(passConfig(), f.Redis.Client, pool, passtest.Logger())
 	require.NoError(t, err)
 	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
@@ -66,7 +66,7 @@ func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string
 	require.Contains(t, err.Error(), fmt.Sprintf("on 127.0.0.1:%d", pool.Config().ConnConfig.Port))
 	require.Contains(t, err.Error(), `database "pulp"`)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
-	require.Equal(t, before, sfRedisState(f), "nothing written to Redis, not even suspects")
+	require.Equal(t, before, f.redisState(), "nothing written to Redis, not even suspects")
 	state, _, _, _ := f.TaskRow(taskID)
 	require.Equal(t, judge.StateRunning, state, "no task updated")
 
@@ -75,7 +75,7 @@ func requireNoWrites(t *testing.T, f *fixture, pool *pgxpool.Pool, taskID string
 	require.Len(t, audit.Guards, 1, "%+v", audit.Guards)
 	require.Equal(t, reaper.GuardWritablePrimary, audit.Guards[0].Name)
 	require.Equal(t, exitcode.Guarded, exitcode.Of(audit))
-	require.Equal(t, before, sfRedisState(f))
+	require.Equal(t, before, f.redisState())
 }
 
 // TestWritablePrimaryOrNoWrites points passes at a real hot standby (made

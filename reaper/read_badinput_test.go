@@ -33,8 +33,8 @@ func biIgnored(t *testing.T, rep *reaper.Report, key string) reaper.Ignored {
 	return reaper.Ignored{}
 }
 
-// biKeyState renders one key for before/after comparison.
-func biKeyState(f *fixture, key string) string {
+// keyState renders one key for before/after comparison.
+func (f *fixture) keyState(key string) string {
 	f.T.Helper()
 	d, err := f.Redis.Client.Dump(f.Ctx, key).Result()
 	require.NoError(f.T, err)
@@ -48,7 +48,7 @@ func biKeyState(f *fixture, key string) string {
 func TestBadInputKeyTypes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 2)
+	fl := f.buildFleet(2)
 	ctx, rdb := f.Ctx, f.Redis.Client
 	taskKey := func() string { return judge.TaskKeyPrefix + passtest.NewUUID() }
 	resKey := func() string { return judge.ResourceKeyPrefix + repo() }
@@ -83,7 +83,7 @@ func TestBadInputKeyTypes(t *testing.T) {
 	before := map[string]string{}
 	for _, c := range cases {
 		if c.key != mixed {
-			before[c.key] = biKeyState(f, c.key)
+			before[c.key] = f.keyState(c.key)
 		}
 	}
 	rep := f.pass(f.reaper(nil), reaper.ModeOnce)
@@ -94,12 +94,12 @@ func TestBadInputKeyTypes(t *testing.T) {
 		require.Contains(t, ig.Reason, c.reason, c.key)
 		require.Less(t, len(ig.Reason), 200, "a reason quotes a value only briefly")
 		if c.key != mixed {
-			require.Equal(t, before[c.key], biKeyState(f, c.key), "ignored key touched: %s", c.key)
+			require.Equal(t, before[c.key], f.keyState(c.key), "ignored key touched: %s", c.key)
 		}
 	}
 	require.Equal(t, reaper.ResultReleased, findingFor(rep, mixed, fl.deadOwner).Result, "the good member of a set with bad ones")
 	require.ElementsMatch(t, []string{"", "\xff"}, f.Members(mixed))
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // TestBadInputMalformedTaskKeys: task keys whose id is not pulpcore's
@@ -107,7 +107,7 @@ func TestBadInputKeyTypes(t *testing.T) {
 func TestBadInputMalformedTaskKeys(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 1)
+	fl := f.buildFleet(1)
 	id := passtest.NewUUID()
 	keys := []string{judge.TaskKeyPrefix +
 		strings.ToUpper(id), judge.TaskKeyPrefix +
@@ -126,7 +126,7 @@ func TestBadInputMalformedTaskKeys(t *testing.T) {
 		require.Equal(t, "task key without a canonical lowercase task UUID", biIgnored(t, rep, k).Reason, k)
 		require.Equal(t, fl.deadOwner, f.Get(k), "untouched: %q", k)
 	}
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // TestBadInputRegistryOfWrongTypes: the owner registry and the reaper's own
@@ -167,7 +167,7 @@ func TestBadInputRegistryOfWrongTypes(t *testing.T) {
 func TestBadInputHugeSharedSet(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 2) // the four live workers and the dead one are members of the domain set
+	fl := f.buildFleet(2) // the four live workers and the dead one are members of the domain set
 	const members = 100_000
 	ctx, key := f.Ctx, judge.ResourceKeyPrefix+domain
 	gone := members - len(fl.liveOwners) - 1
@@ -186,7 +186,7 @@ func TestBadInputHugeSharedSet(t *testing.T) {
 	require.Equal(t, gone+len(fl.stale), rep.Summary.Released)
 	require.Equal(t, gone, rep.Summary.HoldingsByVerdict[judge.VerdictOwnerGone])
 	require.ElementsMatch(t, fl.liveOwners, f.Members(key))
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 }
 
 // TestBadInputReservedResourcesRecord: a task's reserved_resources_record may
@@ -308,7 +308,7 @@ func TestBadInputOwnerNames(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	names := []string{"1@host with spaces", "1@host:with:colons", "a@b@c", "1@hôst-ünïcödé-日本", "immediate-not-a-uuid", "🙂"}
-	type placed struct{ task, res sfHeld }
+	type placed struct{ task, res heldKey }
 	var live, dead []placed
 	for i, base := range names {
 		for _, alive := range []bool{true, false} {
@@ -320,7 +320,7 @@ func TestBadInputOwnerNames(t *testing.T) {
 			r := repo()
 			task := f.Task(judge.StateRunning, row, []string{r}, -1)
 			f.Acquire(name, task, []string{r}, i%2 == 0)
-			p := placed{sfHeld{judge.TaskKeyPrefix + task, name}, sfHeld{judge.ResourceKeyPrefix + r, name}}
+			p := placed{heldKey{judge.TaskKeyPrefix + task, name}, heldKey{judge.ResourceKeyPrefix + r, name}}
 			if alive {
 				live = append(live, p)
 			} else {
@@ -332,13 +332,13 @@ func TestBadInputOwnerNames(t *testing.T) {
 	require.Equal(t, exitcode.OK, exitcode.Of(rep), rep.Error)
 	require.Empty(t, rep.Ignored)
 	for _, p := range live {
-		require.True(t, sfHolds(f, p.task), p.task.owner)
-		require.True(t, sfHolds(f, p.res), p.res.owner)
+		require.True(t, f.holds(p.task), p.task.owner)
+		require.True(t, f.holds(p.res), p.res.owner)
 	}
 	for _, p := range dead {
 		require.Equal(t, judge.VerdictOwnerDead, findingFor(rep, p.task.key, p.task.owner).Verdict)
-		require.False(t, sfHolds(f, p.task), p.task.owner)
-		require.False(t, sfHolds(f, p.res), p.res.owner)
+		require.False(t, f.holds(p.task), p.task.owner)
+		require.False(t, f.holds(p.res), p.res.owner)
 		require.Empty(t, f.Members(redislocks.OwnerLocksPrefix+p.task.owner), "registry emptied")
 	}
 }

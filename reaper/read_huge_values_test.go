@@ -37,7 +37,7 @@ func (c countingConn) Read(b []byte) (int, error) {
 func TestBadInputHugeValuesNotRead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 3)
+	fl := f.buildFleet(3)
 	ctx, rdb := f.Ctx, f.Redis.Client
 	const huge, size = 300, 1 << 20
 	value := strings.Repeat("w", size)
@@ -75,10 +75,10 @@ func TestBadInputHugeValuesNotRead(t *testing.T) {
 	}
 	check(f.pass(r, reaper.ModeAudit))
 	require.Less(t, read.Load(), int64(8<<20), "bytes read from Redis by the audit, of %d MiB of huge values", huge)
-	sfRequireHealthy(f, fl)
+	f.requireHealthy(fl)
 
 	check(f.pass(r, reaper.ModeOnce))
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 	for _, k := range keys {
 		require.Equal(t, int64(size), rdb.StrLen(ctx, k).Val(), "huge value untouched: %s", k)
 	}
@@ -94,7 +94,7 @@ func TestBadInputHugeValuesNotRead(t *testing.T) {
 func TestBadInputHugeSetMembersNotRead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 3)
+	fl := f.buildFleet(3)
 	ctx, rdb := f.Ctx, f.Redis.Client
 	const huge, size = 40, 1 << 20
 	member := strings.Repeat("m", size)
@@ -105,7 +105,7 @@ func TestBadInputHugeSetMembersNotRead(t *testing.T) {
 		members := []any{member}
 		if i%2 == 1 {
 			members = append(members, fl.deadOwner)
-			fl.stale = append(fl.stale, sfHeld{k, fl.deadOwner})
+			fl.stale = append(fl.stale, heldKey{k, fl.deadOwner})
 		}
 		require.NoError(t, rdb.SAdd(ctx, k, members...).Err())
 	}
@@ -119,10 +119,10 @@ func TestBadInputHugeSetMembersNotRead(t *testing.T) {
 	}
 	check(f.pass(r, reaper.ModeAudit))
 	require.Less(t, read.Load(), int64(4<<20), "bytes read from Redis by the audit, of %d MiB of huge members", huge)
-	sfRequireHealthy(f, fl)
+	f.requireHealthy(fl)
 
 	check(f.pass(r, reaper.ModeOnce))
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 	for _, k := range keys {
 		require.Equal(t, int64(1), rdb.SCard(ctx, k).Val(), "huge member untouched: %s", k)
 	}
@@ -131,7 +131,7 @@ func TestBadInputHugeSetMembersNotRead(t *testing.T) {
 // requireIgnoredUnread: the pass completed, reported each of keys (and
 // nothing else) as ignored, of type typ, for a reason that says reason, and
 // judged the fleet's stale holdings as without them.
-func requireIgnoredUnread(t *testing.T, rep *reaper.Report, fl *sfFleet, keys []string, typ, reason string) {
+func requireIgnoredUnread(t *testing.T, rep *reaper.Report, fl *builtFleet, keys []string, typ, reason string) {
 	t.Helper()
 	require.Empty(t, rep.Error)
 	for _, k := range keys {

@@ -21,7 +21,7 @@ import (
 func TestBadInputJunkMemberBesideRealOne(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 2)
+	fl := f.buildFleet(2)
 	ctx, rdb := f.Ctx, f.Redis.Client
 	const junkLen, many = 8 << 10, 1200
 	small, large := judge.ResourceKeyPrefix+repo(), judge.ResourceKeyPrefix+repo()
@@ -36,7 +36,7 @@ func TestBadInputJunkMemberBesideRealOne(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, rdb.SAdd(ctx, large, fl.deadOwner).Err())
-	fl.stale = append(fl.stale, sfHeld{small, fl.deadOwner}, sfHeld{large, fl.deadOwner})
+	fl.stale = append(fl.stale, heldKey{small, fl.deadOwner}, heldKey{large, fl.deadOwner})
 
 	counted, read := countingClient(t, rdb)
 	r, err := reaper.New(reaper.DefaultConfig(), counted, f.DB.Pool, passtest.Logger())
@@ -56,10 +56,10 @@ func TestBadInputJunkMemberBesideRealOne(t *testing.T) {
 	}
 	check(f.pass(r, reaper.ModeAudit))
 	require.Less(t, read.Load(), int64(2<<20), "bytes read from Redis by the audit, of 9 MiB of junk")
-	sfRequireHealthy(f, fl)
+	f.requireHealthy(fl)
 
 	check(f.pass(r, reaper.ModeOnce))
-	sfRequireConverged(f, fl)
+	f.requireConverged(fl)
 	require.Equal(t, int64(1), rdb.SCard(ctx, small).Val(), "junk untouched")
 	require.Equal(t, int64(many), rdb.SCard(ctx, large).Val(), "junk untouched")
 }

@@ -80,9 +80,9 @@ func stFleet(t *testing.T, f *fixture, workers []stWorker) (stop func()) {
 	return func() { cancel(); wg.Wait(); pool.Close() }
 }
 
-// stReaper is a reaper with the rows' short grace and the product's own
+// recheckReaper is a reaper with the rows' short grace and the product's own
 // second read: the row's period and the margin.
-func stReaper(f *fixture) *reaper.Reaper {
+func (f *fixture) recheckReaper() *reaper.Reaper {
 	return f.reaper(func(c *reaper.Config) {
 		c.HeartbeatGrace = stGrace
 		c.HeartbeatRecheck = 0
@@ -99,7 +99,7 @@ func TestStallEndDoesNotReleaseLiveWork(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var workers []stWorker
-	var held []sfHeld
+	var held []heldKey
 	var running []string
 	for i := range 10 {
 		name := fmt.Sprintf("1@pulp-worker-%d", i)
@@ -108,7 +108,7 @@ func TestStallEndDoesNotReleaseLiveWork(t *testing.T) {
 			r := repo()
 			task := f.Task(judge.StateRunning, w.id, []string{r, "shared:domain"}, -1)
 			f.Acquire(name, task, []string{r, "shared:domain"}, false)
-			held = append(held, sfHeld{judge.TaskKeyPrefix + task, name}, sfHeld{judge.ResourceKeyPrefix + r, name})
+			held = append(held, heldKey{judge.TaskKeyPrefix + task, name}, heldKey{judge.ResourceKeyPrefix + r, name})
 			running = append(running, task)
 		}
 		workers = append(workers, w)
@@ -123,18 +123,18 @@ func TestStallEndDoesNotReleaseLiveWork(t *testing.T) {
 	_, err = lockTx.Exec(f.Ctx, `LOCK TABLE core_appstatus IN SHARE MODE`)
 	require.NoError(t, err)
 	time.Sleep(stTTL + stGrace + 2*stPeriod)
-	during := f.pass(stReaper(f), reaper.ModeOnce)
+	during := f.pass(f.recheckReaper(), reaper.ModeOnce)
 	require.Equal(t, exitcode.Guarded, exitcode.Of(during), "the stall is a mass death: %+v", during.Guards)
 	require.NoError(t, lockTx.Commit(f.Ctx))
 	// The idle workers write at once; the busy ones a period later.
 	time.Sleep(stPeriod / 3)
 
-	rep := f.pass(stReaper(f), reaper.ModeOnce)
+	rep := f.pass(f.recheckReaper(), reaper.ModeOnce)
 	require.NotNil(t, rep.HeartbeatRecheck, "the busy workers looked dead")
 	require.Equal(t, 4, rep.HeartbeatRecheck.Rows)
 	require.Equal(t, 4, rep.HeartbeatRecheck.Moving, "each busy worker wrote within its period: %+v", rep.HeartbeatRecheck)
 	for _, h := range held {
-		require.True(t, sfHolds(f, h), "a live worker's lock was released: %v", h)
+		require.True(t, f.holds(h), "a live worker's lock was released: %v", h)
 	}
 	for _, id := range running {
 		state, _, _, _ := f.TaskRow(id)
@@ -160,7 +160,7 @@ func TestStallEndHoldsTheGroupWhileOthersComeBack(t *testing.T) {
 	stop := stFleet(t, f, live)
 	defer stop()
 	stopped := map[string]string{}
-	var held []sfHeld
+	var held []heldKey
 	for i := range 4 {
 		name := fmt.Sprintf("1@pulp-worker-busy-%d", i)
 		// Their last heartbeats within a period of each other: one stall.
@@ -169,7 +169,7 @@ func TestStallEndHoldsTheGroupWhileOthersComeBack(t *testing.T) {
 		task := f.Task(judge.StateRunning, id, []string{r}, -1)
 		f.Acquire(name, task, []string{r}, false)
 		stopped[name] = id
-		held = append(held, sfHeld{judge.TaskKeyPrefix + task, name}, sfHeld{judge.ResourceKeyPrefix + r, name})
+		held = append(held, heldKey{judge.TaskKeyPrefix + task, name}, heldKey{judge.ResourceKeyPrefix + r, name})
 	}
 	back := func(phase string, _, _ int) {
 		if phase != reaper.PhaseRecheckingHeartbeats {
@@ -180,14 +180,14 @@ func TestStallEndHoldsTheGroupWhileOthersComeBack(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	rep, err := stReaper(f).RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce, Phase: back})
+	rep, err := f.recheckReaper().RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce, Phase: back})
 	require.NoError(t, err)
 	require.Equal(t, &reaper.HeartbeatRecheck{Rows: 4, Moving: 2, Stalled: 2}, rep.HeartbeatRecheck)
 	require.Equal(t, exitcode.Guarded, exitcode.Of(rep))
 	require.Equal(t, judge.GuardHeartbeatStall, rep.Guards[0].Name)
 	require.Contains(t, rep.Guards[0].Reason, "2 process rows look dead")
 	for _, h := range held {
-		require.True(t, sfHolds(f, h), "released while its group came back: %v", h)
+		require.True(t, f.holds(h), "released while its group came back: %v", h)
 	}
 	require.Zero(t, rep.Summary.TasksUpdated)
 
@@ -195,13 +195,13 @@ func TestStallEndHoldsTheGroupWhileOthersComeBack(t *testing.T) {
 	// two stay silent: deaths.
 	later := stFleet(t, f, []stWorker{{id: stopped["1@pulp-worker-busy-0"]}, {id: stopped["1@pulp-worker-busy-1"]}})
 	defer later()
-	rep = f.pass(stReaper(f), reaper.ModeOnce)
+	rep = f.pass(f.recheckReaper(), reaper.ModeOnce)
 	require.Equal(t, &reaper.HeartbeatRecheck{Rows: 2, Settled: 2}, rep.HeartbeatRecheck)
 	for _, h := range held[4:] {
-		require.False(t, sfHolds(f, h), "a settled death is released: %v", h)
+		require.False(t, f.holds(h), "a settled death is released: %v", h)
 	}
 	for _, h := range held[:4] {
-		require.True(t, sfHolds(f, h), "the workers that came back keep their locks: %v", h)
+		require.True(t, f.holds(h), "the workers that came back keep their locks: %v", h)
 	}
 	require.Equal(t, 2, rep.Summary.TasksUpdated)
 }
@@ -226,7 +226,7 @@ func TestClockBehindIsNotADeath(t *testing.T) {
 	time.Sleep(stPeriod)
 
 	for _, mode := range []string{reaper.ModeAudit, reaper.ModeOnce} {
-		rep := f.pass(stReaper(f), mode)
+		rep := f.pass(f.recheckReaper(), mode)
 		require.NotNil(t, rep.HeartbeatRecheck, mode)
 		require.Equal(t, 1, rep.HeartbeatRecheck.Moving, mode)
 		require.Len(t, rep.HeartbeatRecheck.Behind, 1, mode)
@@ -236,7 +236,7 @@ func TestClockBehindIsNotADeath(t *testing.T) {
 		require.Empty(t, rep.Tasks, mode)
 		require.Contains(t, fmt.Sprint(rep.Notes), "clock is at least", mode)
 	}
-	require.True(t, sfHolds(f, sfHeld{judge.TaskKeyPrefix + task, name}))
+	require.True(t, f.holds(heldKey{judge.TaskKeyPrefix + task, name}))
 	state, _, _, _ := f.TaskRow(task)
 	require.Equal(t, judge.StateRunning, state)
 }
@@ -255,9 +255,9 @@ func TestDeadWorkerReleasedAfterSecondRead(t *testing.T) {
 	task := f.Task(judge.StateRunning, id, []string{r}, -1)
 	f.Acquire(name, task, []string{r}, false)
 	start := time.Now()
-	rep := f.pass(stReaper(f), reaper.ModeOnce)
+	rep := f.pass(f.recheckReaper(), reaper.ModeOnce)
 	require.GreaterOrEqual(t, time.Since(start), stPeriod+2*time.Second, "the pass waited a period and the margin")
 	require.Equal(t, &reaper.HeartbeatRecheck{Rows: 1, Settled: 1}, rep.HeartbeatRecheck)
-	require.False(t, sfHolds(f, sfHeld{judge.TaskKeyPrefix + task, name}))
+	require.False(t, f.holds(heldKey{judge.TaskKeyPrefix + task, name}))
 	require.Equal(t, 1, rep.Summary.TasksUpdated)
 }

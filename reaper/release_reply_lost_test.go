@@ -20,19 +20,19 @@ import (
 func TestFaultReleaseReplyLost(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	fl := sfBuild(f, 8) // 17 stale holdings, 5 batches of 4
+	fl := f.buildFleet(8) // 17 stale holdings, 5 batches of 4
 	lose := &loseFirstReleaseReply{}
-	r := sfReaper(f, sfRedisClient(f, "", lose), f.DB.Pool, nil)
+	r := f.reaperOn(f.redisClient("", lose), f.DB.Pool, nil)
 
 	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.ErrorIs(t, err, errReleaseReplyLost)
 	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
 	holdings, _ := sfResults(rep)
 	require.Equal(t, map[reaper.Result]int{reaper.ResultReleased: 4, reaper.ResultFailed: len(fl.stale) - 4}, holdings)
-	ftRequireFailedUntouched(f, rep)
-	sfRequireHealthy(f, fl)
+	f.requireFailedUntouched(rep)
+	f.requireHealthy(fl)
 
-	ftFinish(f, fl)
+	f.finish(fl)
 }
 
 var errReleaseReplyLost = errors.New("read tcp: i/o timeout (the release call's reply was lost)")

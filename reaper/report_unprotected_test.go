@@ -27,7 +27,7 @@ func TestUnprotectedTaskReportedNothingWritten(t *testing.T) {
 	other := f.Task(judge.StateRunning, f.Worker("2@other", time.Second), []string{r}, -1)
 	f.Acquire("2@other", other, []string{r}, false)
 
-	dbBefore := sfDBState(f)
+	dbBefore := f.dbState()
 	audit := f.pass(f.reaper(nil), reaper.ModeAudit)
 	require.Equal(t, exitcode.OK, exitcode.Of(audit), "an unprotected task is reported, not work to do")
 	for _, rep := range []*reaper.Report{audit, f.pass(f.reaper(nil), reaper.ModeOnce)} {
@@ -40,7 +40,7 @@ func TestUnprotectedTaskReportedNothingWritten(t *testing.T) {
 		require.Equal(t, []reaper.UnguardedResource{{Resource: r, Need: judge.KindExclusive, OtherHolders: []reaper.ResourceHolder{{Owner: "2@other", Kind: judge.KindExclusive}}}}, tf.Resources)
 		require.Zero(t, rep.Summary.TasksUpdated)
 	}
-	require.Equal(t, dbBefore, sfDBState(f), "nothing written to the database")
+	require.Equal(t, dbBefore, f.dbState(), "nothing written to the database")
 	require.Equal(t, "2@other", f.Get(judge.ResourceKeyPrefix+r), "the other holder is left alone")
 	require.Empty(t, f.Get(judge.TaskKeyPrefix+task), "no lock written on the task's behalf")
 }
@@ -201,7 +201,7 @@ func TestUnprotectedTaskMissingItsSharedMembership(t *testing.T) {
 	other := f.Task(judge.StateRunning, f.Worker("2@other", time.Second), []string{"shared:" + d}, -1)
 	f.Acquire("2@other", other, []string{"shared:" + d}, false)
 
-	dbBefore := sfDBState(f)
+	dbBefore := f.dbState()
 	audit := f.pass(f.reaper(nil), reaper.ModeAudit)
 	require.Equal(t, exitcode.OK, exitcode.Of(audit), "an unprotected task is reported, not work to do")
 	for _, rep := range []*reaper.Report{audit, f.pass(f.reaper(nil), reaper.ModeOnce)} {
@@ -218,7 +218,7 @@ func TestUnprotectedTaskMissingItsSharedMembership(t *testing.T) {
 		}, tf.Resources)
 		require.Contains(t, pulpdb.TaskReason(tf.TaskJudgement), "holds its lock "+judge.TaskKeyPrefix+task+", but not every resource lock")
 	}
-	require.Equal(t, dbBefore, sfDBState(f), "nothing written to the database")
+	require.Equal(t, dbBefore, f.dbState(), "nothing written to the database")
 	require.Equal(t, "1@live", f.Get(judge.TaskKeyPrefix+task))
 	require.Equal(t, "1@live", f.Get(judge.ResourceKeyPrefix+r))
 	members, err := f.Redis.Client.SMembers(f.Ctx, judge.ResourceKeyPrefix+d).Result()
