@@ -166,7 +166,7 @@ var EvidenceRules = slices.Insert(slices.Clone(heartbeat.PodRules), slices.Index
 // The pods earlier complete lists showed, by name: a pod's absence proves a
 // death only for a pod the reaper has seen (docs/verdicts.md). A long-running
 // reaper keeps them in memory; every pass that writes also keeps them in
-// Redis (redislocks.WriteSeenPods), so that one-shot runs (the CronJob) and
+// Redis (recordPodsSeen), so that one-shot runs (the CronJob) and
 // other replicas know them.
 
 // podMemory is the reaper's own memory of the pods it has seen, by view.
