@@ -147,4 +147,3 @@ func wrapText(text, indent string, width int) string {
 	}
 	return b.String()
 }
-
