@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,4 +86,46 @@ func TestCompletionCompletes(t *testing.T) {
 	require.Equal(t, []string{"zsh"}, complete("completion", "z"))
 	require.Equal(t, []string{"powershell"}, complete("completion", "p"))
 	require.Equal(t, []string{"once"}, complete("help", "on"))
+}
+
+// The bash script completes as bash runs it, asking the built binary on
+// the PATH. bash-completion's _get_comp_words_by_ref, which the script
+// needs, is stood in for by its plain case (no word breaks to join).
+func TestBashCompletionCompletes(t *testing.T) {
+	t.Parallel()
+	bin := sgBuild(t)
+	_, script, _ := run(t, nil, "completion", "bash")
+	file := filepath.Join(t.TempDir(), "lock-reaper.bash")
+	require.NoError(t, os.WriteFile(file, []byte(script), 0o644))
+	complete := func(words ...string) []string {
+		t.Helper()
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = "'" + w + "'"
+		}
+		prog := `_get_comp_words_by_ref() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+source ` + file + `
+COMP_WORDS=(lock-reaper ` + strings.Join(quoted, " ") + `)
+COMP_CWORD=` + strconv.Itoa(len(words)) + `
+__start_lock-reaper
+printf '%s\n' "${COMPREPLY[@]}"
+`
+		cmd := exec.Command("bash", "--norc", "-c", prog)
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		// Only stdout: outside a real completion bash's compopt complains on stderr.
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s", out)
+		var offered []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if name := strings.TrimSpace(strings.SplitN(line, " ", 2)[0]); name != "" {
+				offered = append(offered, name)
+			}
+		}
+		return offered
+	}
+	require.Equal(t, []string{"release", "run"}, complete("r"))
+	require.Equal(t, []string{"--dry-run"}, complete("once", "--dr"))
+	require.Empty(t, complete("audit", "--dr"), "audit has no --dry-run")
+	require.Equal(t, []string{"json", "json-pretty"}, complete("locks", "--output", "js"))
+	require.Equal(t, []string{"zsh"}, complete("completion", "z"))
 }
