@@ -93,9 +93,7 @@ func (f lockFilter) match(l LockLine) bool {
 		(f.verdict == 0 || l.Verdict == f.verdict)
 }
 
-// runLocks lists the holdings of one snapshot. It reads as a pass does and
-// writes nothing, not even suspects. Exit 0, 1 when the read failed, 2 on
-// usage errors.
+// locksFlags defines the filters of `locks` and returns the listing.
 func locksFlags(cmd *cobra.Command, loader *config.Loader) runFunc {
 	fs := cmd.Flags()
 	var f lockFilter
@@ -113,6 +111,9 @@ func locksFlags(cmd *cobra.Command, loader *config.Loader) runFunc {
 	}
 }
 
+// runLocks lists the holdings of one snapshot. It reads as a pass does and
+// writes nothing, not even suspects. Exit 0, 1 when the read failed, 2 on
+// usage errors.
 func runLocks(ctx context.Context, env Env, cmd *cobra.Command, loader *config.Loader, f lockFilter, verdict string,
 	byOwner, registryOnly bool, limit *limitValue) int {
 	fs := cmd.Flags()

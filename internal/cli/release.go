@@ -54,12 +54,7 @@ type releaseFlags struct {
 	limit  *limitValue
 }
 
-// runRelease is the break-glass release of one owner an operator knows to be
-// dead: every holding of it is released and its tasks are handled as for a
-// dead worker, whatever its heartbeat says, by one real pass restricted to
-// that owner. It reports like `once` (mode "release"), or like `audit` with
-// --dry-run, and has the same exit codes; an owner with an online AppStatus
-// row is refused (exit 4) unless --force.
+// releaseFlagsOf defines the flags of `release` and returns the release.
 func releaseFlagsOf(cmd *cobra.Command, loader *config.Loader) runFunc {
 	fs := cmd.Flags()
 	var rf releaseFlags
@@ -71,6 +66,12 @@ func releaseFlagsOf(cmd *cobra.Command, loader *config.Loader) runFunc {
 	return func(ctx context.Context, env Env, _ []string) int { return runRelease(ctx, env, cmd, loader, rf) }
 }
 
+// runRelease is the break-glass release of one owner an operator knows to be
+// dead: every holding of it is released and its tasks are handled as for a
+// dead worker, whatever its heartbeat says, by one real pass restricted to
+// that owner. It reports like `once` (mode "release"), or like `audit` with
+// --dry-run, and has the same exit codes; an owner with an online AppStatus
+// row is refused (exit 4) unless --force.
 func runRelease(ctx context.Context, env Env, cmd *cobra.Command, loader *config.Loader, rf releaseFlags) int {
 	fs := cmd.Flags()
 	if rf.owner == "" {
