@@ -93,6 +93,21 @@ func writeHelp(w io.Writer, c command, fs *pflag.FlagSet) {
 	}
 }
 
+// ownFlags lists fs's flags that are not configuration keys (all of them
+// for a command without --config), help left out.
+func ownFlags(fs *pflag.FlagSet) []*pflag.Flag {
+	keys := keyFlags()
+	configured := fs.Lookup(config.ConfigFlag) != nil
+	var own []*pflag.Flag
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, isKey := keys[f.Name]; (configured && isKey) || f.Name == "help" {
+			return
+		}
+		own = append(own, f)
+	})
+	return own
+}
+
 // boundKeys are the configuration keys c binds as flags on fs, in the
 // table's order.
 func boundKeys(fs *pflag.FlagSet, c command) []config.Key {

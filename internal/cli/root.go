@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
@@ -199,19 +198,4 @@ func keyFlags() map[string]config.Key {
 		m[k.Flag] = k
 	}
 	return m
-}
-
-// ownFlags lists fs's flags that are not configuration keys (all of them
-// for a command without --config), help left out.
-func ownFlags(fs *pflag.FlagSet) []*pflag.Flag {
-	keys := keyFlags()
-	configured := fs.Lookup(config.ConfigFlag) != nil
-	var own []*pflag.Flag
-	fs.VisitAll(func(f *pflag.Flag) {
-		if _, isKey := keys[f.Name]; (configured && isKey) || f.Name == "help" {
-			return
-		}
-		own = append(own, f)
-	})
-	return own
 }
