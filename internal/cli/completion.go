@@ -2,125 +2,92 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 )
 
-func init() {
-	registerCommand("completion", command{
-		summary: "print a shell completion script of the commands and their flags: bash, zsh or fish",
-		args:    "SHELL (bash, zsh or fish)",
-		keys:    noKeys, run: runCompletion,
+// completionShells are the shells cobra writes a script for. Each script
+// asks the binary (its hidden __complete command) what to offer, so it
+// never falls behind the commands and their flags.
+var completionShells = map[string]func(root *cobra.Command, w io.Writer) error{
+	"bash":       func(root *cobra.Command, w io.Writer) error { return root.GenBashCompletionV2(w, true) },
+	"zsh":        func(root *cobra.Command, w io.Writer) error { return root.GenZshCompletion(w) },
+	"fish":       func(root *cobra.Command, w io.Writer) error { return root.GenFishCompletion(w, true) },
+	"powershell": func(root *cobra.Command, w io.Writer) error { return root.GenPowerShellCompletionWithDesc(w) },
+}
+
+const shellNames = "bash, zsh, fish or powershell"
+
+func completionCommand() command {
+	return command{
+		name: "completion", summary: "print a shell completion script of the commands, their flags and the values of settings: " + shellNames,
+		arg: "SHELL (" + shellNames + ")", argName: "SHELL",
 		exits: []exitCode{{0, "printed"}, {2, "no shell named, or one of which no script is made"}},
+		flags: func(cmd *cobra.Command, _ *config.Loader) runFunc {
+			cmd.ValidArgsFunction = choices([]string{"bash", "fish", "powershell", "zsh"})
+			return func(_ context.Context, env Env, args []string) int {
+				write, known := completionShells[args[0]]
+				if !known {
+					fmt.Fprintf(env.Stderr, "lock-reaper completion: no script for %q: name %s\n", args[0], shellNames)
+					return exitcode.Usage
+				}
+				if err := write(cmd.Root(), env.Stdout); err != nil {
+					return exitcode.Failed
+				}
+				return exitcode.OK
+			}
+		},
+	}
+}
+
+// completeFlagValues gives each flag of cmd that takes a value what to
+// complete it with, unless the command chose already: a setting's fixed
+// values (a kind such as "text|json|json-pretty"), file names for a file
+// or a path, nothing otherwise.
+func completeFlagValues(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.NoOptDefVal != "" || f.Name == "help" {
+			return // takes no value
+		}
+		if _, chosen := cmd.GetFlagCompletionFunc(f.Name); chosen {
+			return
+		}
+		kind, _ := pflag.UnquoteUsage(f)
+		var complete cobra.CompletionFunc
+		switch {
+		case kind == "file" || kind == "path":
+			complete = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+				return nil, cobra.ShellCompDirectiveDefault
+			}
+		case strings.Contains(kind, "|") && !strings.ContainsAny(kind, " ."):
+			complete = choices(strings.Split(kind, "|"))
+		default:
+			complete = cobra.NoFileCompletions
+		}
+		// Registering fails only for a flag of another command or one
+		// registered twice, neither of which VisitAll gives.
+		_ = cmd.RegisterFlagCompletionFunc(f.Name, complete)
 	})
 }
 
-// completionShells are the shells a script is made for, each with how it is
-// loaded, which the script's first lines say.
-var completionShells = map[string]func(io.Writer, []completedCommand){
-	"bash": writeBashCompletion, "zsh": writeZshCompletion, "fish": writeFishCompletion,
-}
-
-func runCompletion(ctx context.Context, env Env, args []string) int {
-	fs := flag.NewFlagSet("completion", flag.ContinueOnError)
-	shell, code, ok := parseWithPositional(fs, env, args, "SHELL")
-	if !ok {
-		return code
-	}
-	write, known := completionShells[shell]
-	if !known {
-		fmt.Fprintf(env.Stderr, "lock-reaper completion: no script for %q: name bash, zsh or fish\n", shell)
-		return exitcode.Usage
-	}
-	write(env.Stdout, completedCommands(ctx))
-	return exitcode.OK
-}
-
-// completedCommand is a command as its completion offers it.
-type completedCommand struct {
-	name, summary string
-	flags         []completedFlag
-	// args are the words offered for its positional argument.
-	args []string
-}
-
-// completedFlag is one flag: whether it takes a value, and which values
-// when they are a fixed set (a setting's kind "text|json|json-pretty") or
-// a file.
-type completedFlag struct {
-	name, usage string
-	value       bool
-	choices     []string
-	file        bool
-}
-
-// completedCommands lists every command with the flags it accepts, read
-// from the flag sets the commands define themselves (Env.flagSets), so that
-// the scripts never fall behind the commands.
-func completedCommands(ctx context.Context) []completedCommand {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]completedCommand, 0, len(names))
-	for _, n := range names {
-		c := completedCommand{name: n, summary: shortText(commands[n].summary)}
-		var fs *flag.FlagSet
-		commands[n].run(ctx, Env{Args: []string{n}, Stdout: io.Discard, Stderr: io.Discard,
-			LookupEnv: func(string) (string, bool) { return "", false }, flagSets: func(f *flag.FlagSet) { fs = f }}, nil)
-		if fs != nil {
-			for _, name := range usableFlags(fs) {
-				c.flags = append(c.flags, completedFlagOf(fs.Lookup(name)))
+// choices completes one of values, those that start with what is typed:
+// cobra's FixedCompletions leaves that to the shell, which not every
+// script does.
+func choices(values []string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, typed string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, v := range values {
+			if strings.HasPrefix(v, typed) {
+				out = append(out, v)
 			}
 		}
-		if n == "completion" {
-			c.args = []string{"bash", "fish", "zsh"}
-		}
-		out = append(out, c)
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return out
-}
-
-func completedFlagOf(f *flag.Flag) completedFlag {
-	kind, usage := flag.UnquoteUsage(f)
-	cf := completedFlag{name: f.Name, usage: shortText(usage)}
-	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
-		cf.value = true
-	}
-	switch {
-	case kind == "file":
-		cf.file = true
-	case strings.Contains(kind, "|") && !strings.ContainsAny(kind, " ."):
-		cf.choices = strings.Split(kind, "|")
-	}
-	return cf
-}
-
-// shortText is the first clause of a help text, without the characters a
-// shell's quoting would have to escape beyond ' and : (each script escapes
-// those): a completion menu has one line per entry.
-func shortText(s string) string {
-	for _, cut := range []string{" (", "; ", ". "} {
-		s, _, _ = strings.Cut(s, cut)
-	}
-	s = strings.Map(func(r rune) rune {
-		if strings.ContainsRune(`"[]$\`+"`", r) || r < ' ' || r > '~' {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 60 {
-		if i := strings.LastIndex(s[:60], " "); i > 0 {
-			s = s[:i]
-		}
-		s += "..."
-	}
-	return s
 }

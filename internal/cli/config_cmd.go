@@ -2,22 +2,28 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 )
 
+func configCommand() command {
+	return command{
+		name: "config", summary: "validate the configuration and print the effective values, secrets redacted",
+		keys: allKeys, exits: []exitCode{{0, "the configuration is valid"}, {2, "it is not (every problem is named)"}},
+		flags: func(_ *cobra.Command, loader *config.Loader) runFunc {
+			return func(ctx context.Context, env Env, _ []string) int { return runConfig(ctx, env, loader) }
+		},
+	}
+}
+
 // runConfig validates the configuration and prints the effective values,
 // secrets redacted.
-func runConfig(_ context.Context, env Env, args []string) int {
-	fs := flag.NewFlagSet("config", flag.ContinueOnError)
-	loader := config.Register(fs)
-	if code, ok := parseFlags(fs, env, args, 0); !ok {
-		return code
-	}
+func runConfig(_ context.Context, env Env, loader *config.Loader) int {
 	cfg, _, code, ok := loadConfig(loader, env)
 	if !ok {
 		return code

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,19 +10,37 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
+	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/throwaway"
 )
 
-func init() {
-	registerCommand("demo", command{
-		summary: "reproduce the 2026-07-24 incident in a throwaway database, audit, reap, audit again (--no-reap: stop before the pass)",
-		keys:    noKeys, run: runDemo,
+func demoCommand() command {
+	return command{
+		name: "demo", summary: "reproduce the 2026-07-24 incident in a throwaway database, audit, reap, audit again (--no-reap: stop before the pass)",
+		flags: demoFlags,
 		exits: []exitCode{{0, "the demo ran"}, {1, "it could not set up (a server named by a flag holds data the demo did not make, or one it starts would not start), or a step did not end as it should"}, {2, "bad flags"}},
-	})
+	}
+}
+
+// demoFlags defines the demo's flags, which name its own servers: it reads
+// no configuration.
+func demoFlags(cmd *cobra.Command, _ *config.Loader) runFunc {
+	fs := cmd.Flags()
+	redisURL := fs.String("redis-url", "", "an empty Redis logical database to build the incident in (the URL's database, 0 when none); "+
+		"by default the demo starts a redis-server of its own. REAPER_REDIS_URL is never used")
+	dbURL := fs.String("database-url", "", "a PostgreSQL server holding no database but postgres and the templates, on which the demo creates and drops its own database; "+
+		"by default the demo starts a PostgreSQL of its own. REAPER_DATABASE_URL is never used")
+	limit := fs.Int("limit", 8, "rows per table in the reports")
+	keep := fs.Bool("keep", false, "leave the demo's state in place (the servers it started keep running) and print the commands to explore and to remove it")
+	noReap := fs.Bool("no-reap", false, "build the incident, explain a blocked task and audit, then stop before the pass: with --keep the incident is left to explore")
+	return func(ctx context.Context, env Env, _ []string) int {
+		return runDemo(ctx, env, *redisURL, *dbURL, *limit, *keep, *noReap)
+	}
 }
 
 // runDemo builds the incident of 2026-07-24 in a throwaway PostgreSQL
@@ -34,25 +51,14 @@ func init() {
 // name, never to those of REAPER_REDIS_URL / REAPER_DATABASE_URL: on a
 // laptop pointed at production those are production. A server named by a
 // flag must hold nothing the demo did not make.
-func runDemo(ctx context.Context, env Env, args []string) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	redisURL := fs.String("redis-url", "", "an empty Redis logical database to build the incident in (the URL's database, 0 when none); "+
-		"by default the demo starts a redis-server of its own. REAPER_REDIS_URL is never used")
-	dbURL := fs.String("database-url", "", "a PostgreSQL server holding no database but postgres and the templates, on which the demo creates and drops its own database; "+
-		"by default the demo starts a PostgreSQL of its own. REAPER_DATABASE_URL is never used")
-	limit := fs.Int("limit", 8, "rows per table in the reports")
-	keep := fs.Bool("keep", false, "leave the demo's state in place (the servers it started keep running) and print the commands to explore and to remove it")
-	noReap := fs.Bool("no-reap", false, "build the incident, explain a blocked task and audit, then stop before the pass: with --keep the incident is left to explore")
-	if code, ok := parseFlags(fs, env, args, 0); !ok {
-		return code
-	}
-	d := &demo{env: env, out: env.Stdout, keep: *keep, noReap: *noReap}
+func runDemo(ctx context.Context, env Env, redisURL, dbURL string, limit int, keep, noReap bool) int {
+	d := &demo{env: env, out: env.Stdout, keep: keep, noReap: noReap}
 	defer d.cleanup()
-	if err := d.setUp(ctx, *redisURL, *dbURL); err != nil {
+	if err := d.setUp(ctx, redisURL, dbURL); err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper demo: %v\n", err)
 		return exitcode.Failed
 	}
-	return d.play(ctx, *limit)
+	return d.play(ctx, limit)
 }
 
 type demo struct {

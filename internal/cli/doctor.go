@@ -2,11 +2,12 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/config"
@@ -16,19 +17,21 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
-func init() {
-	register("doctor", "check Redis and PostgreSQL for what makes Pulp's locks unsafe (read-only)", runDoctor)
+func doctorCommand() command {
+	return command{
+		name: "doctor", summary: "check Redis and PostgreSQL for what makes Pulp's locks unsafe (read-only)",
+		keys: readKeys, exits: genericExits,
+		flags: func(cmd *cobra.Command, loader *config.Loader) runFunc {
+			return func(ctx context.Context, env Env, _ []string) int { return runDoctor(ctx, env, cmd, loader) }
+		},
+	}
 }
 
 // runDoctor runs every check of package doctor against the configured Redis
 // and PostgreSQL. Exit 0 all ok, 3 warnings, 1 a failure, 2 usage or
 // configuration.
-func runDoctor(ctx context.Context, env Env, args []string) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	loader := config.Register(fs)
-	if code, ok := parseFlags(fs, env, args, 0); !ok {
-		return code
-	}
+func runDoctor(ctx context.Context, env Env, cmd *cobra.Command, loader *config.Loader) int {
+	fs := cmd.Flags()
 	r, s, code, ok := newReaper(fs, loader, env, false)
 	if !ok {
 		return code

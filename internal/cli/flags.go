@@ -1,58 +1,54 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 
-	"github.com/lock-reaper/lock-reaper/internal/config"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/lock-reaper/lock-reaper/internal/nearest"
 )
 
-// parseArgs parses args on fs. A flag fs does not define is named the way an
-// operator typed it, with the nearest flag the command uses, as a misspelt
-// setting is; any other parse error is the flag package's own message. Help
-// (-h) is returned as flag.ErrHelp for the caller to print.
-func parseArgs(fs *flag.FlagSet, env Env, args []string) error {
-	var msgs bytes.Buffer
-	fs.SetOutput(&msgs)
-	fs.Usage = func() {} // help is printed by the caller, on stdout, and only when asked for
-	err := fs.Parse(args)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	name, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+// flagError names a flag the command does not define the way an operator
+// typed it, with the nearest flag the command has, as a misspelt setting
+// is; a configuration key the command does not use is said to be one. Any
+// other parse error is pflag's own message.
+func flagError(cmd *cobra.Command, err error) error {
+	name, dashes, unknown := unknownFlag(err)
 	if !unknown {
-		_, _ = env.Stderr.Write(msgs.Bytes())
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "lock-reaper %s: unknown flag --%s", fs.Name(), name)
-	if near := nearest.Names(name, usableFlags(fs), 1, false); len(near) > 0 {
-		fmt.Fprintf(env.Stderr, "; did you mean --%s?", near[0])
+	msg := fmt.Sprintf("unknown flag %s%s", dashes, name)
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	switch k, isKey := keyFlags()[name]; {
+	case dashes == "-" && cmd.Flags().Lookup(name) != nil:
+		msg += "; long flags take two dashes: --" + name
+	case isKey && cmd.Flags().Lookup(name) == nil:
+		msg += fmt.Sprintf(": %s is a setting %s does not use", k.Key, cmd.Name())
+	default:
+		if near := nearest.Names(name, names, 1, false); len(near) > 0 {
+			msg += "; did you mean --" + near[0] + "?"
+		}
 	}
-	fmt.Fprintln(env.Stderr)
-	return err
+	return errors.New(msg)
 }
 
-// usableFlags lists the names of the flags a command accepts: its own and
-// those of the configuration keys it uses (checkUnusedKeys refuses the
-// others, so suggesting or completing them would only lead to a refusal).
-func usableFlags(fs *flag.FlagSet) []string {
-	c, known := commands[fs.Name()]
-	byFlag := map[string]config.Key{}
-	if known && fs.Lookup(config.ConfigFlag) != nil {
-		for _, k := range config.Keys() {
-			byFlag[k.Flag] = k
+// unknownFlag reads the flag's name out of pflag's "unknown flag: --name"
+// and, for Go's single-dash long flags, "unknown shorthand flag: 'n' in
+// -name".
+func unknownFlag(err error) (name, dashes string, ok bool) {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		return name, "--", true
+	}
+	if strings.HasPrefix(msg, "unknown shorthand flag: ") {
+		if _, arg, found := strings.Cut(msg, " in -"); found {
+			name, _, _ = strings.Cut(arg, "=")
+			return name, "-", true
 		}
 	}
-	var out []string
-	fs.VisitAll(func(f *flag.Flag) {
-		if k, isKey := byFlag[f.Name]; isKey && !c.keys(k) {
-			return
-		}
-		out = append(out, f.Name)
-	})
-	return out
+	return "", "", false
 }

@@ -10,10 +10,12 @@ import (
 )
 
 // Every command's help: on stdout with exit 0, starting with what it does,
-// listing only the flags it uses, ending with its exit codes.
+// listing only the flags it binds, ending with its exit codes; `help
+// COMMAND` prints the same.
 func TestEveryCommandHasHelp(t *testing.T) {
 	t.Parallel()
-	for name, c := range commands {
+	for _, c := range commands() {
+		name := c.name
 		for _, flag := range []string{"-h", "--help"} {
 			code, out, stderr := run(t, nil, name, flag)
 			require.Equal(t, exitcode.OK, code, name)
@@ -25,14 +27,18 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		}
 		code, out, _ := run(t, nil, "help", name)
 		require.Equal(t, exitcode.OK, code)
-		require.True(t, strings.HasPrefix(out, "lock-reaper "+name+": "), name)
+		_, viaFlag, _ := run(t, nil, name, "--help")
+		require.Equal(t, viaFlag, out, name)
 	}
 }
 
+// A command binds only the keys it uses: the others are no flags of it,
+// neither in its help nor on its command line, where they are named as
+// settings it does not use.
 func TestHelpListsOnlyTheFlagsACommandUses(t *testing.T) {
 	t.Parallel()
 	_, audit, _ := run(t, nil, "audit", "-h")
-	for _, absent := range []string{"--force", "--schedule", "--listen", "--jitter", "--dry-run"} {
+	for _, absent := range []string{"--force", "--schedule", "--listen", "--jitter", "--dry-run", "--help"} {
 		require.NotContains(t, audit, "\n  "+absent)
 	}
 	for _, present := range []string{"--limit rows", "--redis-url url", "--pushgateway-url url", "--pushgateway-grouping name=value,...", "--max-releases int"} {
@@ -47,14 +53,17 @@ func TestHelpListsOnlyTheFlagsACommandUses(t *testing.T) {
 	require.NotContains(t, runHelp, "--pushgateway-grouping")
 	_, once, _ := run(t, nil, "once", "-h")
 	require.Contains(t, once, "--force\n")
+	_, config, _ := run(t, nil, "config", "-h")
+	require.Contains(t, config, "--schedule cron")
+	require.Contains(t, config, "--pushgateway-url url")
 
 	code, _, stderr := run(t, nil, "audit", "--schedule", "@hourly")
 	require.Equal(t, exitcode.Usage, code)
-	require.Contains(t, stderr, "--schedule (schedule) is not used by audit")
+	require.Contains(t, stderr, "lock-reaper audit: unknown flag --schedule: schedule is a setting audit does not use\n")
 	code, _, stderr = run(t, nil, "audit", "--no-such-flag")
 	require.Equal(t, exitcode.Usage, code)
 	require.Contains(t, stderr, "lock-reaper audit: unknown flag --no-such-flag\n")
-	require.Contains(t, stderr, "Run 'lock-reaper audit -h' for its flags.")
+	require.Contains(t, stderr, "Run 'lock-reaper audit --help' for its usage.")
 }
 
 // A mistyped flag is named with the nearest one the command uses, as a
@@ -66,21 +75,56 @@ func TestUnknownFlagSuggestsTheNearest(t *testing.T) {
 		want string
 	}{
 		{[]string{"once", "--dryrun"}, "lock-reaper once: unknown flag --dryrun; did you mean --dry-run?\n"},
+		{[]string{"once", "--outptu", "json"}, "lock-reaper once: unknown flag --outptu; did you mean --output?\n"},
 		{[]string{"release", "--ownr", "x"}, "lock-reaper release: unknown flag --ownr; did you mean --owner?\n"},
 		{[]string{"locks", "--limt", "3"}, "lock-reaper locks: unknown flag --limt; did you mean --limit?\n"},
 		{[]string{"explain", "0190c2d1-aaaa-7bbb-8ccc-000000000042", "--redis-ulr", "x"}, "lock-reaper explain: unknown flag --redis-ulr; did you mean --redis-url?\n"},
 		// run uses --schedule; audit does not, so it is not offered there.
 		{[]string{"run", "--schedul", "x"}, "did you mean --schedule?"},
 		{[]string{"audit", "--schedul", "x"}, "lock-reaper audit: unknown flag --schedul\n"},
+		// Go's single-dash long flags are gone, and said to be.
+		{[]string{"audit", "-output", "json"}, "lock-reaper audit: unknown flag -output; long flags take two dashes: --output\n"},
 	} {
 		code, _, stderr := run(t, nil, c.args...)
 		require.Equal(t, exitcode.Usage, code, c.args)
 		require.Contains(t, stderr, c.want, c.args)
-		require.NotContains(t, stderr, "flag provided but not defined", c.args)
 	}
-	// Other parse errors keep the flag package's words.
-	_, _, stderr := run(t, nil, "locks", "--limit", "many")
-	require.Contains(t, stderr, `invalid value "many" for flag -limit`)
+	// Other parse errors keep pflag's words, and are usage errors too.
+	code, _, stderr := run(t, nil, "locks", "--limit", "many")
+	require.Equal(t, exitcode.Usage, code)
+	require.Contains(t, stderr, `invalid argument "many" for "--limit" flag: want a number of rows, 0 for all`)
+	code, _, stderr = run(t, nil, "release", "--owner")
+	require.Equal(t, exitcode.Usage, code)
+	require.Contains(t, stderr, "flag needs an argument: --owner")
+}
+
+// A mistyped command is named with the nearest one, and is a usage error;
+// so are arguments a command does not take.
+func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := run(t, nil, "onse")
+	require.Equal(t, exitcode.Usage, code)
+	require.Empty(t, out)
+	require.Contains(t, stderr, `lock-reaper: unknown command "onse"; did you mean once?`)
+	require.Contains(t, stderr, "Usage: lock-reaper COMMAND [flags]")
+	code, _, stderr = run(t, nil, "lokcs")
+	require.Equal(t, exitcode.Usage, code)
+	require.Contains(t, stderr, "did you mean locks?")
+	code, _, stderr = run(t, nil, "nothing-like-it")
+	require.Equal(t, exitcode.Usage, code)
+	require.NotContains(t, stderr, "did you mean")
+
+	// help of an unknown command lists the commands, as help does.
+	code, out, stderr = run(t, nil, "help", "onse")
+	require.Equal(t, exitcode.OK, code)
+	require.Contains(t, out, "Usage: lock-reaper COMMAND [flags]")
+	require.Contains(t, stderr, "did you mean once?")
+
+	for _, args := range [][]string{{"version", "extra"}, {"audit", "extra"}, {"completion", "bash", "zsh"}} {
+		code, _, stderr = run(t, nil, args...)
+		require.Equal(t, exitcode.Usage, code, args)
+		require.Contains(t, stderr, `unexpected argument "`+args[len(args)-1]+`"`, args)
+	}
 }
 
 func TestTopLevelHelpAndVersion(t *testing.T) {
@@ -90,6 +134,9 @@ func TestTopLevelHelpAndVersion(t *testing.T) {
 		require.Equal(t, exitcode.OK, code)
 		require.Empty(t, stderr)
 		require.Contains(t, out, "Usage: lock-reaper COMMAND [flags]")
+		for _, c := range commands() {
+			require.Contains(t, out, "\n  "+c.name+" ", arg)
+		}
 	}
 	code, out, _ := run(t, nil, "--version")
 	require.Equal(t, exitcode.OK, code)

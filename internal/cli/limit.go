@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/spf13/pflag"
 )
 
 // terminalRows is how many rows a text table shows on a terminal unless
@@ -36,14 +37,17 @@ func (l *limitValue) Set(s string) error {
 	return nil
 }
 
+// Type is what pflag calls the value in help, unless the usage names it.
+func (l *limitValue) Type() string { return "int" }
+
 // limitFlag defines --limit on fs.
-func limitFlag(fs *flag.FlagSet) *limitValue {
+func limitFlag(fs *pflag.FlagSet) *limitValue {
 	return limitFlagNoting(fs, "")
 }
 
 // limitFlagNoting defines --limit on fs, its help ending with note, which
 // says what a command's tables hold beyond the limit's reach.
-func limitFlagNoting(fs *flag.FlagSet, note string) *limitValue {
+func limitFlagNoting(fs *pflag.FlagSet, note string) *limitValue {
 	l := &limitValue{}
 	fs.Var(l, "limit", fmt.Sprintf("text output: at most this many `rows` per table, 0 for no limit "+
 		"(default: %d on a terminal, all when piped; --output json is always complete)%s", terminalRows, note))

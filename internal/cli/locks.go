@@ -2,11 +2,12 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/config"
@@ -15,13 +16,14 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
-func init() {
-	registerCommand("locks", command{
-		summary: "list every lock holding with its owner's liveness, task and verdict (read-only)",
-		keys:    readKeys, run: runLocks,
+func locksCommand() command {
+	return command{
+		name: "locks", summary: "list every lock holding with its owner's liveness, task and verdict (read-only)",
+		keys: readKeys,
 		exits: []exitCode{{0, "listed"}, {1, unreadable},
 			{2, usageOrConfig + "; or --owner names an owner that holds nothing and has no AppStatus row"}},
-	})
+		flags: locksFlags,
+	}
 }
 
 // LocksOutput is what `lock-reaper locks --output json` prints: every
@@ -91,12 +93,9 @@ func (f lockFilter) match(l LockLine) bool {
 		(f.verdict == 0 || l.Verdict == f.verdict)
 }
 
-// runLocks lists the holdings of one snapshot. It reads as a pass does and
-// writes nothing, not even suspects. Exit 0, 1 when the read failed, 2 on
-// usage errors.
-func runLocks(ctx context.Context, env Env, args []string) int {
-	fs := flag.NewFlagSet("locks", flag.ContinueOnError)
-	loader := config.Register(fs)
+// locksFlags defines the filters of `locks` and returns the listing.
+func locksFlags(cmd *cobra.Command, loader *config.Loader) runFunc {
+	fs := cmd.Flags()
 	var f lockFilter
 	var verdict string
 	fs.StringVar(&f.owner, "owner", "", "only holdings of this owner")
@@ -106,9 +105,18 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	byOwner := fs.Bool("by-owner", false, "print counts per owner instead of one line per holding")
 	registryOnly := fs.Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
 	limit := limitFlag(fs)
-	if code, ok := parseFlags(fs, env, args, 0); !ok {
-		return code
+	_ = cmd.RegisterFlagCompletionFunc("verdict", choices(verdictCompletions()))
+	return func(ctx context.Context, env Env, _ []string) int {
+		return runLocks(ctx, env, cmd, loader, f, verdict, *byOwner, *registryOnly, limit)
 	}
+}
+
+// runLocks lists the holdings of one snapshot. It reads as a pass does and
+// writes nothing, not even suspects. Exit 0, 1 when the read failed, 2 on
+// usage errors.
+func runLocks(ctx context.Context, env Env, cmd *cobra.Command, loader *config.Loader, f lockFilter, verdict string,
+	byOwner, registryOnly bool, limit *limitValue) int {
+	fs := cmd.Flags()
 	f.task = strings.ToLower(f.task)
 	if verdict != "" && (f.verdict.UnmarshalText([]byte(verdict)) != nil || !knownVerdict(f.verdict)) {
 		fmt.Fprintf(env.Stderr, "lock-reaper locks: --verdict must be one of %s, got %q\n", verdictNames(), verdict)
@@ -120,7 +128,7 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	}
 	defer s.close()
 	progress := newProgress(env.Stderr, s.cfg.Log.Format)
-	in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: *registryOnly, Progress: progress.keys})
+	in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: registryOnly, Progress: progress.keys})
 	progress.done()
 	if err != nil {
 		f := s.failed(err)
@@ -133,7 +141,7 @@ func runLocks(ctx context.Context, env Env, args []string) int {
 	}
 	lines := filterLockLines(lockLines(in.Plan), f)
 	l := layoutFor(env.Stdout, envLookup(env), limit)
-	if *byOwner {
+	if byOwner {
 		err = writeLocksByOwner(env.Stdout, s.cfg.Output, LocksByOwnerOutput{DBNow: in.Snapshot.Now, Owners: countByOwner(lines)}, l)
 	} else {
 		err = writeLocks(env.Stdout, s.cfg.Output, LocksOutput{DBNow: in.Snapshot.Now, Holdings: lines}, l)
@@ -214,9 +222,14 @@ func knownVerdict(v judge.Verdict) bool {
 }
 
 func verdictNames() string {
+	return strings.Join(verdictCompletions(), ", ")
+}
+
+// verdictCompletions are the values --verdict takes.
+func verdictCompletions() []string {
 	names := make([]string, len(judge.HoldingVerdicts))
 	for i, v := range judge.HoldingVerdicts {
 		names[i] = v.String()
 	}
-	return strings.Join(names, ", ")
+	return names
 }

@@ -2,25 +2,35 @@ package cli
 
 import (
 	"context"
-	"flag"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
-func runAudit(ctx context.Context, env Env, args []string) int {
-	return runPass(ctx, env, "audit", args, true)
+func auditCommand() command {
+	return command{
+		name: "audit", summary: "one dry-run pass: report what a real pass would do, write nothing",
+		keys: passKeys, exits: auditExits,
+		flags: func(cmd *cobra.Command, loader *config.Loader) runFunc { return passFlags(cmd, loader, true) },
+	}
 }
 
-func runOnce(ctx context.Context, env Env, args []string) int {
-	return runPass(ctx, env, "once", args, false)
+func onceCommand() command {
+	return command{
+		name: "once", summary: "one real pass: release stale locks, update lost tasks",
+		keys: passKeys, exits: onceExits,
+		flags: func(cmd *cobra.Command, loader *config.Loader) runFunc { return passFlags(cmd, loader, false) },
+	}
 }
 
-// runPass runs one pass; `once --dry-run` is the same as `audit`.
-func runPass(ctx context.Context, env Env, name string, args []string, audit bool) int {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	loader := config.Register(fs)
+// passFlags defines the flags of a pass and returns the pass; `once
+// --dry-run` is the same as `audit`.
+func passFlags(cmd *cobra.Command, loader *config.Loader, audit bool) runFunc {
+	fs := cmd.Flags()
 	dryRun := &audit
 	force := new(bool)
 	if !audit {
@@ -29,19 +39,29 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 	}
 	limit := limitFlag(fs)
 	registryOnly := fs.Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
-	if code, ok := parseFlags(fs, env, args, 0); !ok {
-		return code
+	return func(ctx context.Context, env Env, _ []string) int {
+		return runPass(ctx, env, fs, loader, passFlagValues{dryRun: *dryRun, force: *force, registryOnly: *registryOnly, limit: limit})
 	}
+}
+
+// passFlagValues are a pass's flags as parsed.
+type passFlagValues struct {
+	dryRun, force, registryOnly bool
+	limit                       *limitValue
+}
+
+// runPass runs one pass.
+func runPass(ctx context.Context, env Env, fs *pflag.FlagSet, loader *config.Loader, pf passFlagValues) int {
 	// Logs go through the progress line, which clears itself around them.
 	progress := wrapStderr(env.Stderr)
 	env.Stderr = progress
-	r, s, code, ok := newReaper(fs, loader, env, *force)
+	r, s, code, ok := newReaper(fs, loader, env, pf.force)
 	if !ok {
 		return code
 	}
 	defer s.close()
-	opts := reaper.Options{Mode: reaper.ModeOnce, History: reaper.HistoryOnce, RegistryOnly: *registryOnly, Progress: progress.keys, Phase: progress.phase}
-	if *dryRun {
+	opts := reaper.Options{Mode: reaper.ModeOnce, History: reaper.HistoryOnce, RegistryOnly: pf.registryOnly, Progress: progress.keys, Phase: progress.phase}
+	if pf.dryRun {
 		opts.Mode, opts.History = reaper.ModeAudit, ""
 	}
 	progress.enable(s.cfg.Log.Format)
@@ -50,7 +70,7 @@ func runPass(ctx context.Context, env Env, name string, args []string, audit boo
 	s.tally.flush(ctx)
 	code = s.passExit(rep, err)
 	pushPass(ctx, s, env.Version, rep)
-	if err := writePassReport(env, s.cfg.Output, rep, limit, ""); err != nil {
+	if err := writePassReport(env, s.cfg.Output, rep, pf.limit, ""); err != nil {
 		return exitcode.Failed
 	}
 	return code

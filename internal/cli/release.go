@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
 
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
@@ -20,17 +20,17 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
 
-func init() {
-	registerCommand("release", command{
-		summary: "break-glass: release every lock of one owner known to be dead and handle its tasks as a dead worker's",
-		keys:    readKeys, run: runRelease,
+func releaseCommand() command {
+	return command{
+		name: "release", summary: "break-glass: release every lock of one owner known to be dead and handle its tasks as a dead worker's",
+		keys: readKeys, flags: releaseFlagsOf,
 		exits: []exitCode{{0, "released (or, with --dry-run, nothing to do)"}, {1, "the pass could not complete"},
 			{2, usageOrConfig + "; or --owner names an owner that holds nothing and has no AppStatus row (the nearest known owners are listed)"},
 			{3, "with --dry-run: the release would do something"},
 			{4, "the owner has an online AppStatus row (without --force), or a guard held work back"},
 			{exitAborted, "answered no at the prompt: nothing was written"},
 			{exitPassLockHeld, "another lock-reaper pass (or pulpcore's worker cleanup) held the pass lock: nothing was released; run it again"}},
-	})
+	}
 }
 
 // exitAborted is the exit code of a release the operator declined at the
@@ -54,24 +54,26 @@ type releaseFlags struct {
 	limit  *limitValue
 }
 
-// runRelease is the break-glass release of one owner an operator knows to be
-// dead: every holding of it is released and its tasks are handled as for a
-// dead worker, whatever its heartbeat says, by one real pass restricted to
-// that owner. It reports like `once` (mode "release"), or like `audit` with
-// --dry-run, and has the same exit codes; an owner with an online AppStatus
-// row is refused (exit 4) unless --force.
-func runRelease(ctx context.Context, env Env, args []string) int {
-	fs := flag.NewFlagSet("release", flag.ContinueOnError)
-	loader := config.Register(fs)
+// releaseFlagsOf defines the flags of `release` and returns the release.
+func releaseFlagsOf(cmd *cobra.Command, loader *config.Loader) runFunc {
+	fs := cmd.Flags()
 	var rf releaseFlags
 	fs.StringVar(&rf.owner, "owner", "", "the lock owner to release, as Redis names it: an AppStatus `name` such as 1@pulp-worker-3")
 	fs.BoolVar(&rf.yes, "yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
 	fs.BoolVar(&rf.force, "force", false, "release even though the owner has an online AppStatus row")
 	fs.BoolVar(&rf.dryRun, "dry-run", false, "report what the release would do and write nothing")
 	rf.limit = limitFlag(fs)
-	if code, ok := parseFlags(fs, env, args, 0); !ok {
-		return code
-	}
+	return func(ctx context.Context, env Env, _ []string) int { return runRelease(ctx, env, cmd, loader, rf) }
+}
+
+// runRelease is the break-glass release of one owner an operator knows to be
+// dead: every holding of it is released and its tasks are handled as for a
+// dead worker, whatever its heartbeat says, by one real pass restricted to
+// that owner. It reports like `once` (mode "release"), or like `audit` with
+// --dry-run, and has the same exit codes; an owner with an online AppStatus
+// row is refused (exit 4) unless --force.
+func runRelease(ctx context.Context, env Env, cmd *cobra.Command, loader *config.Loader, rf releaseFlags) int {
+	fs := cmd.Flags()
 	if rf.owner == "" {
 		fmt.Fprintln(env.Stderr, "lock-reaper release: --owner is required")
 		return exitcode.Usage

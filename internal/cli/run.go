@@ -2,8 +2,9 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"log/slog"
+
+	"github.com/spf13/cobra"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
 	"github.com/lock-reaper/lock-reaper/internal/config"
@@ -12,24 +13,23 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/status"
 )
 
-func init() {
-	registerCommand("run", command{
-		summary: "the daemon: passes on a schedule, /metrics, /livez, /readyz and the status page on --listen",
-		keys:    runKeys, run: runDaemon,
+func runCommand() command {
+	return command{
+		name: "run", summary: "the daemon: passes on a schedule, /metrics, /livez, /readyz and the status page on --listen",
+		keys: runKeys,
 		exits: []exitCode{{0, "stopped by SIGTERM or SIGINT, after the pass under way"}, {1, "the listener could not be bound or kept"},
 			{2, "configuration error"}},
-	})
+		flags: func(cmd *cobra.Command, loader *config.Loader) runFunc {
+			return func(ctx context.Context, env Env, _ []string) int { return runDaemon(ctx, env, cmd, loader) }
+		},
+	}
 }
 
 // runDaemon runs passes until ctx is cancelled (SIGTERM or SIGINT in main),
 // finishes the pass under way and exits 0. A failed pass never ends it: only
 // a bad configuration (2) or a listener it cannot bind or keep (1) does.
-func runDaemon(ctx context.Context, env Env, args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	loader := config.Register(fs)
-	if code, ok := parseFlags(fs, env, args, 0); !ok {
-		return code
-	}
+func runDaemon(ctx context.Context, env Env, cmd *cobra.Command, loader *config.Loader) int {
+	fs := cmd.Flags()
 	// No --force here: a daemon that ignores the mass-death guard on every
 	// pass would release a whole fleet's locks during a database outage.
 	r, s, code, ok := newReaperWith(fs, loader, env, false, true)

@@ -3,12 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/doctor"
@@ -28,29 +29,30 @@ const statusListenDefault = "127.0.0.1:8080"
 // statusKeys: what an inspection reads, and the listener.
 var statusKeys = func(k config.Key) bool { return readKeys(k) || k.Key == "listen" }
 
-func init() {
-	registerCommand("status", command{
-		summary: "serve the read-only status page on --listen (default " + statusListenDefault + ") from read-only inspections, for a laptop or kubectl port-forward",
-		keys:    statusKeys, run: runStatus,
+func statusCommand() command {
+	return command{
+		name: "status", summary: "serve the read-only status page on --listen (default " + statusListenDefault + ") from read-only inspections, for a laptop or kubectl port-forward",
+		keys: statusKeys,
 		exits: []exitCode{{0, "stopped by SIGTERM or SIGINT"}, {1, "the listener could not be bound or kept"},
 			{2, "usage or configuration error"}},
-	})
+		flags: func(cmd *cobra.Command, loader *config.Loader) runFunc {
+			every := cmd.Flags().Duration("every", time.Minute, "how often to inspect Redis and PostgreSQL again")
+			registryOnly := cmd.Flags().Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
+			return func(ctx context.Context, env Env, _ []string) int {
+				return runStatus(ctx, env, cmd, loader, *every, *registryOnly)
+			}
+		},
+	}
 }
 
 // runStatus serves the pages `lock-reaper run` serves at /, from an
 // inspection (what `locks` and `audit` read; nothing is written, not even
 // suspects) made at start and every --every after. A failed inspection is
 // logged and the pages keep the last one, whose age they show.
-func runStatus(ctx context.Context, env Env, args []string) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	loader := config.Register(fs)
-	every := fs.Duration("every", time.Minute, "how often to inspect Redis and PostgreSQL again")
-	registryOnly := fs.Bool("registry-only", false, "read only the owner registry, skip the keyspace SCAN (legacy locks are not seen)")
-	if code, ok := parseFlags(fs, env, args, 0); !ok {
-		return code
-	}
-	if *every < time.Second {
-		fmt.Fprintf(env.Stderr, "lock-reaper status: --every must be at least 1s, got %v\n", *every)
+func runStatus(ctx context.Context, env Env, cmd *cobra.Command, loader *config.Loader, every time.Duration, registryOnly bool) int {
+	fs := cmd.Flags()
+	if every < time.Second {
+		fmt.Fprintf(env.Stderr, "lock-reaper status: --every must be at least 1s, got %v\n", every)
 		return exitcode.Usage
 	}
 	r, s, code, ok := newReaper(fs, loader, env, false)
@@ -62,11 +64,9 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	// REAPER_LISTEN nor the file, so that status run beside a daemon (in its
 	// pod, through kubectl exec) never takes the daemon's port or address.
 	listen := statusListenDefault
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "listen" {
-			listen = f.Value.String()
-		}
-	})
+	if f := fs.Lookup("listen"); f != nil && f.Changed {
+		listen = f.Value.String()
+	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper status: listen on %s: %v\n", listen, err)
@@ -81,21 +81,21 @@ func runStatus(ctx context.Context, env Env, args []string) int {
 	inspect := func() *reaper.Inspection {
 		pages.Shed()
 		start := time.Now()
-		in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: *registryOnly})
+		in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: registryOnly})
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("inspection failed; the page keeps the last one", slog.String("error", s.failed(err).message))
 			}
 			return nil
 		}
-		pages.Publish(ctx, in, time.Since(start), time.Now().Add(*every))
+		pages.Publish(ctx, in, time.Since(start), time.Now().Add(every))
 		return in
 	}
 	// Doctor judges the first inspection rather than reading a snapshot of
 	// its own beside it: two at once would not fit a memory limit sized
 	// for one.
 	target := doctorTarget(r, s)
-	if first := inspect(); first != nil && !*registryOnly {
+	if first := inspect(); first != nil && !registryOnly {
 		target.Inspect = func(context.Context) (*reaper.Inspection, error) { return first, nil }
 	}
 	go func() { pages.DoctorDone(doctor.Run(ctx, target)) }()
@@ -109,7 +109,7 @@ loop:
 			break loop
 		case <-ctx.Done():
 			break loop
-		case <-time.After(*every):
+		case <-time.After(every):
 			inspect()
 		}
 	}

@@ -7,18 +7,21 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 )
 
-func runVersion(_ context.Context, env Env, args []string) int {
-	if len(args) > 0 {
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-			writeHelp(env.Stdout, "version", nil)
-			return exitcode.OK
-		}
-		fmt.Fprintf(env.Stderr, "lock-reaper version: unexpected argument %q\n", args[0])
-		return exitcode.Usage
+func versionCommand() command {
+	return command{
+		name: "version", summary: "print the version, the commit it was built from, the build date and the Go version",
+		exits: []exitCode{{0, "always"}},
+		flags: func(*cobra.Command, *config.Loader) runFunc { return runVersion },
 	}
+}
+
+func runVersion(_ context.Context, env Env, _ []string) int {
 	info, _ := debug.ReadBuildInfo()
 	fmt.Fprint(env.Stdout, versionText(stamped{version: env.Version, revision: env.Revision, date: env.BuildDate}, info))
 	return exitcode.OK

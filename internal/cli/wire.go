@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
 	"github.com/lock-reaper/lock-reaper/internal/config"
@@ -87,13 +87,13 @@ func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool
 }
 
 // newReaper wires a reaper for a command: config, logger, clients.
-func newReaper(fs *flag.FlagSet, loader *config.Loader, env Env, force bool) (*reaper.Reaper, *setup, int, bool) {
+func newReaper(fs *pflag.FlagSet, loader *config.Loader, env Env, force bool) (*reaper.Reaper, *setup, int, bool) {
 	return newReaperWith(fs, loader, env, force, false)
 }
 
 // newReaperWith is newReaper; with watchPods the passes read the pods from a
 // watch (setup.pods, which the caller runs) instead of a list per pass.
-func newReaperWith(fs *flag.FlagSet, loader *config.Loader, env Env, force, watchPods bool) (*reaper.Reaper, *setup, int, bool) {
+func newReaperWith(fs *pflag.FlagSet, loader *config.Loader, env Env, force, watchPods bool) (*reaper.Reaper, *setup, int, bool) {
 	cfg, logger, code, ok := loadConfig(loader, env)
 	if !ok {
 		return nil, nil, code, false

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
@@ -38,7 +39,7 @@ func writeFile(t *testing.T, name, content string) string {
 // non-empty yamlText becomes the file given with --config.
 func load(t *testing.T, yamlText string, e env, args ...string) (Config, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	l := Register(fs)
 	if yamlText != "" {
@@ -372,12 +373,12 @@ func TestCrossChecks(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	fs := flag.NewFlagSet("once", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("once", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	dryRun := fs.Bool("dry-run", false, "plan only")
 	l := Register(fs)
 	force := fs.Bool("force", false, "override guards")
-	require.NoError(t, fs.Parse([]string{"--dry-run", "--coordinate-with-pulpcore=false", "-heartbeat-grace", "45s", "--force", "rest"}))
+	require.NoError(t, fs.Parse([]string{"--dry-run", "--coordinate-with-pulpcore=false", "--heartbeat-grace", "45s", "--force", "rest"}))
 	c, err := l.Load(nil)
 	require.NoError(t, err)
 	require.True(t, *dryRun)
@@ -393,7 +394,7 @@ func TestFlags(t *testing.T) {
 
 	// Help shows kinds, defaults and env names, and no secret.
 	var help bytes.Buffer
-	fs = flag.NewFlagSet("help", flag.ContinueOnError)
+	fs = pflag.NewFlagSet("help", pflag.ContinueOnError)
 	fs.SetOutput(&help)
 	Register(fs)
 	require.NoError(t, fs.Parse([]string{"--database-url", "postgres://u:secret@h/db"}))

@@ -2,11 +2,11 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -115,7 +115,7 @@ func FuzzLoadEnv(f *testing.F) {
 	f.Add(index("schedule"), "@every -1s")
 	f.Fuzz(func(t *testing.T, i uint8, val string) {
 		s := &settings[int(i)%len(settings)]
-		fs := flag.NewFlagSet("fuzz", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("fuzz", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		_, err := Register(fs).Load(env{s.env(): val}.lookup)
 		if err == nil || !strings.Contains(err.Error(), marker) {

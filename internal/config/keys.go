@@ -24,12 +24,17 @@ func Keys() []Key {
 	keys := make([]Key, len(settings))
 	for i := range settings {
 		s := &settings[i]
-		keys[i] = Key{
-			Key: s.key, Flag: s.flag(), Env: s.env(), Group: s.group, Kind: s.kind,
-			Default: s.get(&def), Doc: s.doc, Secret: s.secret,
-		}
+		keys[i] = s.keyOf(&def)
 	}
 	return keys
+}
+
+// keyOf is the setting as Keys lists it; def is Default().
+func (s *setting) keyOf(def *Config) Key {
+	return Key{
+		Key: s.key, Flag: s.flag(), Env: s.env(), Group: s.group, Kind: s.kind,
+		Default: s.get(def), Doc: s.doc, Secret: s.secret,
+	}
 }
 
 // ConfigFlag and ConfigEnv name where the configuration file is given.

@@ -1,9 +1,9 @@
 package config
 
 import (
-	"flag"
 	"fmt"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -29,8 +29,8 @@ func nonEmpty(s string) error {
 // registerKubeconfig defines --kubeconfig, which is a laptop's file rather
 // than a setting of the reaper, so it has no key, no REAPER_ variable and no
 // place in the config file.
-func registerKubeconfig(fs *flag.FlagSet) *flagValue {
-	v := &flagValue{}
+func registerKubeconfig(fs *pflag.FlagSet) *flagValue {
+	v := &flagValue{kind: "file"}
 	fs.Var(v, "kubeconfig", "kubeconfig `file` of the cluster whose pods to read, instead of the in-cluster configuration (env "+kubeconfigEnv+")")
 	return v
 }

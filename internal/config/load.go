@@ -2,11 +2,12 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // configEnv names the config file when --config is not given.
@@ -16,27 +17,42 @@ const configEnv = "REAPER_CONFIG"
 // mistaken /dev/zero fails instead of eating memory.
 const maxSecretFileSize = 1 << 20
 
-// Loader layers the configuration sources. Register makes one; Load uses
-// it after the flag set has been parsed.
+// Loader layers the configuration sources. RegisterKeys makes one; Load
+// uses it after the flag set has been parsed.
 type Loader struct {
 	config     *flagValue   // --config
 	kubeconfig *flagValue   // --kubeconfig
-	flags      []*flagValue // parallel to settings
+	flags      []*flagValue // parallel to settings; a key without a flag has one never set
 }
 
-// Register defines --config and one flag per setting on fs, and returns the
-// Loader that reads them back. Subcommands may define their own flags on the
-// same FlagSet, before or after. Call it once per FlagSet, before fs.Parse.
-func Register(fs *flag.FlagSet) *Loader {
-	l := &Loader{config: &flagValue{}}
-	fs.Var(l.config, "config", "path of the YAML configuration `file` (env "+configEnv+")")
+// Register defines --config and the flags of every setting on fs (what
+// `lock-reaper config` takes); RegisterKeys says more.
+func Register(fs *pflag.FlagSet) *Loader {
+	return RegisterKeys(fs, func(Key) bool { return true })
+}
+
+// RegisterKeys defines --config, --kubeconfig and one flag for each setting
+// use picks on fs, and returns the Loader that reads them back. A command
+// binds only the keys it uses, so a flag it would ignore is an unknown
+// flag; the environment and the config file still set every key. Commands
+// may define their own flags on the same FlagSet, before or after. Call it
+// once per FlagSet, before fs.Parse.
+func RegisterKeys(fs *pflag.FlagSet, use func(Key) bool) *Loader {
+	l := &Loader{config: &flagValue{kind: "file"}}
+	fs.Var(l.config, ConfigFlag, "path of the YAML configuration `file` (env "+configEnv+")")
 	l.kubeconfig = registerKubeconfig(fs)
 	def := Default()
 	for i := range settings {
 		s := &settings[i]
-		v := &flagValue{def: s.get(&def), isBool: s.isBool, redact: s.redact}
-		fs.Var(v, s.flag(), s.usage())
+		v := &flagValue{def: s.get(&def), kind: s.kind, isBool: s.isBool, redact: s.redact}
 		l.flags = append(l.flags, v)
+		if !use(s.keyOf(&def)) {
+			continue
+		}
+		f := fs.VarPF(v, s.flag(), "", s.usage())
+		if s.isBool {
+			f.NoOptDefVal = "true" // a bare --flag means true
+		}
 	}
 	return l
 }
@@ -213,6 +229,7 @@ type flagValue struct {
 	def    string
 	val    string
 	set    bool
+	kind   string // what the value is, e.g. duration: the flag's type in help
 	isBool bool
 	redact func(string) string // what may be shown of a value
 }
@@ -235,11 +252,17 @@ func (f *flagValue) Set(s string) error {
 	return nil
 }
 
-// IsBoolFlag lets a boolean setting be given as a bare --flag.
-func (f *flagValue) IsBoolFlag() bool { return f.isBool }
+// Type is the value's kind; pflag shows it in help when the usage has no
+// back-quoted name, and quotes the default only of a "string".
+func (f *flagValue) Type() string {
+	if f.isBool {
+		return "bool"
+	}
+	return f.kind
+}
 
 // usage is the flag's help line. The back-quoted kind becomes the value's
-// name in flag.PrintDefaults.
+// name in pflag's help.
 func (s *setting) usage() string {
 	summary, _, _ := strings.Cut(s.doc, ". ")
 	summary = strings.TrimSuffix(summary, ".")
