@@ -130,3 +130,11 @@ func requireOneTransaction(t *testing.T, pids []uint32, sqls []string, begin str
 		require.Equal(t, pids[0], pid, "statement %q on another connection", sqls[i])
 	}
 }
+
+// primaryDatabase is a database of a server the test started, for a
+// fixture's helpers.
+func primaryDatabase(t *testing.T, url string) *testenv.Database {
+	t.Helper()
+	pool := poolOf(t, url, nil)
+	return &testenv.Database{Pool: pool, URL: url, Name: pool.Config().ConnConfig.Database}
+}
