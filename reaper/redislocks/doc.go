@@ -20,11 +20,11 @@
 //     an immediate task may have taken in between (torn_read.go).
 //   - Releaser.Release runs one Lua call per batch (release_script.go): a
 //     string lock goes only while it still names the observed owner, a set
-//     loses only that member, and a guarded holding (a live owner's) only
-//     while the owner took no task since the snapshot (RememberSeen) and
-//     holds no lock of a task that reserves the resource (Reserver). Every
-//     call does bounded work, as a script blocks Redis while it runs
-//     (registry_prune.go, release_budget.go).
+//     loses only that member, and a guarded holding (a live or late
+//     owner's) only while the owner took no task since the snapshot
+//     (RememberSeen) and holds no lock of a task that reserves the resource
+//     (Reserver). Every call does bounded work, as a script blocks Redis
+//     while it runs (registry_prune.go, release_budget.go).
 //   - PublishCancelSignals sets pulpcore's cancel signal of each task the
 //     pass finished; on a primary other than the last one checked (a
 //     failover), RepublishMissingCancelSignals sets again the ones missing,
