@@ -90,22 +90,16 @@ type ResourceNeed struct {
 // Holder is one holding that matters to the explained task, with the
 // verdict a pass would give it.
 type Holder struct {
-	Key          string             `json:"key"`
-	Kind         judge.Kind         `json:"kind"`
-	Owner        string             `json:"owner"`
-	Liveness     heartbeat.Liveness `json:"owner_liveness"`
-	HeartbeatAge *reaper.Seconds    `json:"heartbeat_age,omitempty"`
-	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *reaper.PodEvidence `json:"kubernetes,omitempty"`
+	reaper.HoldingRef
+	Liveness heartbeat.Liveness `json:"owner_liveness"`
+	reaper.OwnerView
 	// Task is the task the owner holds it for, through its task lock.
 	Task *TaskRef `json:"task,omitempty"`
 	// Own says it is held for the explained task itself.
 	Own bool `json:"own"`
 	// Blocks says it keeps the waiting task from acquiring its locks.
-	Blocks   bool          `json:"blocks"`
-	Verdict  judge.Verdict `json:"verdict"`
-	Action   judge.Action  `json:"action"`
-	Deferred string        `json:"deferred,omitempty"`
+	Blocks bool `json:"blocks"`
+	reaper.HoldingVerdict
 }
 
 // TaskRef is a task mentioned by an explanation.
@@ -152,7 +146,7 @@ func (t *TaskAhead) UnmarshalJSON(b []byte) error {
 // alone: it is pure, and every age is measured on the inspection's database
 // clock. A task the inspection has no row of is StatusNotFound.
 func Explain(in *reaper.Inspection, taskID string) Explanation {
-	ex := explainer{in: in, fleet: in.Fleet(), id: taskID}
+	ex := explainer{in: in, fleet: in.Fleet(), id: taskID, pods: reaper.PodViews{}}
 	return ex.run()
 }
 
@@ -161,6 +155,8 @@ type explainer struct {
 	fleet *heartbeat.Fleet
 	id    string
 	e     Explanation
+	// pods gives the holders of one owner one copy of its pod evidence.
+	pods reaper.PodViews
 }
 
 func (x *explainer) run() Explanation {
@@ -225,14 +221,9 @@ func (x *explainer) taskRef(id string) *TaskRef {
 }
 
 func (x *explainer) holder(jd judge.Judgement) Holder {
-	e := jd.Evidence()
-	task := reaper.HoldingTask(&jd.Holding, e.Via)
-	h := Holder{
-		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: e.OwnerLiveness, HeartbeatAge: reaper.SecondsOf(e.HeartbeatAge),
-		Kubernetes: reaper.PodEvidenceOf(e.Kubernetes), Task: x.taskRef(task), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
-	}
-	h.Own = task == x.id
-	return h
+	v := reaper.HoldingViewOf(&jd, x.pods)
+	return Holder{HoldingRef: v.HoldingRef, Liveness: v.Liveness, OwnerView: v.OwnerView, Task: x.taskRef(v.Task), Own: v.Task == x.id,
+		HoldingVerdict: v.HoldingVerdict}
 }
 
 // waiting says the task still has to acquire its locks: only then do other
