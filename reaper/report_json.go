@@ -196,7 +196,8 @@ type UnguardedResource struct {
 	OtherHolders []ResourceHolder `json:"other_holders"`
 }
 
-// ResourceHolder is one holding of a resource.
+// ResourceHolder is one holding of a resource. It is no HoldingRef: its
+// JSON has owner before kind, and no key (the resource is its list's).
 type ResourceHolder struct {
 	Owner string     `json:"owner"`
 	Kind  judge.Kind `json:"kind"`
@@ -235,8 +236,9 @@ type HoldingRef struct {
 
 func refOf(h *judge.Holding) HoldingRef { return HoldingRef{Key: h.Key, Kind: h.Kind, Owner: h.Owner} }
 
-// OwnerView is how the holding's owner was seen, after its liveness (which
-// each shape types its own way).
+// OwnerView is how the holding's owner was seen, after its liveness: locks
+// keeps that as text and explain as a heartbeat.Liveness, so it stands
+// outside.
 type OwnerView struct {
 	HeartbeatAge *Seconds `json:"heartbeat_age,omitempty"`
 	// Kubernetes is the owner's pod evidence, when the pass read pods.
@@ -252,7 +254,8 @@ type HoldingVerdict struct {
 }
 
 // HoldingView is a judged holding's parts in JSON's form, for the shapes
-// that show a holding with its owner's state (explain, locks).
+// that show a holding with its owner's state (explain, locks); it is not
+// printed itself.
 type HoldingView struct {
 	HoldingRef
 	Liveness heartbeat.Liveness

@@ -45,8 +45,9 @@ type LocksByOwnerOutput struct {
 // member of a shared set.
 type LockLine struct {
 	reaper.HoldingRef
-	// OwnerLiveness is alive, late, dead or gone, as text: the table and
-	// the counts per owner show it as it is.
+	// OwnerLiveness is alive, late, dead or gone: text here, as in
+	// OwnerCounts, where explain's Holder keeps a heartbeat.Liveness. Both
+	// print the same word.
 	OwnerLiveness string `json:"owner_liveness"`
 	reaper.OwnerView
 	Resource string `json:"resource,omitempty"`
@@ -148,6 +149,7 @@ func runLocks(ctx context.Context, env Env, cmd *cobra.Command, loader *config.L
 // lockLines turns a plan's judgements into lines, in the plan's order.
 func lockLines(plan judge.Plan) []LockLine {
 	lines := make([]LockLine, 0, len(plan.Holdings))
+	// An owner's holdings share its pod evidence; their lines share one copy.
 	pods := reaper.PodViews{}
 	for _, jd := range plan.Holdings {
 		v := reaper.HoldingViewOf(&jd, pods)

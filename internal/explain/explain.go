@@ -146,7 +146,7 @@ func (t *TaskAhead) UnmarshalJSON(b []byte) error {
 // alone: it is pure, and every age is measured on the inspection's database
 // clock. A task the inspection has no row of is StatusNotFound.
 func Explain(in *reaper.Inspection, taskID string) Explanation {
-	ex := explainer{in: in, fleet: in.Fleet(), id: taskID, pods: reaper.PodViews{}}
+	ex := explainer{in: in, fleet: in.Fleet(), id: taskID}
 	return ex.run()
 }
 
@@ -155,8 +155,6 @@ type explainer struct {
 	fleet *heartbeat.Fleet
 	id    string
 	e     Explanation
-	// pods gives the holders of one owner one copy of its pod evidence.
-	pods reaper.PodViews
 }
 
 func (x *explainer) run() Explanation {
@@ -221,7 +219,8 @@ func (x *explainer) taskRef(id string) *TaskRef {
 }
 
 func (x *explainer) holder(jd judge.Judgement) Holder {
-	v := reaper.HoldingViewOf(&jd, x.pods)
+	// Each holder its own copy of the pod evidence: an explanation shows few.
+	v := reaper.HoldingViewOf(&jd, nil)
 	return Holder{HoldingRef: v.HoldingRef, Liveness: v.Liveness, OwnerView: v.OwnerView, Task: x.taskRef(v.Task), Own: v.Task == x.id,
 		HoldingVerdict: v.HoldingVerdict}
 }
