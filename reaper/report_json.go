@@ -196,7 +196,8 @@ type UnguardedResource struct {
 	OtherHolders []ResourceHolder `json:"other_holders"`
 }
 
-// ResourceHolder is one holding of a resource.
+// ResourceHolder is one holding of a resource. It is no HoldingRef: its
+// JSON has owner before kind, and no key (the resource is its list's).
 type ResourceHolder struct {
 	Owner string     `json:"owner"`
 	Kind  judge.Kind `json:"kind"`
@@ -219,12 +220,84 @@ func (v TaskVerdict) judged() *judge.TaskJudgement {
 		StateBefore: v.StateBefore, StateAfter: v.StateAfter, ClearClaim: v.ClearClaim, Deferred: v.Deferred, FirstSeen: v.FirstSeen}
 }
 
+// One holding is printed in several shapes: a finding of a report, a holder
+// in explain, a line of locks. They are built from the parts below, defined
+// once, so that a field added to a holding appears in every shape alike;
+// each shape places the parts in the order its pinned JSON has. (A
+// ResourceHolder is the odd one: owner before kind and no key, as reports
+// have always written a task's other holders.)
+
+// HoldingRef names one holding; every shape of a holding starts with it.
+type HoldingRef struct {
+	Key   string     `json:"key"`
+	Kind  judge.Kind `json:"kind"`
+	Owner string     `json:"owner"`
+}
+
+func refOf(h *judge.Holding) HoldingRef { return HoldingRef{Key: h.Key, Kind: h.Kind, Owner: h.Owner} }
+
+// OwnerView is how the holding's owner was seen, after its liveness: locks
+// keeps that as text and explain as a heartbeat.Liveness, so it stands
+// outside.
+type OwnerView struct {
+	HeartbeatAge *Seconds `json:"heartbeat_age,omitempty"`
+	// Kubernetes is the owner's pod evidence, when the pass read pods.
+	Kubernetes *PodEvidence `json:"kubernetes,omitempty"`
+}
+
+// HoldingVerdict is what a pass would do with the holding.
+type HoldingVerdict struct {
+	Verdict judge.Verdict `json:"verdict"`
+	Action  judge.Action  `json:"action"`
+	// Deferred says why a pass would hold the release back.
+	Deferred string `json:"deferred,omitempty"`
+}
+
+// HoldingView is a judged holding's parts in JSON's form, for the shapes
+// that show a holding with its owner's state (explain, locks); it is not
+// printed itself.
+type HoldingView struct {
+	HoldingRef
+	Liveness heartbeat.Liveness
+	OwnerView
+	HoldingVerdict
+	// Task is the task the holding is held for (HoldingTask).
+	Task string
+}
+
+// PodViews keeps one JSON copy of each owner's pod evidence: an owner's
+// holdings share its evidence, and so do their views. The zero value copies
+// every time.
+type PodViews map[*heartbeat.PodEvidence]*PodEvidence
+
+func (p PodViews) of(e *heartbeat.PodEvidence) *PodEvidence {
+	pod, ok := p[e]
+	if !ok {
+		pod = PodEvidenceOf(e)
+		if p != nil {
+			p[e] = pod
+		}
+	}
+	return pod
+}
+
+// HoldingViewOf is jd's view, its pod evidence taken from pods.
+func HoldingViewOf(jd *judge.Judgement, pods PodViews) HoldingView {
+	e := jd.Evidence()
+	return HoldingView{
+		HoldingRef:     refOf(&jd.Holding),
+		Liveness:       e.OwnerLiveness,
+		OwnerView:      OwnerView{HeartbeatAge: SecondsOf(e.HeartbeatAge), Kubernetes: pods.of(e.Kubernetes)},
+		HoldingVerdict: HoldingVerdict{Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred},
+		Task:           HoldingTask(&jd.Holding, e.Via),
+	}
+}
+
 // findingJSON is a finding as reports write it: the holding's fields flat,
-// with its task and resource spelled out.
+// with its task and resource spelled out, and the evidence nested (a
+// report's verdict parts stand around its result, so they stay flat here).
 type findingJSON struct {
-	Key        string        `json:"key"`
-	Kind       judge.Kind    `json:"kind"`
-	Owner      string        `json:"owner"`
+	HoldingRef
 	TaskID     string        `json:"task_id,omitempty"`
 	Resource   string        `json:"resource,omitempty"`
 	Registered bool          `json:"registered"`
@@ -240,7 +313,7 @@ type findingJSON struct {
 func (f Finding) MarshalJSON() ([]byte, error) {
 	jd := f.Judgement
 	return json.Marshal(findingJSON{
-		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, TaskID: jd.TaskID(), Resource: jd.Resource(), Registered: jd.Registered,
+		HoldingRef: refOf(&jd.Holding), TaskID: jd.TaskID(), Resource: jd.Resource(), Registered: jd.Registered,
 		Verdict: jd.Verdict, Action: jd.Action, Result: f.Result, Deferred: jd.Deferred, FirstSeen: jd.FirstSeen, Evidence: evidenceOf(jd.Evidence()),
 	})
 }

@@ -68,17 +68,18 @@ func TestJSONShapes(t *testing.T) {
 	}
 	row := &pulpdb.TaskRow{Task: judge.Task{ID: "00000000-0000-4000-8000-000000000003", Name: "sync", State: judge.StateWaiting,
 		AppLockID: "00000000-0000-4000-8000-0000000000a2", Reserved: []string{"prn:r", "shared:prn:d"}, FinishedAt: ago(time.Second)}, Created: at}
-	holder := explain.Holder{Key: "pulp:resource_lock:prn:r", Kind: judge.KindExclusive, Owner: "1@dead", Liveness: heartbeat.Dead,
-		HeartbeatAge: reaper.SecondsOf(age(time.Hour)), Kubernetes: reaper.PodEvidenceOf(pod), Task: &explain.TaskRef{ID: "t", Name: "n", State: "running"}, Own: true, Blocks: true,
-		Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d"}
+	holder := explain.Holder{HoldingRef: reaper.HoldingRef{Key: "pulp:resource_lock:prn:r", Kind: judge.KindExclusive, Owner: "1@dead"}, Liveness: heartbeat.Dead,
+		OwnerView: reaper.OwnerView{HeartbeatAge: reaper.SecondsOf(age(time.Hour)), Kubernetes: reaper.PodEvidenceOf(pod)}, Task: &explain.TaskRef{ID: "t", Name: "n", State: "running"}, Own: true, Blocks: true,
+		HoldingVerdict: reaper.HoldingVerdict{Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d"}}
 	ex := explain.Explanation{TaskID: row.ID, DBNow: at, Task: row,
 		Claim:     &explain.Process{AppLockID: "a", Name: "1@w", AppType: "worker", Liveness: heartbeat.Alive, HeartbeatAge: reaper.SecondsOf(age(time.Second))},
 		TaskLocks: []explain.Holder{holder}, Resources: []explain.ResourceNeed{{Resource: "prn:r", Need: judge.KindExclusive, Holders: []explain.Holder{holder}}},
 		Ahead: []explain.TaskAhead{{TaskRow: *row, Conflicts: []string{"prn:r"}, Claim: &explain.Process{AppLockID: "b", Liveness: heartbeat.Gone}}}, AheadTotal: 1,
 		TaskVerdict: reaper.TaskVerdictOf(&lost), Unprotected: &explain.Unprotected{Unguarded: []string{"prn:r"}, OtherHolders: []explain.Holder{holder}},
 		Status: explain.StatusBlocked, Conclusion: "blocked"}
-	line := LockLine{Key: "k", Kind: judge.KindShared, Owner: "o", OwnerLiveness: "dead", HeartbeatAge: reaper.SecondsOf(age(time.Minute)), Kubernetes: reaper.PodEvidenceOf(pod),
-		Resource: "r", TaskID: "t", Task: "t", TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d", Registered: true}
+	line := LockLine{HoldingRef: reaper.HoldingRef{Key: "k", Kind: judge.KindShared, Owner: "o"}, OwnerLiveness: "dead",
+		OwnerView: reaper.OwnerView{HeartbeatAge: reaper.SecondsOf(age(time.Minute)), Kubernetes: reaper.PodEvidenceOf(pod)},
+		Resource:  "r", TaskID: "t", Task: "t", TaskState: "running", HoldingVerdict: reaper.HoldingVerdict{Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d"}, Registered: true}
 	counts := OwnerCounts{Owner: "o", OwnerLiveness: "dead", HeartbeatAge: reaper.SecondsOf(age(time.Minute)), Holdings: 2,
 		ByKind: map[judge.Kind]int{judge.KindShared: 2}, ByVerdict: map[judge.Verdict]int{judge.VerdictOwnerDead: 2}}
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -45,28 +44,23 @@ type LocksByOwnerOutput struct {
 // LockLine is one holding: a task key or exclusive key and its owner, or one
 // member of a shared set.
 type LockLine struct {
-	Key   string     `json:"key"`
-	Kind  judge.Kind `json:"kind"`
-	Owner string     `json:"owner"`
-	// OwnerLiveness is alive, late, dead or gone; HeartbeatAge is in seconds.
-	OwnerLiveness string          `json:"owner_liveness"`
-	HeartbeatAge  *reaper.Seconds `json:"heartbeat_age,omitempty"`
-	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *reaper.PodEvidence `json:"kubernetes,omitempty"`
-	Resource   string              `json:"resource,omitempty"`
+	reaper.HoldingRef
+	// OwnerLiveness is alive, late, dead or gone: text here, as in
+	// OwnerCounts, where explain's Holder keeps a heartbeat.Liveness. Both
+	// print the same word.
+	OwnerLiveness string `json:"owner_liveness"`
+	reaper.OwnerView
+	Resource string `json:"resource,omitempty"`
 	// TaskID is the task the holding is held for: the task of a task lock,
 	// or of the owner's task lock that reserves the resource. task_id names
 	// a task's id in every shape, as findings do.
 	TaskID string `json:"task_id,omitempty"`
 	// Task is TaskID under the name locks printed before 0.2.0; kept beside
 	// it for one release (CHANGELOG.md), then removed.
-	Task      string        `json:"task,omitempty"`
-	TaskState string        `json:"task_state,omitempty"`
-	Verdict   judge.Verdict `json:"verdict"`
-	Action    judge.Action  `json:"action"`
-	// Deferred says why a pass would hold the release back.
-	Deferred   string `json:"deferred,omitempty"`
-	Registered bool   `json:"registered"`
+	Task      string `json:"task,omitempty"`
+	TaskState string `json:"task_state,omitempty"`
+	reaper.HoldingVerdict
+	Registered bool `json:"registered"`
 }
 
 // OwnerCounts sums up one owner's holdings.
@@ -156,19 +150,12 @@ func runLocks(ctx context.Context, env Env, cmd *cobra.Command, loader *config.L
 func lockLines(plan judge.Plan) []LockLine {
 	lines := make([]LockLine, 0, len(plan.Holdings))
 	// An owner's holdings share its pod evidence; their lines share one copy.
-	pods := map[*heartbeat.PodEvidence]*reaper.PodEvidence{}
+	pods := reaper.PodViews{}
 	for _, jd := range plan.Holdings {
-		e := jd.Evidence()
-		pod, ok := pods[e.Kubernetes]
-		if !ok {
-			pod = reaper.PodEvidenceOf(e.Kubernetes)
-			pods[e.Kubernetes] = pod
-		}
-		task := reaper.HoldingTask(&jd.Holding, e.Via)
+		v := reaper.HoldingViewOf(&jd, pods)
 		lines = append(lines, LockLine{
-			Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, OwnerLiveness: e.OwnerLiveness.String(),
-			HeartbeatAge: reaper.SecondsOf(e.HeartbeatAge), Kubernetes: pod, Resource: jd.Resource(), TaskID: task, Task: task, TaskState: e.TaskState,
-			Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred, Registered: jd.Registered,
+			HoldingRef: v.HoldingRef, OwnerLiveness: v.Liveness.String(), OwnerView: v.OwnerView, Resource: jd.Resource(),
+			TaskID: v.Task, Task: v.Task, TaskState: jd.Evidence().TaskState, HoldingVerdict: v.HoldingVerdict, Registered: jd.Registered,
 		})
 	}
 	return lines

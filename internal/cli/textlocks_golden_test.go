@@ -29,9 +29,9 @@ func goldenExplanation() explain.Explanation {
 	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
 	day := reaper.Seconds(23 * time.Hour)
 	holder := explain.Holder{
-		Key: judge.ResourceKeyPrefix + goldenResource, Kind: judge.KindExclusive, Owner: goldenOwner,
-		Liveness: heartbeat.Dead, HeartbeatAge: &day, Task: &explain.TaskRef{ID: goldenRunning, State: "running"},
-		Blocks: true, Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease,
+		HoldingRef: reaper.HoldingRef{Key: judge.ResourceKeyPrefix + goldenResource, Kind: judge.KindExclusive, Owner: goldenOwner},
+		Liveness:   heartbeat.Dead, OwnerView: reaper.OwnerView{HeartbeatAge: &day}, Task: &explain.TaskRef{ID: goldenRunning, State: "running"},
+		Blocks: true, HoldingVerdict: reaper.HoldingVerdict{Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease},
 	}
 	return explain.Explanation{
 		TaskID: goldenQueued, DBNow: now,
@@ -49,13 +49,14 @@ func goldenExplanation() explain.Explanation {
 func goldenLocks() LocksOutput {
 	day := reaper.Seconds(23 * time.Hour)
 	out := LocksOutput{DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)}
-	out.Holdings = append(out.Holdings, LockLine{Key: judge.TaskKeyPrefix + goldenRunning, Kind: judge.KindTask, Owner: goldenOwner,
-		OwnerLiveness: "dead", HeartbeatAge: &day, TaskID: goldenRunning, TaskState: "running", Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
+	dead := reaper.HoldingVerdict{Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}
+	out.Holdings = append(out.Holdings, LockLine{HoldingRef: reaper.HoldingRef{Key: judge.TaskKeyPrefix + goldenRunning, Kind: judge.KindTask, Owner: goldenOwner},
+		OwnerLiveness: "dead", OwnerView: reaper.OwnerView{HeartbeatAge: &day}, TaskID: goldenRunning, TaskState: "running", HoldingVerdict: dead})
 	for i := 1; i <= 2; i++ {
 		res := fmt.Sprintf("prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-00000000000%d", i)
-		out.Holdings = append(out.Holdings, LockLine{Key: judge.ResourceKeyPrefix + res, Kind: judge.KindExclusive, Owner: goldenOwner,
-			OwnerLiveness: "dead", HeartbeatAge: &day, Resource: res, TaskID: goldenRunning, TaskState: "running",
-			Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease})
+		out.Holdings = append(out.Holdings, LockLine{HoldingRef: reaper.HoldingRef{Key: judge.ResourceKeyPrefix + res, Kind: judge.KindExclusive, Owner: goldenOwner},
+			OwnerLiveness: "dead", OwnerView: reaper.OwnerView{HeartbeatAge: &day}, Resource: res, TaskID: goldenRunning, TaskState: "running",
+			HoldingVerdict: dead})
 	}
 	return out
 }

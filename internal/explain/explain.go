@@ -90,22 +90,16 @@ type ResourceNeed struct {
 // Holder is one holding that matters to the explained task, with the
 // verdict a pass would give it.
 type Holder struct {
-	Key          string             `json:"key"`
-	Kind         judge.Kind         `json:"kind"`
-	Owner        string             `json:"owner"`
-	Liveness     heartbeat.Liveness `json:"owner_liveness"`
-	HeartbeatAge *reaper.Seconds    `json:"heartbeat_age,omitempty"`
-	// Kubernetes is the owner's pod evidence, when the pass read pods.
-	Kubernetes *reaper.PodEvidence `json:"kubernetes,omitempty"`
+	reaper.HoldingRef
+	Liveness heartbeat.Liveness `json:"owner_liveness"`
+	reaper.OwnerView
 	// Task is the task the owner holds it for, through its task lock.
 	Task *TaskRef `json:"task,omitempty"`
 	// Own says it is held for the explained task itself.
 	Own bool `json:"own"`
 	// Blocks says it keeps the waiting task from acquiring its locks.
-	Blocks   bool          `json:"blocks"`
-	Verdict  judge.Verdict `json:"verdict"`
-	Action   judge.Action  `json:"action"`
-	Deferred string        `json:"deferred,omitempty"`
+	Blocks bool `json:"blocks"`
+	reaper.HoldingVerdict
 }
 
 // TaskRef is a task mentioned by an explanation.
@@ -225,14 +219,10 @@ func (x *explainer) taskRef(id string) *TaskRef {
 }
 
 func (x *explainer) holder(jd judge.Judgement) Holder {
-	e := jd.Evidence()
-	task := reaper.HoldingTask(&jd.Holding, e.Via)
-	h := Holder{
-		Key: jd.Key, Kind: jd.Kind, Owner: jd.Owner, Liveness: e.OwnerLiveness, HeartbeatAge: reaper.SecondsOf(e.HeartbeatAge),
-		Kubernetes: reaper.PodEvidenceOf(e.Kubernetes), Task: x.taskRef(task), Verdict: jd.Verdict, Action: jd.Action, Deferred: jd.Deferred,
-	}
-	h.Own = task == x.id
-	return h
+	// Each holder its own copy of the pod evidence: an explanation shows few.
+	v := reaper.HoldingViewOf(&jd, nil)
+	return Holder{HoldingRef: v.HoldingRef, Liveness: v.Liveness, OwnerView: v.OwnerView, Task: x.taskRef(v.Task), Own: v.Task == x.id,
+		HoldingVerdict: v.HoldingVerdict}
 }
 
 // waiting says the task still has to acquire its locks: only then do other

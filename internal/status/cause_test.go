@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/lock-reaper/lock-reaper/internal/explain"
+	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -15,13 +16,13 @@ import (
 // cause's tasks in fetch order, its verdicts counted most tasks first.
 func TestCausesOf(t *testing.T) {
 	stale := func(owner string, v judge.Verdict) Link {
-		return Link{Holder: explain.Holder{Owner: owner, Verdict: v, Action: judge.ActionRelease}}
+		return Link{Holder: explain.Holder{HoldingRef: reaper.HoldingRef{Owner: owner}, HoldingVerdict: reaper.HoldingVerdict{Verdict: v, Action: judge.ActionRelease}}}
 	}
 	suspect := func(owner string) Link {
-		return Link{Holder: explain.Holder{Owner: owner, Verdict: judge.VerdictNoTask, Action: judge.ActionSuspect}}
+		return Link{Holder: explain.Holder{HoldingRef: reaper.HoldingRef{Owner: owner}, HoldingVerdict: reaper.HoldingVerdict{Verdict: judge.VerdictNoTask, Action: judge.ActionSuspect}}}
 	}
 	kept := func(owner string) Link {
-		return Link{Holder: explain.Holder{Owner: owner, Verdict: judge.VerdictJustified, Action: judge.ActionKeep}}
+		return Link{Holder: explain.Holder{HoldingRef: reaper.HoldingRef{Owner: owner}, HoldingVerdict: reaper.HoldingVerdict{Verdict: judge.VerdictJustified, Action: judge.ActionKeep}}}
 	}
 	released := func(owner string) Link {
 		l := stale(owner, judge.VerdictOwnerDead)
