@@ -10,7 +10,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/explain"
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -157,7 +157,7 @@ func TestInspectExplainedTask(t *testing.T) {
 	require.Equal(t, []string{domain}, exp.Ahead[0].Conflicts)
 
 	// A task that does not exist, and an id that is no UUID.
-	in, err = r.Inspect(f.Ctx, reaper.InspectOptions{TaskID: passtest.NewUUID()})
+	in, err = r.Inspect(f.Ctx, reaper.InspectOptions{TaskID: sim.NewUUID()})
 	require.NoError(t, err)
 	require.Nil(t, in.Explained.Row)
 	in, err = r.Inspect(f.Ctx, reaper.InspectOptions{TaskID: "not-a-uuid"})

@@ -16,7 +16,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -152,18 +152,11 @@ func kpOOMRestarted(p *corev1.Pod, killed, started time.Time) *corev1.Pod {
 	return p
 }
 
-// uuid7At is a version 7 UUID created at t, as pulpcore names its rows.
-func uuid7At(t time.Time) string {
-	ms := uint64(t.UnixMilli())
-	v4 := passtest.NewUUID()
-	return fmt.Sprintf("%08x-%04x-7%s", ms>>16, ms&0xffff, v4[15:])
-}
-
 // kpWorker inserts a worker row created created ago (its uuid7 id), whose
 // last heartbeat is age ago on the database clock.
 func (f *fixture) kpWorker(name string, age, created time.Duration) string {
 	f.T.Helper()
-	id := uuid7At(time.Now().Add(-created))
+	id := sim.NewUUID7(time.Now().Add(-created))
 	_, err := f.DB.Pool.Exec(f.Ctx, `INSERT INTO core_appstatus (pulp_id, app_type, name, ttl, last_heartbeat)
 		VALUES ($1, 'worker', $2, interval '30 seconds', now() - make_interval(secs => $3))`, id, name, age.Seconds())
 	require.NoError(f.T, err)
@@ -185,7 +178,7 @@ func (f *fixture) kpFleet() []*corev1.Pod {
 // kpRunningTask gives owner a running task whose app_lock is row, holding its
 // task lock and an exclusive resource; it returns the task and the resource.
 func (f *fixture) kpRunningTask(owner, row string) (taskID, res string) {
-	res = "prn:core.domain:" + passtest.NewUUID()
+	res = "prn:core.domain:" + sim.NewUUID()
 	taskID = f.Task(judge.StateRunning, row, []string{res}, -1)
 	f.Acquire(owner, taskID, []string{res}, false)
 	return taskID, res
@@ -380,7 +373,7 @@ func TestKubernetesPassSlowListSuccessorKeepsItsLock(t *testing.T) {
 	f := newFixture(t)
 	pods := f.kpFleet()
 	old := f.kpWorker("1@w", 8*time.Second, time.Hour)
-	domain := "prn:core.domain:" + passtest.NewUUID()
+	domain := "prn:core.domain:" + sim.NewUUID()
 	oldTask, oldRes := f.kpRunningTask("1@w", old)
 	f.Acquire("1@w", oldTask, []string{"shared:" + domain}, false)
 	now := time.Now()

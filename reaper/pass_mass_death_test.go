@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -88,7 +88,7 @@ func (f *fixture) stopFour() *mdStopped {
 	for i := range 4 {
 		owner := fmt.Sprintf("1@pulp-worker-stopped-%d", i)
 		row := f.Worker(owner, time.Second)
-		r, d := repo(), "prn:core.domain:"+passtest.NewUUID()
+		r, d := repo(), "prn:core.domain:"+sim.NewUUID()
 		task := f.Task(judge.StateRunning, row, []string{r, "shared:" + d}, -1)
 		f.Acquire(owner, task, []string{r, "shared:" + d}, false)
 		m.stopped, m.tasks = append(m.stopped, row), append(m.tasks, task)

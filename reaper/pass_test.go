@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -15,7 +16,7 @@ import (
 
 const domain = passtest.Domain
 
-func repo() string { return "prn:rpm.rpmrepository:" + passtest.NewUUID() }
+func repo() string { return "prn:rpm.rpmrepository:" + sim.NewUUID() }
 
 // TestPassVerdicts builds one fleet with a holding for each verdict of the
 // task lock and resource tables and checks what one real pass does to each.
@@ -82,7 +83,7 @@ func TestPassVerdicts(t *testing.T) {
 	release = append(release, held{"task:" + lostTask, "1@reused"}, held{"pulp:resource_lock:" + r8, "1@reused"})
 
 	// task-missing, unclaimed and no-task need confirmation.
-	missing := passtest.NewUUID()
+	missing := sim.NewUUID()
 	withLocks("1@live", missing, nil, false)
 	r9 := repo()
 	unclaimed := f.Task("waiting", "", []string{r9}, -1)
@@ -290,8 +291,8 @@ func TestPassIgnoresForeignKeys(t *testing.T) {
 	f := newFixture(t)
 	rdb := f.Redis.Client
 	require.NoError(t, rdb.Set(f.Ctx, "task:not-a-uuid", "cache", 0).Err())
-	require.NoError(t, rdb.Set(f.Ctx, "task:"+passtest.NewUUID(), "", 0).Err())
-	require.NoError(t, rdb.HSet(f.Ctx, "task:"+passtest.NewUUID(), "a", "b").Err())
+	require.NoError(t, rdb.Set(f.Ctx, "task:"+sim.NewUUID(), "", 0).Err())
+	require.NoError(t, rdb.HSet(f.Ctx, "task:"+sim.NewUUID(), "a", "b").Err())
 	require.NoError(t, rdb.RPush(f.Ctx, "pulp:resource_lock:"+repo(), "x").Err())
 	require.NoError(t, rdb.Set(f.Ctx, "pulp:resource_lock:"+repo(), "bad\x00owner", 0).Err())
 	require.NoError(t, rdb.Set(f.Ctx, "unrelated", "x", 0).Err())

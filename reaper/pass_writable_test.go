@@ -17,6 +17,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/privilege"
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -98,7 +99,7 @@ func TestWritablePrimaryOrNoWrites(t *testing.T) {
 	})
 
 	t.Run("read-only role", func(t *testing.T) {
-		role := "lr_readonly_" + strings.ReplaceAll(passtest.NewUUID()[:8], "-", "")
+		role := "lr_readonly_" + strings.ReplaceAll(sim.NewUUID()[:8], "-", "")
 		primary.Exec(t, "pulp", privilege.PostgresSQLFor(role, "unused-with-trust"))
 		primary.Exec(t, "pulp", "ALTER ROLE "+pgx.Identifier{role}.Sanitize()+" SET default_transaction_read_only = on")
 		u, err := url.Parse(primary.URL("pulp"))

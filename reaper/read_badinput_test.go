@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -50,7 +50,7 @@ func TestBadInputKeyTypes(t *testing.T) {
 	f := newFixture(t)
 	fl := f.buildFleet(2)
 	ctx, rdb := f.Ctx, f.Redis.Client
-	taskKey := func() string { return judge.TaskKeyPrefix + passtest.NewUUID() }
+	taskKey := func() string { return judge.TaskKeyPrefix + sim.NewUUID() }
 	resKey := func() string { return judge.ResourceKeyPrefix + repo() }
 
 	type bad struct{ key, typ, reason string }
@@ -108,7 +108,7 @@ func TestBadInputMalformedTaskKeys(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	fl := f.buildFleet(1)
-	id := passtest.NewUUID()
+	id := sim.NewUUID()
 	keys := []string{judge.TaskKeyPrefix +
 		strings.ToUpper(id), judge.TaskKeyPrefix +
 		"{" + id + "}", judge.TaskKeyPrefix +
@@ -154,7 +154,7 @@ func TestBadInputRegistryOfWrongTypes(t *testing.T) {
 	// A registry naming keys that are not locks, or locks that are gone.
 	require.NoError(t, rdb.Del(ctx, redislocks.ActiveOwnersKey).Err())
 	require.NoError(t, rdb.SAdd(ctx, redislocks.ActiveOwnersKey, "5@live-0", "").Err())
-	require.NoError(t, rdb.SAdd(ctx, redislocks.OwnerLocksPrefix+"5@live-0", "unrelated", judge.TaskKeyPrefix+passtest.NewUUID()).Err())
+	require.NoError(t, rdb.SAdd(ctx, redislocks.OwnerLocksPrefix+"5@live-0", "unrelated", judge.TaskKeyPrefix+sim.NewUUID()).Err())
 	require.NoError(t, rdb.Set(ctx, "unrelated", "5@live-0", 0).Err())
 	rep = f.pass(f.reaper(nil), reaper.ModeOnce)
 	require.Empty(t, rep.Error)
@@ -203,7 +203,7 @@ func TestBadInputReservedResourcesRecord(t *testing.T) {
 	f.Worker("6@live-3", time.Second)
 
 	insert := func(state, appLock, record string) string {
-		id := passtest.NewUUID()
+		id := sim.NewUUID()
 		_, err := f.DB.Pool.Exec(f.Ctx, `INSERT INTO core_task (pulp_id, state, name, app_lock_id, reserved_resources_record, pulp_domain_id)
 			VALUES ($1, $2, 'bad.record', $3, `+record+`, '00000000-0000-4000-8000-000000000001')`, id, state, appLock)
 		require.NoError(t, err)
@@ -251,7 +251,7 @@ func TestBadInputAppStatusRows(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	row := func(name, ttl string, beatAgo time.Duration) string {
-		id := passtest.NewUUID()
+		id := sim.NewUUID()
 		_, err := f.DB.Pool.Exec(f.Ctx, `INSERT INTO core_appstatus (pulp_id, app_type, name, ttl, last_heartbeat)
 			VALUES ($1, 'worker', $2, $3::interval, now() - make_interval(secs => $4))`, id, name, ttl, beatAgo.Seconds())
 		require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -43,7 +44,7 @@ func TestBadInputHugeValuesNotRead(t *testing.T) {
 	value := strings.Repeat("w", size)
 	var keys []string
 	for i := range huge {
-		k := judge.TaskKeyPrefix + passtest.NewUUID()
+		k := judge.TaskKeyPrefix + sim.NewUUID()
 		if i%2 == 1 {
 			k = judge.ResourceKeyPrefix + repo()
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -29,7 +30,7 @@ func TestBadInputJunkMemberBesideRealOne(t *testing.T) {
 	for start := 0; start < many; start += 100 {
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := start; i < start+100; i++ {
-				p.SAdd(ctx, large, passtest.NewUUID()+strings.Repeat("j", junkLen-36))
+				p.SAdd(ctx, large, sim.NewUUID()+strings.Repeat("j", junkLen-36))
 			}
 			return nil
 		})

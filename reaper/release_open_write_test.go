@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -30,7 +31,7 @@ func openTaskWrite(f *fixture, update bool) (pid int32, rollback func()) {
 		_, err = tx.Exec(f.Ctx, `UPDATE core_task SET name = 'edited' WHERE pulp_id = $1`, other)
 	} else {
 		_, err = tx.Exec(f.Ctx, `INSERT INTO core_task (pulp_id, state, name, reserved_resources_record, pulp_domain_id)
-			VALUES ($1, 'waiting', 'pulpcore.app.tasks.base.general_update', '{}', '00000000-0000-4000-8000-000000000001')`, passtest.NewUUID())
+			VALUES ($1, 'waiting', 'pulpcore.app.tasks.base.general_update', '{}', '00000000-0000-4000-8000-000000000001')`, sim.NewUUID())
 	}
 	require.NoError(f.T, err)
 	require.NoError(f.T, tx.QueryRow(f.Ctx, "SELECT pg_backend_pid()").Scan(&pid))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -115,7 +115,7 @@ func TestUncommittedImmediateTaskKeepsItsMembership(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(f.Ctx) }()
 	rep, err := f.reaper(nil).RunOnceAdjusted(f.Ctx, reaper.Options{Mode: reaper.ModeOnce}, func(*judge.Plan) {
-		immediate := passtest.NewUUID()
+		immediate := sim.NewUUID()
 		_, err := tx.Exec(f.Ctx, `INSERT INTO core_task (pulp_id, state, name, app_lock_id, reserved_resources_record, pulp_domain_id, immediate)
 			VALUES ($1, 'running', 'pulpcore.app.tasks.base.general_update', $2, $3, '00000000-0000-4000-8000-000000000001', true)`,
 			immediate, api, reserved)

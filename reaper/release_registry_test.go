@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/explain"
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -29,7 +29,7 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 	leak := judge.ResourceKeyPrefix + "repo-leak"
 	require.NoError(t, f.Redis.Client.Set(f.Ctx, leak, owner, 0).Err())
 	require.NoError(t, f.Redis.Client.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+owner, leak).Err())
-	stale := judge.TaskKeyPrefix + passtest.NewUUID()
+	stale := judge.TaskKeyPrefix + sim.NewUUID()
 	require.NoError(t, f.Redis.Client.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+owner, stale).Err())
 	r := f.reaper(nil)
 
@@ -58,7 +58,7 @@ func TestStaleRegistryEntryNeverBlocksARelease(t *testing.T) {
 	require.Contains(t, f.Members(redislocks.ActiveOwnersKey), owner)
 
 	// A registered task lock that exists but was not seen is a new task.
-	other := passtest.NewUUID()
+	other := sim.NewUUID()
 	leak2 := judge.ResourceKeyPrefix + "repo-leak-2"
 	require.NoError(t, f.Redis.Client.Set(f.Ctx, leak2, owner, 0).Err())
 	f.pass(r, reaper.ModeOnce)
@@ -93,16 +93,16 @@ func TestPassLeavesRedisAsPulpcoreExpects(t *testing.T) {
 
 	emptyDead := "1@dead-holding-nothing"
 	f.Worker(emptyDead, time.Hour)
-	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+emptyDead, judge.TaskKeyPrefix+passtest.NewUUID(), judge.ResourceKeyPrefix+"gone").Err())
+	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+emptyDead, judge.TaskKeyPrefix+sim.NewUUID(), judge.ResourceKeyPrefix+"gone").Err())
 	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.ActiveOwnersKey, emptyDead).Err())
-	rowless := "immediate-" + passtest.NewUUID()
+	rowless := "immediate-" + sim.NewUUID()
 	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.ActiveOwnersKey, rowless).Err())
 
 	dead := "1@dead"
 	deadRow := f.Worker(dead, time.Hour)
 	deadTask := f.Task(judge.StateRunning, deadRow, []string{"repo-dead"}, -1)
 	f.Acquire(dead, deadTask, []string{"repo-dead"}, false)
-	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+dead, judge.TaskKeyPrefix+passtest.NewUUID()).Err())
+	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+dead, judge.TaskKeyPrefix+sim.NewUUID()).Err())
 
 	f.pass(f.reaper(nil), reaper.ModeOnce)
 

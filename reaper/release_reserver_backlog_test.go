@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -41,7 +42,7 @@ func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
 	keys := &releaseTaskKeys{}
 	srv.Client.AddHook(keys)
 	f := &fixture{&passtest.Fixture{T: t, Ctx: context.Background(), Redis: &testenv.Redis{Client: srv.Client, URL: srv.URL(0)}, DB: testenv.NewDatabase(t)}}
-	domain := "shared:prn:core.domain:" + passtest.NewUUID()
+	domain := "shared:prn:core.domain:" + sim.NewUUID()
 	domainKey := judge.ResourceKeyPrefix + strings.TrimPrefix(domain, "shared:")
 	owners := make([]string, dead)
 	for i := range owners {

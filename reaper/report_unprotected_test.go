@@ -7,7 +7,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/internal/explain"
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
@@ -55,7 +55,7 @@ func TestRunningTaskWhoseLockWasDeleted(t *testing.T) {
 	f := newFixture(t)
 	w1 := f.Worker("1@live", time.Second)
 	w2 := f.Worker("2@live", time.Second)
-	repo, domain := "prn:rpm.rpmrepository:"+passtest.NewUUID(), "prn:core.domain:"+passtest.NewUUID()
+	repo, domain := "prn:rpm.rpmrepository:"+sim.NewUUID(), "prn:core.domain:"+sim.NewUUID()
 	lost := f.Task(judge.StateRunning, w1, []string{repo, "shared:" + domain}, -1)
 	other := f.Task(judge.StateRunning, w2, []string{repo}, -1)
 	f.Acquire("2@live", other, []string{repo}, false)
@@ -141,7 +141,7 @@ func TestTaskLockGoneKeepsRunningTasksResources(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	w := f.Worker("1@live", time.Second)
-	repo, domain := "prn:rpm.rpmrepository:"+passtest.NewUUID(), "prn:core.domain:"+passtest.NewUUID()
+	repo, domain := "prn:rpm.rpmrepository:"+sim.NewUUID(), "prn:core.domain:"+sim.NewUUID()
 	task := f.Task(judge.StateRunning, w, []string{repo, "shared:" + domain}, -1)
 	f.Acquire("1@live", task, []string{repo, "shared:" + domain}, false)
 	require.NoError(t, f.Redis.Client.Del(f.Ctx, judge.TaskKeyPrefix+task).Err())
@@ -195,7 +195,7 @@ func TestTaskLockGoneKeepsRunningTasksResources(t *testing.T) {
 func TestUnprotectedTaskMissingItsSharedMembership(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	r, d := repo(), "prn:core.domain:"+passtest.NewUUID()
+	r, d := repo(), "prn:core.domain:"+sim.NewUUID()
 	task := f.Task(judge.StateRunning, f.Worker("1@live", time.Second), []string{r, "shared:" + d}, -1)
 	f.Acquire("1@live", task, []string{r}, false)
 	other := f.Task(judge.StateRunning, f.Worker("2@other", time.Second), []string{"shared:" + d}, -1)

@@ -62,9 +62,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}
 	ctx := context.Background()
 	rdb, db := testenv.NewRedis(t), testenv.NewDatabase(t)
-	spec := sim.IncidentOf20260724()
-	spec.DeadRunning, spec.DeadClaimed = 12, 6 // as `lock-reaper demo` builds it
-	inc, err := sim.BuildIncident(ctx, rdb.Client, db.Pool, spec)
+	inc, err := sim.BuildIncident(ctx, rdb.Client, db.Pool, sim.DemoIncident())
 	require.NoError(t, err)
 	stopBeat := inc.KeepAliveInBackground(context.WithoutCancel(ctx), db.Pool)
 	t.Cleanup(func() { _ = stopBeat() })

@@ -98,9 +98,7 @@ func (d *demo) setUp(ctx context.Context, redisURL, adminURL string) error {
 	if err := d.createDatabase(ctx, adminURL); err != nil {
 		return err
 	}
-	spec := sim.IncidentOf20260724()
-	spec.DeadRunning, spec.DeadClaimed = 12, 6
-	inc, err := sim.BuildIncident(ctx, d.rdb, d.pool, spec)
+	inc, err := sim.BuildIncident(ctx, d.rdb, d.pool, sim.DemoIncident())
 	if err != nil {
 		return fmt.Errorf("build the incident: %w", err)
 	}

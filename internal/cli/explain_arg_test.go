@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/explain"
+	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,7 +59,7 @@ func TestTaskIDOf(t *testing.T) {
 func TestExplainAcceptsHrefAndPRN(t *testing.T) {
 	t.Parallel()
 	f := newOpsFleet(t)
-	target := f.task("waiting", "", []string{opsRepo()}, time.Minute)
+	target := f.task("waiting", "", []string{passtest.Repo()}, time.Minute)
 	for _, arg := range []string{target, "/pulp/api/v3/tasks/" + target + "/", "/pulp/default/api/v3/tasks/" + target + "/", "prn:core.task:" + target} {
 		ex := f.explain(arg)
 		require.Equal(t, target, ex.TaskID, arg)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/internal/explain"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -36,18 +37,6 @@ func newOpsFleet(t *testing.T) *opsFleet {
 	return &opsFleet{t: t, ctx: context.Background(), r: r, db: db, env: servicesEnv(r, db)}
 }
 
-func opsUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-func opsRepo() string { return "prn:rpm.rpmrepository:" + opsUUID() }
-
-const opsDomain = "prn:core.domain:00000000-0000-4000-8000-000000000001"
-
 // worker inserts a worker row that last beat age ago. A live worker (age 0)
 // gets a ttl long enough to stay alive however slowly the test runs.
 func (f *opsFleet) worker(name string, age time.Duration) string {
@@ -56,7 +45,7 @@ func (f *opsFleet) worker(name string, age time.Duration) string {
 	if age == 0 {
 		ttl = time.Hour
 	}
-	id := opsUUID()
+	id := sim.NewUUID()
 	_, err := f.db.Pool.Exec(f.ctx, `INSERT INTO core_appstatus (pulp_id, app_type, name, ttl, last_heartbeat)
 		VALUES ($1, 'worker', $2, make_interval(secs => $3), now() - make_interval(secs => $4))`, id, name, ttl.Seconds(), age.Seconds())
 	require.NoError(f.t, err)
@@ -66,7 +55,7 @@ func (f *opsFleet) worker(name string, age time.Duration) string {
 // task inserts a core_task row created ago before now; appLock "" is NULL.
 func (f *opsFleet) task(state, appLock string, reserved []string, ago time.Duration) string {
 	f.t.Helper()
-	id := opsUUID()
+	id := sim.NewUUID()
 	var lock any
 	if appLock != "" {
 		lock = appLock
@@ -132,10 +121,10 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 	t.Parallel()
 	f := newOpsFleet(t)
 	dead := f.worker("1@pulp-worker-0", time.Hour)
-	repo := opsRepo()
-	lost := f.task("running", dead, []string{repo, "shared:" + opsDomain}, 2*time.Hour)
-	f.acquire("1@pulp-worker-0", lost, repo, "shared:"+opsDomain)
-	target := f.task("waiting", "", []string{repo, "shared:" + opsDomain}, time.Minute)
+	repo := passtest.Repo()
+	lost := f.task("running", dead, []string{repo, "shared:" + passtest.Domain}, 2*time.Hour)
+	f.acquire("1@pulp-worker-0", lost, repo, "shared:"+passtest.Domain)
+	target := f.task("waiting", "", []string{repo, "shared:" + passtest.Domain}, time.Minute)
 
 	ex := f.explain(target)
 	require.Equal(t, explain.StatusBlocked, ex.Status)
@@ -177,10 +166,10 @@ func TestExplainBlockedByLiveOwner(t *testing.T) {
 	t.Parallel()
 	f := newOpsFleet(t)
 	live := f.worker("1@pulp-worker-1", 0)
-	repo := opsRepo()
-	running := f.task("running", live, []string{repo, "shared:" + opsDomain}, 2*time.Minute)
-	f.acquire("1@pulp-worker-1", running, repo, "shared:"+opsDomain)
-	target := f.task("waiting", "", []string{repo, "shared:" + opsDomain}, time.Minute)
+	repo := passtest.Repo()
+	running := f.task("running", live, []string{repo, "shared:" + passtest.Domain}, 2*time.Minute)
+	f.acquire("1@pulp-worker-1", running, repo, "shared:"+passtest.Domain)
+	target := f.task("waiting", "", []string{repo, "shared:" + passtest.Domain}, time.Minute)
 
 	ex := f.explain(target)
 	require.Equal(t, explain.StatusWaiting, ex.Status)
@@ -201,10 +190,10 @@ func TestExplainBlockedByLiveOwner(t *testing.T) {
 func TestExplainBehindOlderTask(t *testing.T) {
 	t.Parallel()
 	f := newOpsFleet(t)
-	repo := opsRepo()
-	older := f.task("waiting", "", []string{repo, "shared:" + opsDomain}, 2*time.Minute)
-	f.task("waiting", "", []string{"shared:" + repo, "shared:" + opsDomain}, 90*time.Second) // shares: no conflict
-	target := f.task("waiting", "", []string{"shared:" + repo, "shared:" + opsDomain}, time.Minute)
+	repo := passtest.Repo()
+	older := f.task("waiting", "", []string{repo, "shared:" + passtest.Domain}, 2*time.Minute)
+	f.task("waiting", "", []string{"shared:" + repo, "shared:" + passtest.Domain}, 90*time.Second) // shares: no conflict
+	target := f.task("waiting", "", []string{"shared:" + repo, "shared:" + passtest.Domain}, time.Minute)
 
 	ex := f.explain(target)
 	require.Equal(t, explain.StatusWaiting, ex.Status)
@@ -230,10 +219,10 @@ func TestExplainReadyToRun(t *testing.T) {
 	t.Parallel()
 	f := newOpsFleet(t)
 	live := f.worker("1@pulp-worker-1", 0)
-	other := f.task("running", live, []string{opsRepo(), "shared:" + opsDomain}, 2*time.Minute)
-	f.acquire("1@pulp-worker-1", other, "shared:"+opsDomain)
-	target := f.task("waiting", "", []string{opsRepo(), "shared:" + opsDomain}, time.Minute)
-	finished := f.task("completed", live, []string{opsRepo()}, time.Hour)
+	other := f.task("running", live, []string{passtest.Repo(), "shared:" + passtest.Domain}, 2*time.Minute)
+	f.acquire("1@pulp-worker-1", other, "shared:"+passtest.Domain)
+	target := f.task("waiting", "", []string{passtest.Repo(), "shared:" + passtest.Domain}, time.Minute)
+	finished := f.task("completed", live, []string{passtest.Repo()}, time.Hour)
 
 	ex := f.explain(target)
 	require.Equal(t, explain.StatusReady, ex.Status)
@@ -247,7 +236,7 @@ func TestExplainReadyToRun(t *testing.T) {
 func TestExplainUsageAndMissingTask(t *testing.T) {
 	t.Parallel()
 	f := newOpsFleet(t)
-	missing := opsUUID()
+	missing := sim.NewUUID()
 	code, out, _ := run(t, f.env, "explain", missing, "--output", "json")
 	require.Equal(t, exitcode.Failed, code, "a task that does not exist")
 	var ex explain.Explanation

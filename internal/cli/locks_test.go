@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
@@ -22,15 +23,15 @@ type opsLocksFleet struct {
 }
 
 func newOpsLocksFleet(t *testing.T) *opsLocksFleet {
-	f := &opsLocksFleet{opsFleet: newOpsFleet(t), repoDead: opsRepo(), repoDone: opsRepo(), repoLive: opsRepo(), stray: opsRepo()}
+	f := &opsLocksFleet{opsFleet: newOpsFleet(t), repoDead: passtest.Repo(), repoDone: passtest.Repo(), repoLive: passtest.Repo(), stray: passtest.Repo()}
 	dead := f.worker("1@dead", time.Hour)
 	live := f.worker("1@live", 0)
-	f.lost = f.task("running", dead, []string{f.repoDead, "shared:" + opsDomain}, time.Hour)
-	f.acquire("1@dead", f.lost, f.repoDead, "shared:"+opsDomain)
+	f.lost = f.task("running", dead, []string{f.repoDead, "shared:" + passtest.Domain}, time.Hour)
+	f.acquire("1@dead", f.lost, f.repoDead, "shared:"+passtest.Domain)
 	f.done = f.task("completed", dead, []string{f.repoDone}, 2*time.Hour)
 	f.acquire("1@dead", f.done, f.repoDone)
-	f.healthy = f.task("running", live, []string{f.repoLive, "shared:" + opsDomain}, time.Minute)
-	f.acquire("1@live", f.healthy, f.repoLive, "shared:"+opsDomain)
+	f.healthy = f.task("running", live, []string{f.repoLive, "shared:" + passtest.Domain}, time.Minute)
+	f.acquire("1@live", f.healthy, f.repoLive, "shared:"+passtest.Domain)
 	require.NoError(t, f.r.Client.Set(f.ctx, "pulp:resource_lock:"+f.stray, "1@live", 0).Err())
 	return f
 }
@@ -74,7 +75,7 @@ func TestLocks(t *testing.T) {
 	require.Equal(t, "running", lost.TaskState)
 	require.Equal(t, judge.VerdictOwnerDead, lost.Verdict)
 	require.Equal(t, judge.ActionRelease, lost.Action)
-	domain := byKey[rk(opsDomain)+" 1@live"]
+	domain := byKey[rk(passtest.Domain)+" 1@live"]
 	require.Equal(t, judge.KindShared, domain.Kind)
 	require.Equal(t, f.healthy, domain.TaskID, "a resource holding names the task its task lock reserves it for")
 	require.Equal(t, judge.VerdictJustified, domain.Verdict)
@@ -84,14 +85,14 @@ func TestLocks(t *testing.T) {
 	require.Equal(t, judge.ActionSuspect, stray.Action)
 
 	require.ElementsMatch(t, []string{
-		rk(f.repoDead) + " 1@dead", rk(f.repoDone) + " 1@dead", rk(opsDomain) + " 1@dead",
+		rk(f.repoDead) + " 1@dead", rk(f.repoDone) + " 1@dead", rk(passtest.Domain) + " 1@dead",
 		"task:" + f.done + " 1@dead", "task:" + f.lost + " 1@dead",
 	}, opsKeysOf(f.lines("--owner", "1@dead")))
-	require.ElementsMatch(t, []string{rk(opsDomain) + " 1@dead", rk(opsDomain) + " 1@live"}, opsKeysOf(f.lines("--resource", opsDomain)))
+	require.ElementsMatch(t, []string{rk(passtest.Domain) + " 1@dead", rk(passtest.Domain) + " 1@live"}, opsKeysOf(f.lines("--resource", passtest.Domain)))
 	require.ElementsMatch(t, []string{rk(f.repoDone) + " 1@dead", "task:" + f.done + " 1@dead"}, opsKeysOf(f.lines("--verdict", "task-finished")))
-	require.ElementsMatch(t, []string{rk(f.repoLive) + " 1@live", rk(opsDomain) + " 1@live", "task:" + f.healthy + " 1@live"},
+	require.ElementsMatch(t, []string{rk(f.repoLive) + " 1@live", rk(passtest.Domain) + " 1@live", "task:" + f.healthy + " 1@live"},
 		opsKeysOf(f.lines("--task", strings.ToUpper(f.healthy))))
-	require.ElementsMatch(t, []string{rk(opsDomain) + " 1@dead"}, opsKeysOf(f.lines("--owner", "1@dead", "--resource", opsDomain, "--verdict", "owner-dead")))
+	require.ElementsMatch(t, []string{rk(passtest.Domain) + " 1@dead"}, opsKeysOf(f.lines("--owner", "1@dead", "--resource", passtest.Domain, "--verdict", "owner-dead")))
 	code, _, stderr := run(t, f.env, "locks", "--owner", "7@nobody", "--output", "json")
 	require.Equal(t, exitUnknownOwner, code)
 	require.Contains(t, stderr, "owner 7@nobody holds no lock and has no AppStatus row")
@@ -168,10 +169,10 @@ func TestLocksMostSevereFirstOnTerminal(t *testing.T) {
 	f := newOpsFleet(t)
 	dead, live := f.worker("9@dead", time.Hour), f.worker("1@live", 0)
 	for range 3 {
-		repo := opsRepo()
+		repo := passtest.Repo()
 		f.acquire("1@live", f.task("running", live, []string{repo}, time.Minute), repo)
 	}
-	repo := opsRepo()
+	repo := passtest.Repo()
 	lost := f.task("running", dead, []string{repo}, time.Hour)
 	f.acquire("9@dead", lost, repo)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 
@@ -52,15 +53,15 @@ func newOpsReleaseFleet(t *testing.T) *opsReleaseFleet {
 	dead := f.worker("1@dead", 2*time.Minute)
 	other := f.worker("2@dead", 2*time.Minute)
 	live := f.worker("1@live", 0)
-	f.running = f.task("running", dead, []string{opsRepo(), "shared:" + opsDomain}, time.Hour)
+	f.running = f.task("running", dead, []string{passtest.Repo(), "shared:" + passtest.Domain}, time.Hour)
 	f.acquire("1@dead", f.running, f.reserved(f.running)...)
-	f.waiting = f.task("waiting", dead, []string{opsRepo()}, time.Hour)
+	f.waiting = f.task("waiting", dead, []string{passtest.Repo()}, time.Hour)
 	f.acquire("1@dead", f.waiting, f.reserved(f.waiting)...)
-	f.done = f.task("completed", dead, []string{opsRepo()}, 2*time.Hour)
+	f.done = f.task("completed", dead, []string{passtest.Repo()}, 2*time.Hour)
 	f.acquire("1@dead", f.done)
-	f.otherDead = f.task("running", other, []string{opsRepo(), "shared:" + opsDomain}, time.Hour)
+	f.otherDead = f.task("running", other, []string{passtest.Repo(), "shared:" + passtest.Domain}, time.Hour)
 	f.acquire("2@dead", f.otherDead, f.reserved(f.otherDead)...)
-	f.healthy = f.task("running", live, []string{opsRepo(), "shared:" + opsDomain}, time.Minute)
+	f.healthy = f.task("running", live, []string{passtest.Repo(), "shared:" + passtest.Domain}, time.Minute)
 	f.acquire("1@live", f.healthy, f.reserved(f.healthy)...)
 	return f
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 )
 
 func TestQuoteText(t *testing.T) {
@@ -24,10 +26,10 @@ func TestCraftedNamesAreEscapedInText(t *testing.T) {
 	f := newOpsFleet(t)
 	evil := "1@evil\x1b[2J\x1b[HSummary: nothing to do\r\n"
 	dead := f.worker(evil, time.Hour)
-	task := f.task("running", dead, []string{opsRepo()}, time.Hour)
+	task := f.task("running", dead, []string{passtest.Repo()}, time.Hour)
 	_, err := f.db.Pool.Exec(f.ctx, `UPDATE core_task SET name = $1 WHERE pulp_id = $2`, "sync\x1b]0;pwned\x07", task)
 	require.NoError(t, err)
-	f.acquire(evil, task, opsRepo())
+	f.acquire(evil, task, passtest.Repo())
 	env := withEnv(f.env, "REAPER_LOG_FORMAT", "text")
 
 	for _, args := range [][]string{{"audit"}, {"locks"}, {"locks", "--by-owner"}, {"explain", task}} {

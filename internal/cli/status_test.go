@@ -26,9 +26,7 @@ func TestStatusServesThePages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r, db := testenv.NewRedis(t), testenv.NewDatabase(t)
-	spec := sim.IncidentOf20260724()
-	spec.DeadTaskLocks, spec.DeadResourceLocks, spec.QueuedTasks = 20, 15, 6
-	inc, err := sim.BuildIncident(ctx, r.Client, db.Pool, spec)
+	inc, err := sim.BuildIncident(ctx, r.Client, db.Pool, sim.SmallIncident())
 	require.NoError(t, err)
 	stopBeat := inc.KeepAliveInBackground(context.WithoutCancel(ctx), db.Pool)
 	t.Cleanup(func() { _ = stopBeat() })
@@ -78,9 +76,7 @@ func TestStatusDoctorJudgesTheFirstInspection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv, db := redisserver.Start(t), testenv.NewDatabase(t)
-	spec := sim.IncidentOf20260724()
-	spec.DeadTaskLocks, spec.DeadResourceLocks, spec.QueuedTasks = 20, 15, 6
-	_, err := sim.BuildIncident(ctx, srv.Client, db.Pool, spec)
+	_, err := sim.BuildIncident(ctx, srv.Client, db.Pool, sim.SmallIncident())
 	require.NoError(t, err)
 	env := map[string]string{"REAPER_REDIS_URL": srv.URL(0), "REAPER_DATABASE_URL": db.URL, "REAPER_LOG_FORMAT": "json"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }

@@ -10,24 +10,29 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/explain"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
+// goldenNow is the database clock of the golden pictures: the morning of
+// 2026-07-24, when the incident was reported.
+var goldenNow = time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
+
 // The incident's identifiers as an on-call engineer copies them from
 // explain and locks: the dead worker, a running task, the repository it
 // holds and the queued task waiting for it.
 const (
-	goldenOwner    = "1@pulp-worker-incident-0"
+	goldenOwner    = sim.DefaultDeadOwner
 	goldenRunning  = "0190c2d1-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
 	goldenQueued   = "0190c2d1-aaaa-7bbb-8ccc-000000000042"
 	goldenResource = "prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-000000000001"
 )
 
 func goldenExplanation() explain.Explanation {
-	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
-	day := reaper.Seconds(23 * time.Hour)
+	now := goldenNow
+	day := reaper.Seconds(sim.DefaultDeadHeartbeatAge)
 	holder := explain.Holder{
 		HoldingRef: reaper.HoldingRef{Key: judge.ResourceKeyPrefix + goldenResource, Kind: judge.KindExclusive, Owner: goldenOwner},
 		Liveness:   heartbeat.Dead, OwnerView: reaper.OwnerView{HeartbeatAge: &day}, Task: &explain.TaskRef{ID: goldenRunning, State: "running"},
@@ -47,8 +52,8 @@ func goldenExplanation() explain.Explanation {
 }
 
 func goldenLocks() LocksOutput {
-	day := reaper.Seconds(23 * time.Hour)
-	out := LocksOutput{DBNow: time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)}
+	day := reaper.Seconds(sim.DefaultDeadHeartbeatAge)
+	out := LocksOutput{DBNow: goldenNow}
 	dead := reaper.HoldingVerdict{Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease}
 	out.Holdings = append(out.Holdings, LockLine{HoldingRef: reaper.HoldingRef{Key: judge.TaskKeyPrefix + goldenRunning, Kind: judge.KindTask, Owner: goldenOwner},
 		OwnerLiveness: "dead", OwnerView: reaper.OwnerView{HeartbeatAge: &day}, TaskID: goldenRunning, TaskState: "running", HoldingVerdict: dead})

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -37,22 +38,22 @@ func golden(t *testing.T, name, got string) {
 // running tasks' locks, a blocking exclusive repository lock and many
 // finished tasks' leftovers, beside a live worker.
 func incidentReport() *reaper.Report {
-	now := time.Date(2026, 7, 24, 10, 0, 0, 0, time.UTC)
-	day, fresh := judge.Duration(23*time.Hour), judge.Duration(4*time.Second)
+	now := goldenNow
+	day, fresh := judge.Duration(sim.DefaultDeadHeartbeatAge), judge.Duration(4*time.Second)
 	dead := heartbeat.Dead
 	rep := &reaper.Report{
 		Mode: reaper.ModeAudit, DBNow: now, DurationMS: 412,
 		Scanned: reaper.Scanned{Keys: 1100, TaskLocks: 560, ResourceHoldings: 540, Owners: 3, Tasks: 600, FullScan: true},
 		LockOwners: []reaper.OwnerReport{
 			{Name: "1@pulp-worker-7f9c", Liveness: "alive", HeartbeatAge: reaper.SecondsOf(&fresh), Holdings: 6},
-			{Name: "1@pulp-worker-incident-0", Liveness: "dead", HeartbeatAge: reaper.SecondsOf(&day), Holdings: 1067},
+			{Name: goldenOwner, Liveness: "dead", HeartbeatAge: reaper.SecondsOf(&day), Holdings: 1067},
 		},
 	}
 	add := func(f reaper.Finding) {
 		e := f.Evidence()
 		e.OwnerLiveness, e.HeartbeatAge = heartbeat.Dead, &day
 		f.SetEvidence(e)
-		f.Owner = "1@pulp-worker-incident-0"
+		f.Owner = goldenOwner
 		rep.Findings = append(rep.Findings, f)
 	}
 	for i := 0; i < 6; i++ {
@@ -61,11 +62,11 @@ func incidentReport() *reaper.Report {
 	}
 	for i := 0; i < 4; i++ {
 		id := fmt.Sprintf("9000000%d-aaaa-4bbb-8ccc-dddddddddddd", i)
-		add(reaper.Finding{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "task:" + id, Kind: judge.KindTask}, Verdict: judge.VerdictOwnerDead}, judge.Evidence{TaskState: "running", AppLock: "1@pulp-worker-incident-0", AppLockLiveness: &dead})), Result: reaper.ResultWouldRelease})
+		add(reaper.Finding{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "task:" + id, Kind: judge.KindTask}, Verdict: judge.VerdictOwnerDead}, judge.Evidence{TaskState: "running", AppLock: goldenOwner, AppLockLiveness: &dead})), Result: reaper.ResultWouldRelease})
 	}
 	add(reaper.Finding{Judgement: new(passtest.WithEvidence(judge.Judgement{Holding: judge.Holding{Key: "pulp:resource_lock:prn:rpm.rpmrepository:0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Kind: judge.KindExclusive}, Verdict: judge.VerdictOwnerDead}, judge.Evidence{TaskState: "running", Via: "task:90000000-aaaa-4bbb-8ccc-dddddddddddd"})), Result: reaper.ResultWouldRelease})
 	rep.Tasks = []reaper.TaskFinding{
-		{TaskJudgement: &judge.TaskJudgement{ID: "90000000-aaaa-4bbb-8ccc-dddddddddddd", Name: "pulp_rpm.app.tasks.synchronizing.synchronize", Verdict: judge.VerdictLost, Owner: "1@pulp-worker-incident-0", StateBefore: "running", StateAfter: "canceled"}, Result: reaper.ResultWouldUpdate},
+		{TaskJudgement: &judge.TaskJudgement{ID: "90000000-aaaa-4bbb-8ccc-dddddddddddd", Name: "pulp_rpm.app.tasks.synchronizing.synchronize", Verdict: judge.VerdictLost, Owner: goldenOwner, StateBefore: "running", StateAfter: "canceled"}, Result: reaper.ResultWouldUpdate},
 	}
 	rep.Summary = reaper.Summary{
 		FindingsByResult:  map[reaper.Result]int{reaper.ResultWouldRelease: len(rep.Findings)},
@@ -107,7 +108,7 @@ func TestTerminalReportPutsTheMostSevereFirst(t *testing.T) {
 	// Piped: every row, none cut.
 	b.Reset()
 	require.NoError(t, writeTextReport(&b, incidentReport(), layout{}))
-	require.Equal(t, len(incidentReport().Findings), strings.Count(b.String(), "1@pulp-worker-incident-0  owner-dead")+strings.Count(b.String(), "1@pulp-worker-incident-0  task-finished"))
+	require.Equal(t, len(incidentReport().Findings), strings.Count(b.String(), goldenOwner+"  owner-dead")+strings.Count(b.String(), goldenOwner+"  task-finished"))
 	require.NotContains(t, b.String(), "…")
 }
 

@@ -88,6 +88,25 @@ func IncidentOf20260724() IncidentSpec {
 	}
 }
 
+// DemoIncident is the incident `lock-reaper demo` builds: the one of
+// 2026-07-24 with more of the dead worker's tasks still running (12) and
+// claimed (6), so that the demo shows tasks canceled and requeued.
+func DemoIncident() IncidentSpec {
+	spec := IncidentOf20260724()
+	spec.DeadRunning, spec.DeadClaimed = 12, 6
+	return spec
+}
+
+// SmallIncident is the demo's incident, smaller, for tests: one dead worker
+// holding locks that half the queue needs (more holdings than a page of 20
+// shows), live workers beside it.
+func SmallIncident() IncidentSpec {
+	spec := IncidentOf20260724()
+	spec.DeadTaskLocks, spec.DeadResourceLocks, spec.QueuedTasks = 40, 30, 12
+	spec.DeadRunning, spec.DeadClaimed = 2, 1
+	return spec
+}
+
 func (s IncidentSpec) withDefaults() (IncidentSpec, error) {
 	setDefault(&s.DeadOwner, DefaultDeadOwner)
 	setDefault(&s.DeadHeartbeatAge, DefaultDeadHeartbeatAge)

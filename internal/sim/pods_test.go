@@ -69,7 +69,10 @@ func TestPodsNameProcessesAsKubernetesDoes(t *testing.T) {
 	}
 }
 
-// uuid7Time reads the milliseconds of a version 7 UUID.
+// uuid7Time reads the milliseconds of a version 7 UUID. It repeats what
+// reaper/pulpdb's createdFromID does on purpose: sim plays Pulp and imports
+// none of lock-reaper's packages (doc.go), so the simulator's row ids are
+// checked independently of the reader they are meant to feed.
 func uuid7Time(t *testing.T, id string) time.Time {
 	t.Helper()
 	var ms int64

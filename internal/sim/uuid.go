@@ -62,7 +62,9 @@ func formatUUID(b [16]byte) string {
 	return string(s[:])
 }
 
-// isUUID reports whether s is a UUID in canonical lowercase text form.
+// isUUID reports whether s is a UUID in canonical lowercase text form. It is
+// judge.IsTaskUUID's twin, kept apart on purpose: sim plays Pulp and imports
+// none of lock-reaper's packages (doc.go).
 func isUUID(s string) bool {
 	if len(s) != 36 {
 		return false

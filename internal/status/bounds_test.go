@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper/history"
 )
 
@@ -24,7 +25,7 @@ const pageBound = 128 << 10
 // the history by someone else are skipped unread and said so; /passes and
 // the overview stay small, and the reaper's own passes are shown.
 func TestPassesBoundedOverAForeignHistory(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
 	require.NoError(t, history.Record(ctx, f.rdb.Client, history.DefaultPrefix, history.Entry{At: now.Add(-time.Minute), Mode: "once", Released: 1067}))
@@ -47,7 +48,7 @@ func TestPassesBoundedOverAForeignHistory(t *testing.T) {
 // TestControlCharactersFromTheHistoryAreHarmless: ESC and BEL in an entry
 // of the history (its mode, guards and error) never reach a page raw.
 func TestControlCharactersFromTheHistoryAreHarmless(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Second)
 	require.NoError(t, history.Record(ctx, f.rdb.Client, history.DefaultPrefix, history.Entry{At: now.Add(-time.Minute),
@@ -71,7 +72,7 @@ func TestControlCharactersFromTheHistoryAreHarmless(t *testing.T) {
 // and links to the rest, a page at a time; /passes lists a page of passes;
 // no page grows with the view.
 func TestPagesBoundedOverALargeView(t *testing.T) {
-	spec := smallIncident()
+	spec := sim.SmallIncident()
 	spec.DeadTaskLocks, spec.DeadRunning = 400, 300
 	f := newFixture(t, spec)
 	ctx := context.Background()
@@ -111,7 +112,7 @@ func TestPagesBoundedOverALargeView(t *testing.T) {
 // view's index, not every holding of the view (which explain would index
 // whole for each page served), on a read-only view as on a pass's.
 func TestTaskPageExplainsOnItsOwnHoldings(t *testing.T) {
-	spec := smallIncident()
+	spec := sim.SmallIncident()
 	spec.DeadTaskLocks, spec.DeadRunning = 400, 300
 	f := newFixture(t, spec)
 	v := f.inspect()
@@ -131,7 +132,7 @@ func TestTaskPageExplainsOnItsOwnHoldings(t *testing.T) {
 // the view still lets its inspection go: the task page's cache of
 // explanations does not hold the view.
 func TestShedViewNotKeptByTheTaskPage(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	v := f.inspect()
 	code, _ := f.get("/tasks/" + v.Tasks()[0].ID)
 	require.Equal(t, http.StatusOK, code)

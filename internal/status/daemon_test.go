@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/daemon"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
 )
 
@@ -17,7 +18,7 @@ import (
 // /metrics, from the snapshot its pass judged, and says what the pass
 // released; the other methods are refused on every path, /metrics's too.
 func TestDaemonServesPages(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	pages := New(f.r, Options{})
 	d, err := daemon.New(f.r, daemon.Config{Listen: "127.0.0.1:0", Schedule: "@every 1h", Pages: pages})
 	require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestDaemonServesPages(t *testing.T) {
 // page (KeepsSnapshot); the page reads an inspection of its own once the
 // pass is over, which shows Redis as the pass left it.
 func TestDaemonInspectsAfterALargePass(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	// Room for the view of a handful of holdings only.
 	softMemoryLimit = func() int64 { return 4 * 8 * viewBytesPerHolding }
 	t.Cleanup(func() { softMemoryLimit = defaultSoftMemoryLimit })

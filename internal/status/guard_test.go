@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/internal/testing/webtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -32,7 +33,7 @@ func TestOverviewNamesTheUncommittedWriteSession(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	_, err = tx.Exec(ctx, `INSERT INTO core_task (pulp_id, state, name, reserved_resources_record, pulp_domain_id)
-		VALUES ($1, 'waiting', 'pulpcore.app.tasks.base.general_update', '{}', '00000000-0000-4000-8000-000000000001')`, passtest.NewUUID())
+		VALUES ($1, 'waiting', 'pulpcore.app.tasks.base.general_update', '{}', '00000000-0000-4000-8000-000000000001')`, sim.NewUUID())
 	require.NoError(t, err)
 	var pid int32
 	require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))

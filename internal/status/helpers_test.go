@@ -27,15 +27,6 @@ type fixture struct {
 	web *httptest.Server
 }
 
-// smallIncident is the demo's incident, smaller: one dead worker holding
-// locks that half the queue needs, live workers beside it.
-func smallIncident() sim.IncidentSpec {
-	spec := sim.IncidentOf20260724()
-	spec.DeadTaskLocks, spec.DeadResourceLocks, spec.QueuedTasks = 40, 30, 12
-	spec.DeadRunning, spec.DeadClaimed = 2, 1
-	return spec
-}
-
 func newFixture(t *testing.T, spec sim.IncidentSpec) *fixture {
 	t.Helper()
 	ctx := context.Background()

@@ -8,13 +8,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 )
 
 // TestOverviewLeadsWithTheCause: the overview names the dead worker that
 // blocks the queue, once, with its heartbeat, its holdings and what ends it;
 // the blocked queue lists its tasks under it instead of repeating it per task.
 func TestOverviewLeadsWithTheCause(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	v := f.inspect()
 	causes := v.BlockingCauses()
 	require.Len(t, causes, 1, "one dead worker blocks the queue")
@@ -55,7 +57,7 @@ func TestOverviewLeadsWithTheCause(t *testing.T) {
 // cause and links to the rest; the cause's own page lists every task, a
 // page at a time.
 func TestQueuePreviewsEachCause(t *testing.T) {
-	spec := smallIncident()
+	spec := sim.SmallIncident()
 	spec.QueuedTasks = 30
 	f := newFixture(t, spec)
 	f.srv.opts.PageSize = 5
@@ -76,7 +78,7 @@ func TestQueuePreviewsEachCause(t *testing.T) {
 // TestUnknownTaskOrOwnerIs404: a task no row has, and an owner that holds
 // nothing, answer 404 with a page that says so and where to look.
 func TestUnknownTaskOrOwnerIs404(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	f.inspect()
 	missing := uuid.NewString()
 	code, body := f.get("/tasks/" + missing)

@@ -20,7 +20,7 @@ import (
 // TestPagesShowTheIncident checks every page against the incident's
 // manifest: the blocked tasks, the chain to the dead owner, its holdings.
 func TestPagesShowTheIncident(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	code, body := f.get("/")
 	require.Equal(t, http.StatusServiceUnavailable, code, "no snapshot yet")
 	require.Contains(t, body, "No snapshot has been read yet")
@@ -108,7 +108,7 @@ func TestPagesShowTheIncident(t *testing.T) {
 // TestOnlyGetAndHead refuses every other method on every path, known or
 // not, with 405, and writes nothing.
 func TestOnlyGetAndHead(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	v := f.inspect()
 	paths := []string{"/", "/queue", "/owners", "/holdings", "/tasks/" + f.inc.Queued[0], "/static/style.css", "/nowhere"}
 	for _, p := range paths {
@@ -126,7 +126,7 @@ func TestOnlyGetAndHead(t *testing.T) {
 
 // TestSecurityHeaders are on every answer, the refusals included.
 func TestSecurityHeaders(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	f.inspect()
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		for _, p := range []string{"/", "/queue", "/static/refresh.js", "/nowhere"} {
@@ -151,7 +151,7 @@ func TestSecurityHeaders(t *testing.T) {
 // TestHostileValuesAreEscaped: keys, owners and task names holding markup
 // and control characters come out as text.
 func TestHostileValuesAreEscaped(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	ctx := context.Background()
 	resource := "<script>alert(1)</script>\x1b[2J\u202e"
 	// The reaper ignores (and reports) an owner with control characters,
@@ -194,7 +194,7 @@ func TestHostileValuesAreEscaped(t *testing.T) {
 
 // TestNoSecretOnAnyPage: a password in the database URL is never shown.
 func TestNoSecretOnAnyPage(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	f.inspect()
 	for _, p := range []string{"/", "/queue", "/owners", "/holdings", "/tasks/" + f.inc.Queued[0]} {
 		_, body := f.get(p)
@@ -207,7 +207,7 @@ func TestNoSecretOnAnyPage(t *testing.T) {
 func qs(kv ...string) string { return string(query(kv...)) }
 
 func TestDebugHostile(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	ctx := context.Background()
 	resource := "<script>alert(1)</script>\x1b[2J\u202e"
 	owner := "<img src=x onerror=alert(2)>\x07@host"

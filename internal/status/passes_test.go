@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper/history"
 )
 
@@ -19,7 +20,7 @@ import (
 // chart of the day, and on a blocked task what ends the block: the last
 // pass, or that none came for hours, and the command to run.
 func TestPassesFromTheHistory(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	ctx := context.Background()
 	old := time.Now().UTC().Add(-3*time.Hour - time.Minute).Truncate(time.Second)
 	require.NoError(t, history.Record(ctx, f.rdb.Client, history.DefaultPrefix,
@@ -64,7 +65,7 @@ func (failingPasses) RecentPasses(context.Context, time.Time, int) (history.Pass
 // TestPassesUnreadable: a history that cannot be read is said on the page,
 // and the page is served all the same.
 func TestPassesUnreadable(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	f.srv = New(failingPasses{f.r}, Options{})
 	f.web.Config.Handler = f.srv
 	v := f.inspect()

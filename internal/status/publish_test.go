@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/doctor"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -62,7 +63,7 @@ func TestPassDoneNeverWaitsForABuild(t *testing.T) {
 // view when they come, not with the next view, which `status --every 1h`
 // builds an hour later; and a view built after them keeps them.
 func TestDoctorDoneShowsOnTheViewAtOnce(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	before := f.inspect()
 	require.Nil(t, before.Doctor)
 	f.srv.DoctorDone(doctor.Report{Status: doctor.Warn})

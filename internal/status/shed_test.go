@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 )
 
 func TestMustShed(t *testing.T) {
@@ -34,7 +36,7 @@ func TestMustShed(t *testing.T) {
 // so, the holdings and task pages answer 503 with Retry-After, and the
 // next published view is whole again. Without a limit nothing is shed.
 func TestShedKeepsSummariesUntilTheNextView(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	before := f.inspect()
 	holdings := len(before.Holdings())
 	require.Positive(t, holdings)

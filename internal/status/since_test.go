@@ -21,7 +21,7 @@ import (
 // under the documented role; a role granted before started_at was (an
 // optional grant) sees the same queue without the time, and no error.
 func TestRunningSinceNeedsOnlyTheOptionalGrant(t *testing.T) {
-	spec := smallIncident()
+	spec := sim.SmallIncident()
 	spec.QueuedDomainExclusive = 1
 	f := newFixture(t, spec)
 	var started time.Time

@@ -10,14 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper/history"
 )
 
 // prefix is a test's own key prefix under the reaper's, so that the ACL's
 // key pattern would cover it.
-func prefix() string { return history.DefaultPrefix + "test-" + passtest.NewUUID() + ":" }
+func prefix() string { return history.DefaultPrefix + "test-" + sim.NewUUID() + ":" }
 
 func TestRecordRecentNewestFirst(t *testing.T) {
 	t.Parallel()

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,7 @@ func TestReadTasksAsPlainScan(t *testing.T) {
 	_, err := f.DB.Pool.Exec(f.Ctx, `UPDATE core_task SET reserved_resources_record = ARRAY[NULL, 'x', NULL, 'shared:y']::text[] WHERE pulp_id = $1`, nullElements)
 	require.NoError(t, err)
 	f.Task(judge.StateCompleted, w, []string{"prn:rpm.rpmrepository:elsewhere"}, time.Hour) // neither named nor open
-	ids := []string{openNamed, finishedEmpty, waitingNull, nullElements, finishedEmpty, passtest.NewUUID()}
+	ids := []string{openNamed, finishedEmpty, waitingNull, nullElements, finishedEmpty, sim.NewUUID()}
 
 	tx, err := f.DB.Pool.BeginTx(f.Ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	require.NoError(t, err)
@@ -77,7 +78,7 @@ func TestReadTasksSharesHoldingStrings(t *testing.T) {
 	t.Parallel()
 	f := passtest.New(t)
 	w := f.Worker("1@w", 0)
-	own := "prn:rpm.rpmrepository:" + passtest.NewUUID()
+	own := "prn:rpm.rpmrepository:" + sim.NewUUID()
 	id := f.Task(judge.StateRunning, w, []string{own, "shared:prn:core.domain:d1", "prn:rpm.rpmrepository:unlocked"}, -1)
 	holdings := []judge.Holding{
 		{Key: judge.TaskKeyPrefix + id, Kind: judge.KindTask, Owner: "1@w"},

@@ -13,6 +13,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/privilege"
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -28,7 +29,7 @@ func TestLeastPrivilegeRole(t *testing.T) {
 	primary.Exec(t, "postgres", "CREATE DATABASE pulp")
 	primary.Exec(t, "pulp", pulpschema.SQL)
 	f := &passtest.Fixture{T: t, Ctx: context.Background(), DB: primaryDatabase(t, primary.URL("pulp"))}
-	role := "lr_least_" + strings.ReplaceAll(passtest.NewUUID()[:8], "-", "")
+	role := "lr_least_" + strings.ReplaceAll(sim.NewUUID()[:8], "-", "")
 	primary.Exec(t, "pulp", privilege.PostgresSQLFor(role, "unused-with-trust"))
 	u, err := url.Parse(primary.URL("pulp"))
 	require.NoError(t, err)

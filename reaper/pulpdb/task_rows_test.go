@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -92,7 +93,7 @@ func TestReadExplainedTaskNothingAhead(t *testing.T) {
 	createdAgo(f, time.Hour, judge.StateWaiting, "", "repo-1")
 	finished := f.Task(judge.StateCompleted, w, []string{"repo-1"}, time.Second)
 	bare := f.Task(judge.StateWaiting, "", nil, -1)
-	missing := passtest.NewUUID()
+	missing := sim.NewUUID()
 	for _, id := range []string{"not-a-uuid", missing, finished, bare} {
 		got, err := ReadExplainedTask(f.Ctx, f.DB.Pool, testTimeout, id)
 		require.NoError(t, err, id)

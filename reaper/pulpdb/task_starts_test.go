@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -22,7 +22,7 @@ func TestReadTaskStarts(t *testing.T) {
 	require.NoError(t, err)
 
 	before := dbNow(t, f)
-	starts, granted, err := ReadTaskStarts(f.Ctx, f.DB.Pool, testTimeout, []string{started, notStarted, passtest.NewUUID()})
+	starts, granted, err := ReadTaskStarts(f.Ctx, f.DB.Pool, testTimeout, []string{started, notStarted, sim.NewUUID()})
 	require.NoError(t, err)
 	require.True(t, granted)
 	require.Len(t, starts, 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -117,7 +118,7 @@ func TestUpdateBatchLostRace(t *testing.T) {
 		lost(finishedMeanwhile, w, judge.StateRunning, judge.StateCanceled),
 		lost(claimedMeanwhile, w, judge.StateRunning, judge.StateCanceled),
 		{ID: requeuedMeanwhile, Verdict: judge.VerdictOrphanedClaim, AppLockID: w, StateBefore: judge.StateWaiting, StateAfter: judge.StateWaiting, ClearClaim: true},
-		lost(passtest.NewUUID(), w, judge.StateRunning, judge.StateCanceled),
+		lost(sim.NewUUID(), w, judge.StateRunning, judge.StateCanceled),
 		lost(still, w, judge.StateRunning, judge.StateCanceled),
 	}
 	untouched := map[string]taskRow{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/pgcluster"
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -81,7 +82,7 @@ func TestUnreachableDatabaseErrorsNeverThePassword(t *testing.T) {
 	_, _, lockErr := AcquirePassLock(ctx, pool, testTimeout, false)
 	secondErr := CheckSecondConnection(ctx, pool, testTimeout)
 	_, updateErr := (&TaskUpdater{Pool: pool, Timeout: testTimeout, Log: passtest.Logger()}).
-		UpdateBatch(ctx, []judge.TaskJudgement{lost(passtest.NewUUID(), "", judge.StateRunning, judge.StateCanceled)})
+		UpdateBatch(ctx, []judge.TaskJudgement{lost(sim.NewUUID(), "", judge.StateRunning, judge.StateCanceled)})
 	_, checkErr := ReadSharedCheck(ctx, pool, testTimeout, []string{"repo-1"}, []string{"1@w"}, time.Second, nil,
 		func([]judge.OpenWrite, time.Time) bool { return false })
 	for i, err := range []error{snapErr, hbErr, lockErr, secondErr, updateErr, checkErr} {

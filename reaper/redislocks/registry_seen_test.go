@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -27,7 +28,7 @@ func TestRegistrySeenStoredOnce(t *testing.T) {
 	t.Parallel()
 	f := passtest.New(t)
 	rdb := f.Redis.Client
-	owner := "7@" + passtest.NewUUID()
+	owner := "7@" + sim.NewUUID()
 	registry := redislocks.OwnerLocksPrefix + owner
 	t.Cleanup(func() { rdb.Del(context.Background(), registry) })
 	const tasks = 5_000
@@ -109,7 +110,7 @@ func TestRegistrySeenStoredOnce(t *testing.T) {
 	}
 	require.Less(t, sizes.max.Load(), int64(100), "a call's arguments are its batch's, not the owner's %d task locks", tasks)
 
-	newTask := judge.TaskKeyPrefix + passtest.NewUUID()
+	newTask := judge.TaskKeyPrefix + sim.NewUUID()
 	require.NoError(t, rdb.Set(f.Ctx, newTask, owner, 0).Err())
 	require.NoError(t, rdb.SAdd(f.Ctx, registry, newTask).Err())
 	t.Cleanup(func() { rdb.Del(context.Background(), newTask) })
@@ -166,7 +167,7 @@ func TestRegistrySeenSkipsTheWalk(t *testing.T) {
 		registered = append(registered, key)
 		require.NoError(t, rdb.Set(ctx, key, owner, 0).Err())
 	}
-	running := judge.TaskKeyPrefix + passtest.NewUUID()
+	running := judge.TaskKeyPrefix + sim.NewUUID()
 	require.NoError(t, rdb.Set(ctx, running, owner, 0).Err())
 	registered = append(registered, running)
 	for from := 0; from < len(registered); from += 1000 {
@@ -205,13 +206,13 @@ func TestRegistrySeenSkipsTheWalk(t *testing.T) {
 	require.Equal(t, redislocks.Released, release(registered[1]))
 	require.Equal(t, before, sscans(), "nothing new in the registry: no walk")
 
-	stale := judge.TaskKeyPrefix + passtest.NewUUID() // registered, its key deleted by a plain DEL
+	stale := judge.TaskKeyPrefix + sim.NewUUID() // registered, its key deleted by a plain DEL
 	require.NoError(t, rdb.SAdd(ctx, registry, stale).Err())
 	require.Equal(t, redislocks.Released, release(registered[2]))
 	require.Greater(t, sscans(), before, "an entry the snapshot did not see: the walk")
 	require.False(t, rdb.SIsMember(ctx, registry, stale).Val(), "the stale entry is pruned")
 
-	newTask := judge.TaskKeyPrefix + passtest.NewUUID()
+	newTask := judge.TaskKeyPrefix + sim.NewUUID()
 	require.NoError(t, rdb.Set(ctx, newTask, owner, 0).Err())
 	require.NoError(t, rdb.SAdd(ctx, registry, newTask).Err())
 	require.Equal(t, redislocks.OwnerChanged, release(registered[3]), "a new task")

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -25,7 +26,7 @@ func TestReleaseBatchAsIfWrittenAtOnce(t *testing.T) {
 	held := judge.ResourceKeyPrefix + "prn:rpm.rpmrepository:held"
 	taken := judge.ResourceKeyPrefix + "prn:rpm.rpmrepository:taken"
 	domainSet := judge.ResourceKeyPrefix + passtest.Domain
-	task := judge.TaskKeyPrefix + passtest.NewUUID()
+	task := judge.TaskKeyPrefix + sim.NewUUID()
 	for _, k := range []string{held, task} {
 		require.NoError(t, rdb.Set(f.Ctx, k, dead, 0).Err())
 	}
@@ -81,8 +82,8 @@ func TestReleaseBatchNewTaskCheckSeesItsOwnDeletes(t *testing.T) {
 			f := passtest.New(t)
 			rdb := f.Redis.Client
 			const dead, live = "1@dead", "1@live"
-			foreign := judge.TaskKeyPrefix + passtest.NewUUID()
-			running := judge.TaskKeyPrefix + passtest.NewUUID()
+			foreign := judge.TaskKeyPrefix + sim.NewUUID()
+			running := judge.TaskKeyPrefix + sim.NewUUID()
 			leak := judge.ResourceKeyPrefix + "prn:rpm.rpmrepository:leak"
 			require.NoError(t, rdb.Set(f.Ctx, foreign, dead, 0).Err())
 			require.NoError(t, rdb.Set(f.Ctx, running, live, 0).Err())

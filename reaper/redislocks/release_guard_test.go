@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -110,7 +111,7 @@ func TestReleaseScriptByKeyType(t *testing.T) {
 func TestReleaseScriptFailsOnADeniedCommand(t *testing.T) {
 	t.Parallel()
 	f := passtest.New(t)
-	user, secret := "lr-denied-"+passtest.NewUUID()[:8], passtest.NewUUID()
+	user, secret := "lr-denied-"+sim.NewUUID()[:8], sim.NewUUID()
 	require.NoError(t, f.Redis.Client.Do(f.Ctx, "ACL", "SETUSER", user, "reset", "on", ">"+secret, "~*", "+@all", "-get", "-srem").Err())
 	t.Cleanup(func() { _ = f.Redis.Client.Do(context.Background(), "ACL", "DELUSER", user).Err() })
 	opts := *f.Redis.Client.Options()
@@ -156,7 +157,7 @@ func TestReleaseCallPagesHandBack(t *testing.T) {
 		return judge.Holding{Key: key, Owner: owner, Kind: judge.KindExclusive}
 	}
 	newTask := func(owner string) string {
-		id := passtest.NewUUID()
+		id := sim.NewUUID()
 		require.NoError(t, rdb.Set(f.Ctx, judge.TaskKeyPrefix+id, owner, 0).Err())
 		require.NoError(t, rdb.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+owner, judge.TaskKeyPrefix+id).Err())
 		return id

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/internal/privilege"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
-	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
@@ -38,7 +38,7 @@ func TestReleaseReserversCappedPerCall(t *testing.T) {
 	reservers := func(n int) []redislocks.Reserver {
 		rs := make([]redislocks.Reserver, n)
 		for i := range rs {
-			rs[i].ID = passtest.NewUUID()
+			rs[i].ID = sim.NewUUID()
 		}
 		return rs
 	}
@@ -93,7 +93,7 @@ func TestReleaseFailedCallReadsBack(t *testing.T) {
 	require.NoError(t, rdb.Set(ctx, judge.ResourceKeyPrefix+"repo-x", owner, 0).Err())
 	require.NoError(t, rdb.Set(ctx, judge.ResourceKeyPrefix+"repo-y", "2@other", 0).Err())
 	require.NoError(t, rdb.SAdd(ctx, judge.ResourceKeyPrefix+"domain-y", owner).Err())
-	task := passtest.NewUUID()
+	task := sim.NewUUID()
 	require.NoError(t, rdb.Set(ctx, judge.TaskKeyPrefix+task, owner, 0).Err())
 	b := redislocks.Batch{
 		Holdings: []judge.Holding{
@@ -214,12 +214,12 @@ func TestReleaseReserversWithoutMGET(t *testing.T) {
 	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
 	key := judge.ResourceKeyPrefix + "domain-m"
 	require.NoError(t, srv.Client.SAdd(ctx, key, "1@m", "2@m").Err())
-	task := passtest.NewUUID()
+	task := sim.NewUUID()
 	require.NoError(t, srv.Client.Set(ctx, judge.TaskKeyPrefix+task, "2@m", 0).Err())
 	out, err := rel.Release(ctx, redislocks.Batch{
 		Holdings:  []judge.Holding{{Key: key, Owner: "1@m", Kind: judge.KindShared}, {Key: key, Owner: "2@m", Kind: judge.KindShared}},
 		Guarded:   []bool{true, true},
-		Reservers: map[string][]redislocks.Reserver{key: {{ID: passtest.NewUUID()}, {ID: task}}},
+		Reservers: map[string][]redislocks.Reserver{key: {{ID: sim.NewUUID()}, {ID: task}}},
 	})
 	require.NoError(t, err)
 	require.Equal(t, []redislocks.Outcome{redislocks.Released, redislocks.OwnerChanged}, out)

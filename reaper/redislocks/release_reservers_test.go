@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -34,7 +35,7 @@ func TestReleaseGuardWithoutRegistry(t *testing.T) {
 		return judge.Holding{Key: key, Owner: owner, Kind: kind}
 	}
 	taskLock := func(holder string) string {
-		id := passtest.NewUUID()
+		id := sim.NewUUID()
 		require.NoError(t, rdb.Set(f.Ctx, judge.TaskKeyPrefix+id, holder, 0).Err())
 		return id
 	}

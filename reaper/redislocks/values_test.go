@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -40,7 +41,7 @@ func TestReadSharedSetOfManyPages(t *testing.T) {
 	require.NoError(t, rdb.SAdd(f.Ctx, small, "1@a", "2@b").Err())
 	exclusive := judge.ResourceKeyPrefix + passtest.Repo()
 	require.NoError(t, rdb.Set(f.Ctx, exclusive, "3@c", 0).Err())
-	taskSet := judge.TaskKeyPrefix + passtest.NewUUID()
+	taskSet := judge.TaskKeyPrefix + sim.NewUUID()
 	require.NoError(t, rdb.SAdd(f.Ctx, taskSet, "4@d").Err())
 
 	for _, full := range []bool{true, false} {

@@ -5,8 +5,6 @@ package passtest
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
@@ -37,17 +36,8 @@ func New(t *testing.T) *Fixture {
 	return &Fixture{T: t, Ctx: context.Background(), Redis: testenv.NewRedis(t), DB: testenv.NewDatabase(t)}
 }
 
-// NewUUID returns a random version 4 UUID, as Pulp writes them.
-func NewUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
 // Repo returns a new repository's resource name.
-func Repo() string { return "prn:rpm.rpmrepository:" + NewUUID() }
+func Repo() string { return "prn:rpm.rpmrepository:" + sim.NewUUID() }
 
 // Logger is the logger of the code under test: to stderr with -v, else none.
 func Logger() *slog.Logger {
@@ -61,7 +51,7 @@ func Logger() *slog.Logger {
 // the database clock, and returns its pulp_id.
 func (f *Fixture) AppStatus(name, appType string, ttl, age time.Duration) string {
 	f.T.Helper()
-	id := NewUUID()
+	id := sim.NewUUID()
 	_, err := f.DB.Pool.Exec(f.Ctx, `INSERT INTO core_appstatus (pulp_id, app_type, name, ttl, last_heartbeat)
 		VALUES ($1, $2, $3, make_interval(secs => $4), now() - make_interval(secs => $5))`,
 		id, appType, name, ttl.Seconds(), age.Seconds())
@@ -78,7 +68,7 @@ func (f *Fixture) Worker(name string, age time.Duration) string {
 // leaves finished_at NULL.
 func (f *Fixture) Task(state, appLock string, reserved []string, finishedAgo time.Duration) string {
 	f.T.Helper()
-	id := NewUUID()
+	id := sim.NewUUID()
 	var lock any
 	if appLock != "" {
 		lock = appLock
@@ -98,7 +88,7 @@ func (f *Fixture) Task(state, appLock string, reserved []string, finishedAgo tim
 // ProgressReport inserts a core_progressreport row of the task.
 func (f *Fixture) ProgressReport(taskID, state string) string {
 	f.T.Helper()
-	id := NewUUID()
+	id := sim.NewUUID()
 	_, err := f.DB.Pool.Exec(f.Ctx, `INSERT INTO core_progressreport (pulp_id, message, code, state, task_id) VALUES ($1, 'Downloading', 'sync.downloading', $2, $3)`, id, state, taskID)
 	require.NoError(f.T, err)
 	return id
