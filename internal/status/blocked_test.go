@@ -43,12 +43,12 @@ func TestBlockedOf(t *testing.T) {
 
 	release, suspect, keep := judge.ActionRelease, judge.ActionSuspect, judge.ActionKeep
 	queue := []Queued{
-		queued(explain.StatusReady, 10*time.Hour),                                  // ready: nothing in its way
-		queued(explain.StatusWaiting, 9*time.Hour, linkOf(keep, false)),            // a live worker's lock
-		queued(explain.StatusBlocked, 8*time.Hour, linkOf(release, true)),          // the pass released it
-		queued(explain.StatusBlocked, 7*time.Hour, linkOf(keep, false)),            // only healthy links left
-		queued(explain.StatusBlocked, 5*time.Minute, linkOf(release, false)),       // stale
-		queued(explain.StatusBlocked, 40*time.Minute, linkOf(suspect, false)),      // suspect
+		queued(explain.StatusReady, 10*time.Hour),                             // ready: nothing in its way
+		queued(explain.StatusWaiting, 9*time.Hour, linkOf(keep, false)),       // a live worker's lock
+		queued(explain.StatusBlocked, 8*time.Hour, linkOf(release, true)),     // the pass released it
+		queued(explain.StatusBlocked, 7*time.Hour, linkOf(keep, false)),       // only healthy links left
+		queued(explain.StatusBlocked, 5*time.Minute, linkOf(release, false)),  // stale
+		queued(explain.StatusBlocked, 40*time.Minute, linkOf(suspect, false)), // suspect
 		queued(explain.StatusBlocked, 40*time.Minute, linkOf(keep, false), linkOf(release, false)),
 		queued(explain.StatusBlocked, time.Minute, linkOf(release, true), linkOf(suspect, false)),
 	}
