@@ -14,17 +14,17 @@ const (
 	NameOldestBlockedWait = "lock_reaper_oldest_blocked_wait_seconds"
 )
 
-// blockedMetrics say how many waiting tasks the status page's last view
-// found blocked by a stale or suspect lock, and how long the oldest of them
-// had waited. A pass does not read the waiting tasks; the page's view of
-// each pass (or its inspection after one) does, and its numbers are set
-// here (SetBlocked).
+// blockedMetrics say how many waiting tasks the status page's view of the
+// last completed pass found blocked by a stale or suspect lock, and how long
+// the oldest of them had waited. A pass does not read the waiting tasks; the
+// page's view of it does (`run` builds one after every pass, `once` one for
+// its push), and its numbers are set here (SetBlocked).
 //
 // Both are absent until first set, like the time of the last success: a 0
-// before any view, or from a process that never analyses the queue (`once`,
-// or `run` without the status page), would say "nothing blocked" when
-// nothing was looked at, and a push with add semantics would overwrite a
-// value another process set.
+// before any view, or from a process that built none (`run` without the
+// status page, a `once` whose pass failed), would say "nothing blocked" when
+// nothing was looked at, and a push with add semantics would overwrite the
+// numbers an earlier pass pushed.
 type blockedMetrics struct {
 	tasks, wait *prometheus.Desc
 
@@ -37,10 +37,10 @@ type blockedMetrics struct {
 func newBlockedMetrics() *blockedMetrics {
 	return &blockedMetrics{
 		tasks: prometheus.NewDesc(NameBlockedTasks,
-			"Waiting tasks that a stale or suspect lock no pass has released yet blocks, among the first 2000 in Pulp's fetch order (the status page's bound), as the status page's last view found them: after every pass of run, or its inspection after one. Absent until the first view, and without the status page.",
+			"Waiting tasks that a stale or suspect lock no pass has released yet blocks, among the first 2000 in Pulp's fetch order (the status page's bound), as the status page's view of the last completed pass found them (run with the status page, once). Absent until the first view.",
 			nil, nil),
 		wait: prometheus.NewDesc(NameOldestBlockedWait,
-			"How long the blocked waiting task that has waited longest had waited (since it was created, on the database clock) when the status page's last view was built; 0 when none is blocked. Absent when lock_reaper_blocked_tasks is.",
+			"How long the blocked waiting task that has waited longest had waited (since it was created, on the database clock) as the status page's view of the last completed pass found it; 0 when none is blocked. Absent when lock_reaper_blocked_tasks is.",
 			nil, nil),
 	}
 }
