@@ -31,7 +31,7 @@ func newBlockedView(s *setup, r *reaper.Reaper, mode string) *blockedView {
 	if s.cfg.PushgatewayURL == "" || mode != reaper.ModeOnce {
 		return nil
 	}
-	return &blockedView{pages: status.New(r, status.Options{Logger: s.log})}
+	return &blockedView{pages: status.New(r, status.Options{Logger: s.log, QueueOnly: true})}
 }
 
 // keep is the pass's Options.Snapshot: the snapshot is kept through the

@@ -56,6 +56,11 @@ type Options struct {
 	Refresh time.Duration
 	// Logger receives the failures of the reads behind the pages.
 	Logger *slog.Logger
+	// QueueOnly builds views for their blocked tasks alone (ObserveBlocked),
+	// for a process that serves no page (`once`): the reads only the pages
+	// show (the history of passes, the start times of running tasks) are
+	// left out.
+	QueueOnly bool
 }
 
 // Defaults of the Options left zero.
@@ -236,7 +241,9 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	}
 	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, number: s.views.Add(1)}
 	v.index(released)
-	s.readPasses(ctx, v)
+	if !s.opts.QueueOnly {
+		s.readPasses(ctx, v)
+	}
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
 	if err != nil {
 		v.QueueError = err.Error()
@@ -244,7 +251,9 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	}
 	v.QueueTotal = total
 	v.queue(rows)
-	s.addRunningSince(ctx, v)
+	if !s.opts.QueueOnly {
+		s.addRunningSince(ctx, v)
+	}
 	v.Causes = v.causes()
 	s.store(v)
 	s.observeBlocked(v)
