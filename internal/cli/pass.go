@@ -64,12 +64,16 @@ func runPass(ctx context.Context, env Env, fs *pflag.FlagSet, loader *config.Loa
 	if pf.dryRun {
 		opts.Mode, opts.History = reaper.ModeAudit, ""
 	}
+	blocked := newBlockedView(s, r, opts.Mode)
+	if blocked != nil {
+		opts.Snapshot = blocked.keep
+	}
 	progress.enable(s.cfg.Log.Format)
 	rep, err := r.RunOnce(ctx, opts)
 	progress.done()
 	s.tally.flush(ctx)
 	code = s.passExit(rep, err)
-	pushPass(ctx, s, env.Version, rep)
+	pushPass(ctx, s, env.Version, rep, blocked.after(rep))
 	if err := writePassReport(env, s.cfg.Output, rep, pf.limit, ""); err != nil {
 		return exitcode.Failed
 	}

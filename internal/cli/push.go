@@ -28,11 +28,13 @@ const pushTimeout = 10 * time.Second
 // failed push is logged and leaves the exit code alone: the pass did its
 // work, and the alert on the age of the last success notices missing pushes.
 // Dry runs push nothing: their counts describe what did not happen.
-func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report) {
+// blocked is the status page's view of the pass (blockedView), nil when
+// unknown.
+func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report, blocked *passBlocked) {
 	if s.cfg.PushgatewayURL == "" || rep.Mode != reaper.ModeOnce {
 		return
 	}
-	if err := pushMetrics(ctx, s.cfg.PushgatewayURL, s.cfg.PushgatewayGrouping, version, rep); err != nil {
+	if err := pushMetrics(ctx, s.cfg.PushgatewayURL, s.cfg.PushgatewayGrouping, version, rep, blocked); err != nil {
 		s.log.Error("metrics push failed", slog.String("error", err.Error()))
 		return
 	}
@@ -44,13 +46,14 @@ func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report)
 // carries, in the group of job lock_reaper and the labels of grouping
 // (pushgateway_grouping), which the Pushgateway adds to every series. The time of the last success is carried only by a pass that
 // completed, so a failed pass leaves the one an earlier run pushed in place.
-func pushMetrics(ctx context.Context, rawURL, grouping, version string, rep *reaper.Report) error {
+func pushMetrics(ctx context.Context, rawURL, grouping, version string, rep *reaper.Report, blocked *passBlocked) error {
 	labels, err := config.ParsePushGrouping(grouping)
 	if err != nil {
 		return fmt.Errorf("pushgateway_grouping: %w", err)
 	}
 	m := metrics.New(version)
 	m.Observe(rep)
+	blocked.observe(m)
 	reg, err := metrics.NewPassRegistry(m)
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)

@@ -19,8 +19,8 @@ func TestPushGrouping(t *testing.T) {
 	t.Parallel()
 	gw := newFakePushgateway(t)
 	rep := &reaper.Report{Mode: reaper.ModeOnce}
-	require.NoError(t, pushMetrics(context.Background(), gw.url(), "namespace=pulp, instance=pulp-reaper", "test", rep))
-	require.NoError(t, pushMetrics(context.Background(), gw.url(), "", "test", rep))
+	require.NoError(t, pushMetrics(context.Background(), gw.url(), "namespace=pulp, instance=pulp-reaper", "test", rep, nil))
+	require.NoError(t, pushMetrics(context.Background(), gw.url(), "", "test", rep, nil))
 	pushes := gw.received()
 	require.Len(t, pushes, 2)
 
@@ -31,7 +31,7 @@ func TestPushGrouping(t *testing.T) {
 	require.Equal(t, []string{"instance=pulp-reaper", "namespace=pulp"}, pairs)
 	require.Equal(t, "/metrics/job/lock_reaper", pushes[1].path, "no grouping: the job alone")
 
-	err := pushMetrics(context.Background(), gw.url(), "job=other", "test", rep)
+	err := pushMetrics(context.Background(), gw.url(), "job=other", "test", rep, nil)
 	require.ErrorContains(t, err, "pushgateway_grouping")
 	require.Len(t, gw.received(), 2, "a bad grouping pushes nothing")
 }

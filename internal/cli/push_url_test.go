@@ -49,7 +49,7 @@ func pushWithLog(t *testing.T, pushURL string) string {
 	t.Helper()
 	var logs bytes.Buffer
 	s := &setup{cfg: config.Config{PushgatewayURL: pushURL}, log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	pushPass(context.Background(), s, "test", &reaper.Report{Mode: reaper.ModeOnce})
+	pushPass(context.Background(), s, "test", &reaper.Report{Mode: reaper.ModeOnce}, nil)
 	return logs.String()
 }
 

@@ -141,6 +141,10 @@ type Pages interface {
 	// Inspection waits for the view being built and returns its
 	// inspection, nil when the page keeps none whole.
 	Inspection() *reaper.Inspection
+	// ObserveBlocked has f told the blocked waiting tasks of every view
+	// the page builds: a pass reads no waiting task, the page's view of it
+	// does, and the daemon's lock_reaper_blocked_tasks is what it found.
+	ObserveBlocked(f func(tasks int, oldestWait time.Duration))
 }
 
 // withDefaults fills the zero fields.
@@ -231,6 +235,9 @@ func New(runner Runner, cfg Config) (*Daemon, error) {
 	reg, err := metrics.NewProcessRegistry(m)
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	if cfg.Pages != nil {
+		cfg.Pages.ObserveBlocked(m.SetBlocked)
 	}
 	return &Daemon{
 		cfg: cfg, schedule: sched, runner: runner, log: cfg.Logger, metrics: m, registry: reg,

@@ -46,6 +46,9 @@ func Catalog() []Family {
 		{Name: NameOwners, Type: gauge, Labels: map[string][]string{"liveness": livenessNames()}},
 		{Name: NameLostTasks, Type: gauge, Labels: map[string][]string{"verdict": namesOf(taskVerdicts)}},
 		{Name: NameOldestStaleAge, Type: gauge},
+		// Absent until the status page's first view (blockedMetrics).
+		{Name: NameBlockedTasks, Type: gauge},
+		{Name: NameOldestBlockedWait, Type: gauge},
 		{Name: NameUnprotectedTasks, Type: gauge},
 		{Name: NameUncommittedWriteHeld, Type: gauge},
 		{Name: NameUncommittedWriteAge, Type: gauge},

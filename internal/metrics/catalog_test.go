@@ -99,7 +99,8 @@ func TestObservedLabelValuesStayKnown(t *testing.T) {
 // requireCatalogSeries checks every lock_reaper_* family against Catalog:
 // known name, known label names, known label values. With fresh, every
 // family with known values must also have its series for every combination
-// of them (the time of the last success excepted: absent until a pass).
+// of them (the time of the last success excepted: absent until a pass; and
+// the blocked tasks: absent until the status page's first view).
 func requireCatalogSeries(t *testing.T, mfs []*dto.MetricFamily, fresh bool) {
 	t.Helper()
 	catalog := map[string]Family{}
@@ -135,8 +136,8 @@ func requireCatalogSeries(t *testing.T, mfs []*dto.MetricFamily, fresh bool) {
 		return
 	}
 	for _, fam := range Catalog() {
-		if fam.Name == NameLastSuccess || fam.Name == NameDoctorCheckStatus {
-			require.NotContains(t, seen, fam.Name, "absent until a pass completes or doctor has run")
+		if fam.Name == NameLastSuccess || fam.Name == NameDoctorCheckStatus || fam.Name == NameBlockedTasks || fam.Name == NameOldestBlockedWait {
+			require.NotContains(t, seen, fam.Name, "absent until a pass completes, doctor has run or the status page built a view")
 			continue
 		}
 		require.Contains(t, seen, fam.Name, "%s is missing from a fresh scrape", fam.Name)
@@ -281,4 +282,29 @@ func TestUncommittedWriteGauges(t *testing.T) {
 	m.Observe(completedReport())
 	require.Equal(t, 0.0, g(m.openWrite.held))
 	require.Equal(t, 0.0, g(m.openWrite.age))
+}
+
+// TestBlockedGauges: the blocked tasks and the oldest blocked wait are
+// absent until the status page's first view sets them, then say its
+// numbers, 0 included.
+func TestBlockedGauges(t *testing.T) {
+	t.Parallel()
+	m, reg := setup(t)
+	gauges := func() map[string]float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			if n := mf.GetName(); n == NameBlockedTasks || n == NameOldestBlockedWait {
+				out[n] = mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	m.Observe(completedReport())
+	require.Empty(t, gauges(), "a pass alone reads no waiting task")
+	m.SetBlocked(83, 47*time.Minute)
+	require.Equal(t, map[string]float64{NameBlockedTasks: 83, NameOldestBlockedWait: 2820}, gauges())
+	m.SetBlocked(0, 0)
+	require.Equal(t, map[string]float64{NameBlockedTasks: 0, NameOldestBlockedWait: 0}, gauges())
 }

@@ -80,6 +80,7 @@ type Metrics struct {
 	doctor    *doctorMetrics
 	kube      *kubeMetrics
 	openWrite *openWriteMetrics
+	blocked   *blockedMetrics
 }
 
 // New returns the collectors, with every series of a known label value
@@ -165,6 +166,7 @@ func New(version string) *Metrics {
 	m.fleet = newFleet()
 	m.doctor = newDoctorMetrics()
 	m.openWrite = newOpenWriteMetrics()
+	m.blocked = newBlockedMetrics()
 	m.buildInfo.Set(1)
 	m.kube = newKubeMetrics()
 	m.initSeries()
@@ -243,7 +245,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{
 		m.passes, m.passDuration, m.releaseDelay, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.signalsAgain, m.bookkeepingFailures, m.buildInfo,
-		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.kube.reads, m.kube.owners,
+		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.blocked, m.kube.reads, m.kube.owners,
 	}, append(m.doctor.collectors(), m.openWrite.collectors()...)...)
 }
 

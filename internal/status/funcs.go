@@ -72,16 +72,8 @@ var funcs = template.FuncMap{
 // tens of megabytes, held whole while it was written.
 const overviewRows = 20
 
-// oldestBlocked is the blocked task that has waited longest.
-func oldestBlocked(v *View) *Queued {
-	var out *Queued
-	for i := range v.Queue {
-		if q := &v.Queue[i]; q.Blocked() && (out == nil || q.Wait > out.Wait) {
-			out = q
-		}
-	}
-	return out
-}
+// oldestBlocked is the blocked task that has waited longest (blockedOf).
+func oldestBlocked(v *View) *Queued { return v.BlockedTasks().Oldest }
 
 // visible writes a string with only printable characters as it is, any other
 // in Go's quoted form, as the command line's tables do.

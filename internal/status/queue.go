@@ -74,11 +74,9 @@ func (v *View) queue(rows []pulpdb.TaskRow) {
 		sub.Explained = &pulpdb.ExplainedTask{TaskID: r.ID, Row: &rows[i], Ahead: ahead, AheadTotal: total}
 		q := Queued{Row: r, Position: i + 1, Wait: v.Now().Sub(r.Created), Explanation: explain.Explain(&sub, r.ID)}
 		q.Chain = v.chain(q.Explanation, sub.Plan.Holdings)
-		if q.Blocked() {
-			v.Blocked++
-		}
 		v.Queue[i] = q
 	}
+	v.Blocked = blockedOf(v.Queue).Count
 }
 
 // aheadOf lists the tasks before position i that reserve a form conflicting

@@ -56,6 +56,11 @@ type Options struct {
 	Refresh time.Duration
 	// Logger receives the failures of the reads behind the pages.
 	Logger *slog.Logger
+	// QueueOnly builds views for their blocked tasks alone (ObserveBlocked),
+	// for a process that serves no page (`once`): the reads only the pages
+	// show (the history of passes, the start times of running tasks) are
+	// left out.
+	QueueOnly bool
 }
 
 // Defaults of the Options left zero.
@@ -99,6 +104,9 @@ type Server struct {
 	explain explainCache
 	// views numbers the views built (View.number).
 	views atomic.Uint64
+	// blocked, when set (ObserveBlocked), is told the blocked tasks of
+	// every view built.
+	blocked func(tasks int, oldestWait time.Duration)
 }
 
 // job is a pass or inspection to build a view of.
@@ -233,7 +241,9 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	}
 	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, number: s.views.Add(1)}
 	v.index(released)
-	s.readPasses(ctx, v)
+	if !s.opts.QueueOnly {
+		s.readPasses(ctx, v)
+	}
 	rows, total, err := s.src.WaitingTasks(ctx, s.opts.MaxWaiting)
 	if err != nil {
 		v.QueueError = err.Error()
@@ -241,9 +251,36 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	}
 	v.QueueTotal = total
 	v.queue(rows)
-	s.addRunningSince(ctx, v)
+	if !s.opts.QueueOnly {
+		s.addRunningSince(ctx, v)
+	}
 	v.Causes = v.causes()
 	s.store(v)
+	s.observeBlocked(v)
+}
+
+// ObserveBlocked has f told, each time a view is built (after every pass,
+// or every inspection), how many waiting tasks are blocked and how long the
+// oldest of them has waited: the numbers the overview says first, from the
+// same function (blockedOf). The daemon sets lock_reaper_blocked_tasks and
+// lock_reaper_oldest_blocked_wait_seconds with it. A view whose waiting
+// tasks could not be read tells nothing: f keeps the last numbers rather
+// than report none blocked.
+func (s *Server) ObserveBlocked(f func(tasks int, oldestWait time.Duration)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.blocked = f
+}
+
+func (s *Server) observeBlocked(v *View) {
+	s.mu.Lock()
+	f := s.blocked
+	s.mu.Unlock()
+	if f == nil || v.QueueError != "" {
+		return
+	}
+	b := v.BlockedTasks()
+	f(b.Count, b.OldestWait())
 }
 
 // passesWindow is how far back the pages show passes: the chart's day.

@@ -33,7 +33,9 @@ type View struct {
 	QueueTotal int
 	// QueueError says why the waiting tasks could not be read.
 	QueueError string
-	Blocked    int
+	// Blocked counts the queue's blocked tasks (blockedOf): the headline's
+	// "N of M waiting tasks are blocked".
+	Blocked int
 	// Causes group the queue by the owner of the first lock in each task's
 	// way, the blocking ones first (causesOf).
 	Causes []Cause
