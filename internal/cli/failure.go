@@ -59,7 +59,7 @@ func explainFailure(err error, t targets) failure {
 				f.message += "\nNo such database: check database.url (REAPER_DATABASE_URL), database.name or PGDATABASE."
 			case pe.Code == "42501":
 				f.configuration = true
-				f.message += postgresPrivilegeHint(pe)
+				f.message += postgresPrivilegeHint(pe, t.databaseUser)
 			case strings.HasPrefix(pe.Code, "28"):
 				f.configuration = true
 				f.message += "\nAuthentication failed: check the user and password of database.url, database.user and " +

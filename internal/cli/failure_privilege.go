@@ -25,9 +25,11 @@ var deniedObject = regexp.MustCompile(`permission denied for (table|relation|sch
 
 // postgresPrivilegeHint is the hint of a PostgreSQL refusal (SQLSTATE
 // 42501): the grants of the least-privilege set on what was refused, which
-// are what the role lacks (PostgreSQL names the table, not the column).
-func postgresPrivilegeHint(pe *pgconn.PgError) string {
-	hint := "\nThe database role lacks a privilege lock-reaper needs"
+// are what the role lacks (PostgreSQL names the table, not the column),
+// written for role, the user database.url logs in as, so that they run as
+// they are.
+func postgresPrivilegeHint(pe *pgconn.PgError, role string) string {
+	hint := "\n" + upperFirst(roleWords(role)) + " lacks a privilege lock-reaper needs"
 	if m := deniedObject.FindStringSubmatch(pe.Message); m != nil {
 		on := m[2]
 		if m[1] == "schema" {
@@ -35,6 +37,14 @@ func postgresPrivilegeHint(pe *pgconn.PgError) string {
 		}
 		hint += " on " + on
 		if grants := privilege.PostgresGrantsOn(on); len(grants) > 0 {
+			for i, g := range grants {
+				if m[1] == "schema" {
+					// The file grants on public; the refusal names the
+					// schema search_path chose.
+					g = strings.Replace(g, " ON SCHEMA public ", " ON "+on+" ", 1)
+				}
+				grants[i] = grantTo(g, role)
+			}
 			hint += ", which the least-privilege set grants with:\n  " + strings.Join(grants, "\n  ") + "\n"
 		} else {
 			hint += ". "
@@ -42,7 +52,40 @@ func postgresPrivilegeHint(pe *pgconn.PgError) string {
 	} else {
 		hint += ". "
 	}
-	return hint + fmt.Sprintf("Grant the set of %s to the role of database.url; "+doctorHint+".", grantsDoc, "postgres-grants")
+	return hint + fmt.Sprintf("Grant the set of %s to %s; "+doctorHint+".", grantsDoc, roleWords(role), "postgres-grants")
+}
+
+// roleWords names the role in the hint's sentences: the user database.url
+// (or PGUSER, or the default) logs in as.
+func roleWords(role string) string {
+	if role == "" {
+		return "the role of database.url"
+	}
+	return fmt.Sprintf("the role %q of database.url", role)
+}
+
+func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// grantTo rewrites a GRANT of postgres.sql, written for lock_reaper, for
+// role; an empty role (unknown) leaves it as documented.
+func grantTo(grant, role string) string {
+	if role == "" {
+		return grant
+	}
+	return strings.Replace(grant, " TO "+privilege.DefaultRole+";", " TO "+sqlIdentifier(role)+";", 1)
+}
+
+// plainIdentifier is a name PostgreSQL takes unquoted as itself.
+var plainIdentifier = regexp.MustCompile(`^[a-z_][a-z0-9_$]*$`)
+
+// sqlIdentifier quotes role as SQL needs it: not at all when lower case
+// letters, digits and underscores say it, so that the GRANT reads as the
+// documentation writes it.
+func sqlIdentifier(role string) string {
+	if plainIdentifier.MatchString(role) {
+		return role
+	}
+	return `"` + strings.ReplaceAll(role, `"`, `""`) + `"`
 }
 
 // refusedCommand reads the command from Redis's NOPERM reply: "User x has

@@ -18,6 +18,9 @@ import (
 type targets struct {
 	redis    string // e.g. "127.0.0.1:6379 (database 0)"
 	database string // e.g. "127.0.0.1:5432, database pulp, user pulp"
+	// databaseUser is the role database.url logs in as, which a hint's
+	// GRANT statements name.
+	databaseUser string
 }
 
 // redisTarget describes the Redis a client of redisURL talks to.

@@ -77,7 +77,7 @@ func connect(cfg config.Config, logger *slog.Logger, env Env) (*setup, int, bool
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", fmt.Errorf("database.url: %w", err))
 		return nil, exitcode.Usage, false
 	}
-	s.where = targets{redis: redisTarget(cfg.Redis.URL, s.rdb), database: databaseTarget(pc)}
+	s.where = targets{redis: redisTarget(cfg.Redis.URL, s.rdb), database: databaseTarget(pc), databaseUser: pc.ConnConfig.User}
 	if s.pool, err = pgxpool.NewWithConfig(context.Background(), pc); err != nil {
 		s.close()
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper", fmt.Errorf("database.url: %w", err))

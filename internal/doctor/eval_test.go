@@ -113,10 +113,20 @@ func TestEvalPulpcoreVersions(t *testing.T) {
 	t.Parallel()
 	r := evalPulpcoreVersions([]processVersion{{"api", "3.117.0", 2}, {"worker", "3.118.1", 3}, {"content", "3.100.0", 1}})
 	require.Equal(t, OK, r.Status, r.Evidence)
+	// One plain sentence: doctor prints it as the check's line.
+	require.Equal(t, "Pulp runs pulpcore 3.117.0 in 2 api processes, 3.118.1 in 3 worker processes and 3.100.0 in 1 content process; "+
+		"every worker and api process has pulpcore's own owner registry, startup self-clean and orphan reconcile", r.Evidence)
 	r = evalPulpcoreVersions([]processVersion{{"worker", "3.116.0", 2}, {"worker", "3.117.0.dev", 1}, {"api", "", 1}})
 	require.Equal(t, Warn, r.Status, r.Evidence)
-	require.Contains(t, r.Evidence, "without owner registry, startup self-clean, orphan reconcile (pulpcore 3.117): api unknown, worker 3.116.0")
-	require.Equal(t, Warn, evalPulpcoreVersions(nil).Status)
+	require.Equal(t, "Pulp runs pulpcore 3.116.0 in 2 worker processes, 3.117.0.dev in 1 worker process and an unknown version in 1 api process; "+
+		"the 2 worker processes on 3.116.0 and the api process of unknown version have none of the cleanups pulpcore has since 3.117 "+
+		"(owner registry, startup self-clean, orphan reconcile)", r.Evidence)
+	r = evalPulpcoreVersions([]processVersion{{"worker", "3.116.0", 1}})
+	require.Equal(t, "Pulp runs pulpcore 3.116.0 in 1 worker process; the worker process on 3.116.0 has none of the cleanups pulpcore has since 3.117 "+
+		"(owner registry, startup self-clean, orphan reconcile)", r.Evidence)
+	r = evalPulpcoreVersions(nil)
+	require.Equal(t, Warn, r.Status)
+	require.Equal(t, "core_appstatus has no rows: no Pulp process is running, or database.url names another database", r.Evidence)
 }
 
 func TestEvalPooler(t *testing.T) {

@@ -107,13 +107,16 @@ func checkPostgresGrants(ctx context.Context, t Target) Result {
 	if err := t.Postgres.QueryRow(ctx, "SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&role, &super); err != nil {
 		return couldNotCheck("read the current role", err, "check that database.url reaches pulpcore's database.")
 	}
-	if super {
-		return Result{Status: Warn, Evidence: fmt.Sprintf("role %q is a superuser: it may do anything", role),
-			Fix: "create the lock_reaper role of docs/security.md (internal/privilege/postgres.sql) and use it in database.url."}
-	}
 	var present int
 	if err := t.Postgres.QueryRow(ctx, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ANY($1)", tables).Scan(&present); err != nil {
 		return couldNotCheck("look up pulpcore's tables", err, "check that database.url names pulpcore's database.")
+	}
+	owned, err := readOwnership(ctx, t, tables)
+	if err != nil {
+		return couldNotCheck("read the owners of pulpcore's tables", err, "check that database.url reaches pulpcore's database.")
+	}
+	if r, ok := evalOwnership(role, super, owned); ok {
+		return r
 	}
 	if present < len(tables) {
 		return Result{Status: Fail, Evidence: fmt.Sprintf("role %q sees %d of pulpcore's tables %s in its current schema", role, present, strings.Join(tables, ", ")),

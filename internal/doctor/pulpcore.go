@@ -62,39 +62,81 @@ func checkPulpcoreVersion(ctx context.Context, t Target) Result {
 // runs. Without them lock-reaper is the only cleanup: the locks of older
 // workers are in no registry (only a keyspace scan finds them), a restarted
 // worker can be blocked by its own dead incarnation's locks, and the locks
-// of owners whose row is gone stay.
+// of owners whose row is gone stay. The evidence is one sentence: doctor
+// prints it as the check's line.
 func evalPulpcoreVersions(seen []processVersion) Result {
 	if len(seen) == 0 {
-		return Result{Status: Warn, Evidence: "no core_appstatus rows: no Pulp process is running (or database.url names another database)",
+		return Result{Status: Warn, Evidence: "core_appstatus has no rows: no Pulp process is running, or database.url names another database",
 			Fix: "check that database.url names pulpcore's database."}
 	}
-	var parts, old []string
+	var runs, old []string
+	oldCount := 0
 	for _, pv := range seen {
-		v := pv.version
-		if v == "" {
-			v = "unknown"
-		}
-		parts = append(parts, fmt.Sprintf("%s %s (%d)", pv.appType, v, pv.count))
+		runs = append(runs, fmt.Sprintf("%s in %s", versionWords(pv.version), processes(pv)))
 		// Content apps take no locks; workers and API processes (immediate
 		// tasks) do.
 		takesLocks := pv.appType == "worker" || pv.appType == "api"
 		if takesLocks && (pv.version == "" || !parseVersion(pv.version).atLeast(cleanupFeatures[0].since)) {
-			old = append(old, fmt.Sprintf("%s %s", pv.appType, v))
+			old = append(old, oldProcesses(pv))
+			oldCount += pv.count
 		}
 	}
-	evidence := "pulpcore " + strings.Join(parts, ", ")
+	evidence := "Pulp runs pulpcore " + joinWords(runs)
 	if len(old) > 0 {
 		sort.Strings(old)
-		return Result{Status: Warn, Evidence: evidence + "; without " + featureNames() + " (pulpcore 3.117): " + strings.Join(old, ", "),
+		verb := "has"
+		if oldCount > 1 {
+			verb = "have"
+		}
+		return Result{Status: Warn, Evidence: fmt.Sprintf("%s; %s %s none of the cleanups pulpcore has since 3.117 (%s)", evidence, joinWords(old), verb, featureNames()),
 			Fix: "upgrade pulpcore to 3.117 or later; until then only lock-reaper's full scans (full_scan_interval) find and release these processes' stale locks."}
 	}
-	return Result{Status: OK, Evidence: evidence + ": every process has " + featureNames()}
+	return Result{Status: OK, Evidence: evidence + "; every worker and api process has pulpcore's own " + joinWords(featureList())}
 }
 
-func featureNames() string {
+// versionWords is a recorded version as the sentence says it.
+func versionWords(v string) string {
+	if v == "" {
+		return "an unknown version"
+	}
+	return v
+}
+
+// processes counts one row of processVersion: "1 api process", "3 worker
+// processes".
+func processes(pv processVersion) string {
+	if pv.count == 1 {
+		return "1 " + pv.appType + " process"
+	}
+	return fmt.Sprintf("%d %s processes", pv.count, pv.appType)
+}
+
+// oldProcesses names the processes of one row that lack the cleanups.
+func oldProcesses(pv processVersion) string {
+	what := "the " + pv.appType + " process"
+	if pv.count > 1 {
+		what = fmt.Sprintf("the %d %s processes", pv.count, pv.appType)
+	}
+	if pv.version == "" {
+		return what + " of unknown version"
+	}
+	return what + " on " + pv.version
+}
+
+// joinWords joins a list as a sentence does: "a", "a and b", "a, b and c".
+func joinWords(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+func featureList() []string {
 	names := make([]string, len(cleanupFeatures))
 	for i, f := range cleanupFeatures {
 		names[i] = f.name
 	}
-	return strings.Join(names, ", ")
+	return names
 }
+
+func featureNames() string { return strings.Join(featureList(), ", ") }
