@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"io"
 	"net/http"
 	"strconv"
@@ -28,7 +29,7 @@ func queued(status explain.Status, wait time.Duration, links ...Link) Queued {
 }
 
 func linkOf(action judge.Action, released bool) Link {
-	return Link{Holder: explain.Holder{Action: action}, Released: released}
+	return Link{Holder: explain.Holder{HoldingVerdict: reaper.HoldingVerdict{Action: action}}, Released: released}
 }
 
 // TestBlockedOf: a task counts when a stale or suspect lock not released
@@ -87,7 +88,7 @@ func (o *blockedObserver) last() (calls, tasks int, oldestWait time.Duration) {
 // TestInspectionTellsBlocked: each view of an inspection (`lock-reaper
 // status`) tells the observer the numbers its overview shows first.
 func TestInspectionTellsBlocked(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	var o blockedObserver
 	f.srv.ObserveBlocked(o.observe)
 	v := f.inspect()
@@ -114,7 +115,7 @@ func (a auditRunner) RunOnce(ctx context.Context, opts reaper.Options) (*reaper.
 // and the oldest blocked wait of the page's view of its pass: the numbers
 // its overview shows.
 func TestDaemonExportsBlocked(t *testing.T) {
-	f := newFixture(t, smallIncident())
+	f := newFixture(t, sim.SmallIncident())
 	pages := New(f.r, Options{})
 	d, err := daemon.New(auditRunner{f.r}, daemon.Config{Listen: "127.0.0.1:0", Schedule: "@every 1h", Pages: pages})
 	require.NoError(t, err)
