@@ -3,6 +3,7 @@ package status
 import (
 	"fmt"
 	"github.com/lock-reaper/lock-reaper/internal/humantext"
+	"sort"
 	"strings"
 	"time"
 
@@ -57,8 +58,9 @@ const (
 	plotHeight = 150
 	// The margins hold the axes' labels.
 	plotLeft, plotRight, plotTop, plotBottom = 44, 14, 18, 22
-	// valuesUpTo is how many bars at most carry their count.
-	valuesUpTo = 12
+	// valuesUpTo is how many bars at most carry their count, valueGap how
+	// far apart their labels stand at least.
+	valuesUpTo, valueGap = 12, 40
 	// timeStep spaces the time axis's ticks, on whole UTC hours.
 	timeStep = 3 * time.Hour
 )
@@ -109,11 +111,7 @@ func plotOf(passes []history.Entry, now time.Time) plot {
 			Title: fmt.Sprintf("%s: %s stale, %s released, %s updated, took %s", passWords(h), num(h.Stale), num(h.Released),
 				plural(h.Updated, "task"), humantext.Duration(h.Duration))})
 	}
-	if len(p.Bars) > valuesUpTo {
-		for i := range p.Bars {
-			p.Bars[i].Value = ""
-		}
-	}
+	labelValues(p.Bars)
 	parts := []string{fmt.Sprintf("%s in the last %s, at most %s in one; %s released in all",
 		plural(len(p.Bars), "pass", "passes"), humantext.Duration(passesWindow), plural(maxStale(passes, from, now), "stale holding"), plural(released, "holding"))}
 	if acted > 0 {
@@ -173,4 +171,45 @@ func timeTicks(from, to time.Time, left, inner int) []tick {
 		}
 	}
 	return append(out, tick{At: left + inner, Label: "now " + to.UTC().Format("15:04") + " UTC", Anchor: "end"})
+}
+
+// labelValues keeps the counts of at most valuesUpTo bars, and of those the
+// tallest where labels would overlap: a pass that found nothing stale is a
+// tick without a number, and two passes a second apart one number.
+func labelValues(bars []bar) {
+	order := make([]int, 0, len(bars))
+	for i := range bars {
+		if bars[i].Value != "0" {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return bars[order[a]].H > bars[order[b]].H })
+	var kept []int
+	for _, i := range order {
+		clear := len(kept) < valuesUpTo
+		for _, k := range kept {
+			if abs(bars[k].VX-bars[i].VX) < valueGap {
+				clear = false
+			}
+		}
+		if clear {
+			kept = append(kept, i)
+		}
+	}
+	keep := make(map[int]bool, len(kept))
+	for _, k := range kept {
+		keep[k] = true
+	}
+	for i := range bars {
+		if !keep[i] {
+			bars[i].Value = ""
+		}
+	}
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
