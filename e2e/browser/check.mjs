@@ -240,7 +240,7 @@ try {
   } else if (phase === "after") {
     const page = await newPage();
     await page.goto(base + "/");
-    check(/pass of mode once/.test(await text(page, "#snapshot-age")), "the daemon's page is of its pass");
+    check(/from a pass of run \(the daemon\)/.test(await text(page, "#snapshot-age")), "the daemon's page is of its pass, named as the history names it");
     check(!(await text(page, "#stuck-answer")).startsWith("Yes:"), "after the reap no waiting task is blocked");
     await page.goto(base + `/tasks/${c.blocked}`);
     const st = await text(page, "#task-status");
