@@ -125,6 +125,14 @@ try {
       "at 1280 px the overview's cards sit side by side: " + JSON.stringify(cards));
     check((await page.locator("#causes code.cmd").count()) >= 1 && (await brokenCommands(page)).length === 0,
       "the command that ends the block is a code block of its own, on one line");
+    // The copy button, added by a script of the page's own, copies the
+    // command whole.
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+    const copy = page.locator("#causes .cmds button.copy").first();
+    await copy.click();
+    await page.waitForFunction(() => document.querySelector("#causes .cmds button.copy").textContent === "Copied");
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    check(copied === `lock-reaper release --owner ${c.deadOwner} --dry-run`, `the copy button copies the command whole: ${copied}`);
     mkdirSync(c.shots, { recursive: true });
     await page.screenshot({ path: c.shots + "/status-overview.png", fullPage: false });
 
