@@ -80,6 +80,34 @@ async function refusesWrites(paths) {
   await page.context().close();
 }
 
+// The boxes of the overview's cards, by id.
+async function boxes(page, ids) {
+  return page.evaluate((ids) => ids.map((id) => {
+    const r = document.getElementById(id).getBoundingClientRect();
+    return { id, top: Math.round(r.top), left: Math.round(r.left), right: Math.round(r.right) };
+  }), ids);
+}
+
+// The commands on the page that break across lines: a command's text whose
+// line boxes do not all sit on one line, or a code block that may wrap.
+async function brokenCommands(page) {
+  return page.evaluate(() => [...document.querySelectorAll("code.cmd")].flatMap((el) => {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+    const ws = getComputedStyle(el).whiteSpace;
+    return tops.size > 1 || !(ws === "pre" || ws === "nowrap") ? [`${el.textContent} (${tops.size} lines, white-space ${ws})`] : [];
+  }));
+}
+
+// The chart's axes: the labels of its count and time axes.
+async function axes(page) {
+  return page.evaluate(() => ({
+    counts: [...document.querySelectorAll("svg.plot .count-axis text")].map((t) => t.textContent),
+    times: [...document.querySelectorAll("svg.plot .time-axis text")].map((t) => t.textContent),
+  }));
+}
+
 try {
   if (phase === "before") {
     const page = await newPage();
@@ -91,6 +119,20 @@ try {
     check(/Snapshot .* old/.test(await text(page, "#snapshot-age")), "the snapshot's age is shown");
     check(Number(await text(page, "#blocked-count")) >= 1, "blocked tasks are counted");
     check(Number(await text(page, "#owners-dead")) === 1, "one dead owner");
+    // At 1280 px the small cards share a row, left to right.
+    const cards = await boxes(page, ["card-stale", "card-owners", "card-guards", "card-kube"]);
+    check(cards.every((b, i) => i === 0 || (Math.abs(b.top - cards[0].top) <= 1 && b.left >= cards[i - 1].right)),
+      "at 1280 px the overview's cards sit side by side: " + JSON.stringify(cards));
+    check((await page.locator("#causes code.cmd").count()) >= 1 && (await brokenCommands(page)).length === 0,
+      "the command that ends the block is a code block of its own, on one line");
+    // The copy button, added by a script of the page's own, copies the
+    // command whole.
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+    const copy = page.locator("#causes .cmds button.copy").first();
+    await copy.click();
+    await page.waitForFunction(() => document.querySelector("#causes .cmds button.copy").textContent === "Copied");
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    check(copied === `lock-reaper release --owner ${c.deadOwner} --dry-run`, `the copy button copies the command whole: ${copied}`);
     mkdirSync(c.shots, { recursive: true });
     await page.screenshot({ path: c.shots + "/status-overview.png", fullPage: false });
 
@@ -188,6 +230,15 @@ try {
       const fits = iw === 375 && sw <= iw;
       check(fits, `no horizontal scroll at 375 px on ${path} (scrollWidth ${sw}, innerWidth ${iw})` +
         (fits ? "" : "; wider than the screen: " + wide.join(" ")));
+      // No command breaks inside a word: each is one line, scrolled in its
+      // own box when it is wider than the screen.
+      const broken = await brokenCommands(page);
+      check(broken.length === 0, `no command wraps at 375 px on ${path}` + (broken.length ? ": " + broken.join("; ") : ""));
+      if (path === "/") {
+        check((await page.locator("#causes code.cmd").count()) >= 1, "the overview's cause names its command at 375 px");
+        const [a, b] = await boxes(page, ["card-stale", "card-owners"]);
+        check(b.top > a.top && b.left === a.left, "at 375 px the overview's cards stack in one column");
+      }
       if (path === "/") await page.screenshot({ path: c.shots + "/status-overview-phone.png", fullPage: false });
       if (path === "/queue") await page.screenshot({ path: c.shots + "/status-blocked-queue-phone.png", fullPage: false });
       check(page.errors.length === 0, `no console error on ${path}: ` + page.errors.join("; "));
@@ -197,7 +248,7 @@ try {
   } else if (phase === "after") {
     const page = await newPage();
     await page.goto(base + "/");
-    check(/pass of mode once/.test(await text(page, "#snapshot-age")), "the daemon's page is of its pass");
+    check(/from a pass of run \(the daemon\)/.test(await text(page, "#snapshot-age")), "the daemon's page is of its pass, named as the history names it");
     check(!(await text(page, "#stuck-answer")).startsWith("Yes:"), "after the reap no waiting task is blocked");
     await page.goto(base + `/tasks/${c.blocked}`);
     const st = await text(page, "#task-status");
@@ -212,6 +263,9 @@ try {
     const dt = await first.locator("time").getAttribute("datetime");
     check(mode === "run" && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.test(dt || ""), `the last pass is the daemon's, at <time datetime="${dt}">: ${mode}`);
     check(await page.locator("svg.plot rect.released").count() >= 1, "the chart shows the pass that released");
+    const ax = await axes(page);
+    check(ax.counts.includes("0") && ax.counts.length >= 2 && ax.times.length >= 2 && ax.times.some((t) => t.startsWith("now ")),
+      "the chart has a count axis and a time axis, labelled: " + JSON.stringify(ax));
     check((await text(page, "#passes-answer")).startsWith("Last pass: a pass of run"), "the page says which reaper passed last");
     mkdirSync(c.shots, { recursive: true });
     await page.screenshot({ path: c.shots + "/status-passes.png", fullPage: false });

@@ -44,6 +44,14 @@ func TestDaemonServesPages(t *testing.T) {
 	// counted, and its pass is in the history, as run's.
 	require.Equal(t, v.Report.Summary.Released, v.ReleasedCount())
 	require.Equal(t, len(v.Holdings())-v.ReleasedCount(), v.Current())
+	require.Equal(t, v.Current(), v.HoldingCount(), "the overview counts the holdings held after the pass")
+	// The tasks it canceled or requeued are no longer lost: the page shows
+	// them as the pass left them, from its own outcomes.
+	require.Positive(t, v.Report.Summary.TasksUpdated)
+	require.Equal(t, v.Report.Summary.TasksUpdated, v.TasksUpdated)
+	for _, tj := range v.Tasks() {
+		require.NotEqual(t, f.inc.DeadOwner, tj.Owner, "task %s of the dead worker, updated by the pass, is still listed", tj.ID)
+	}
 	if dead, ok := v.Owner(f.inc.DeadOwner); ok {
 		require.Zero(t, dead.Stale, "the dead owner's released holdings are not stale any more")
 	}
@@ -67,7 +75,11 @@ func TestDaemonServesPages(t *testing.T) {
 
 	code, body = webtest.Do(t, http.MethodGet, base+"/")
 	require.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, "from pass of mode once")
+	assert.Contains(t, body, "from a pass of run (the daemon)", "the daemon's pass, as the history names it")
+	assert.Contains(t, between(body, "<dt>Holdings</dt>", "</dd>"), ">"+num(v.Current())+"<", "the holdings held after the pass")
+	if v.TasksUpdated > 0 {
+		assert.Contains(t, between(body, `id="tasks-updated"`, "</p>"), "updated "+plural(v.TasksUpdated, "task"))
+	}
 	assert.Contains(t, between(body, `id="passes-answer"`, "</p>"), "Last pass: a pass of run (the daemon)")
 	code, body = webtest.Do(t, http.MethodGet, base+"/queue")
 	require.Equal(t, http.StatusOK, code)

@@ -62,8 +62,10 @@ var funcs = template.FuncMap{
 	"firstTasks": func(ts []judge.TaskJudgement, n int) []judge.TaskJudgement {
 		return ts[:min(n, len(ts))]
 	},
-	"overviewRows": func() int { return overviewRows },
-	"sub":          func(a, b int) int { return a - b },
+	"overviewRows":  func() int { return overviewRows },
+	"guardReason":   guardReason,
+	"guardCommands": guardCommands,
+	"sub":           func(a, b int) int { return a - b },
 }
 
 // overviewRows is how many rows of a list the overview shows; a link leads

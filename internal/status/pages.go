@@ -254,8 +254,9 @@ type taskData struct {
 	// Queued is the task's entry in the blocked queue, if it waits there.
 	Queued *Queued
 	// ReadOnlyEnd says, on a read-only page, what ends a block, as no pass
-	// of this process will.
-	ReadOnlyEnd string
+	// of this process will, and ReadOnlyCommands the commands that end it.
+	ReadOnlyEnd      string
+	ReadOnlyCommands []Command
 }
 
 func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
@@ -304,8 +305,8 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Ex = &ex
 	if owner := blockingOwner(ex); v.ReadOnly() && owner != "" {
-		d.ReadOnlyEnd = "This page releases nothing: it shows a read-only inspection. Last pass: " + v.LastPassWords() +
-			". To end the block now: " + releaseCommand(owner) + ", then without --dry-run."
+		d.ReadOnlyEnd = "This page releases nothing: it shows a read-only inspection. Last pass: " + v.LastPassWords() + ". To end the block now"
+		d.ReadOnlyCommands = []Command{{Line: releaseCommand(owner), Then: "then again without --dry-run"}}
 	}
 	for i := range v.Queue {
 		if v.Queue[i].Row.ID == id {

@@ -42,7 +42,8 @@ func TestPagesShowTheIncident(t *testing.T) {
 				require.Equal(t, "dead", l.Holder.Liveness.String())
 				require.NotContains(t, l.Freed, "next pass", "`status` runs no pass: it promises none")
 				require.Contains(t, l.Freed, "last pass: no reaper has recorded a pass in the last 24 h")
-				require.Contains(t, l.Freed, "lock-reaper release --owner "+f.inc.DeadOwner+" --dry-run")
+				require.Equal(t, []Command{{Line: "lock-reaper release --owner " + f.inc.DeadOwner + " --dry-run", Then: "then again without --dry-run"}}, l.Commands,
+					"the command that ends it is a code block of its own")
 			}
 		}
 		require.True(t, dead, "task %s is blocked by the dead owner", q.Row.ID)

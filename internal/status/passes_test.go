@@ -39,7 +39,7 @@ func TestPassesFromTheHistory(t *testing.T) {
 	_, body = f.get("/queue?blocked=1")
 	assert.Contains(t, body, "no reaper has passed in 3 h 1 min (the last, a once (CronJob) pass at "+clock(old)+" released 1,067 holdings")
 	_, body = f.get("/tasks/" + v.Causes[0].Tasks[0].Row.ID)
-	ro := between(body, `id="read-only-end"`, "</p>")
+	ro := between(body, `id="read-only-end"`, "</div>")
 	assert.Contains(t, ro, "This page releases nothing")
 	assert.Contains(t, ro, "lock-reaper release --owner "+f.inc.DeadOwner+" --dry-run")
 	assert.NotContains(t, between(body, `id="task-status"`, "</p>"), "the next pass")

@@ -31,6 +31,9 @@ type Link struct {
 	// Freed says when the holding goes: at the next pass, once confirmed,
 	// or never while its owner lives.
 	Freed string
+	// Commands end it now, when nothing on its own will: each a shell line
+	// the page shows as a code block, whole, never broken inside a word.
+	Commands []Command
 	// FreedAt is when, if known.
 	FreedAt time.Time
 	// Released says the pass of the view released it already.
@@ -132,11 +135,13 @@ func (v *View) link(resource string, need judge.Kind, h explain.Holder, judged [
 	case v.Released(h.Key, h.Owner):
 		l.Released, l.FreedAt = true, v.Report.StartedAt
 		l.Freed = "released by the pass of " + clock(v.Report.StartedAt)
+	case h.Action == judge.ActionRelease && h.Deferred == judge.DeferredMassDeath:
+		l.Freed, l.Commands = massDeathFreed(h.Owner)
 	case h.Action == judge.ActionRelease && h.Deferred != "":
 		l.Freed = "not yet: a pass would release it but " + h.Deferred + " holds it back"
 	case h.Action == judge.ActionRelease && v.ReadOnly():
 		// `lock-reaper status` releases nothing: no pass of its own is due.
-		l.Freed = v.readOnlyFreed("a reaper's pass would release it", h.Owner)
+		l.Freed, l.Commands = v.readOnlyFreed("a reaper's pass would release it", h.Owner)
 	case h.Action == judge.ActionRelease && !v.NextPass.IsZero():
 		l.FreedAt = v.NextPass
 		l.Freed = "next pass at " + clock(v.NextPass)
@@ -152,7 +157,7 @@ func (v *View) link(resource string, need judge.Kind, h explain.Holder, judged [
 		l.FreedAt = first.Add(v.In.Policy.ConfirmAfter)
 		l.Freed = "after confirmation, at " + clock(l.FreedAt) + " or the first pass after"
 		if v.ReadOnly() {
-			l.Freed = v.readOnlyFreed("a reaper's pass from "+clock(l.FreedAt)+" would release it once confirmed", h.Owner)
+			l.Freed, l.Commands = v.readOnlyFreed("a reaper's pass from "+clock(l.FreedAt)+" would release it once confirmed", h.Owner)
 		}
 	default:
 		l.Freed = "never while its owner lives: " + keptBy(h)
@@ -163,9 +168,27 @@ func (v *View) link(resource string, need judge.Kind, h explain.Holder, judged [
 // readOnlyFreed says what ends a block on a read-only page: what a pass
 // would do, which reaper passed last and when, and the command that ends
 // it now. The inspection's time is on every page.
-func (v *View) readOnlyFreed(would, owner string) string {
-	return fmt.Sprintf("%s, but nothing releases here (a read-only inspection); last pass: %s; to end it now: %s, then without --dry-run",
-		would, v.LastPassWords(), releaseCommand(owner))
+func (v *View) readOnlyFreed(would, owner string) (string, []Command) {
+	return fmt.Sprintf("%s, but nothing releases here (a read-only inspection); last pass: %s; to end it now", would, v.LastPassWords()),
+		[]Command{{Line: releaseCommand(owner), Then: "then again without --dry-run"}}
+}
+
+// massDeathFreed says what ends a block the mass-death guard holds: no pass
+// releases a dead worker's locks until pulpcore deletes the dead rows or
+// the pods prove the deaths, or someone who knows says so. The page runs
+// nothing, so it names the commands, never "rerun".
+func massDeathFreed(owner string) (string, []Command) {
+	return "not yet: the mass-death guard holds back every release on dead grounds until pulpcore deletes the dead worker rows or the pods prove the deaths; to end it now",
+		massDeathCommands(owner)
+}
+
+// massDeathCommands end the mass-death guard's hold: for one worker known
+// dead, or for every one when the workers really died.
+func massDeathCommands(owner string) []Command {
+	return []Command{
+		{Line: releaseCommand(owner), Then: "if this worker is dead, then again without --dry-run"},
+		{Line: "lock-reaper once --force", Then: "if the workers really died"},
+	}
 }
 
 // keptForTask is the running task a live (or late) worker keeps the link's

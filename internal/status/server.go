@@ -214,14 +214,14 @@ func (s *Server) Wait() {
 func (s *Server) publish(ctx context.Context, j *job) {
 	// The report's findings hold the pass's own judgement of every holding:
 	// let them go before the snapshot is judged again for the view.
-	released := releasedBy(j.rep)
+	released, updated := releasedBy(j.rep), updatedBy(j.rep)
 	j.rep = summaryOf(j.rep)
 	in := j.in
 	if j.inspect {
 		in, j.taken = s.inspectAfter(ctx, j.rep), time.Now()
 		// The inspection was read after the pass: nothing it holds was
-		// released by it.
-		released = nil
+		// released or updated by it.
+		released, updated = nil, nil
 	}
 	if in == nil && j.snap != nil {
 		var kube *reaper.KubernetesReport
@@ -241,6 +241,7 @@ func (s *Server) publish(ctx context.Context, j *job) {
 	}
 	v := &View{In: in, Report: j.rep, Taken: j.taken, NextPass: j.next, number: s.views.Add(1)}
 	v.index(released)
+	v.dropUpdated(updated)
 	if !s.opts.QueueOnly {
 		s.readPasses(ctx, v)
 	}

@@ -67,18 +67,19 @@ func (v *View) summaries(at time.Time) *View {
 	in := v.In
 	light.In = &reaper.Inspection{Snapshot: judge.Snapshot{Now: in.Snapshot.Now}, Plan: judge.Plan{Guards: in.Plan.Guards},
 		Policy: in.Policy, Kubernetes: in.Kubernetes, ActiveOwners: in.ActiveOwners, Ignored: in.Ignored}
-	light.holdingCount, light.taskCount = len(in.Plan.Holdings), len(in.Plan.Tasks)
+	light.holdingCount, light.taskCount = v.Current(), len(in.Plan.Tasks)
 	light.released, light.byKey = nil, nil
 	light.ShedAt = &at
 	return &light
 }
 
-// HoldingCount is how many holdings the view's snapshot had.
+// HoldingCount is how many holdings are held after the view's pass: those
+// of its snapshot less those the pass released.
 func (v *View) HoldingCount() int {
 	if v.ShedAt != nil {
 		return v.holdingCount
 	}
-	return len(v.In.Plan.Holdings)
+	return v.Current()
 }
 
 // TaskCount is how many tasks the view's snapshot judged.

@@ -71,7 +71,10 @@ type View struct {
 	ownerIndex map[string]int
 	// ShedAt is when the view was shed (Server.Shed): it keeps its
 	// summaries, and holdingCount and taskCount, not its holdings.
-	ShedAt                  *time.Time
+	ShedAt *time.Time
+	// TasksUpdated counts the tasks of the plan the view's pass updated,
+	// which Tasks leaves out.
+	TasksUpdated            int
 	holdingCount, taskCount int
 	// number tells this view's snapshot from the others' (Server.views):
 	// what the task page's explanations are kept by. A copy of the view
@@ -125,7 +128,8 @@ func (v *View) Kubernetes() *reaper.KubernetesReport {
 	return v.In.Kubernetes
 }
 
-// Tasks are the lost, orphaned and stuck tasks the plan judged.
+// Tasks are the lost, orphaned and stuck tasks the plan judged, less those
+// the view's pass updated (dropUpdated).
 func (v *View) Tasks() []judge.TaskJudgement { return v.In.Plan.Tasks }
 
 // Holdings are the plan's judgements, in the order a pass handles them.
@@ -220,6 +224,41 @@ func releasedBy(rep *reaper.Report) []heldBy {
 		}
 	}
 	return out
+}
+
+// updatedBy lists the tasks a pass updated (canceled, requeued, failed),
+// by id, from its report: taken, like releasedBy, before the report's lists
+// are let go.
+func updatedBy(rep *reaper.Report) []string {
+	if rep == nil || rep.Mode == reaper.ModeAudit {
+		return nil
+	}
+	var out []string
+	for _, t := range rep.Tasks {
+		if t.Result == reaper.ResultUpdated && t.TaskJudgement != nil {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}
+
+// dropUpdated takes the tasks the view's pass updated out of the plan's
+// lost, orphaned and stuck tasks, in place: the pages show the state after
+// the pass, where such a task is no longer lost but canceled or requeued,
+// and "the next pass cancels it" beside its new state said the opposite.
+// The plan is the view's own (judged again from the pass's snapshot); no
+// copy is made, so the view costs no more than before.
+func (v *View) dropUpdated(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	done := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		done[id] = true
+	}
+	before := len(v.In.Plan.Tasks)
+	v.In.Plan.Tasks = slices.DeleteFunc(v.In.Plan.Tasks, func(t judge.TaskJudgement) bool { return done[t.ID] })
+	v.TasksUpdated = before - len(v.In.Plan.Tasks)
 }
 
 // markReleased notes the holdings the view's pass released: the snapshot
