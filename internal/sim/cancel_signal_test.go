@@ -38,7 +38,11 @@ func TestLateWorkerStopsOnTheReapersCancelSignal(t *testing.T) {
 	require.NoError(t, err)
 	rep, err := r.RunOnce(b.ctx, reaper.Options{Mode: reaper.ModeOnce})
 	require.NoError(t, err)
-	require.Equal(t, 1, rep.Summary.TasksUpdated, "%+v", rep.Tasks)
+	// The signal is published before the task's update, so the worker may
+	// stop the task and write it canceled first: the pass's conditional
+	// update then loses the race, changes nothing and says so (skipped).
+	require.Len(t, rep.Tasks, 1)
+	require.Contains(t, []reaper.Result{reaper.ResultUpdated, reaper.ResultSkipped}, rep.Tasks[0].Result, "%+v", rep.Tasks)
 
 	require.Eventually(t, func() bool { return f.Stats().StoppedOnSignal == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the late worker never stopped its task")
