@@ -51,11 +51,23 @@ lint: tools
 	  echo "== $$m"; (cd $$m && \
 	    $(GO) vet ./... && $(STATICCHECK) ./...); done
 
+# Before the tests, the browser test's npm packages are installed when npm is
+# (scripts/browser-test.sh; nothing to do when they are up to date), and the
+# test databases of killed test processes dropped (DROP_LEFTOVERS). After
+# them, whether they passed or not, the schema template goes too (unless
+# other tests still run on the server), and a banner says when the browser
+# test could not run: `go test` would only skip it quietly.
+DROP_LEFTOVERS := $(GO) run ./internal/testing/testenv/cmd/dropleftovers
+
 ## test: every test of every module, against real Redis and PostgreSQL, with the race detector
 test: services lint
-	@set -e; export PATH="$(TOOLS_BIN):$$PATH"; for m in $(MODULES); do \
+	@scripts/browser-test.sh prepare
+	@$(DROP_LEFTOVERS)
+	@export PATH="$(TOOLS_BIN):$$PATH"; status=0; for m in $(MODULES); do \
 	  echo "== $$m"; (cd $$m && \
-	    $(GO) test $(TEST_FLAGS) ./...); done
+	    $(GO) test $(TEST_FLAGS) ./...) || { status=$$?; break; }; done; \
+	  $(DROP_LEFTOVERS) || status=1; \
+	  scripts/browser-test.sh report; exit $$status
 
 # QUICK_PACKAGES need no Redis, PostgreSQL nor any other program: the rules
 # (reaper/judge, heartbeat, with their property tests), explain's and the

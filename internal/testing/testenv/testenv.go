@@ -15,12 +15,14 @@
 // PostgreSQL: each call creates a fresh database from a template that holds
 // pulpcore's schema (made once per schema version) on the server named by
 // REAPER_TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres),
-// and drops it at cleanup.
+// and drops it at cleanup. What a killed test process could not drop, and
+// the template once no test runs, DropLeftovers drops (`make test` runs it
+// before and after the tests: cmd/dropleftovers); presence.go says how it
+// tells a live test process's database from a leftover.
 package testenv
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -140,31 +142,40 @@ func NewDatabase(t testing.TB) *Database {
 	}
 	defer admin.Close(ctx)
 
-	template, err := ensureTemplate(ctx, admin)
+	key, err := processKey(ctx)
 	if err != nil {
-		t.Fatalf("prepare schema template: %v", err)
+		t.Fatal(err)
 	}
-	name := randomName("lr_test")
-	// Creating databases from one template is serialised: PostgreSQL refuses a
-	// copy while another session is connected to the template.
+	name := testDatabaseName(key)
+	// The template is made, when missing, and copied under one lock: copies
+	// from one template are serialised (PostgreSQL refuses a copy while
+	// another session is connected to the template), and DropLeftovers,
+	// which drops templates under the same lock, cannot drop it in between.
 	if err := withAdvisoryLock(ctx, admin, func() error {
-		_, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize())
+		template, err := ensureTemplate(ctx, admin)
+		if err != nil {
+			return fmt.Errorf("prepare schema template: %w", err)
+		}
+		_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize())
 		return err
 	}); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
+	var pool *pgxpool.Pool
+	t.Cleanup(func() {
+		if pool != nil {
+			pool.Close()
+		}
+		DropDatabase(name)
+	})
 	dbURL, err := withDatabase(DatabaseURL(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(ctx, dbURL)
+	pool, err = pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
 	}
-	t.Cleanup(func() {
-		pool.Close()
-		DropDatabase(name)
-	})
 	return &Database{Pool: pool, URL: dbURL, Name: name}
 }
 
@@ -174,44 +185,44 @@ func DropDatabase(name string) {
 	_ = pulpschema.DropDatabase(ctx, DatabaseURL(), name)
 }
 
+// ensureTemplate makes the schema template when it is missing, and returns
+// its name; the caller holds the advisory lock.
 func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
 	sum := sha256.Sum256([]byte(pulpschema.SQL))
 	template := "lr_template_" + hex.EncodeToString(sum[:6])
-	err := withAdvisoryLock(ctx, admin, func() error {
-		var exists bool
-		if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", template).Scan(&exists); err != nil {
-			return err
-		}
-		if exists {
-			return nil
-		}
-		building := template + "_building"
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()+" WITH (FORCE)"); err != nil {
-			return err
-		}
-		if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
-			return err
-		}
-		u, err := withDatabase(DatabaseURL(), building)
-		if err != nil {
-			return err
-		}
-		conn, err := pgx.Connect(ctx, u)
-		if err != nil {
-			return err
-		}
-		_, err = conn.Exec(ctx, pulpschema.SQL)
-		conn.Close(ctx)
-		if err != nil {
-			return fmt.Errorf("load pulp schema: %w", err)
-		}
-		_, err = admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{template}.Sanitize())
-		return err
-	})
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", template).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return template, nil
+	}
+	building := template + "_building"
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
+		return "", err
+	}
+	u, err := withDatabase(DatabaseURL(), building)
+	if err != nil {
+		return "", err
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return "", err
+	}
+	_, err = conn.Exec(ctx, pulpschema.SQL)
+	conn.Close(ctx)
+	if err != nil {
+		return "", fmt.Errorf("load pulp schema: %w", err)
+	}
+	_, err = admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{template}.Sanitize())
 	return template, err
 }
 
-// testenvLockKey serialises template creation and copies across test binaries.
+// testenvLockKey serialises template creation and copies across test
+// binaries, and DropLeftovers with both.
 const testenvLockKey = 7_000_000_001
 
 func withAdvisoryLock(ctx context.Context, conn *pgx.Conn, fn func() error) error {
@@ -228,12 +239,6 @@ func withDatabase(raw, name string) (string, error) {
 		return "", fmt.Errorf("REAPER_TEST_DATABASE_URL: %w", err)
 	}
 	return u, nil
-}
-
-func randomName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + "_" + hex.EncodeToString(b)
 }
 
 // HeartbeatRecheck is the tests' heartbeat_recheck: their rows that look
