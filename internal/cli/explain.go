@@ -42,12 +42,13 @@ func runExplain(ctx context.Context, env Env, cmd *cobra.Command, loader *config
 		fmt.Fprintf(env.Stderr, "lock-reaper explain: %v\n", err)
 		return exitcode.Usage
 	}
+	progress := progressStderr(&env)
 	r, s, code, ok := newReaper(fs, loader, env, false)
 	if !ok {
 		return code
 	}
 	defer s.close()
-	progress := newProgress(env.Stderr, s.cfg.Log.Format)
+	progress.enable(s.cfg.Log.Format)
 	in, err := r.Inspect(ctx, reaper.InspectOptions{TaskID: taskID, Progress: progress.keys})
 	progress.done()
 	if err != nil {
