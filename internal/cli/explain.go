@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,12 +42,13 @@ func runExplain(ctx context.Context, env Env, cmd *cobra.Command, loader *config
 		fmt.Fprintf(env.Stderr, "lock-reaper explain: %v\n", err)
 		return exitcode.Usage
 	}
+	progress := progressStderr(&env)
 	r, s, code, ok := newReaper(fs, loader, env, false)
 	if !ok {
 		return code
 	}
 	defer s.close()
-	progress := newProgress(env.Stderr, s.cfg.Log.Format)
+	progress.enable(s.cfg.Log.Format)
 	in, err := r.Inspect(ctx, reaper.InspectOptions{TaskID: taskID, Progress: progress.keys})
 	progress.done()
 	if err != nil {
@@ -54,7 +56,7 @@ func runExplain(ctx context.Context, env Env, cmd *cobra.Command, loader *config
 		fmt.Fprintf(env.Stderr, "lock-reaper explain: %s\n", f.message)
 		return failureCode(f)
 	}
-	ex := explain.Explain(in, taskID)
+	ex := explain.ExplainPassing(in, taskID, recentPasses(ctx, r, env))
 	if err := writeExplanation(env.Stdout, s.cfg.Output, ex, layoutFor(env.Stdout, envLookup(env), limit)); err != nil {
 		return exitcode.Failed
 	}
@@ -62,6 +64,29 @@ func runExplain(ctx context.Context, env Env, cmd *cobra.Command, loader *config
 		return exitcode.Failed
 	}
 	return exitcode.OK
+}
+
+// passRecordedWithin is how recent a recorded pass must be for explain to
+// promise the next one: the status page's hour, past which it says that no
+// reaper has passed. A CronJob every few minutes or a daemon each minute is
+// far inside it.
+const passRecordedWithin = time.Hour
+
+// passesLooked is how many of the newest entries explain reads to find a
+// recent pass: more than one, so that an entry that is no pass (anyone who
+// may write under the reaper's prefix may write the list) hides none.
+const passesLooked = 10
+
+// recentPasses reads the history of passes, as the status page does, for
+// whether a reaper has recorded one within passRecordedWithin. A failed read
+// is said on stderr; the explanation then promises no pass.
+func recentPasses(ctx context.Context, r *reaper.Reaper, env Env) *explain.Passes {
+	got, err := r.RecentPasses(ctx, time.Now().Add(-passRecordedWithin), passesLooked)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "lock-reaper explain: the history of passes could not be read, so whether a reaper passes is unknown: %s\n", quoteText(err.Error()))
+		return &explain.Passes{Within: reaper.Seconds(passRecordedWithin), Unread: err.Error()}
+	}
+	return explain.RecordedWithin(passRecordedWithin, len(got.Entries) > 0)
 }
 
 func claimText(p *explain.Process) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/internal/testing/testenv"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
@@ -126,9 +127,20 @@ func TestExplainBlockedByDeadOwner(t *testing.T) {
 	f.acquire("1@pulp-worker-0", lost, repo, "shared:"+passtest.Domain)
 	target := f.task("waiting", "", []string{repo, "shared:" + passtest.Domain}, time.Minute)
 
+	// No reaper has recorded a pass within the hour (the last, two hours
+	// ago): none is promised, and the conclusion says how to get one.
+	require.NoError(t, history.Record(f.ctx, f.r.Client, history.DefaultPrefix, history.Entry{At: time.Now().Add(-2 * time.Hour), Mode: "once"}))
 	ex := f.explain(target)
 	require.Equal(t, explain.StatusBlocked, ex.Status)
+	require.Equal(t, "blocked by a stale lock of dead worker 1@pulp-worker-0 (owner-dead, heartbeat 1 h ago): a reaper's pass, once one runs, releases it; "+
+		"no reaper has recorded a pass in the last 1 h: run `lock-reaper once` or install the chart", ex.Conclusion)
+	require.Equal(t, &explain.Passes{Within: reaper.Seconds(time.Hour)}, ex.Passes)
+
+	// Once a reaper has recorded a pass, the next one is promised.
+	require.NoError(t, history.Record(f.ctx, f.r.Client, history.DefaultPrefix, history.Entry{At: time.Now().Add(-5 * time.Minute), Mode: "once"}))
+	ex = f.explain(target)
 	require.Equal(t, "blocked by a stale lock of dead worker 1@pulp-worker-0 (owner-dead, heartbeat 1 h ago): the next pass releases it", ex.Conclusion)
+	require.True(t, ex.Passes.Recorded)
 	require.Equal(t, "waiting", ex.Task.State)
 	require.Nil(t, ex.Claim)
 	require.Empty(t, ex.TaskLocks)

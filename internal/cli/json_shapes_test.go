@@ -76,7 +76,7 @@ func TestJSONShapes(t *testing.T) {
 		TaskLocks: []explain.Holder{holder}, Resources: []explain.ResourceNeed{{Resource: "prn:r", Need: judge.KindExclusive, Holders: []explain.Holder{holder}}},
 		Ahead: []explain.TaskAhead{{TaskRow: *row, Conflicts: []string{"prn:r"}, Claim: &explain.Process{AppLockID: "b", Liveness: heartbeat.Gone}}}, AheadTotal: 1,
 		TaskVerdict: reaper.TaskVerdictOf(&lost), Unprotected: &explain.Unprotected{Unguarded: []string{"prn:r"}, OtherHolders: []explain.Holder{holder}},
-		Status: explain.StatusBlocked, Conclusion: "blocked"}
+		Passes: &explain.Passes{Within: reaper.Seconds(time.Hour), Recorded: true, Unread: "u"}, Status: explain.StatusBlocked, Conclusion: "blocked"}
 	line := LockLine{HoldingRef: reaper.HoldingRef{Key: "k", Kind: judge.KindShared, Owner: "o"}, OwnerLiveness: "dead",
 		OwnerView: reaper.OwnerView{HeartbeatAge: reaper.SecondsOf(age(time.Minute)), Kubernetes: reaper.PodEvidenceOf(pod)},
 		Resource:  "r", TaskID: "t", Task: "t", TaskState: "running", HoldingVerdict: reaper.HoldingVerdict{Verdict: judge.VerdictOwnerDead, Action: judge.ActionRelease, Deferred: "d"}, Registered: true}

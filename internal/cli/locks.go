@@ -116,12 +116,13 @@ func runLocks(ctx context.Context, env Env, cmd *cobra.Command, loader *config.L
 		fmt.Fprintf(env.Stderr, "lock-reaper locks: --verdict must be one of %s, got %q\n", verdictNames(), verdict)
 		return exitcode.Usage
 	}
+	progress := progressStderr(&env)
 	r, s, code, ok := newReaper(fs, loader, env, false)
 	if !ok {
 		return code
 	}
 	defer s.close()
-	progress := newProgress(env.Stderr, s.cfg.Log.Format)
+	progress.enable(s.cfg.Log.Format)
 	in, err := r.Inspect(ctx, reaper.InspectOptions{RegistryOnly: registryOnly, Progress: progress.keys})
 	progress.done()
 	if err != nil {

@@ -160,11 +160,11 @@ func TestLocksText(t *testing.T) {
 	require.Equal(t, exitcode.Usage, code)
 }
 
-// On a terminal locks lists the most severe first, as audit lists its
-// findings: a dead worker's holdings before a live one's whatever their
-// names and keys, and --by-owner the dead owner first; piped and as JSON the
-// pass's order stays.
-func TestLocksMostSevereFirstOnTerminal(t *testing.T) {
+// locks lists the most severe first, as audit lists its findings, on a
+// terminal and piped alike: a dead worker's holdings before a live one's
+// whatever their names and keys, and --by-owner the dead owner first; JSON
+// keeps the pass's order (--by-owner, by name).
+func TestLocksMostSevereFirst(t *testing.T) {
 	t.Parallel()
 	f := newOpsFleet(t)
 	dead, live := f.worker("9@dead", time.Hour), f.worker("1@live", 0)
@@ -188,14 +188,27 @@ func TestLocksMostSevereFirstOnTerminal(t *testing.T) {
 		require.Contains(t, r, " "+owner+" ", "row %d:\n%s", i, shown)
 	}
 	require.True(t, strings.HasPrefix(rows[0], "task:"+lost), "the task lock first:\n%s", shown)
+	holdings := rows
 
 	_, shown, _ = onTerminal(t, f.env, 250, "", "locks", "--by-owner")
 	rows = locksRows(stripANSI(shown))
 	require.Len(t, rows, 2, shown)
 	require.True(t, strings.HasPrefix(rows[0], "9@dead "), shown)
 
-	_, out, _ := run(t, f.env, "locks", "--by-owner")
-	require.True(t, strings.HasPrefix(locksRows(out)[0], "1@live "), "piped: by name, as the JSON:\n%s", out)
+	// Piped, one complete row per holding in the same order.
+	_, out, _ := run(t, f.env, "locks")
+	piped := locksRows(out)
+	require.Len(t, piped, 8, out)
+	for i, r := range piped {
+		require.Equal(t, strings.Fields(holdings[i])[0], strings.Fields(r)[0], "row %d piped as on a terminal:\n%s", i, out)
+	}
+	_, out, _ = run(t, f.env, "locks", "--by-owner")
+	require.True(t, strings.HasPrefix(locksRows(out)[0], "9@dead "), "piped: the dead owner first:\n%s", out)
+
+	_, out, _ = run(t, f.env, "locks", "--by-owner", "--output", "json")
+	var byOwner LocksByOwnerOutput
+	require.NoError(t, json.Unmarshal([]byte(out), &byOwner), out)
+	require.Equal(t, "1@live", byOwner.Owners[0].Owner, "JSON: by name")
 }
 
 // locksRows are the lines of a locks table between its header and its

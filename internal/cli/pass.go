@@ -53,8 +53,7 @@ type passFlagValues struct {
 // runPass runs one pass.
 func runPass(ctx context.Context, env Env, fs *pflag.FlagSet, loader *config.Loader, pf passFlagValues) int {
 	// Logs go through the progress line, which clears itself around them.
-	progress := wrapStderr(env.Stderr)
-	env.Stderr = progress
+	progress := progressStderr(&env)
 	r, s, code, ok := newReaper(fs, loader, env, pf.force)
 	if !ok {
 		return code

@@ -5,6 +5,9 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/term"
 
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
@@ -30,6 +33,7 @@ type progress struct {
 	mu       sync.Mutex
 	out      io.Writer
 	terminal func(io.Writer) bool
+	width    func(io.Writer) int
 	now      func() time.Time
 	on       bool
 	current  string // the phase on screen
@@ -38,10 +42,22 @@ type progress struct {
 }
 
 // newProgress returns a progress drawing on w, if w is a terminal and the
-// logs are not JSON.
+// logs are not JSON. The logs must go through it too (see
+// progressStderr), or a record may land on the line's end.
 func newProgress(w io.Writer, logFormat string) *progress {
 	p := wrapStderr(w)
 	p.enable(logFormat)
+	return p
+}
+
+// progressStderr makes env's stderr a progress that draws nothing yet, for
+// a command that shows the line while it reads or releases: the logger
+// newReaper makes, and every line the command writes to stderr, then go
+// through it, so that each starts on a line of its own. The command calls
+// enable once the log format is known.
+func progressStderr(env *Env) *progress {
+	p := wrapStderr(env.Stderr)
+	env.Stderr = p
 	return p
 }
 
@@ -49,7 +65,7 @@ func newProgress(w io.Writer, logFormat string) *progress {
 // through to w. Make the logger write to it, then call enable once the log
 // format is known.
 func wrapStderr(w io.Writer) *progress {
-	return &progress{out: w, terminal: isTerminal, now: time.Now}
+	return &progress{out: w, terminal: isTerminal, width: terminalWidth, now: time.Now}
 }
 
 // enable turns drawing on when the wrapped writer is a terminal and the log
@@ -94,8 +110,35 @@ func (p *progress) show(phase, text string) {
 	if phase == p.current && now.Sub(p.last) < progressInterval {
 		return
 	}
+	text = fitLine(text, p.width(p.out))
 	p.current, p.last, p.line = phase, now, text
 	fmt.Fprint(p.out, "\r\033[K"+text)
+}
+
+// fitLine cuts text to fewer than width columns (no limit when width <= 0):
+// a line that wrapped would leave its first rows on screen when cleared,
+// and the next log record would follow them. The line is prose, never an
+// identifier to copy, so cutting it loses nothing.
+func fitLine(text string, width int) string {
+	if width <= 0 || utf8.RuneCountInString(text) < width {
+		return text
+	}
+	r := []rune(text)
+	return string(r[:max(width-2, 0)]) + "…"
+}
+
+// terminalWidth is the columns of the terminal w is, asked at each draw so
+// that a resized window is followed; 0 when unknown.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 // done clears the line; the report comes next.

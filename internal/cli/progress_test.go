@@ -113,3 +113,25 @@ func TestProgressOnAPty(t *testing.T) {
 	require.NotContains(t, out, `{"time"`, "text logs on a terminal")
 	require.True(t, strings.HasSuffix(out, "\r\033[K"), "done clears the line: %q", out)
 }
+
+// A line wider than the terminal is cut short of its last column: a line
+// that wrapped would leave its first row on screen when cleared, and the
+// next log record would follow it.
+func TestProgressLineFitsTheTerminal(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	p := wrapStderr(&buf)
+	p.terminal = func(io.Writer) bool { return true }
+	p.width = func(io.Writer) int { return 40 }
+	p.enable("text")
+	p.phase(reaper.PhaseRecheckingHeartbeats, 0, 0)
+	_, _ = io.WriteString(p, "WRN guard held work back\n")
+	p.done()
+	const clear = "\r\033[K"
+	line := "some workers look dead: reading their …"
+	require.Equal(t, 39, len([]rune(line)))
+	require.Equal(t, clear+line+clear+"WRN guard held work back\n"+line+clear, buf.String())
+
+	require.Equal(t, "short", fitLine("short", 40))
+	require.Equal(t, "no limit known", fitLine("no limit known", 0))
+}

@@ -146,3 +146,83 @@ func stripANSI(s string) string {
 		s = s[:i] + s[i+j+1:]
 	}
 }
+
+// The progress line and a log record never share a line: a record written
+// while the line is on screen (the alive-owner guard's warning, in the
+// middle of the release's pass) starts on a line of its own, for every
+// command that draws the line, and the line is gone when the report comes.
+func TestProgressLineAndLogsNeverShareALine(t *testing.T) {
+	t.Parallel()
+	f := newOpsReleaseFleet(t)
+	env := withEnv(f.env, "REAPER_LOG_FORMAT", "auto")
+	code, shown, _ := terminalRun(t, env, 200, "", true, "release", "--owner", "1@live", "--yes")
+	require.Equal(t, exitcode.Guarded, code, shown)
+	require.Contains(t, shown, "reading lock keys: ", "the progress line was drawn")
+	screen := screenLines(shown)
+	guard := -1
+	for i, line := range screen {
+		if strings.Contains(line, "guard held work back") {
+			guard = i
+			require.Regexp(t, `^\d\d:\d\d:\d\d WRN guard held work back`, line, "the record starts its line:\n%s", strings.Join(screen, "\n"))
+		}
+		require.False(t, strings.Contains(line, "read…") && strings.Contains(line, " WRN "), "shared line %q", line)
+	}
+	require.GreaterOrEqual(t, guard, 0, strings.Join(screen, "\n"))
+	require.NotContains(t, strings.Join(screen, "\n"), "read…", "the line is cleared before the report")
+
+	// A key that is no Pulp lock is warned of as the keys are read, while
+	// locks and explain show the line.
+	require.NoError(t, f.r.Client.Set(f.ctx, "task:not-a-uuid", "x", 0).Err())
+	for _, args := range [][]string{{"locks"}, {"explain", f.running}} {
+		code, shown, _ := terminalRun(t, env, 200, "", true, args...)
+		require.Equal(t, exitcode.OK, code, shown)
+		require.Contains(t, shown, "reading lock keys: ", "%s: the progress line was drawn", args[0])
+		screen := screenLines(shown)
+		found := false
+		for _, line := range screen {
+			if strings.Contains(line, "ignored key") {
+				found = true
+				require.Regexp(t, `^\d\d:\d\d:\d\d WRN ignored key`, line, "%s: the record starts its line:\n%s", args[0], strings.Join(screen, "\n"))
+			}
+		}
+		require.True(t, found, "%s:\n%s", args[0], strings.Join(screen, "\n"))
+		require.NotContains(t, strings.Join(screen, "\n"), "read…", "%s: the line is cleared before the output", args[0])
+	}
+}
+
+// screenLines is what a terminal shows of out, line by line: a carriage
+// return goes back to the line's start, ESC [ K erases to its end, other
+// escape sequences (colours) show nothing, and a character overwrites what
+// is under the cursor.
+func screenLines(out string) []string {
+	var lines []string
+	for _, raw := range strings.Split(out, "\n") {
+		var line []rune
+		col := 0
+		rs := []rune(raw)
+		for i := 0; i < len(rs); i++ {
+			switch {
+			case rs[i] == '\r':
+				col = 0
+			case rs[i] == '\x1b' && i+1 < len(rs) && rs[i+1] == '[':
+				j := i + 2
+				for j < len(rs) && !(rs[j] >= '@' && rs[j] <= '~') {
+					j++
+				}
+				if j < len(rs) && rs[j] == 'K' {
+					line = line[:min(col, len(line))]
+				}
+				i = j
+			default:
+				if col < len(line) {
+					line[col] = rs[i]
+				} else {
+					line = append(line, rs[i])
+				}
+				col++
+			}
+		}
+		lines = append(lines, string(line))
+	}
+	return lines
+}

@@ -83,6 +83,7 @@ func runRelease(ctx context.Context, env Env, cmd *cobra.Command, loader *config
 		return exitcode.Usage
 	}
 	interactive := !rf.yes && !rf.dryRun
+	progress := progressStderr(&env)
 	r, s, code, ok := newReaper(fs, loader, env, rf.force)
 	if !ok {
 		return code
@@ -124,7 +125,7 @@ func runRelease(ctx context.Context, env Env, cmd *cobra.Command, loader *config
 	if rf.dryRun {
 		mode, recorded = reaper.ModeAudit, ""
 	}
-	progress := newProgress(env.Stderr, s.cfg.Log.Format)
+	progress.enable(s.cfg.Log.Format)
 	rep, err := r.RunOnce(ctx, reaper.Options{Mode: mode, History: recorded, ReleaseOwner: rf.owner, Progress: progress.keys})
 	progress.done()
 	s.tally.flush(ctx)

@@ -16,8 +16,9 @@ import (
 
 // layout is how text output is laid out for where it goes. On a terminal:
 // tables fit its width, findings are grouped by owner and verdict, rows are
-// limited, verdicts coloured. Piped: every row, in the report's order, never
-// cut, never coloured, so scripts get the same complete text every time.
+// limited, verdicts coloured. Piped: one complete row per finding or
+// holding, never cut, never coloured, so scripts get the same complete text
+// every time. Either way the rows come most severe first (textorder.go).
 type layout struct {
 	width   int  // columns to fit; 0: no limit
 	color   bool // ANSI colours on verdicts

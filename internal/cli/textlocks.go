@@ -15,17 +15,15 @@ func writeLocks(w io.Writer, format string, out LocksOutput, l layout) error {
 	if isJSON(format) {
 		return writeJSON(w, format, out)
 	}
+	// The most severe first, as audit lists its findings, on a terminal and
+	// piped alike; JSON keeps the pass's order.
 	list := out.Holdings
-	if l.grouped {
-		// On a terminal the most severe first, as audit lists its findings;
-		// piped, the pass's order, for scripts.
-		list = append([]LockLine(nil), list...)
-		mostSevereFirst(list, lockOrder)
-	}
+	order := severeOrder(len(list), func(i int) orderKey { return lockOrder(&list[i]) })
 	t := &table{header: []string{"KEY", "KIND", "OWNER", "LIVENESS", "TASK", "VERDICT", "ACTION"}, drop: []int{1, 3}}
 	n := shown(len(list), l.limit)
 	t.each = func(emit func(...cell)) {
-		for _, h := range list[:n] {
+		for _, i := range order[:n] {
+			h := &list[i]
 			task := "-"
 			switch {
 			case h.Kind == judge.KindTask && h.TaskState != "":
@@ -53,11 +51,9 @@ func writeLocksByOwner(w io.Writer, format string, out LocksByOwnerOutput, l lay
 	if isJSON(format) {
 		return writeJSON(w, format, out)
 	}
-	owners := out.Owners
-	if l.grouped {
-		owners = append([]OwnerCounts(nil), owners...)
-		ownersMostSevereFirst(owners)
-	}
+	// As the holdings: the owner with the most severe verdict first.
+	owners := append([]OwnerCounts(nil), out.Owners...)
+	ownersMostSevereFirst(owners)
 	t := &table{header: []string{"OWNER", "LIVENESS", "HEARTBEAT AGE", "HOLDINGS", "TASK", "EXCLUSIVE", "SHARED", "VERDICTS"}, drop: []int{4, 5, 6}}
 	n := shown(len(owners), l.limit)
 	for _, c := range owners[:n] {

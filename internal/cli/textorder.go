@@ -53,6 +53,18 @@ func mostSevereFirst[T any](rows []T, key func(*T) orderKey) {
 	})
 }
 
+// severeOrder is the indexes of n rows in the order of mostSevereFirst,
+// key(i) being row i's place: a long list (an incident's hundreds of
+// thousands of findings) is read in that order without a copy of its rows.
+func severeOrder(n int, key func(i int) orderKey) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	mostSevereFirst(order, func(i *int) orderKey { return key(*i) })
+	return order
+}
+
 // findingOrder is a finding's place in mostSevereFirst.
 func findingOrder(f *reaper.Finding) orderKey {
 	return orderKey{owner: f.Owner, verdict: f.Verdict, taskState: f.Evidence().TaskState, task: findingTask(*f), kind: f.Kind}

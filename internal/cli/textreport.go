@@ -79,14 +79,11 @@ func writeTextReport(w io.Writer, rep *reaper.Report, l layout) error {
 	return nil
 }
 
-// writeOwners prints the owners table: on a terminal the dead first, as
-// they are what the reader looks for; piped in the report's order.
+// writeOwners prints the owners table, the dead first, as they are what
+// the reader looks for; on a terminal and piped alike.
 func writeOwners(w io.Writer, owners []reaper.OwnerReport, l layout) {
-	list := owners
-	if l.grouped {
-		list = append([]reaper.OwnerReport(nil), owners...)
-		sort.SliceStable(list, func(a, b int) bool { return livenessRank(list[a].Liveness) < livenessRank(list[b].Liveness) })
-	}
+	list := append([]reaper.OwnerReport(nil), owners...)
+	sort.SliceStable(list, func(a, b int) bool { return livenessRank(list[a].Liveness) < livenessRank(list[b].Liveness) })
 	t := &table{indent: "  ", header: []string{"OWNER", "LIVENESS", "HEARTBEAT AGE", "HOLDINGS"}}
 	for _, o := range list[:shown(len(list), l.limit)] {
 		t.add(keyCell(quoteText(o.Name)), textCell(o.Liveness+podText(o.Kubernetes)).in(livenessColor(o.Liveness)), textCell(ageOrDash(o.HeartbeatAge)), textCell(fmt.Sprint(o.Holdings)))
@@ -117,15 +114,17 @@ func livenessColor(l string) string {
 	return ansiGreen
 }
 
-// writeFlatFindings is the piped layout: one row per finding, in the
-// report's order, every column complete.
+// writeFlatFindings is the piped layout: one row per finding, every column
+// complete, most severe first as on a terminal (mostSevereFirst).
 func writeFlatFindings(w io.Writer, findings []reaper.Finding, l layout) {
-	fmt.Fprintln(w, "\nFindings (holdings that are not healthy)")
+	fmt.Fprintln(w, "\nFindings (holdings that are not healthy), most severe first")
 	t := &table{indent: "  ", header: []string{"KEY", "KIND", "OWNER", "VERDICT", "RESULT", "EVIDENCE"}, drop: []int{5, 1}}
+	order := severeOrder(len(findings), func(i int) orderKey { return findingOrder(&findings[i]) })
 	t.each = func(emit func(...cell)) {
-		for _, f := range findings[:shown(len(findings), l.limit)] {
+		for _, i := range order[:shown(len(order), l.limit)] {
+			f := &findings[i]
 			emit(keyCell(quoteText(f.Key)), textCell(f.Kind.String()), keyCell(quoteText(f.Owner)),
-				textCell(f.Verdict.String()).in(verdictColor(f.Verdict)), textCell(resultText(f.Result, f.Deferred)), freeCell(evidenceText(f)))
+				textCell(f.Verdict.String()).in(verdictColor(f.Verdict)), textCell(resultText(f.Result, f.Deferred)), freeCell(evidenceText(*f)))
 		}
 	}
 	t.write(w, l)
@@ -275,14 +274,11 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// writeTaskFindings prints the tasks a pass handles; on a terminal the
-// running ones of dead workers first.
+// writeTaskFindings prints the tasks a pass handles, the running ones of
+// dead workers first; on a terminal and piped alike.
 func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
-	list := tasks
-	if l.grouped {
-		list = append([]reaper.TaskFinding(nil), tasks...)
-		sort.SliceStable(list, func(a, b int) bool { return severityOf(list[a].Verdict) < severityOf(list[b].Verdict) })
-	}
+	list := append([]reaper.TaskFinding(nil), tasks...)
+	sort.SliceStable(list, func(a, b int) bool { return severityOf(list[a].Verdict) < severityOf(list[b].Verdict) })
 	t := &table{indent: "  ", header: []string{"TASK", "NAME", "VERDICT", "STATE", "AFTER", "WORKER", "RESULT"}, drop: []int{1, 5, 4, 3}}
 	t.each = func(emit func(...cell)) {
 		for _, tf := range list[:shown(len(list), l.limit)] {

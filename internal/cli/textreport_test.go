@@ -95,8 +95,8 @@ func TestGoldenTextReport(t *testing.T) {
 	}
 }
 
-// On a terminal the dead worker's running tasks come before its finished
-// tasks' leftovers, and the limit says what it left out.
+// On a terminal and piped alike the dead worker's running tasks come before
+// its finished tasks' leftovers, and the limit says what it left out.
 func TestTerminalReportPutsTheMostSevereFirst(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
@@ -110,6 +110,16 @@ func TestTerminalReportPutsTheMostSevereFirst(t *testing.T) {
 	require.NoError(t, writeTextReport(&b, incidentReport(), layout{}))
 	require.Equal(t, len(incidentReport().Findings), strings.Count(b.String(), goldenOwner+"  owner-dead")+strings.Count(b.String(), goldenOwner+"  task-finished"))
 	require.NotContains(t, b.String(), "…")
+	piped := b.String()
+	require.Less(t, strings.Index(piped, goldenOwner+"  dead"), strings.Index(piped, "1@pulp-worker-7f9c "), "the dead owner first")
+	require.Less(t, strings.LastIndex(piped, goldenOwner+"  owner-dead"), strings.Index(piped, goldenOwner+"  task-finished"),
+		"every running task's lock before the leftovers")
+
+	// Piped with a limit, the rows shown are the most severe.
+	b.Reset()
+	require.NoError(t, writeTextReport(&b, incidentReport(), layout{limit: 5}))
+	require.Equal(t, 5, strings.Count(b.String(), goldenOwner+"  owner-dead"), b.String())
+	require.NotContains(t, b.String(), goldenOwner+"  task-finished")
 }
 
 // requireFitsWidth checks that no line is shortened and that every line

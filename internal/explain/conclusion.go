@@ -17,7 +17,7 @@ import (
 func (x *explainer) notFound() string {
 	msg := "not found: no task " + x.id
 	for _, h := range x.e.TaskLocks {
-		msg += fmt.Sprintf("; yet %s holds its task lock (%s): %s", h.Owner, h.Verdict, fate(h.Action, h.Deferred, false))
+		msg += fmt.Sprintf("; yet %s holds its task lock (%s): %s", h.Owner, h.Verdict, x.fate(h.Action, h.Deferred, false))
 	}
 	return msg
 }
@@ -52,9 +52,9 @@ func (x *explainer) taskVerdictConclusion(tj reaper.TaskVerdict) (Status, string
 	worker := processPhrase(x.e.Claim)
 	switch {
 	case tj.Verdict == judge.VerdictLost && x.e.Claim == nil:
-		return StatusLost, fmt.Sprintf("lost: %s with no claim, its worker's row is gone; the next pass %s it%s", tj.StateBefore, finishVerb(tj.StateAfter), held), true
+		return StatusLost, fmt.Sprintf("lost: %s with no claim, its worker's row is gone; %s %s it%s", tj.StateBefore, x.nextPass(), finishVerb(tj.StateAfter), held), true
 	case tj.Verdict == judge.VerdictLost:
-		return StatusLost, fmt.Sprintf("lost: claimed by %s; the next pass %s it%s", worker, finishVerb(tj.StateAfter), held), true
+		return StatusLost, fmt.Sprintf("lost: claimed by %s; %s %s it%s", worker, x.nextPass(), finishVerb(tj.StateAfter), held), true
 	case tj.Verdict == judge.VerdictOrphanedClaim:
 		next := "requeues it"
 		if !tj.ClearClaim {
@@ -63,14 +63,18 @@ func (x *explainer) taskVerdictConclusion(tj reaper.TaskVerdict) (Status, string
 		if len(x.e.TaskLocks) > 0 {
 			next = "releases its lock and " + next
 		}
-		return StatusOrphaned, fmt.Sprintf("orphaned: claimed by %s; the next pass %s%s", worker, next, held), true
+		return StatusOrphaned, fmt.Sprintf("orphaned: claimed by %s; %s %s%s", worker, x.nextPass(), next, held), true
 	case tj.Verdict == judge.VerdictStuckClaim:
-		when := "the next pass requeues it"
+		var when string
 		if tj.Action == judge.ActionSuspect {
+			// Confirmation takes a second pass, so it awaits passes too.
+			x.awaitsPass = true
 			when = "requeued once confirmed"
 			if first := tj.FirstSeen; first != nil {
 				when += " (suspect since " + first.UTC().Format(time.RFC3339) + ")"
 			}
+		} else {
+			when = x.nextPass() + " requeues it"
 		}
 		return StatusStuck, fmt.Sprintf("stuck: claimed by %s, which holds no lock for it; %s%s", worker, when, held), true
 	}
@@ -81,7 +85,7 @@ func (x *explainer) finished() string {
 	msg := "finished (" + x.e.Task.State + ")"
 	var left []string
 	for _, h := range x.e.TaskLocks {
-		left = append(left, fmt.Sprintf("%s still holds its task lock (%s): %s", h.Owner, h.Verdict, fate(h.Action, h.Deferred, false)))
+		left = append(left, fmt.Sprintf("%s still holds its task lock (%s): %s", h.Owner, h.Verdict, x.fate(h.Action, h.Deferred, false)))
 	}
 	if len(left) > 0 {
 		msg += "; " + strings.Join(left, "; ")
@@ -105,7 +109,7 @@ func (x *explainer) queued() (Status, string) {
 	status := StatusReady
 	if len(stale) > 0 {
 		status = StatusBlocked
-		clauses = append(clauses, staleClause(stale))
+		clauses = append(clauses, x.staleClause(stale))
 	}
 	if len(live) > 0 {
 		if status == StatusReady {
@@ -149,7 +153,7 @@ func (x *explainer) blockers() []Holder {
 
 // staleClause names the owners of stale and suspect holdings in the way;
 // releases come before suspects, so the first one named is the surest.
-func staleClause(hs []Holder) string {
+func (x *explainer) staleClause(hs []Holder) string {
 	sort.SliceStable(hs, func(a, b int) bool { return hs[a].Action == judge.ActionRelease && hs[b].Action != judge.ActionRelease })
 	first := hs[0]
 	subject := "a stale lock of " + ownerPhrase(first)
@@ -166,7 +170,7 @@ func staleClause(hs []Holder) string {
 	if n := len(distinctOwners(hs)) - 1; n > 0 {
 		subject += fmt.Sprintf(" and %d other owner%s", n, plural(n))
 	}
-	return fmt.Sprintf("blocked by %s (%s): %s", subject, evidencePhrase(first), fate(first.Action, first.Deferred, len(hs) > 1))
+	return fmt.Sprintf("blocked by %s (%s): %s", subject, evidencePhrase(first), x.fate(first.Action, first.Deferred, len(hs) > 1))
 }
 
 func (x *explainer) liveClause(hs []Holder) string {

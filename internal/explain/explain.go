@@ -64,7 +64,10 @@ type Explanation struct {
 	TaskVerdict *reaper.TaskVerdict `json:"task_verdict,omitempty"`
 	// Unprotected is set for a running task whose task lock is gone.
 	Unprotected *Unprotected `json:"unprotected,omitempty"`
-	Status      Status       `json:"status"`
+	// Passes is what the caller found in the history of passes; absent
+	// when it read none (then the conclusion speaks of the next pass).
+	Passes *Passes `json:"passes,omitempty"`
+	Status Status  `json:"status"`
 	// Conclusion is one line for a human.
 	Conclusion string `json:"conclusion"`
 }
@@ -146,20 +149,22 @@ func (t *TaskAhead) UnmarshalJSON(b []byte) error {
 // alone: it is pure, and every age is measured on the inspection's database
 // clock. A task the inspection has no row of is StatusNotFound.
 func Explain(in *reaper.Inspection, taskID string) Explanation {
-	ex := explainer{in: in, fleet: in.Fleet(), id: taskID}
-	return ex.run()
+	return ExplainPassing(in, taskID, nil)
 }
 
 type explainer struct {
-	in    *reaper.Inspection
-	fleet *heartbeat.Fleet
-	id    string
-	e     Explanation
+	in     *reaper.Inspection
+	fleet  *heartbeat.Fleet
+	id     string
+	passes *Passes
+	// awaitsPass says the conclusion names what a pass does.
+	awaitsPass bool
+	e          Explanation
 }
 
 func (x *explainer) run() Explanation {
 	snap := x.in.Snapshot
-	x.e = Explanation{TaskID: x.id, DBNow: snap.Now, TaskLocks: []Holder{}, Resources: []ResourceNeed{}, Ahead: []TaskAhead{}}
+	x.e = Explanation{TaskID: x.id, DBNow: snap.Now, TaskLocks: []Holder{}, Resources: []ResourceNeed{}, Ahead: []TaskAhead{}, Passes: x.passes}
 	x.e.Task = x.taskRow()
 	for _, tj := range x.in.Plan.Tasks {
 		if tj.ID == x.id {
@@ -168,7 +173,7 @@ func (x *explainer) run() Explanation {
 	}
 	x.collectTaskLocks()
 	if x.e.Task == nil {
-		x.e.Status, x.e.Conclusion = StatusNotFound, x.notFound()
+		x.e.Status, x.e.Conclusion = StatusNotFound, x.notFound()+x.noPassHint()
 		return x.e
 	}
 	x.e.Claim = x.process(x.e.Task.AppLockID)
@@ -176,6 +181,7 @@ func (x *explainer) run() Explanation {
 	x.e.Unprotected = x.unprotected()
 	x.collectAhead()
 	x.e.Status, x.e.Conclusion = x.conclude()
+	x.e.Conclusion += x.noPassHint()
 	return x.e
 }
 

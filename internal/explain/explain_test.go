@@ -8,6 +8,7 @@ package explain
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,14 +39,17 @@ func (w *exWorld) older(state, appLock string, reserved ...string) string {
 	return id
 }
 
-func (w *exWorld) explain() Explanation {
+func (w *exWorld) explain() Explanation { return w.explainPassing(nil) }
+
+// explainPassing explains exTarget told p of the history of passes.
+func (w *exWorld) explainPassing(p *Passes) Explanation {
 	in := &reaper.Inspection{Snapshot: w.Snap, Plan: judge.All(w.Snap, w.Policy), Policy: w.Policy}
 	ex := &pulpdb.ExplainedTask{TaskID: exTarget, Ahead: w.ahead, AheadTotal: len(w.ahead)}
 	if t, ok := w.Snap.Tasks[exTarget]; ok {
 		ex.Row = &pulpdb.TaskRow{Task: t, Created: passtest.WorldNow.Add(-time.Minute)}
 	}
 	in.Explained = ex
-	return Explain(in, exTarget)
+	return ExplainPassing(in, exTarget, p)
 }
 
 func TestExplain(t *testing.T) {
@@ -392,8 +396,61 @@ func TestExplain(t *testing.T) {
 			require.Equal(t, fmt.Sprintf(tc.conclusion, args...), ex.Conclusion)
 			require.Equal(t, exTarget, ex.TaskID)
 			require.Equal(t, passtest.WorldNow, ex.DBNow)
+			require.Nil(t, ex.Passes)
+
+			// A reaper that recorded a pass lately is the one promised.
+			w = exNewWorld()
+			tc.build(w)
+			recorded := w.explainPassing(RecordedWithin(time.Hour, true))
+			require.Equal(t, ex.Conclusion, recorded.Conclusion)
+			require.Equal(t, &Passes{Within: reaper.Seconds(time.Hour), Recorded: true}, recorded.Passes)
+
+			// With none recorded, nothing is promised of the next pass,
+			// and what a pass would do comes with how to get one.
+			w = exNewWorld()
+			tc.build(w)
+			none := w.explainPassing(RecordedWithin(time.Hour, false)).Conclusion
+			require.NotContains(t, none, "the next pass")
+			awaits := ex.Conclusion != exNoPassWords(ex.Conclusion) || strings.Contains(ex.Conclusion, "once confirmed") ||
+				strings.Contains(ex.Conclusion, "a pass would")
+			if awaits {
+				require.Equal(t, exNoPassWords(ex.Conclusion)+exNoPassHint, none)
+			} else {
+				require.Equal(t, ex.Conclusion, none, "nothing awaits a pass: nothing to say of one")
+			}
+
+			// An unread history promises nothing, and says nothing of it.
+			w = exNewWorld()
+			tc.build(w)
+			unread := w.explainPassing(&Passes{Unread: "connection refused"}).Conclusion
+			require.Equal(t, exNoPassWords(ex.Conclusion), unread)
 		})
 	}
+}
+
+// exNoPassHint ends a conclusion that awaits a pass when none was recorded
+// within the hour.
+const exNoPassHint = "; no reaper has recorded a pass in the last 1 h: run `lock-reaper once` or install the chart"
+
+// exNoPassWords is a conclusion's wording when no reaper is known to pass.
+func exNoPassWords(s string) string {
+	return strings.ReplaceAll(s, "the next pass ", "a reaper's pass, once one runs, ")
+}
+
+// TestExplainNoPassRecorded pins one conclusion whole, as a reader sees it
+// when no reaper has recorded a pass.
+func TestExplainNoPassRecorded(t *testing.T) {
+	t.Parallel()
+	w := exNewWorld()
+	dead := w.Worker("1@dead", time.Hour)
+	other := w.Task("", judge.StateRunning, dead, passtest.WorldRepo)
+	w.Hold("1@dead", other, passtest.WorldRepo)
+	w.Task(exTarget, judge.StateWaiting, "", passtest.WorldRepo)
+	ex := w.explainPassing(RecordedWithin(time.Hour, false))
+	require.Equal(t, StatusBlocked, ex.Status)
+	require.Equal(t, "blocked by a stale lock of dead worker 1@dead (owner-dead, heartbeat 1 h ago): "+
+		"a reaper's pass, once one runs, releases it; no reaper has recorded a pass in the last 1 h: "+
+		"run `lock-reaper once` or install the chart", ex.Conclusion)
 }
 
 // TestExplainHolders checks what an explanation says about each holding: its

@@ -13,17 +13,21 @@ import (
 
 // The words an explanation puts a holding, a process or a count in.
 
-// fate says what the next pass does with a holding.
-func fate(a judge.Action, deferred string, many bool) string {
+// fate says what the next pass does with a holding; any but a kept one
+// awaits a pass.
+func (x *explainer) fate(a judge.Action, deferred string, many bool) string {
 	it := "it"
 	if many {
 		it = "them"
+	}
+	if a != judge.ActionKeep {
+		x.awaitsPass = true
 	}
 	switch {
 	case a == judge.ActionRelease && deferred != "":
 		return fmt.Sprintf("a pass would release %s but %s holds it back", it, deferred)
 	case a == judge.ActionRelease:
-		return "the next pass releases " + it
+		return x.nextPass() + " releases " + it
 	case a == judge.ActionSuspect:
 		return "released once confirmed, confirm_after after its first sighting"
 	default:
