@@ -60,6 +60,9 @@ func (s *Source) WithAPIContainer(name string) *Source {
 	return s
 }
 
+// Namespace is the namespace whose pods are listed.
+func (s *Source) Namespace() string { return s.namespace }
+
 // Where names the namespace and selector, for reports and logs.
 func (s *Source) Where() string {
 	return fmt.Sprintf("namespace %s, selector %s", s.namespace, s.selector)

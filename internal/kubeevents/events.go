@@ -44,7 +44,11 @@ func Of(rep *reaper.Report, namespace string, self kube.PodRef) []kube.Event {
 	g := grouper{self: self, pods: pods, groups: map[groupKey]*group{}}
 	for _, f := range rep.Findings {
 		if f.Result == reaper.ResultReleased {
-			g.add(ReasonLocksReleased, f.Owner, f.Verdict.String())
+			kind := "resource lock"
+			if f.Kind == judge.KindTask {
+				kind = "task lock"
+			}
+			g.add(ReasonLocksReleased, f.Owner, kind)
 		}
 	}
 	for _, t := range rep.Tasks {
@@ -52,7 +56,7 @@ func Of(rep *reaper.Report, namespace string, self kube.PodRef) []kube.Event {
 			continue
 		}
 		if t.ClearClaim {
-			g.add(ReasonTaskRequeued, t.Owner, "requeued")
+			g.add(ReasonTaskRequeued, t.Owner, t.StateAfter)
 		} else {
 			g.add(ReasonTasksCanceled, t.Owner, t.StateAfter)
 		}
@@ -147,7 +151,8 @@ func kindOf(reason string) (typ, action string) {
 }
 
 // note is the Event's sentence: what was done, how much, of which owner,
-// e.g. "lock-reaper released 12 locks held by 1@pulp-worker-0 (owner-dead 12)".
+// e.g. "lock-reaper released 12 locks held by 1@pulp-worker-0 (9 resource
+// locks, 3 task locks)".
 func note(reason string, byOwner map[string]map[string]int) string {
 	owners := slices.Sorted(maps.Keys(byOwner))
 	total := 0
@@ -177,14 +182,18 @@ func note(reason string, byOwner map[string]map[string]int) string {
 	return "lock-reaper " + fmt.Sprintf(what, total, plural(total, noun), who) + ": " + strings.Join(parts, "; ")
 }
 
-// counts words one owner's counts by kind, largest first: "owner-dead 9,
-// task-finished 3".
+// counts words one owner's counts by kind (a kind of lock, a task's new
+// state), largest first: "9 resource locks, 3 task locks", "2 failed".
 func counts(byKind map[string]int) string {
 	kinds := slices.Sorted(maps.Keys(byKind))
 	slices.SortStableFunc(kinds, func(a, b string) int { return byKind[b] - byKind[a] })
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %d", k, byKind[k])
+		n := byKind[k]
+		if strings.HasSuffix(k, "lock") {
+			k = plural(n, [2]string{k, k + "s"})
+		}
+		parts[i] = fmt.Sprintf("%d %s", n, k)
 	}
 	return strings.Join(parts, ", ")
 }

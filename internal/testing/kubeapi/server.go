@@ -24,6 +24,7 @@
 package kubeapi
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -154,6 +155,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if api, namespace, ok := eventsPath(parts); ok {
 		if s.hang.Load() {
+			// Read the body first: only then does the server notice the
+			// client give up, and end r's context.
+			_, _ = io.Copy(io.Discard, r.Body)
 			<-r.Context().Done()
 			return
 		}
