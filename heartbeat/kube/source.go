@@ -1,9 +1,10 @@
 // Package kube reads the pods of Pulp's workers and API processes from the
-// Kubernetes API, once per pass, for the heartbeat package's pod evidence.
+// Kubernetes API, once per pass, for the heartbeat package's pod evidence,
+// and writes the Events that tell what a pass did about them (EventSink).
 //
 // It links only what that needs: a REST client for the core/v1 group with a
-// scheme that knows pods and list options, instead of client-go's full
-// clientset and its scheme of every API group.
+// scheme that knows pods, events and list options, instead of client-go's
+// full clientset and its scheme of every API group.
 package kube
 
 import (
