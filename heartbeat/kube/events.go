@@ -88,7 +88,7 @@ func (s *EventSink) object(e Event) *corev1.Event {
 		Message:             truncate(e.Note, maxNote),
 		Type:                e.Type,
 		Action:              e.Action,
-		Source:              corev1.EventSource{Component: ReportingController, Host: s.instance},
+		Source:              corev1.EventSource{Component: ReportingController},
 		ReportingController: ReportingController,
 		ReportingInstance:   s.instance,
 		FirstTimestamp:      now,
