@@ -200,7 +200,11 @@ securityContext: {runAsUser: null, runAsGroup: null}
 // uses on pods. `once` lists them once per pass (heartbeat/kube's Source);
 // `run` lists them and then watches them (its informer, heartbeat/kube's
 // Watcher). Neither gets a pod by name, and the chart sets
-// kubernetes.enabled explicitly, so auto's trial watch is never made.
+// kubernetes.enabled explicitly, so auto's trial watch is never made. Both
+// write the Events of their passes (core/v1 events, create and patch) about
+// the worker pods, and about the reaper's own pod, named by the downward
+// API, in the release's namespace: a second Role there when the pods'
+// namespace is another.
 func TestKubernetesRBAC(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -217,13 +221,28 @@ func TestKubernetesRBAC(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := render(t, withDSNs(map[string]any{"mode": tc.mode, "kubernetes": tc.kube}))
-			if len(m.roles) != 1 || len(m.roleBindings) != 1 {
-				t.Fatalf("rendered %q, want a Role and a RoleBinding", m.kinds())
+			wantRoles := 1
+			if tc.wantNamespace != namespace {
+				wantRoles = 2
+			}
+			if len(m.roles) != wantRoles || len(m.roleBindings) != wantRoles {
+				t.Fatalf("rendered %q, want %d Roles and RoleBindings", m.kinds(), wantRoles)
 			}
 			role, binding := m.roles[0], m.roleBindings[0]
-			want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: tc.wantVerbs}}
+			events := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}
+			want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: tc.wantVerbs}, events}
 			if !reflect.DeepEqual(role.Rules, want) {
-				t.Errorf("%s: Role rules %s, want %q on pods only", tc.mode, toJSON(role.Rules), tc.wantVerbs)
+				t.Errorf("%s: Role rules %s, want %q on pods and events' create and patch only", tc.mode, toJSON(role.Rules), tc.wantVerbs)
+			}
+			if wantRoles == 2 {
+				own, ownBinding := m.roles[1], m.roleBindings[1]
+				if own.Namespace != namespace || ownBinding.Namespace != namespace || !reflect.DeepEqual(own.Rules, []rbacv1.PolicyRule{events}) {
+					t.Errorf("second Role %s in %q (binding in %q), want events' create and patch only in the release's %q",
+						toJSON(own.Rules), own.Namespace, ownBinding.Namespace, namespace)
+				}
+				if ownBinding.RoleRef.Name != own.Name || len(ownBinding.Subjects) != 1 || ownBinding.Subjects[0].Name != podOf(t, m).Spec.ServiceAccountName {
+					t.Errorf("second RoleBinding %s does not bind the Role %s to the pod's ServiceAccount", toJSON(ownBinding), own.Name)
+				}
 			}
 			if role.Namespace != tc.wantNamespace || binding.Namespace != tc.wantNamespace {
 				t.Errorf("Role in %q, RoleBinding in %q, want %q", role.Namespace, binding.Namespace, tc.wantNamespace)
@@ -246,6 +265,12 @@ func TestKubernetesRBAC(t *testing.T) {
 			for name, value := range wantEnv {
 				if got := envValue(c, name); got != value {
 					t.Errorf("env %s=%q, want %q", name, got, value)
+				}
+			}
+			for name, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid"} {
+				i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+				if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.FieldRef == nil || c.Env[i].ValueFrom.FieldRef.FieldPath != path {
+					t.Errorf("env %s is not the downward API's %s", name, path)
 				}
 			}
 		})

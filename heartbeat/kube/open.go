@@ -76,6 +76,18 @@ type Decision struct {
 	// list was allowed: `run` then lists the pods once per pass instead of
 	// watching them, and says so once.
 	WatchForbidden bool
+	// rest is the client configuration the Source lists with, for the
+	// Events (EventSink).
+	rest *rest.Config
+}
+
+// EventSink writes Events through the configuration the Source lists with;
+// nil when Kubernetes evidence is off.
+func (d Decision) EventSink(instance string) (*EventSink, error) {
+	if d.Source == nil || d.rest == nil {
+		return nil, nil
+	}
+	return NewEventSink(d.rest, instance)
 }
 
 // Open decides, by cfg.Enabled, whether the reaper reads pods, and returns
@@ -116,9 +128,11 @@ func Open(ctx context.Context, cfg Config) (Decision, error) {
 	}
 	src.WithAPIContainer(cfg.APIContainer)
 	if cfg.Enabled == EnabledTrue {
-		return Decision{Source: src, Reason: "kubernetes.enabled is true"}, nil
+		return Decision{Source: src, Reason: "kubernetes.enabled is true", rest: restCfg}, nil
 	}
-	return decideAuto(ctx, src, from, cfg.Timeout)
+	d, err := decideAuto(ctx, src, from, cfg.Timeout)
+	d.rest = restCfg
+	return d, err
 }
 
 // decideAuto lists one pod, then opens and closes a watch, to learn whether

@@ -1,9 +1,10 @@
 // Package kube reads the pods of Pulp's workers and API processes from the
-// Kubernetes API, once per pass, for the heartbeat package's pod evidence.
+// Kubernetes API, once per pass, for the heartbeat package's pod evidence,
+// and writes the Events that tell what a pass did about them (EventSink).
 //
 // It links only what that needs: a REST client for the core/v1 group with a
-// scheme that knows pods and list options, instead of client-go's full
-// clientset and its scheme of every API group.
+// scheme that knows pods, events and list options, instead of client-go's
+// full clientset and its scheme of every API group.
 package kube
 
 import (
@@ -59,6 +60,9 @@ func (s *Source) WithAPIContainer(name string) *Source {
 	}
 	return s
 }
+
+// Namespace is the namespace whose pods are listed.
+func (s *Source) Namespace() string { return s.namespace }
 
 // Where names the namespace and selector, for reports and logs.
 func (s *Source) Where() string {

@@ -71,6 +71,9 @@ func runPass(ctx context.Context, env Env, fs *pflag.FlagSet, loader *config.Loa
 	rep, err := r.RunOnce(ctx, opts)
 	progress.done()
 	s.tally.flush(ctx)
+	// The Events are written before the process exits, within their bound,
+	// and never change the pass's exit code.
+	s.eventFailures = s.events.Record(ctx, rep)
 	code = s.passExit(rep, err)
 	pushPass(ctx, s, env.Version, rep, blocked.after(rep))
 	if err := writePassReport(env, s.cfg.Output, rep, pf.limit, ""); err != nil {

@@ -34,7 +34,9 @@ func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report,
 	if s.cfg.PushgatewayURL == "" || rep.Mode != reaper.ModeOnce {
 		return
 	}
-	if err := pushMetrics(ctx, s.cfg.PushgatewayURL, s.cfg.PushgatewayGrouping, version, rep, blocked); err != nil {
+	failures := s.eventFailures
+	eventFailures := func(m *metrics.Metrics) { m.KubernetesEventFailures(failures) }
+	if err := pushMetrics(ctx, s.cfg.PushgatewayURL, s.cfg.PushgatewayGrouping, version, rep, blocked, eventFailures); err != nil {
 		s.log.Error("metrics push failed", slog.String("error", err.Error()))
 		return
 	}
@@ -46,7 +48,10 @@ func pushPass(ctx context.Context, s *setup, version string, rep *reaper.Report,
 // carries, in the group of job lock_reaper and the labels of grouping
 // (pushgateway_grouping), which the Pushgateway adds to every series. The time of the last success is carried only by a pass that
 // completed, so a failed pass leaves the one an earlier run pushed in place.
-func pushMetrics(ctx context.Context, rawURL, grouping, version string, rep *reaper.Report, blocked *passBlocked) error {
+// blocked is the status page's view of the pass, nil when unknown; observe
+// adds what the command counted beside the report (the Events it could not
+// write).
+func pushMetrics(ctx context.Context, rawURL, grouping, version string, rep *reaper.Report, blocked *passBlocked, observe ...func(*metrics.Metrics)) error {
 	labels, err := config.ParsePushGrouping(grouping)
 	if err != nil {
 		return fmt.Errorf("pushgateway_grouping: %w", err)
@@ -54,6 +59,9 @@ func pushMetrics(ctx context.Context, rawURL, grouping, version string, rep *rea
 	m := metrics.New(version)
 	m.Observe(rep)
 	blocked.observe(m)
+	for _, o := range observe {
+		o(m)
+	}
 	reg, err := metrics.NewPassRegistry(m)
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)

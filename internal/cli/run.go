@@ -47,6 +47,9 @@ func runDaemon(ctx context.Context, env Env, cmd *cobra.Command, loader *config.
 		defer stopWatch()
 		dc.Wake = s.pods.Ended()
 	}
+	if s.events != nil {
+		dc.Events = s.events.Record
+	}
 	if s.cfg.PushgatewayURL != "" {
 		s.log.Info("pushgateway_url is ignored by run: scrape its /metrics instead")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/heartbeat/kube"
 	"github.com/lock-reaper/lock-reaper/internal/config"
 	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/internal/kubeevents"
 	"github.com/lock-reaper/lock-reaper/reaper"
 )
 
@@ -29,6 +30,12 @@ type setup struct {
 	// tally sums up the released holdings per owner in text logs; the
 	// commands that release flush it after their pass. nil otherwise.
 	tally *releaseTally
+	// events records the Kubernetes Events of once's and run's passes;
+	// nil when Kubernetes evidence is off.
+	events *kubeevents.Recorder
+	// eventFailures counts the Events once's pass could not write, for
+	// its pushed metrics.
+	eventFailures int
 }
 
 func (s *setup) close() {
@@ -116,13 +123,14 @@ func newReaperWith(fs *pflag.FlagSet, loader *config.Loader, env Env, force, wat
 	// flag of the commands that allow it) and the pod source opened here.
 	rc := cfg.Pass
 	rc.Force = force
-	pods, watchable, err := openPods(context.Background(), cfg, logger)
+	pods, watchable, events, err := openPods(context.Background(), cfg, logger, env.LookupEnv)
 	if err != nil {
 		s.close()
 		configFailure(env.Stderr, cfg.Log.Format, "lock-reaper "+fs.Name(), err)
 		return nil, nil, exitcode.Usage, false
 	}
 	rc.PodSource = pods
+	s.events = events
 	if src, ok := pods.(*kube.Source); ok && watchPods && watchable {
 		if s.pods, err = kube.NewWatcher(src, kube.WatchConfig{Logger: logger}); err != nil {
 			s.close()

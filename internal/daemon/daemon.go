@@ -112,6 +112,12 @@ type Config struct {
 	HeartbeatGrace time.Duration
 	// HeartbeatPoll is how often Heartbeats is read. Default 2s.
 	HeartbeatPoll time.Duration
+	// Events, when set, is handed each pass's report once the pass is
+	// over, to record its Kubernetes Events (kubeevents.Recorder.Record),
+	// and returns how many could not be written, which
+	// lock_reaper_kubernetes_event_failures_total counts. It bounds its
+	// own time, even when ctx is cancelled: the loop waits for it.
+	Events func(ctx context.Context, rep *reaper.Report) (failed int)
 	// Pages, when set, serves the status page at / beside /metrics and is
 	// handed every pass (see Pages).
 	Pages Pages

@@ -168,6 +168,9 @@ func (d *Daemon) runOnce(ctx context.Context, st *loopState) PassResult {
 	}
 	outcome := d.metrics.Observe(rep)
 	d.health.passEnded(outcome.Completed())
+	if d.cfg.Events != nil {
+		d.metrics.KubernetesEventFailures(d.cfg.Events(ctx, rep))
+	}
 	if outcome.Completed() {
 		st.failures = 0
 	} else {

@@ -10,13 +10,17 @@ import (
 const (
 	NameKubernetesReads  = "lock_reaper_kubernetes_reads_total"
 	NameKubernetesOwners = "lock_reaper_kubernetes_owners"
+	// NameKubernetesEventFailures counts the Events about pods a pass did
+	// not get written (kubeevents.Recorder).
+	NameKubernetesEventFailures = "lock_reaper_kubernetes_event_failures_total"
 )
 
 // kubeMetrics count the passes' pod reads and the owners by evidence. A
 // pass with Kubernetes off adds nothing.
 type kubeMetrics struct {
-	reads  *prometheus.CounterVec
-	owners *prometheus.GaugeVec
+	reads         *prometheus.CounterVec
+	owners        *prometheus.GaugeVec
+	eventFailures prometheus.Counter
 }
 
 func newKubeMetrics() *kubeMetrics {
@@ -30,6 +34,10 @@ func newKubeMetrics() *kubeMetrics {
 			Help: "AppStatus owner names of the last pass that read the pods, by the Kubernetes rule that decided their evidence; " +
 				"evidence=\"alive-not-heartbeating\" counts workers alive by Kubernetes but not heartbeating.",
 		}, []string{"evidence"}),
+		eventFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "kubernetes_event_failures_total",
+			Help: "Kubernetes Events about pods (LocksReleased, TasksCanceled, TaskRequeued, MassDeathHold) that passes could not write: refused (no create on events) or failed; the passes are unaffected.",
+		}),
 	}
 	for _, r := range []string{reaper.KubernetesRead, reaper.KubernetesUnavailable} {
 		k.reads.WithLabelValues(r)
@@ -51,5 +59,12 @@ func (k *kubeMetrics) observe(rep *reaper.Report) {
 	}
 	for _, rule := range reaper.EvidenceRules {
 		k.owners.WithLabelValues(string(rule)).Set(float64(kr.OwnersByEvidence[rule]))
+	}
+}
+
+// KubernetesEventFailures counts n Events a pass could not write.
+func (m *Metrics) KubernetesEventFailures(n int) {
+	if n > 0 {
+		m.kube.eventFailures.Add(float64(n))
 	}
 }

@@ -245,7 +245,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{
 		m.passes, m.passDuration, m.releaseDelay, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.signalsAgain, m.bookkeepingFailures, m.buildInfo,
-		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.blocked, m.kube.reads, m.kube.owners,
+		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.blocked, m.kube.reads, m.kube.owners, m.kube.eventFailures,
 	}, append(m.doctor.collectors(), m.openWrite.collectors()...)...)
 }
 

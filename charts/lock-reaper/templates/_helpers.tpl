@@ -409,8 +409,10 @@ projected:
 {{- end }}
 
 {{/*
-lock-reaper.kubernetesEnv: the Kubernetes evidence settings (kubernetes.*).
-Disabled, the reaper is told so, rather than left to `auto`.
+lock-reaper.kubernetesEnv: the Kubernetes evidence settings (kubernetes.*),
+and enabled the pod's own name, namespace and uid (the downward API) for the
+Events of its passes. Disabled, the reaper is told so, rather than left to
+`auto`.
 */}}
 {{- define "lock-reaper.kubernetesEnv" -}}
 {{- $enabled := include "lock-reaper.kubernetesEnabled" . }}
@@ -427,6 +429,20 @@ Disabled, the reaper is told so, rather than left to `auto`.
 - name: REAPER_KUBERNETES_CONTAINER
   value: {{ . | quote }}
 {{- end }}
+{{- /* The reaper's own pod, which a pass's Events are about when no worker
+pod fits them (a mass-death hold). */}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_UID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.uid
 {{- end }}
 {{- end }}
 

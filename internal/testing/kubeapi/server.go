@@ -12,6 +12,8 @@
 //     BOOKMARK, sendInitialEvents (the streaming list client-go's reflector
 //     uses by default) and an ERROR event with a 410 Expired Status for a
 //     resourceVersion older than the server keeps;
+//   - Events created through core/v1 or events.k8s.io/v1, recorded for the
+//     test to read (events.go);
 //   - Status objects for errors, and faults on demand (an HTTP status, an API
 //     that accepts requests and never answers).
 //
@@ -22,6 +24,7 @@
 package kubeapi
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,6 +63,9 @@ type Server struct {
 	lists     atomic.Int32
 	watches   atomic.Int32
 	listHook  atomic.Pointer[func()]
+
+	// events are the Events received (events.go).
+	events eventStore
 }
 
 // change is one write: the object before (nil when created) and after (nil
@@ -147,6 +153,17 @@ func (s *Server) CloseWatches() {
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if api, namespace, ok := eventsPath(parts); ok {
+		if s.hang.Load() {
+			// Read the body first: only then does the server notice the
+			// client give up, and end r's context.
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+			return
+		}
+		s.serveEvent(w, r, api, namespace)
+		return
+	}
 	if r.Method != http.MethodGet || len(parts) != 5 || parts[0] != "api" || parts[1] != "v1" || parts[2] != "namespaces" || parts[4] != "pods" {
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
 		return
