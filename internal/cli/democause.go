@@ -126,7 +126,7 @@ func (q queueCauses) headline() string {
 // why each verdict in the way is stale, the one blocking most tasks first.
 func (q queueCauses) paragraph() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "What blocks the queue, as the status page and explain read it: %d of %d waiting tasks are blocked;\n%s.\n",
+	fmt.Fprintf(&b, "What blocks the queue, as the status page reads it: %d of %d waiting tasks are blocked;\n%s.\n",
 		q.blocked, q.waiting, q.headline())
 	for _, n := range q.byVerdict {
 		if w, ok := whyWords[n.Verdict]; ok {

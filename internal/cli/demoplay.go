@@ -81,9 +81,18 @@ func (d *demo) play(ctx context.Context, limit int) int {
 		fmt.Fprintf(d.out, "Stopped before the pass (--no-reap): nothing was released, the incident is as the audit reads it.\n")
 		return exitcode.OK
 	}
+	after, err := d.pageCauses(ctx)
+	if err != nil {
+		fmt.Fprintf(d.env.Stderr, "lock-reaper demo: read the queue as the status page does: %v\n", err)
+		return exitcode.Failed
+	}
 	fmt.Fprintf(d.out, "The dead worker's %d holdings are gone, its %d running tasks are canceled and its\n"+
-		"%d claimed waiting tasks requeued; every healthy lock of the live workers is intact, and the\n"+
-		"queue moves: the next free worker takes the queued tasks.\n", len(inc.Stale), len(inc.Cancel), len(inc.Requeue))
+		"%d claimed waiting tasks requeued; every healthy lock of the live workers is intact.\n"+
+		"As the status page reads the queue now, %s", len(inc.Stale), len(inc.Cancel), len(inc.Requeue), after.headline())
+	if after.blocked == 0 {
+		fmt.Fprintf(d.out, ":\nthe queue moves, the next free worker takes the queued tasks")
+	}
+	fmt.Fprintf(d.out, ".\n")
 	d.doctor(ctx)
 	return exitcode.OK
 }
