@@ -37,7 +37,8 @@ func demoFlags(cmd *cobra.Command, _ *config.Loader) runFunc {
 		"by default the demo starts a PostgreSQL of its own. REAPER_DATABASE_URL is never used")
 	limit := fs.Int("limit", 8, "rows per table in the reports")
 	keep := fs.Bool("keep", false, "leave the demo's state in place (the servers it started keep running) and print the commands to explore and to remove it")
-	noReap := fs.Bool("no-reap", false, "build the incident, explain a blocked task and audit, then stop before the pass: with --keep the incident is left to explore")
+	noReap := fs.Bool("no-reap", false, "build the incident, explain a blocked task and audit, then stop before the pass: with --keep the incident is left to explore, "+
+		"the demo staying in the foreground to keep its live workers heartbeating until Ctrl-C")
 	return func(ctx context.Context, env Env, _ []string) int {
 		return runDemo(ctx, env, demoOptions{redisURL: *redisURL, adminURL: *dbURL, limit: *limit, keep: *keep, noReap: *noReap, spec: sim.DemoIncident()})
 	}
