@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,28 +24,10 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
 
-// syncBuffer is a bytes.Buffer a running demo writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // foreground is a demo running in the foreground, as `demo --no-reap
 // --keep` does until Ctrl-C (stop).
 type foreground struct {
-	out, errOut *syncBuffer
+	out, errOut *testenv.SyncBuffer
 	stop        context.CancelFunc
 	done        chan int
 }
@@ -57,7 +37,7 @@ type foreground struct {
 func startForeground(t *testing.T, fn func(ctx context.Context, env Env) int) *foreground {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &foreground{out: &syncBuffer{}, errOut: &syncBuffer{}, stop: cancel, done: make(chan int, 1)}
+	f := &foreground{out: &testenv.SyncBuffer{}, errOut: &testenv.SyncBuffer{}, stop: cancel, done: make(chan int, 1)}
 	t.Cleanup(cancel)
 	env := Env{Stdout: f.out, Stderr: f.errOut, Version: "test", LookupEnv: testenv.LookupEnv(nil)}
 	go func() { f.done <- fn(ctx, env) }()
