@@ -37,9 +37,10 @@ func demoFlags(cmd *cobra.Command, _ *config.Loader) runFunc {
 		"by default the demo starts a PostgreSQL of its own. REAPER_DATABASE_URL is never used")
 	limit := fs.Int("limit", 8, "rows per table in the reports")
 	keep := fs.Bool("keep", false, "leave the demo's state in place (the servers it started keep running) and print the commands to explore and to remove it")
-	noReap := fs.Bool("no-reap", false, "build the incident, explain a blocked task and audit, then stop before the pass: with --keep the incident is left to explore")
+	noReap := fs.Bool("no-reap", false, "build the incident, explain a blocked task and audit, then stop before the pass: with --keep the incident is left to explore, "+
+		"the demo staying in the foreground to keep its live workers heartbeating until Ctrl-C")
 	return func(ctx context.Context, env Env, _ []string) int {
-		return runDemo(ctx, env, *redisURL, *dbURL, *limit, *keep, *noReap)
+		return runDemo(ctx, env, demoOptions{redisURL: *redisURL, adminURL: *dbURL, limit: *limit, keep: *keep, noReap: *noReap, spec: sim.DemoIncident()})
 	}
 }
 
@@ -51,14 +52,30 @@ func demoFlags(cmd *cobra.Command, _ *config.Loader) runFunc {
 // name, never to those of REAPER_REDIS_URL / REAPER_DATABASE_URL: on a
 // laptop pointed at production those are production. A server named by a
 // flag must hold nothing the demo did not make.
-func runDemo(ctx context.Context, env Env, redisURL, dbURL string, limit int, keep, noReap bool) int {
-	d := &demo{env: env, out: env.Stdout, keep: keep, noReap: noReap}
-	defer d.cleanup()
-	if err := d.setUp(ctx, redisURL, dbURL); err != nil {
+func runDemo(ctx context.Context, env Env, o demoOptions) int {
+	d := &demo{env: env, out: env.Stdout, keep: o.keep, noReap: o.noReap, spec: o.spec}
+	if err := d.setUp(ctx, o.redisURL, o.adminURL); err != nil {
 		fmt.Fprintf(env.Stderr, "lock-reaper demo: %v\n", err)
+		d.cleanup()
 		return exitcode.Failed
 	}
-	return d.play(ctx, limit)
+	code := d.play(ctx, o.limit)
+	if d.keep && d.noReap && code == exitcode.OK {
+		d.printKept()
+		d.beatUntil(ctx)
+		d.letGo()
+		return code
+	}
+	d.cleanup()
+	return code
+}
+
+// demoOptions are the demo's flags, and the incident it builds.
+type demoOptions struct {
+	redisURL, adminURL string
+	limit              int
+	keep, noReap       bool
+	spec               sim.IncidentSpec
 }
 
 type demo struct {
@@ -74,6 +91,10 @@ type demo struct {
 	dbURL    string
 	pool     *pgxpool.Pool
 	inc      *sim.Incident
+	spec     sim.IncidentSpec
+	// wrote says the demo began writing into its Redis database: only then
+	// is there anything of its own there to flush.
+	wrote bool
 	// stopBeat ends the live workers' heartbeats.
 	stopBeat func() error
 }
@@ -98,7 +119,8 @@ func (d *demo) setUp(ctx context.Context, redisURL, adminURL string) error {
 	if err := d.createDatabase(ctx, adminURL); err != nil {
 		return err
 	}
-	inc, err := sim.BuildIncident(ctx, d.rdb, d.pool, sim.DemoIncident())
+	d.wrote = true
+	inc, err := sim.BuildIncident(ctx, d.rdb, d.pool, d.spec)
 	if err != nil {
 		return fmt.Errorf("build the incident: %w", err)
 	}
@@ -191,9 +213,13 @@ func refuseUsedServer(ctx context.Context, adminURL string) error {
 		"(give --database-url an unused server, or leave it out and the demo starts a PostgreSQL of its own)", where, what)
 }
 
+// cleanup removes what the demo made, or with --keep lets go of it, and
+// says what it did: only what was made and removed, so a demo refused at
+// setup claims nothing.
 func (d *demo) cleanup() {
 	if d.keep && d.inc != nil {
 		d.printKept()
+		d.letGo()
 		return
 	}
 	if d.stopBeat != nil {
@@ -202,19 +228,44 @@ func (d *demo) cleanup() {
 	if d.pool != nil {
 		d.pool.Close()
 	}
+	var done, failed []string
 	if d.rdb != nil {
-		_ = d.rdb.FlushDB(context.Background()).Err()
+		if d.wrote {
+			if err := d.rdb.FlushDB(context.Background()).Err(); err != nil {
+				failed = append(failed, fmt.Sprintf("flush the demo's Redis database %s: %v", d.redisURL, err))
+			} else {
+				done = append(done, "flushed the demo's Redis database")
+			}
+		}
 		_ = d.rdb.Close()
 	}
 	if d.dbName != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = pulpschema.DropDatabase(ctx, d.admin, d.dbName)
+		if err := pulpschema.DropDatabase(ctx, d.admin, d.dbName); err != nil {
+			failed = append(failed, fmt.Sprintf("drop the demo database %s: %v", d.dbName, err))
+		} else {
+			done = append([]string{"removed the demo database"}, done...)
+		}
 	}
 	if d.own != nil {
 		d.own.Stop()
+		done = append(done, "stopped the servers it started")
 	}
-	fmt.Fprintln(d.out, "\nRemoved the demo database and flushed the demo's Redis database.")
+	for _, f := range failed {
+		fmt.Fprintf(d.env.Stderr, "lock-reaper demo: could not %s\n", f)
+	}
+	if len(done) > 0 {
+		fmt.Fprintf(d.out, "\n%s.\n", upperFirst(joinWords(done)))
+	}
+}
+
+// joinWords joins phrases as a sentence does: "a", "a and b", "a, b and c".
+func joinWords(ws []string) string {
+	if len(ws) < 2 {
+		return strings.Join(ws, "")
+	}
+	return strings.Join(ws[:len(ws)-1], ", ") + " and " + ws[len(ws)-1]
 }
 
 // lookup gives the demo's passes the demo's services and nothing else from

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -39,8 +40,11 @@ func keptCommands(t *testing.T, out string) map[string][]string {
 // and the command that removes it, which does.
 func TestDemoNoReapKeep(t *testing.T) {
 	t.Parallel()
-	code, out, stderr := run(t, nil, "demo", "--no-reap", "--keep")
-	require.Equal(t, exitcode.OK, code, "%s\n%s", out, stderr)
+	f := startForeground(t, func(ctx context.Context, env Env) int {
+		env.Args = []string{"demo", "--no-reap", "--keep"}
+		return Main(ctx, env)
+	})
+	out := f.out.String()
 	remove := regexp.MustCompile(`(?m)^  (kill \d+; .*pg_ctl.* stop; rm -rf (\S+))$`).FindStringSubmatch(out)
 	require.Len(t, remove, 3, "the command that removes the kept servers:\n%s", out)
 	t.Cleanup(func() { _ = exec.Command("sh", "-c", remove[1]).Run() })
@@ -52,6 +56,9 @@ func TestDemoNoReapKeep(t *testing.T) {
 	require.Contains(t, out, "Stopped before the pass (--no-reap)")
 	require.Contains(t, out, "The demo's state is kept (--keep), before any pass")
 	require.NotContains(t, out, "Removed the demo database")
+	require.Contains(t, out, "The live workers keep heartbeating while the demo runs")
+	redisURL, dbURL := keptURLs(t, out)
+	requireDemoWordsMatchPage(t, out, redisURL, dbURL)
 
 	cmds := keptCommands(t, out)
 	for _, name := range []string{"status", "explain", "locks", "release", "audit", "run"} {
@@ -70,8 +77,11 @@ func TestDemoNoReapKeep(t *testing.T) {
 	require.NotEqual(t, exitcode.Usage, code, "%s\n%s", text, stderr)
 	require.True(t, strings.Contains(text, "1@pulp-worker-incident-0  dead"), "the dead worker's locks, in the dry run:\n%.2000s", text)
 	require.True(t, strings.Contains(text, "dry run: nothing was written"), "a dry run:\n%.2000s", text)
+	require.False(t, strings.Contains(text, "mass-death"), "the live workers are still alive:\n%.2000s", text)
 
-	dir, redisURL := remove[2], cmds["locks"][slicesIndex(cmds["locks"], "--redis-url")+1]
+	require.Equal(t, exitcode.OK, f.interrupt(t), f.errOut.String())
+	require.Contains(t, f.out.String(), "Stopped the live workers' heartbeats; the state is kept.")
+	dir := remove[2]
 	require.DirExists(t, dir)
 	rm, err := exec.Command("sh", "-c", remove[1]).CombinedOutput()
 	require.NoError(t, err, "%s", rm)
@@ -83,15 +93,6 @@ func TestDemoNoReapKeep(t *testing.T) {
 		conn.Close()
 		t.Errorf("the kept Redis on %s still accepts connections after the removal command", addr)
 	}
-}
-
-func slicesIndex(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // demo --no-reap without --keep stops before the pass and removes what it made.

@@ -75,7 +75,10 @@ func TestDemo(t *testing.T) {
 	require.Less(t, dead[0], finished[0], "the running tasks' locks come first")
 	require.Regexp(t, `task:\S+\s+task\s+running\n\s+pulp:resource_lock:prn:rpm\.rpmrepository:\S+\s+exclusive`, out,
 		"a running task and its repository lock come first")
-	require.Contains(t, out, "Removed the demo database")
+	require.Contains(t, out, "blocked tasks wait on locks of finished tasks", "the page's words before the pass")
+	require.Regexp(t, `As the status page reads the queue now, none of the \d+ waiting tasks is blocked by a stale or suspect lock`, out,
+		"and after it")
+	require.Contains(t, out, "Removed the demo database, flushed the demo's Redis database and stopped the servers it started.")
 	for _, port := range []int{used.redis.Port, used.pg.Port} {
 		require.NotContains(t, out, ":"+strconv.Itoa(port), "the demo never names the servers of the variables")
 	}
@@ -97,6 +100,7 @@ func TestDemoRefusesServersWithData(t *testing.T) {
 	code, out, stderr = run(t, nil, "demo", "--redis-url", empty.URL(3), "--database-url", used.pg.URL("postgres"))
 	require.Equal(t, exitcode.Failed, code, "%s\n%s", out, stderr)
 	require.Contains(t, stderr, "holds 1 databases the demo did not make (pulp)")
+	require.NotContains(t, out, "Removed", "nothing was made, so nothing is said removed")
 	used.requireUntouched(t)
 	n, err := empty.Client.Do(context.Background(), "INFO", "keyspace").Text()
 	require.NoError(t, err)

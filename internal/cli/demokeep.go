@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/sim"
 )
 
 // printKept says where the demo's state is, the commands that explore it,
 // each naming the demo's servers with its flags, and the command that
-// removes it; it then lets go of the state without removing it.
+// removes it.
 func (d *demo) printKept() {
 	flags := fmt.Sprintf("--redis-url %s --database-url %s", shellWord(d.redisURL), shellWord(d.dbURL))
 	state := "after the pass"
@@ -25,8 +29,10 @@ func (d *demo) printKept() {
 	} {
 		fmt.Fprintf(d.out, "  # %s\n  lock-reaper %s %s\n", c.what, c.cmd, flags)
 	}
-	fmt.Fprintf(d.out, "The live workers' heartbeats stopped with the demo: after their TTL they look dead too,\n"+
-		"and the mass-death guard holds a pass back, as it would in a real outage.\n")
+	if !d.noReap {
+		fmt.Fprintf(d.out, "The live workers' heartbeats stopped with the demo: after their TTL (%s) they look dead too,\n"+
+			"and the mass-death guard holds a pass back, as it would in a real outage.\n", d.ttl())
+	}
 	fmt.Fprintf(d.out, "Remove it:\n")
 	if d.own != nil {
 		fmt.Fprintf(d.out, "  %s\n", d.own.Keep())
@@ -34,6 +40,35 @@ func (d *demo) printKept() {
 		fmt.Fprintf(d.out, "  psql %s -c 'DROP DATABASE %s WITH (FORCE)'\n", shellWord(d.admin), d.dbName)
 		fmt.Fprintf(d.out, "  redis-cli -u %s FLUSHDB\n", shellWord(d.redisURL))
 	}
+}
+
+// beatUntil keeps the live workers heartbeating, in the foreground, until
+// ctx ends (Ctrl-C): the kept incident stays one dead worker among live
+// ones for as long as it is explored, instead of decaying after a TTL into
+// the mass death the guard holds back. It says when the beats stop.
+func (d *demo) beatUntil(ctx context.Context) {
+	fmt.Fprintf(d.out, "\nThe live workers keep heartbeating while the demo runs, so the incident stays as it is.\n"+
+		"Explore it from another terminal; press Ctrl-C to stop the heartbeats (the state stays).\n")
+	<-ctx.Done()
+	if d.stopBeat != nil {
+		_ = d.stopBeat()
+		d.stopBeat = nil
+	}
+	fmt.Fprintf(d.out, "\nStopped the live workers' heartbeats; the state is kept. After their TTL (%s) they look dead\n"+
+		"too, and the mass-death guard holds a pass back, as it would in a real outage.\n", d.ttl())
+}
+
+// ttl is the live workers' TTL: how long after their last beat they look dead.
+func (d *demo) ttl() time.Duration {
+	if d.spec.TTL > 0 {
+		return d.spec.TTL
+	}
+	return sim.DefaultWorkerTTL
+}
+
+// letGo stops the heartbeats and closes the demo's connections without
+// removing its state.
+func (d *demo) letGo() {
 	if d.stopBeat != nil {
 		_ = d.stopBeat()
 	}

@@ -12,8 +12,8 @@ import (
 )
 
 // play tells the incident: the fleet, a queued task blocked by the dead
-// worker, the audit, why most of the dead worker's locks are leftovers of
-// finished tasks, the pass, and the same queued task free to run.
+// worker, the audit, what blocks the queue as the status page reads it,
+// the pass, and the same queued task free to run.
 func (d *demo) play(ctx context.Context, limit int) int {
 	inc := d.inc
 	deadTasks := sim.Count(inc.Stale, inc.DeadOwner, sim.KindTask)
@@ -40,15 +40,16 @@ func (d *demo) play(ctx context.Context, limit int) int {
 		title string
 		args  []string
 		want  int
-		after func()
+		after func() error
 	}{
 		{title: "1. lock-reaper explain: why a queued task does not start", args: []string{"explain", blocked}, want: exitcode.OK},
-		{title: "2. lock-reaper audit: what a pass would do (writes nothing)", args: []string{"audit"}, want: exitcode.Findings, after: func() {
-			fmt.Fprintf(d.out, "Most of the dead worker's locks (the task-finished ones, %d tasks) belong to tasks that\n"+
-				"completed long ago: the worker finished them but their locks were never released, and\n"+
-				"no one else releases a lock in Pulp. They go because their task is over. The ones that\n"+
-				"block the queue now are the owner-dead ones, listed first: the locks of tasks that were\n"+
-				"running when the worker died, among them exclusive repository locks the queued tasks need.\n\n", len(inc.Finished))
+		{title: "2. lock-reaper audit: what a pass would do (writes nothing)", args: []string{"audit"}, want: exitcode.Findings, after: func() error {
+			causes, err := d.pageCauses(ctx)
+			if err != nil {
+				return fmt.Errorf("read the queue as the status page does: %w", err)
+			}
+			fmt.Fprintf(d.out, "%s\n", causes.paragraph())
+			return nil
 		}},
 		{title: "3. lock-reaper once: release the stale locks, cancel and requeue the lost tasks", args: []string{"once"}, want: exitcode.OK},
 		{title: "4. lock-reaper audit again: nothing left to do", args: []string{"audit"}, want: exitcode.OK},
@@ -70,16 +71,28 @@ func (d *demo) play(ctx context.Context, limit int) int {
 			return exitcode.Failed
 		}
 		if s.after != nil {
-			s.after()
+			if err := s.after(); err != nil {
+				fmt.Fprintf(d.env.Stderr, "lock-reaper demo: after step %q: %v\n", s.title, err)
+				return exitcode.Failed
+			}
 		}
 	}
 	if d.noReap {
 		fmt.Fprintf(d.out, "Stopped before the pass (--no-reap): nothing was released, the incident is as the audit reads it.\n")
 		return exitcode.OK
 	}
+	after, err := d.pageCauses(ctx)
+	if err != nil {
+		fmt.Fprintf(d.env.Stderr, "lock-reaper demo: read the queue as the status page does: %v\n", err)
+		return exitcode.Failed
+	}
 	fmt.Fprintf(d.out, "The dead worker's %d holdings are gone, its %d running tasks are canceled and its\n"+
-		"%d claimed waiting tasks requeued; every healthy lock of the live workers is intact, and the\n"+
-		"queue moves: the next free worker takes the queued tasks.\n", len(inc.Stale), len(inc.Cancel), len(inc.Requeue))
+		"%d claimed waiting tasks requeued; every healthy lock of the live workers is intact.\n"+
+		"As the status page reads the queue now, %s", len(inc.Stale), len(inc.Cancel), len(inc.Requeue), after.headline())
+	if after.blocked == 0 {
+		fmt.Fprintf(d.out, ":\nthe queue moves, the next free worker takes the queued tasks")
+	}
+	fmt.Fprintf(d.out, ".\n")
 	d.doctor(ctx)
 	return exitcode.OK
 }

@@ -101,6 +101,13 @@ func Launch(bin, dir string, args ...string) (cmd *exec.Cmd, log string, err err
 	return launch(bin, dir, func(*exec.Cmd) {}, discardLog, args...)
 }
 
+// LaunchOwnGroup is Launch, with the server in a process group of its own:
+// a Ctrl-C at the terminal does not reach it, so a program can keep it
+// running past its own interruption (the demo's --keep).
+func LaunchOwnGroup(bin, dir string, args ...string) (cmd *exec.Cmd, log string, err error) {
+	return launch(bin, dir, setOwnGroup, discardLog, args...)
+}
+
 // discardLog reads the rest of a server's log, so that it never blocks on
 // a full pipe.
 func discardLog(out io.Reader) { _, _ = io.Copy(io.Discard, out) }

@@ -68,7 +68,9 @@ func (s *Servers) startRedis(bin string) error {
 	if err := os.Mkdir(rdir, 0o700); err != nil {
 		return err
 	}
-	cmd, _, err := redisserver.Launch(bin, rdir, "--port", strconv.Itoa(port))
+	// Its own process group, as pg_ctl gives PostgreSQL its own session: a
+	// Ctrl-C at the demo must leave a kept server running.
+	cmd, _, err := redisserver.LaunchOwnGroup(bin, rdir, "--port", strconv.Itoa(port))
 	if err != nil {
 		return err
 	}
