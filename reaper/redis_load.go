@@ -57,9 +57,10 @@ func (l *passLoad) report() RedisLoad {
 	}
 }
 
-// count adds one command, after its reply.
+// count adds one command, after its reply. SSCAN, HSCAN and ZSCAN reply
+// with a ScanCmd too, and are other commands: they read one key.
 func (l *passLoad) count(cmd redis.Cmder) {
-	if sc, ok := cmd.(*redis.ScanCmd); ok {
+	if sc, ok := cmd.(*redis.ScanCmd); ok && cmd.Name() == "scan" {
 		l.scanCalls.Add(1)
 		keys, _ := sc.Val()
 		l.keysScanned.Add(int64(len(keys)))
@@ -70,7 +71,9 @@ func (l *passLoad) count(cmd redis.Cmder) {
 
 // loadHook counts the calls of a pass (a context from withPassLoad) on the
 // client the Reaper uses; calls with any other context pass through.
-type loadHook struct{}
+// It is not zero-sized: pointers to zero-sized values may all be equal,
+// and passLoad.owner tells hooks apart by pointer.
+type loadHook struct{ _ byte }
 
 // installLoadHook adds a counting hook to rdb.
 func installLoadHook(rdb redis.UniversalClient) {
