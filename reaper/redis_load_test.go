@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/metrics"
 	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,7 +38,8 @@ func TestPassRedisLoad(t *testing.T) {
 	require.NoError(t, err)
 
 	r := f.reaper(func(c *reaper.Config) { c.ScanCount = 5 })
-	alone := f.pass(r, reaper.ModeAudit).RedisLoad
+	rep := f.pass(r, reaper.ModeAudit)
+	alone := rep.RedisLoad
 	require.EqualValues(t, len(want), alone.KeysScanned, "keys scanned are the lock-like keys of the database")
 	require.GreaterOrEqual(t, alone.ScanCalls, int64(2), "a COUNT of 5 walks in several calls")
 	require.Positive(t, alone.Commands)
@@ -44,6 +47,7 @@ func TestPassRedisLoad(t *testing.T) {
 	require.LessOrEqual(t, alone.RoundTrips, alone.ScanCalls+alone.Commands, "a pipeline is one round trip")
 	require.Less(t, alone.RoundTrips, alone.ScanCalls+alone.Commands, "the reads are pipelined")
 	require.Positive(t, alone.WaitSeconds)
+	requireExported(t, rep)
 
 	// Others' calls on the same client all through a pass: each SCANs the
 	// whole database, alone and in a pipeline, so that one counted into the
@@ -83,4 +87,28 @@ func TestPassRedisLoad(t *testing.T) {
 	again := f.pass(r2, reaper.ModeAudit).RedisLoad
 	require.EqualValues(t, len(want), again.KeysScanned)
 	require.Less(t, again.Commands, 2*alone.Commands)
+}
+
+// requireExported: the pass's Redis load is on the metrics page.
+func requireExported(t *testing.T, rep *reaper.Report) {
+	t.Helper()
+	m := metrics.New("test")
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, m.Register(reg))
+	m.Observe(rep)
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, fam := range families {
+		for _, s := range fam.GetMetric() {
+			if c := s.GetCounter(); c != nil {
+				got[fam.GetName()] += c.GetValue()
+			}
+		}
+	}
+	l := rep.RedisLoad
+	require.EqualValues(t, l.ScanCalls+l.Commands, got[metrics.NameRedisCommands])
+	require.EqualValues(t, l.RoundTrips, got[metrics.NameRedisRoundTrips])
+	require.EqualValues(t, l.KeysScanned, got[metrics.NameRedisKeysScanned])
+	require.InDelta(t, l.WaitSeconds, got[metrics.NameRedisWait], 1e-9)
 }
