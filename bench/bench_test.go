@@ -41,6 +41,7 @@ func TestBenchmarkSmallFleet(t *testing.T) {
 		names = append(names, m.Name)
 		require.Positive(t, m.WallMS, m.Name)
 		require.Positive(t, m.RedisRoundTrips, m.Name)
+		require.Positive(t, m.RedisServerMS, m.Name)
 	}
 	require.Equal(t, []string{phaseBaseline, phaseAudit, phaseRegistry, phaseOnce, phaseRegistryReaped, phaseBaselineScaled, phaseRegistryScaled}, names)
 	once := res.Measurements[3]

@@ -35,6 +35,11 @@ type Measurement struct {
 	// RedisCPUMS is the CPU time the Redis server used during the run
 	// (median run), whoever the client: on a shared server, an upper bound.
 	RedisCPUMS float64 `json:"redis_cpu_ms"`
+	// RedisServerMS is the time Redis spent executing commands during the
+	// run (median run), from its INFO commandstats: like RedisCPUMS it
+	// counts every client of a shared server, but not Redis's own work
+	// between commands (the event loop, the network, expiry).
+	RedisServerMS float64 `json:"redis_server_ms"`
 	// CPUMS is the CPU time this process used during the run (median run),
 	// the heap sampler's included.
 	CPUMS     float64 `json:"cpu_ms"`
@@ -83,7 +88,9 @@ type phaseRun struct {
 	// redisCPU is the Redis server's CPU time during the run, selfCPU this
 	// process's.
 	redisCPU, selfCPU time.Duration
-	report            *reaper.Report
+	// redisServer is the time Redis spent in commands during the run.
+	redisServer time.Duration
+	report      *reaper.Report
 }
 
 // harness runs phases against the counted clients.
@@ -117,7 +124,7 @@ func newHarness(rdb, admin *redis.Client, pool *pgxpool.Pool, rc *redisCounter, 
 
 // timed runs fn once with the counters and the heap sampler around it.
 func (h *harness) timed(fn func() (phaseRun, error)) (phaseRun, error) {
-	cpu, self := redisCPU(h.admin), processCPU()
+	cpu, self, server := redisCPU(h.admin), processCPU(), redisServerTime(h.admin)
 	h.rc.take()
 	h.qc.queries.Swap(0)
 	hs := startHeapSampler()
@@ -128,6 +135,7 @@ func (h *harness) timed(fn func() (phaseRun, error)) (phaseRun, error) {
 	r.redis = h.rc.take()
 	r.dbq = h.qc.queries.Swap(0)
 	r.redisCPU, r.selfCPU = redisCPU(h.admin)-cpu, processCPU()-self
+	r.redisServer = redisServerTime(h.admin) - server
 	return r, err
 }
 
@@ -157,6 +165,30 @@ func redisCPU(admin *redis.Client) time.Duration {
 		}
 	}
 	return time.Duration(total * float64(time.Second))
+}
+
+// redisServerTime is the time the Redis server has spent executing
+// commands, the sum of INFO commandstats' usec over every command: the
+// server's own measure of the load its clients put on it.
+func redisServerTime(admin *redis.Client) time.Duration {
+	info, err := admin.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return 0
+	}
+	var usec int64
+	for line := range strings.SplitSeq(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(k, "cmdstat_") {
+			continue
+		}
+		for field := range strings.SplitSeq(v, ",") {
+			if n, ok := strings.CutPrefix(field, "usec="); ok {
+				u, _ := strconv.ParseInt(n, 10, 64)
+				usec += u
+			}
+		}
+	}
+	return time.Duration(usec) * time.Microsecond
 }
 
 func (h *harness) baseline(ctx context.Context) (phaseRun, error) {
@@ -250,7 +282,7 @@ func summarise(name, desc string, runs []phaseRun) Measurement {
 	med := byWall[len(byWall)/2]
 	m := Measurement{
 		Name: name, Description: desc, Runs: len(runs), WallMS: ms(med.wall),
-		RedisRoundTrips: med.redis.roundTrips, RedisCommands: med.redis.commands, RedisCPUMS: ms(med.redisCPU), CPUMS: ms(med.selfCPU), DBQueries: med.dbq,
+		RedisRoundTrips: med.redis.roundTrips, RedisCommands: med.redis.commands, RedisCPUMS: ms(med.redisCPU), RedisServerMS: ms(med.redisServer), CPUMS: ms(med.selfCPU), DBQueries: med.dbq,
 		KeysScanned: med.keys, Holdings: med.hold,
 	}
 	for _, r := range runs {

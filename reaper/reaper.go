@@ -52,6 +52,8 @@ func New(cfg Config, rdb redis.UniversalClient, pool *pgxpool.Pool, logger *slog
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Each pass counts its own calls (RedisLoad); nothing else is counted.
+	installLoadHook(rdb)
 	return &Reaper{cfg: cfg, rdb: rdb, pool: pool, log: logger, signalCheckLimit: signalCheckLimit}, nil
 }
 
@@ -93,6 +95,10 @@ func (r *Reaper) run(ctx context.Context, opts Options, adjust func(*judge.Plan)
 		opts.Mode = ModeOnce
 	}
 	rep := &Report{Mode: opts.Mode, StartedAt: time.Now().UTC()}
+	// The pass's calls carry its counters; the daemon's other reads on the
+	// same client (status page, heartbeat polls) have contexts of their own
+	// and are not counted, even while a pass runs.
+	ctx, load := withPassLoad(ctx)
 	err := r.runPass(ctx, opts, rep, adjust)
 	rep.DurationMS = time.Since(rep.StartedAt).Milliseconds()
 	if err != nil {
@@ -101,6 +107,8 @@ func (r *Reaper) run(ctx context.Context, opts Options, adjust func(*judge.Plan)
 	}
 	rep.summarizeAll()
 	r.recordPass(ctx, opts, rep, err)
+	// Every goroutine of the pass is done: the counts are final.
+	rep.RedisLoad = load.report()
 	return rep, err
 }
 

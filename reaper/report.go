@@ -24,6 +24,8 @@ type Report struct {
 	// Skipped says why the pass did nothing (another reaper held the lock).
 	Skipped string  `json:"skipped,omitempty"`
 	Scanned Scanned `json:"scanned"`
+	// RedisLoad is the pass's own traffic to Redis.
+	RedisLoad RedisLoad `json:"redis_load"`
 	// LockOwners is every owner of a lock holding, with its liveness.
 	LockOwners []OwnerReport `json:"owners"`
 	Findings   []Finding     `json:"findings"`

@@ -55,6 +55,10 @@ func Catalog() []Family {
 		{Name: NameKubernetesReads, Type: counter, Labels: map[string][]string{"result": {reaper.KubernetesRead, reaper.KubernetesUnavailable}}},
 		{Name: NameKubernetesOwners, Type: gauge, Labels: map[string][]string{"evidence": stringsOf(reaper.EvidenceRules)}},
 		{Name: NameKubernetesEventFailures, Type: counter},
+		{Name: NameRedisCommands, Type: counter, Labels: map[string][]string{"kind": {commandScan, commandOther}}},
+		{Name: NameRedisRoundTrips, Type: counter},
+		{Name: NameRedisKeysScanned, Type: counter},
+		{Name: NameRedisWait, Type: counter},
 		// The check names are doctor's (docs/doctor.md); no series exists
 		// before doctor has run, so a fresh scrape has none.
 		{Name: NameDoctorCheckStatus, Type: gauge, Labels: map[string][]string{"check": nil}},

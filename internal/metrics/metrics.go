@@ -81,6 +81,7 @@ type Metrics struct {
 	kube      *kubeMetrics
 	openWrite *openWriteMetrics
 	blocked   *blockedMetrics
+	redisLoad *redisLoadMetrics
 }
 
 // New returns the collectors, with every series of a known label value
@@ -169,6 +170,7 @@ func New(version string) *Metrics {
 	m.blocked = newBlockedMetrics()
 	m.buildInfo.Set(1)
 	m.kube = newKubeMetrics()
+	m.redisLoad = newRedisLoadMetrics()
 	m.initSeries()
 	return m
 }
@@ -246,7 +248,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.passes, m.passDuration, m.releaseDelay, m.scans, m.keysScanned, m.holdingsScanned, m.released, m.tasksUpdated,
 		m.suspects, m.deferred, m.guardTrips, m.ignoredKeys, m.lastSuccess, m.ticksSkipped, m.historyFailures, m.signalsAgain, m.bookkeepingFailures, m.buildInfo,
 		m.holdings, m.owners, m.lostTasks, m.oldestStale, m.blocked, m.kube.reads, m.kube.owners, m.kube.eventFailures,
-	}, append(m.doctor.collectors(), m.openWrite.collectors()...)...)
+	}, slices.Concat(m.doctor.collectors(), m.openWrite.collectors(), m.redisLoad.collectors())...)
 }
 
 // Register registers every collector with reg.

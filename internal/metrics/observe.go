@@ -77,6 +77,7 @@ func (m *Metrics) Observe(rep *reaper.Report) Outcome {
 		m.bookkeepingFailures.WithLabelValues(record).Inc()
 	}
 	m.kube.observe(rep)
+	m.redisLoad.observe(rep)
 	if outcome.Completed() {
 		m.lastSuccess.set(rep.StartedAt.Add(time.Duration(rep.DurationMS) * time.Millisecond))
 	}
