@@ -132,6 +132,18 @@ func TestJudgePropertyCancelingTaskLockedNeverUpdated(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
 		c.snap.StartsUnread = rapid.IntRange(0, 3).Draw(t, "starts unread") == 0
+		// Canceling tasks whose claim's worker holds their task lock, beside
+		// whatever the fleet holds of them: the case the property is about.
+		for i := range rapid.IntRange(0, 4).Draw(t, "canceling with lock") {
+			if len(c.snap.AppStatuses) == 0 {
+				break
+			}
+			row := rapid.SampledFrom(c.snap.AppStatuses).Draw(t, "canceling claim")
+			id := jtID(5000 + i)
+			c.snap.Tasks[id] = Task{ID: id, Name: "pulp_rpm.app.tasks.synchronize", State: StateCanceling, AppLockID: row.ID,
+				Reserved: rapid.SampledFrom([][]string{nil, {ptResources[0]}, {"shared:" + ptResources[0]}}).Draw(t, "canceling reserves")}
+			c.snap.Holdings = append(c.snap.Holdings, Holding{Key: TaskKeyPrefix + id, Kind: KindTask, Owner: row.Name, Registered: rapid.Bool().Draw(t, "registered")})
+		}
 		for id, task := range c.snap.Tasks {
 			if !c.snap.StartsUnread {
 				task.NeverStarted = rapid.Bool().Draw(t, "never started")
