@@ -165,19 +165,20 @@ func TestDocumentedGrants(t *testing.T) {
 	require.False(t, set[grant{Privilege: "UPDATE", Table: "core_task", Column: "name"}])
 	startedAt := grant{Privilege: "SELECT", Table: "core_task", Column: "started_at"}
 	readAllStats := grant{Role: "pg_read_all_stats"}
-	require.Equal(t, map[grant]bool{startedAt: true, readAllStats: true}, optional)
+	require.Equal(t, map[grant]bool{readAllStats: true}, optional)
 	require.True(t, set[startedAt])
 	r := evalGrants("r", set, optional, map[grant]bool{{Privilege: "USAGE"}: true})
 	require.Equal(t, Fail, r.Status)
 
-	// A role granted before started_at was documented: ok, said in passing.
+	// A role granted before started_at was required fails: a pass only
+	// reports a stuck canceling task without it.
 	older := map[grant]bool{}
 	for g := range set {
 		older[g] = g != startedAt
 	}
 	r = evalGrants("r", set, optional, older)
-	require.Equal(t, OK, r.Status, r.Evidence)
-	require.Contains(t, r.Evidence, "without the optional SELECT (started_at) ON core_task")
+	require.Equal(t, Fail, r.Status, r.Evidence)
+	require.Contains(t, r.Evidence, "missing SELECT (started_at) ON core_task (without it a pass only reports a stuck canceling task")
 	r = evalGrants("r", set, optional, set)
 	require.Equal(t, OK, r.Status, r.Evidence)
 	require.NotContains(t, r.Evidence, "optional")

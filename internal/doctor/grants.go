@@ -42,8 +42,13 @@ var roleGrant = regexp.MustCompile(`(?m)^GRANT (pg_\w+) TO [^;]*;[ \t]*(-- optio
 
 // optionalWhy says what a role without an optional grant does without.
 var optionalWhy = map[grant]string{
-	{Privilege: "SELECT", Table: "core_task", Column: "started_at"}: "the status page does not say since when a task runs",
-	{Role: "pg_read_all_stats"}:                                     "another role's transaction holding an uncommitted write to core_task is timed from a pass's first sighting in pg_locks, not from its start, so the hold it puts on shared memberships lasts up to confirm_after longer",
+	{Role: "pg_read_all_stats"}: "another role's transaction holding an uncommitted write to core_task is timed from a pass's first sighting in pg_locks, not from its start, so the hold it puts on shared memberships lasts up to confirm_after longer",
+}
+
+// requiredWhy says, for a required grant a role granted before it was
+// required may lack, what a pass does without it.
+var requiredWhy = map[string]string{
+	"SELECT (started_at) ON core_task": "without it a pass only reports a stuck canceling task, never cancels it",
 }
 
 // documentedGrants reads the least-privilege set from
@@ -164,6 +169,11 @@ func evalGrants(role string, want, optional, have map[grant]bool) Result {
 		}
 	}
 	missing, extra := diffGrants(required, have), diffGrants(have, want)
+	for i, g := range missing {
+		if why := requiredWhy[g]; why != "" {
+			missing[i] += " (" + why + ")"
+		}
+	}
 	evidence := fmt.Sprintf("role %q", role)
 	var without []string
 	for g := range optional {

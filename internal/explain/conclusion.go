@@ -77,6 +77,23 @@ func (x *explainer) taskVerdictConclusion(tj reaper.TaskVerdict) (Status, string
 			when = x.nextPass() + " requeues it"
 		}
 		return StatusStuck, fmt.Sprintf("stuck: claimed by %s, which holds no lock for it; %s%s", worker, when, held), true
+	case tj.Verdict == judge.VerdictStuckCanceling:
+		var when string
+		started := "which never started it"
+		switch {
+		case tj.Action == judge.ActionReport:
+			started = "which may never have started it"
+			when = "a pass never cancels it: " + tj.Deferred
+		case tj.Action == judge.ActionSuspect:
+			x.awaitsPass = true
+			when = "canceled once confirmed"
+			if first := tj.FirstSeen; first != nil {
+				when += " (suspect since " + first.UTC().Format(time.RFC3339) + ")"
+			}
+		default:
+			when = x.nextPass() + " cancels it"
+		}
+		return StatusStuck, fmt.Sprintf("stuck canceling: claimed by %s, %s and holds no lock for it; %s", worker, started, when), true
 	}
 	return "", "", false
 }

@@ -172,6 +172,30 @@ func TestExplain(t *testing.T) {
 			conclusion: "stuck: claimed by live worker 1@live (heartbeat 2 s ago), which holds no lock for it; requeued once confirmed (suspect since 2026-07-24T12:00:00Z)",
 		},
 		{
+			name: "stuck canceling: claimed by a live worker that never started it",
+			build: func(w *exWorld) []any {
+				live := w.Worker("1@live", 2*time.Second)
+				w.Task(exTarget, judge.StateCanceling, live, passtest.WorldRepo)
+				task := w.Snap.Tasks[exTarget]
+				task.NeverStarted = true
+				w.Snap.Tasks[exTarget] = task
+				return nil
+			},
+			status:     StatusStuck,
+			conclusion: "stuck canceling: claimed by live worker 1@live (heartbeat 2 s ago), which never started it and holds no lock for it; canceled once confirmed (suspect since 2026-07-24T12:00:00Z)",
+		},
+		{
+			name: "stuck canceling, without the started_at grant",
+			build: func(w *exWorld) []any {
+				w.Snap.StartsUnread = true
+				live := w.Worker("1@live", 2*time.Second)
+				w.Task(exTarget, judge.StateCanceling, live, passtest.WorldRepo)
+				return nil
+			},
+			status:     StatusStuck,
+			conclusion: "stuck canceling: claimed by live worker 1@live (heartbeat 2 s ago), which may never have started it and holds no lock for it; a pass never cancels it: " + judge.DeferredStartsUnread,
+		},
+		{
 			name: "running on a live worker",
 			build: func(w *exWorld) []any {
 				live := w.Worker("1@live", 2*time.Second)

@@ -13,14 +13,14 @@ GRANT SELECT (pulp_id, name, app_type, ttl, last_heartbeat, versions) ON core_ap
 -- Tasks: the columns a pass judges, and those the update of a lost task sets
 -- (the update reads error and finished_at back when it requeues instead);
 -- pulp_created, the order in which workers fetch waiting tasks, for explain
--- and the status page's blocked queue.
-GRANT SELECT (pulp_id, name, state, app_lock_id, reserved_resources_record, finished_at, error, pulp_created) ON core_task TO lock_reaper;
+-- and the status page's blocked queue; started_at, whether a task ever
+-- started: a canceling task its live worker claimed and never started is
+-- canceled (stuck-canceling), which a task canceled while running, whose
+-- worker released its locks first, must never be taken for. A role granted
+-- before started_at was required only has such a task reported; the status
+-- page also shows since when a live worker runs a task another waits for.
+GRANT SELECT (pulp_id, name, state, app_lock_id, reserved_resources_record, finished_at, error, pulp_created, started_at) ON core_task TO lock_reaper;
 GRANT UPDATE (state, app_lock_id, finished_at, error) ON core_task TO lock_reaper;
-
--- Optional: since when a live worker runs the task that keeps a lock another
--- task waits for, which the status page's blocked queue shows. Without it the
--- page leaves the time out; a pass never reads it.
-GRANT SELECT (started_at) ON core_task TO lock_reaper; -- optional
 
 -- The running progress reports of a task it finishes take the task's state.
 GRANT SELECT (pulp_id, task_id, state) ON core_progressreport TO lock_reaper;

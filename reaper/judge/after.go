@@ -8,6 +8,11 @@ import "time"
 // DeferredTaskLockHeld is why a task update waits for a later pass.
 const DeferredTaskLockHeld = "its task lock is still held"
 
+// DeferredStartsUnread is why a stuck canceling task is only reported: the
+// role may not read core_task.started_at, without which a task canceled
+// while running cannot be told from one never started.
+const DeferredStartsUnread = "the role may not read core_task.started_at (GRANT SELECT (started_at) ON core_task)"
+
 // DeferredTooManyReservers is why a guarded shared membership waits for a
 // later pass: more incomplete tasks reserve its resource than one release
 // call may check for a new task of its owner's.

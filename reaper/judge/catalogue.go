@@ -37,6 +37,10 @@ const (
 	// VerdictUnprotected is a running task of a live claim whose task lock
 	// a full scan did not find: reported, never written.
 	VerdictUnprotected
+	// VerdictStuckCanceling is a canceling task claimed by a live row that
+	// never started it and holds no task lock: no worker will ever finish
+	// its cancel.
+	VerdictStuckCanceling
 )
 
 var verdictNames = [...]string{
@@ -45,6 +49,7 @@ var verdictNames = [...]string{
 	VerdictTaskLost: "task-lost", VerdictUnclaimed: "unclaimed", VerdictNoTask: "no-task",
 	VerdictJustified: "justified", VerdictLost: "lost", VerdictOrphanedClaim: "orphaned-claim",
 	VerdictStuckClaim: "stuck-claim", VerdictUnprotected: "unprotected",
+	VerdictStuckCanceling: "stuck-canceling",
 }
 
 // String is the verdict's name as verdicts.md writes it ("" for none).
@@ -83,6 +88,7 @@ func unmarshalName[T ~uint8 | ~int](names []string, text []byte, what string, v 
 var Verdicts = []Verdict{
 	VerdictTaskLost, VerdictLost, VerdictOwnerDead, VerdictOwnerGone, VerdictTaskMissing,
 	VerdictUnclaimed, VerdictNoTask, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
+	VerdictStuckCanceling,
 	VerdictTaskFinished, VerdictPending, VerdictJustified, VerdictHealthy,
 }
 
@@ -93,7 +99,9 @@ var HoldingVerdicts = []Verdict{
 }
 
 // TaskVerdicts are the verdicts an incomplete task can get, most severe first.
-var TaskVerdicts = []Verdict{VerdictLost, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim}
+var TaskVerdicts = []Verdict{VerdictLost, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
+	VerdictStuckCanceling,
+}
 
 // Writes says a finding with this verdict is acted on, now or once
 // confirmed: a release or a task update, not a report only.
@@ -106,7 +114,8 @@ func (v Verdict) Writes() bool {
 // later pass that sees it again: a live owner may be between two legitimate
 // protocol steps.
 func (v Verdict) needsConfirmation() bool {
-	return v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim
+	return v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim ||
+		v == VerdictStuckCanceling
 }
 
 // Finding says a holding with the verdict is reported: every verdict but
@@ -124,6 +133,8 @@ func (v Verdict) action() Action {
 	case VerdictTaskFinished, VerdictOwnerDead, VerdictOwnerGone, VerdictTaskLost:
 		return ActionRelease
 	case VerdictLost, VerdictOrphanedClaim, VerdictStuckClaim:
+		return ActionUpdate
+	case VerdictStuckCanceling:
 		return ActionUpdate
 	case VerdictUnprotected:
 		return ActionReport

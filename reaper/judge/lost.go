@@ -26,6 +26,27 @@ type taskFacts struct {
 	// fullScan says the keyspace was scanned: only then is an absent lock
 	// really absent.
 	fullScan bool
+	// neverStarted says started_at is NULL; startsUnread says the role may
+	// not read it, so neverStarted is unknown.
+	neverStarted, startsUnread bool
+}
+
+// stuckCanceling says a canceling task is claimed by a live row and, in a
+// full scan, no task lock is held for it, while it never started (or, with
+// startsUnread, may never have): pulpcore's cancel_task only signals a
+// claimed task, and no worker supervises it, so it stays canceling forever.
+// A task its worker really cancels holds its task lock until it is canceled.
+func (f taskFacts) stuckCanceling() bool {
+	return f.state == StateCanceling && f.claimed && f.claim == heartbeat.Alive && f.fullScan && f.locks == 0 &&
+		(f.neverStarted || f.startsUnread)
+}
+
+// justifiesNothing says the task's row must not justify its owner's
+// resource locks: a stuck canceling task, known never started, runs
+// nothing, so a lock a finished task of the same owner leaked on a
+// resource it reserves would otherwise never be released.
+func (f taskFacts) justifiesNothing() bool {
+	return f.stuckCanceling() && !f.startsUnread
 }
 
 // claimLive says the claim's row is alive or late.
@@ -44,6 +65,8 @@ func decideTask(f taskFacts) Verdict {
 			// resources, or not all of them (pulpcore takes and releases
 			// a task's locks together): reported, never written.
 			return VerdictUnprotected
+		case f.stuckCanceling():
+			return VerdictStuckCanceling
 		case f.claimLive():
 			return noVerdict
 		case !f.claimed && f.immediate:
@@ -72,7 +95,8 @@ func decideTask(f taskFacts) Verdict {
 // claim's row; the lock facts are added from the task locks.
 func (j *judge) taskFactsOf(t Task) (taskFacts, heartbeat.AppStatus) {
 	row, live, _ := j.fleet.Row(t.AppLockID)
-	return taskFacts{state: t.State, claimed: t.AppLockID != "", claim: live, fullScan: j.snap.FullScan}, row
+	return taskFacts{state: t.State, claimed: t.AppLockID != "", claim: live, fullScan: j.snap.FullScan,
+		neverStarted: t.NeverStarted, startsUnread: j.snap.StartsUnread}, row
 }
 
 // taskJudgements applies the lost task table to every incomplete task of the
@@ -93,11 +117,11 @@ func (j *judge) taskJudgements() []TaskJudgement {
 	for id, t := range j.snap.Tasks {
 		f, row := j.taskFactsOf(t)
 		held := j.held[id]
-		if runs(t.State) && f.claimLive() {
-			j.rowReserves(id, t, row.Name, held)
-		}
 		f.locks, f.immediate = int(held.count), isImmediateOwnerOf(j.lastHolder(held).Owner, id)
 		f.unheld = held.count == 1 && j.unheld[id] && j.lastHolder(held).Owner == row.Name
+		if runs(t.State) && f.claimLive() && !f.justifiesNothing() {
+			j.rowReserves(id, t, row.Name, held)
+		}
 		if v := decideTask(f); v != noVerdict {
 			out = append(out, j.taskJudgement(id, t, v, held))
 		}
@@ -150,6 +174,19 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) 
 		}
 	case VerdictUnprotected:
 		tj.StateAfter, tj.LockHeld = t.State, held.count > 0
+	case VerdictStuckCanceling:
+		// Remembered under the claim's key, as a stuck claim is: a task
+		// is never both, and a changed verdict starts a new sighting.
+		tj.StateAfter = StateCanceled
+		s := remember(j.suspects, &j.snap, StuckClaimKey(id, t.AppLockID), v)
+		tj.FirstSeen = &s.FirstSeen
+		switch {
+		case j.snap.StartsUnread:
+			// Never guessed: a task canceled while running looks the same.
+			tj.Action, tj.Deferred = ActionReport, DeferredStartsUnread
+		case !confirmed(s.FirstSeen, j.snap.Now, j.p):
+			tj.Action = ActionSuspect
+		}
 	}
 	return tj
 }

@@ -108,7 +108,8 @@ func TestRuleConfirmation(t *testing.T) {
 		require.Equal(t, c.want, confirmed(c.firstSeen, rtNow, p), c.row)
 	}
 	for _, v := range Verdicts {
-		want := v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim
+		want := v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim ||
+			v == VerdictStuckCanceling
 		require.Equal(t, want, v.needsConfirmation(), v.String()+" says once confirmed")
 	}
 }
@@ -152,6 +153,7 @@ func TestRuleActions(t *testing.T) {
 		VerdictTaskFinished: ActionRelease, VerdictOwnerDead: ActionRelease, VerdictOwnerGone: ActionRelease, VerdictTaskLost: ActionRelease,
 		VerdictTaskMissing: ActionSuspect, VerdictUnclaimed: ActionSuspect, VerdictNoTask: ActionSuspect,
 		VerdictLost: ActionUpdate, VerdictOrphanedClaim: ActionUpdate, VerdictStuckClaim: ActionUpdate, VerdictUnprotected: ActionReport,
+		VerdictStuckCanceling: ActionUpdate,
 	}
 	require.Len(t, want, len(Verdicts), "every verdict of the catalogue")
 	for _, v := range Verdicts {

@@ -75,6 +75,10 @@ type Task struct {
 	// ones as shared:<name>.
 	Reserved   []string
 	FinishedAt *time.Time
+	// NeverStarted says a canceling task's started_at is NULL. It is read
+	// only for canceling tasks (no other verdict asks), and only when the
+	// role may read started_at (Snapshot.StartsUnread is false).
+	NeverStarted bool
 }
 
 // Task states, as pulpcore writes them.
@@ -134,6 +138,11 @@ type Snapshot struct {
 	// FullScan says the keyspace was scanned, not only the owner registry; only
 	// then can the absence of a lock be trusted.
 	FullScan bool
+	// StartsUnread says the role may not read core_task.started_at, so no
+	// task's NeverStarted is known: a stuck canceling task is then only
+	// reported, never written (a task canceled while running, whose worker
+	// released its locks before writing canceled, looks the same).
+	StartsUnread bool
 	// Pods is this pass's list of pods, read after the database; nil when
 	// Kubernetes evidence is off or the list failed.
 	Pods *heartbeat.PodView

@@ -22,6 +22,9 @@ type Snapshot struct {
 	// NotWritable is set when a pass could not write to this database (a hot
 	// standby, or a session whose transactions are read-only by default).
 	NotWritable *NotWritableError
+	// StartsUnread says the role may not read core_task.started_at: no
+	// task's NeverStarted was read.
+	StartsUnread bool
 }
 
 // Tasks are read in two statements of the snapshot transaction: first the
@@ -36,13 +39,22 @@ type Snapshot struct {
 const (
 	taskColumns = `pulp_id, name, state, app_lock_id,
        array_remove(reserved_resources_record, NULL), finished_at`
-	readOpenTasksSQL = `SELECT ` + taskColumns + ` FROM core_task
+	openTasksWhere = ` FROM core_task
 WHERE state IN ('waiting', 'running', 'canceling')
   AND (app_lock_id IS NOT NULL OR state <> 'waiting')`
 	// The ids travel as text, which PostgreSQL parses faster than the
 	// driver would.
-	readTasksByIDSQL = `SELECT ` + taskColumns + ` FROM core_task
+	tasksByIDWhere = ` FROM core_task
 WHERE pulp_id = ANY($1::text[]::uuid[])`
+	readOpenTasksSQL = `SELECT ` + taskColumns + openTasksWhere
+	readTasksByIDSQL = `SELECT ` + taskColumns + tasksByIDWhere
+	// neverStartedColumn is read only when the role may read started_at
+	// (an older grant lacks it): naming the column without the privilege
+	// fails the whole statement.
+	// Only a canceling task's start is asked for: no other verdict reads it.
+	neverStartedColumn     = `, state = 'canceling' AND started_at IS NULL`
+	readOpenTasksStartsSQL = `SELECT ` + taskColumns + neverStartedColumn + openTasksWhere
+	readTasksByIDStartsSQL = `SELECT ` + taskColumns + neverStartedColumn + tasksByIDWhere
 )
 
 // ReadSnapshot reads the fleet and the tasks in one read-only REPEATABLE READ
@@ -62,8 +74,9 @@ func ReadSnapshot(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 	// This transaction is read-only by request: whether a pass could write
 	// is the session's default.
 	nw := NotWritableError{Host: serverAddr(pool.Config().ConnConfig)}
+	var starts bool
 	if err := tx.QueryRow(ctx, `SELECT now(), pg_is_in_recovery(), current_setting('default_transaction_read_only') = 'on',
-  current_user, current_database()`).Scan(&snap.Now, &nw.Standby, &nw.ReadOnly, &nw.User, &nw.Database); err != nil {
+  current_user, current_database(), `+startedAtGrantExpr).Scan(&snap.Now, &nw.Standby, &nw.ReadOnly, &nw.User, &nw.Database, &starts); err != nil {
 		return Snapshot{}, fmt.Errorf("read database clock: %w", err)
 	}
 	if nw.Standby || nw.ReadOnly {
@@ -72,7 +85,8 @@ func ReadSnapshot(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 	if snap.AppStatuses, err = ReadAppStatuses(ctx, tx); err != nil {
 		return Snapshot{}, err
 	}
-	if snap.Tasks, err = readTasks(ctx, tx, refs); err != nil {
+	snap.StartsUnread = !starts
+	if snap.Tasks, err = readTasksStarts(ctx, tx, refs, starts); err != nil {
 		return Snapshot{}, err
 	}
 	return snap, nil
@@ -82,7 +96,18 @@ func ReadSnapshot(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 // PostgreSQL text cannot hold a NUL byte, so no row has this state.
 const unread = "\x00"
 
+// readTasks reads the tasks without their starts.
 func readTasks(ctx context.Context, tx pgx.Tx, refs TaskRefs) (map[string]judge.Task, error) {
+	return readTasksStarts(ctx, tx, refs, false)
+}
+
+// readTasksStarts reads the tasks, and whether each never started when
+// starts says the role may read started_at.
+func readTasksStarts(ctx context.Context, tx pgx.Tx, refs TaskRefs, starts bool) (map[string]judge.Task, error) {
+	openSQL, byIDSQL := readOpenTasksSQL, readTasksByIDSQL
+	if starts {
+		openSQL, byIDSQL = readOpenTasksStartsSQL, readTasksByIDStartsSQL
+	}
 	// Each task a holding names gets its entry first, under the holding's
 	// own string, which its row then shares (see uuidText.named).
 	tasks := make(map[string]judge.Task, len(refs.ids))
@@ -93,7 +118,7 @@ func readTasks(ctx context.Context, tx pgx.Tx, refs TaskRefs) (map[string]judge.
 	// rows; each distinct value is kept once. Exclusive resources are the
 	// holdings' own strings when the holdings name them.
 	in := interner{claims: map[[16]byte]string{}, text: map[string]string{}, known: refs.resources}
-	if err := scanTasks(ctx, tx, in, tasks, readOpenTasksSQL); err != nil {
+	if err := scanTasks(ctx, tx, in, tasks, openSQL); err != nil {
 		return nil, err
 	}
 	// A walk of the map, not a lookup of each id: one read of memory in
@@ -104,7 +129,7 @@ func readTasks(ctx context.Context, tx pgx.Tx, refs TaskRefs) (map[string]judge.
 			rest = append(rest, id)
 		}
 	}
-	if err := scanTasks(ctx, tx, in, tasks, readTasksByIDSQL, rest); err != nil {
+	if err := scanTasks(ctx, tx, in, tasks, byIDSQL, rest); err != nil {
 		return nil, err
 	}
 	maps.DeleteFunc(tasks, func(_ string, t judge.Task) bool { return t.State == unread })
@@ -120,6 +145,9 @@ func scanTasks(ctx context.Context, tx pgx.Tx, in interner, into map[string]judg
 	var t judge.Task
 	dest := []any{uuidText{dst: &t.ID, named: into}, internedText{&t.Name, in}, internedText{&t.State, in}, uuidText{dst: &t.AppLockID, seen: in.claims},
 		&reservedScanner{out: &t.Reserved, elem: reservedElem{in: in}}, &t.FinishedAt}
+	if len(rows.FieldDescriptions()) > len(dest) {
+		dest = append(dest, &t.NeverStarted)
+	}
 	for rows.Next() {
 		t = judge.Task{}
 		if err := rows.Scan(dest...); err != nil {

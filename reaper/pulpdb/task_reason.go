@@ -17,6 +17,8 @@ func TaskReason(tj *judge.TaskJudgement) string {
 		return fmt.Sprintf("Worker %s runs the task and holds its lock %s%s, but not every resource lock the task reserves: those resources are unguarded.", tj.Owner, judge.TaskKeyPrefix, tj.ID)
 	case tj.Verdict == judge.VerdictUnprotected:
 		return fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", tj.Owner, judge.TaskKeyPrefix, tj.ID)
+	case tj.Verdict == judge.VerdictStuckCanceling:
+		return fmt.Sprintf(stuckCancelingReason, tj.Owner)
 	case tj.ClearClaim || tj.Verdict != judge.VerdictLost && tj.Verdict != judge.VerdictOrphanedClaim:
 		return ""
 	}
@@ -26,6 +28,11 @@ func TaskReason(tj *judge.TaskJudgement) string {
 	}
 	return fmt.Sprintf(lostReason, owner, tj.StateAfter)
 }
+
+// stuckCancelingReason is TaskReason's message for a stuck canceling task:
+// its worker claimed it, never started it, and holds no lock of it, so no
+// worker would ever finish its cancel.
+const stuckCancelingReason = "Worker %s claimed the task and never started it; lock reaper canceled it, as no worker would finish its cancel."
 
 // lostReason is TaskReason's message for a task it finishes: the worker,
 // then the state. reaperReasonLike matches every message it makes, whatever

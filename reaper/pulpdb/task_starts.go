@@ -8,11 +8,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// startedAtGrantSQL asks whether the role may read core_task.started_at.
-// The column is an optional grant (internal/privilege/postgres.sql): roles
-// granted before the status page said since when a task runs do not have it,
-// and must go on working.
-const startedAtGrantSQL = `SELECT has_column_privilege('core_task', 'started_at', 'SELECT')`
+// startedAtGrantExpr asks whether the role may read core_task.started_at.
+// A pass needs the grant to finish a stuck canceling task (internal/privilege/
+// postgres.sql), but roles granted before do not have it, and must go on
+// doing everything else.
+const startedAtGrantExpr = `has_column_privilege('core_task', 'started_at', 'SELECT')`
+
+const startedAtGrantSQL = `SELECT ` + startedAtGrantExpr
 
 const taskStartsSQL = `
 SELECT pulp_id::text, started_at FROM core_task

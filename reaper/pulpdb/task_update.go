@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +43,19 @@ WITH input AS (
 )
 SELECT pulp_id::text FROM updated`
 
+// updateTasksUnstartedSQL is updateTasksSQL for a batch that finishes a
+// stuck canceling task: such a row changes only while it has still never
+// started ($7), as it was observed. The plain statement does not name
+// started_at, which a role granted before it was required may not read.
+var updateTasksUnstartedSQL = strings.Replace(strings.Replace(updateTasksSQL,
+	`$6::text[])
+    AS i(id, observed_state, observed_lock, new_state, clear_claim, reason)`,
+	`$6::text[], $7::bool[])
+    AS i(id, observed_state, observed_lock, new_state, clear_claim, reason, unstarted)`, 1),
+	`AND t.app_lock_id IS NOT DISTINCT FROM i.observed_lock`,
+	`AND t.app_lock_id IS NOT DISTINCT FROM i.observed_lock
+    AND (NOT i.unstarted OR t.started_at IS NULL)`, 1)
+
 // TaskUpdater applies the task updates of a plan in batches.
 type TaskUpdater struct {
 	Pool *pgxpool.Pool
@@ -57,8 +71,11 @@ func (u *TaskUpdater) UpdateBatch(ctx context.Context, batch []judge.TaskJudgeme
 	n := len(batch)
 	ids, states, newStates, reasons := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	locks := make([]*string, n)
-	clear := make([]bool, n)
+	clear, unstarted := make([]bool, n), make([]bool, n)
+	anyUnstarted := false
 	for i, tj := range batch {
+		unstarted[i] = tj.Verdict == judge.VerdictStuckCanceling
+		anyUnstarted = anyUnstarted || unstarted[i]
 		ids[i], states[i], newStates[i], reasons[i], clear[i] = tj.ID, tj.StateBefore, tj.StateAfter, TaskReason(&tj), tj.ClearClaim
 		if tj.AppLockID != "" {
 			lock := tj.AppLockID
@@ -78,7 +95,11 @@ func (u *TaskUpdater) UpdateBatch(ctx context.Context, batch []judge.TaskJudgeme
 	if err := checkWritable(cctx, tx, u.Pool.Config().ConnConfig); err != nil {
 		return nil, err
 	}
-	done, err := runTaskUpdates(cctx, tx, ids, states, locks, newStates, clear, reasons)
+	sql, args := updateTasksSQL, []any{ids, states, locks, newStates, clear, reasons}
+	if anyUnstarted {
+		sql, args = updateTasksUnstartedSQL, append(args, unstarted)
+	}
+	done, err := runTaskUpdates(cctx, tx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("update %d tasks: %w", n, err)
 	}
@@ -101,8 +122,8 @@ func (u *TaskUpdater) UpdateBatch(ctx context.Context, batch []judge.TaskJudgeme
 }
 
 // runTaskUpdates runs updateTasksSQL and returns the ids it updated.
-func runTaskUpdates(ctx context.Context, tx pgx.Tx, args ...any) (map[string]bool, error) {
-	rows, err := tx.Query(ctx, updateTasksSQL, args...)
+func runTaskUpdates(ctx context.Context, tx pgx.Tx, sql string, args ...any) (map[string]bool, error) {
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
