@@ -37,6 +37,9 @@ const (
 	// VerdictUnprotected is a running task of a live claim whose task lock
 	// a full scan did not find: reported, never written.
 	VerdictUnprotected
+	// VerdictStranded is a waiting task claimed by a live worker whose
+	// versions are too old for it (stranded.go).
+	VerdictStranded
 )
 
 var verdictNames = [...]string{
@@ -45,6 +48,7 @@ var verdictNames = [...]string{
 	VerdictTaskLost: "task-lost", VerdictUnclaimed: "unclaimed", VerdictNoTask: "no-task",
 	VerdictJustified: "justified", VerdictLost: "lost", VerdictOrphanedClaim: "orphaned-claim",
 	VerdictStuckClaim: "stuck-claim", VerdictUnprotected: "unprotected",
+	VerdictStranded: "stranded",
 }
 
 // String is the verdict's name as verdicts.md writes it ("" for none).
@@ -83,6 +87,7 @@ func unmarshalName[T ~uint8 | ~int](names []string, text []byte, what string, v 
 var Verdicts = []Verdict{
 	VerdictTaskLost, VerdictLost, VerdictOwnerDead, VerdictOwnerGone, VerdictTaskMissing,
 	VerdictUnclaimed, VerdictNoTask, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
+	VerdictStranded,
 	VerdictTaskFinished, VerdictPending, VerdictJustified, VerdictHealthy,
 }
 
@@ -93,7 +98,9 @@ var HoldingVerdicts = []Verdict{
 }
 
 // TaskVerdicts are the verdicts an incomplete task can get, most severe first.
-var TaskVerdicts = []Verdict{VerdictLost, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim}
+var TaskVerdicts = []Verdict{VerdictLost, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
+	VerdictStranded,
+}
 
 // Writes says a finding with this verdict is acted on, now or once
 // confirmed: a release or a task update, not a report only.
@@ -106,7 +113,8 @@ func (v Verdict) Writes() bool {
 // later pass that sees it again: a live owner may be between two legitimate
 // protocol steps.
 func (v Verdict) needsConfirmation() bool {
-	return v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim
+	return v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim ||
+		v == VerdictStranded
 }
 
 // Finding says a holding with the verdict is reported: every verdict but
@@ -124,6 +132,10 @@ func (v Verdict) action() Action {
 	case VerdictTaskFinished, VerdictOwnerDead, VerdictOwnerGone, VerdictTaskLost:
 		return ActionRelease
 	case VerdictLost, VerdictOrphanedClaim, VerdictStuckClaim:
+		return ActionUpdate
+	case VerdictStranded:
+		// A requeue once confirmed, when a compatible worker is online;
+		// a report otherwise (TaskJudgement.Action).
 		return ActionUpdate
 	case VerdictUnprotected:
 		return ActionReport

@@ -26,6 +26,9 @@ type taskFacts struct {
 	// fullScan says the keyspace was scanned: only then is an absent lock
 	// really absent.
 	fullScan bool
+	// tooOld says the claim's worker lacks a version the task needs, as
+	// pulpcore's is_compatible decides (stranded.go).
+	tooOld bool
 }
 
 // claimLive says the claim's row is alive or late.
@@ -61,6 +64,10 @@ func decideTask(f taskFacts) Verdict {
 			return noVerdict
 		case f.claim == heartbeat.Gone || f.claim == heartbeat.Dead:
 			return VerdictOrphanedClaim
+		case f.claim == heartbeat.Alive && f.fullScan && f.locks == 0 && f.tooOld:
+			// pulpcore's worker found itself too old, released the
+			// task's locks and left app_lock set: no worker fetches it.
+			return VerdictStranded
 		case f.claim == heartbeat.Alive && f.fullScan && f.locks == 0:
 			return VerdictStuckClaim
 		}
@@ -98,6 +105,7 @@ func (j *judge) taskJudgements() []TaskJudgement {
 		}
 		f.locks, f.immediate = int(held.count), isImmediateOwnerOf(j.lastHolder(held).Owner, id)
 		f.unheld = held.count == 1 && j.unheld[id] && j.lastHolder(held).Owner == row.Name
+		f.tooOld = j.snap.Versions && t.State == StateWaiting && f.claimed && !Compatible(row.Versions, t.Versions)
 		if v := decideTask(f); v != noVerdict {
 			out = append(out, j.taskJudgement(id, t, v, held))
 		}
@@ -150,6 +158,8 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) 
 		}
 	case VerdictUnprotected:
 		tj.StateAfter, tj.LockHeld = t.State, held.count > 0
+	case VerdictStranded:
+		j.strandedJudgement(&tj, t)
 	}
 	return tj
 }
