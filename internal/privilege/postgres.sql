@@ -17,6 +17,13 @@ GRANT SELECT (pulp_id, name, app_type, ttl, last_heartbeat, versions) ON core_ap
 GRANT SELECT (pulp_id, name, state, app_lock_id, reserved_resources_record, finished_at, error, pulp_created) ON core_task TO lock_reaper;
 GRANT UPDATE (state, app_lock_id, finished_at, error) ON core_task TO lock_reaper;
 
+-- Optional: the plugin versions a task needs, which pulpcore compares with its
+-- worker's (core_appstatus.versions) before running it. Without it a waiting
+-- task claimed by a live worker too old for it is judged stuck-claim, not
+-- stranded: requeued once confirmed even while no online worker can run it,
+-- and its report does not say which versions it waits for.
+GRANT SELECT (versions) ON core_task TO lock_reaper; -- optional
+
 -- Optional: since when a live worker runs the task that keeps a lock another
 -- task waits for, which the status page's blocked queue shows. Without it the
 -- page leaves the time out; a pass never reads it.

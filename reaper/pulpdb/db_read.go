@@ -22,6 +22,9 @@ type Snapshot struct {
 	// NotWritable is set when a pass could not write to this database (a hot
 	// standby, or a session whose transactions are read-only by default).
 	NotWritable *NotWritableError
+	// Versions says the rows' and the claimed waiting tasks' versions were
+	// read: the role has the optional grant on core_task.versions.
+	Versions bool
 }
 
 // Tasks are read in two statements of the snapshot transaction: first the
@@ -73,6 +76,9 @@ func ReadSnapshot(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 		return Snapshot{}, err
 	}
 	if snap.Tasks, err = readTasks(ctx, tx, refs); err != nil {
+		return Snapshot{}, err
+	}
+	if snap.Versions, err = readVersions(ctx, tx, snap.AppStatuses, snap.Tasks); err != nil {
 		return Snapshot{}, err
 	}
 	return snap, nil
