@@ -77,6 +77,8 @@ func (x *explainer) taskVerdictConclusion(tj reaper.TaskVerdict) (Status, string
 			when = x.nextPass() + " requeues it"
 		}
 		return StatusStuck, fmt.Sprintf("stuck: claimed by %s, which holds no lock for it; %s%s", worker, when, held), true
+	case tj.Verdict == judge.VerdictStranded:
+		return StatusStuck, strandedConclusion(x, tj, worker, held), true
 	}
 	return "", "", false
 }

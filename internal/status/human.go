@@ -49,7 +49,8 @@ func tone(v judge.Verdict) string {
 		return "ok"
 	case judge.VerdictPending:
 		return "info"
-	case judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask, judge.VerdictUnprotected, judge.VerdictStuckClaim:
+	case judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask, judge.VerdictUnprotected, judge.VerdictStuckClaim,
+		judge.VerdictStranded:
 		return "warn"
 	}
 	return "bad"

@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -61,7 +60,10 @@ func (s Stranded) String() string {
 	}
 	have := make([]string, len(s.Needs))
 	for i, n := range s.Needs {
-		have[i] = n.Label + " " + cmp.Or(n.Has, "missing")
+		have[i] = n.Label + " " + n.Has
+		if n.Has == "" {
+			have[i] = "no " + n.Label
+		}
 	}
 	return fmt.Sprintf("needs %s; its worker has %s; %d of %d online workers have it", want, strings.Join(have, ", "), s.Compatible, s.Online)
 }
