@@ -60,6 +60,9 @@ type AppStatus struct {
 	// uuid7 pulp_id says (zero for older, version 4 ids); the Kubernetes
 	// rules compare it with the container's start.
 	PulpCreated time.Time
+	// Versions is core_appstatus.versions, the row's app label -> version
+	// (pulpcore compares a task's needs with a worker's); nil when not read.
+	Versions map[string]string
 }
 
 // Liveness of the row at the database's now.

@@ -95,7 +95,7 @@ func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
 	rd.snap = judge.Snapshot{
 		Now: ds.Now, Holdings: rs.Holdings, AppStatuses: ds.AppStatuses,
 		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly,
-		Pods: pods, StartsUnread: ds.StartsUnread,
+		Pods: pods, StartsUnread: ds.StartsUnread, Versions: ds.Versions,
 	}
 	rd.readAt = readAt
 	r.recent.add(heartbeat.Reading{Now: ds.Now, Rows: ds.AppStatuses})

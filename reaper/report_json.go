@@ -186,6 +186,7 @@ type TaskVerdict struct {
 	Reason      string        `json:"reason,omitempty"`
 	Deferred    string        `json:"deferred,omitempty"`
 	FirstSeen   *time.Time    `json:"first_seen,omitempty"`
+	Stranded    *StrandedJSON `json:"stranded,omitempty"`
 }
 
 // UnguardedResource is a resource an unprotected task reserves, with its
@@ -210,14 +211,15 @@ func TaskVerdictOf(tj *judge.TaskJudgement) *TaskVerdict {
 	}
 	return &TaskVerdict{ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
 		StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, ClearClaim: tj.ClearClaim, Reason: pulpdb.TaskReason(tj), Deferred: tj.Deferred,
-		FirstSeen: tj.FirstSeen}
+		FirstSeen: tj.FirstSeen, Stranded: strandedJSONOf(tj.Stranded)}
 }
 
 // judged is v in the judge's form (without what JSON does not carry: the
 // task lock a requeue waits for; its reason follows from the rest).
 func (v TaskVerdict) judged() *judge.TaskJudgement {
 	return &judge.TaskJudgement{ID: v.ID, Name: v.Name, Verdict: v.Verdict, Action: v.Action, Owner: v.Owner, AppLockID: v.AppLockID,
-		StateBefore: v.StateBefore, StateAfter: v.StateAfter, ClearClaim: v.ClearClaim, Deferred: v.Deferred, FirstSeen: v.FirstSeen}
+		StateBefore: v.StateBefore, StateAfter: v.StateAfter, ClearClaim: v.ClearClaim, Deferred: v.Deferred, FirstSeen: v.FirstSeen,
+		Stranded: v.Stranded.judged()}
 }
 
 // One holding is printed in several shapes: a finding of a report, a holder

@@ -292,6 +292,12 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 	}
 	t.write(w, l)
 	moreLine(w, "  ", len(list)-shown(len(list), l.limit))
+	// A stranded task's row cannot say what it waits for: a line of its own does.
+	for _, tf := range list[:shown(len(list), l.limit)] {
+		if tf.Stranded != nil {
+			fmt.Fprintf(w, "  %s %s\n", tf.ID, quoteText(tf.Stranded.String()))
+		}
+	}
 }
 
 // writePassReport prints a pass's report on the command's stdout: JSON as

@@ -165,7 +165,8 @@ func TestDocumentedGrants(t *testing.T) {
 	require.False(t, set[grant{Privilege: "UPDATE", Table: "core_task", Column: "name"}])
 	startedAt := grant{Privilege: "SELECT", Table: "core_task", Column: "started_at"}
 	readAllStats := grant{Role: "pg_read_all_stats"}
-	require.Equal(t, map[grant]bool{readAllStats: true}, optional)
+	taskVersions := grant{Privilege: "SELECT", Table: "core_task", Column: "versions"}
+	require.Equal(t, map[grant]bool{readAllStats: true, taskVersions: true}, optional)
 	require.True(t, set[startedAt])
 	r := evalGrants("r", set, optional, map[grant]bool{{Privilege: "USAGE"}: true})
 	require.Equal(t, Fail, r.Status)

@@ -42,7 +42,8 @@ var roleGrant = regexp.MustCompile(`(?m)^GRANT (pg_\w+) TO [^;]*;[ \t]*(-- optio
 
 // optionalWhy says what a role without an optional grant does without.
 var optionalWhy = map[grant]string{
-	{Role: "pg_read_all_stats"}: "another role's transaction holding an uncommitted write to core_task is timed from a pass's first sighting in pg_locks, not from its start, so the hold it puts on shared memberships lasts up to confirm_after longer",
+	{Privilege: "SELECT", Table: "core_task", Column: "versions"}: "a waiting task claimed by a live worker too old for it is requeued as stuck-claim even while no online worker can run it, and is not reported as stranded with the versions it waits for",
+	{Role: "pg_read_all_stats"}:                                   "another role's transaction holding an uncommitted write to core_task is timed from a pass's first sighting in pg_locks, not from its start, so the hold it puts on shared memberships lasts up to confirm_after longer",
 }
 
 // requiredWhy says, for a required grant a role granted before it was

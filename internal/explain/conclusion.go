@@ -94,6 +94,8 @@ func (x *explainer) taskVerdictConclusion(tj reaper.TaskVerdict) (Status, string
 			when = x.nextPass() + " cancels it"
 		}
 		return StatusStuck, fmt.Sprintf("stuck canceling: claimed by %s, %s and holds no lock for it; %s", worker, started, when), true
+	case tj.Verdict == judge.VerdictStranded:
+		return StatusStuck, strandedConclusion(x, tj, worker, held), true
 	}
 	return "", "", false
 }

@@ -196,6 +196,20 @@ func TestExplain(t *testing.T) {
 			conclusion: "stuck canceling: claimed by live worker 1@live (heartbeat 2 s ago), which may never have started it and holds no lock for it; a pass never cancels it: " + judge.DeferredStartsUnread,
 		},
 		{
+			name: "stranded: claimed by a live worker too old for it, none online can run it",
+			build: func(w *exWorld) []any {
+				old := w.Worker("1@old", 2*time.Second)
+				w.Snap.AppStatuses[len(w.Snap.AppStatuses)-1].Versions = map[string]string{"file": "1.11.0"}
+				w.Task(exTarget, judge.StateWaiting, old, passtest.WorldRepo)
+				t := w.Snap.Tasks[exTarget]
+				t.Versions = map[string]string{"file": "1.12.0"}
+				w.Snap.Tasks[exTarget], w.Snap.Versions = t, true
+				return nil
+			},
+			status:     StatusStuck,
+			conclusion: "stranded: claimed by live worker 1@old (heartbeat 2 s ago), too old for it; waits for a worker with file ≥ 1.12.0; none of 1 online workers has it; never requeued while no online worker can run it",
+		},
+		{
 			name: "running on a live worker",
 			build: func(w *exWorld) []any {
 				live := w.Worker("1@live", 2*time.Second)

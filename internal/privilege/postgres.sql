@@ -22,6 +22,13 @@ GRANT SELECT (pulp_id, name, app_type, ttl, last_heartbeat, versions) ON core_ap
 GRANT SELECT (pulp_id, name, state, app_lock_id, reserved_resources_record, finished_at, error, pulp_created, started_at) ON core_task TO lock_reaper;
 GRANT UPDATE (state, app_lock_id, finished_at, error) ON core_task TO lock_reaper;
 
+-- Optional: the plugin versions a task needs, which pulpcore compares with its
+-- worker's (core_appstatus.versions) before running it. Without it a waiting
+-- task claimed by a live worker too old for it is judged stuck-claim, not
+-- stranded: requeued once confirmed even while no online worker can run it,
+-- and its report does not say which versions it waits for.
+GRANT SELECT (versions) ON core_task TO lock_reaper; -- optional
+
 -- The running progress reports of a task it finishes take the task's state.
 GRANT SELECT (pulp_id, task_id, state) ON core_progressreport TO lock_reaper;
 GRANT UPDATE (state) ON core_progressreport TO lock_reaper;

@@ -41,6 +41,9 @@ const (
 	// never started it and holds no task lock: no worker will ever finish
 	// its cancel.
 	VerdictStuckCanceling
+	// VerdictStranded is a waiting task claimed by a live worker whose
+	// versions are too old for it (stranded.go).
+	VerdictStranded
 )
 
 var verdictNames = [...]string{
@@ -50,6 +53,7 @@ var verdictNames = [...]string{
 	VerdictJustified: "justified", VerdictLost: "lost", VerdictOrphanedClaim: "orphaned-claim",
 	VerdictStuckClaim: "stuck-claim", VerdictUnprotected: "unprotected",
 	VerdictStuckCanceling: "stuck-canceling",
+	VerdictStranded:       "stranded",
 }
 
 // String is the verdict's name as verdicts.md writes it ("" for none).
@@ -89,6 +93,7 @@ var Verdicts = []Verdict{
 	VerdictTaskLost, VerdictLost, VerdictOwnerDead, VerdictOwnerGone, VerdictTaskMissing,
 	VerdictUnclaimed, VerdictNoTask, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
 	VerdictStuckCanceling,
+	VerdictStranded,
 	VerdictTaskFinished, VerdictPending, VerdictJustified, VerdictHealthy,
 }
 
@@ -101,6 +106,7 @@ var HoldingVerdicts = []Verdict{
 // TaskVerdicts are the verdicts an incomplete task can get, most severe first.
 var TaskVerdicts = []Verdict{VerdictLost, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
 	VerdictStuckCanceling,
+	VerdictStranded,
 }
 
 // Writes says a finding with this verdict is acted on, now or once
@@ -115,7 +121,7 @@ func (v Verdict) Writes() bool {
 // protocol steps.
 func (v Verdict) needsConfirmation() bool {
 	return v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim ||
-		v == VerdictStuckCanceling
+		v == VerdictStuckCanceling || v == VerdictStranded
 }
 
 // Finding says a holding with the verdict is reported: every verdict but
@@ -134,7 +140,9 @@ func (v Verdict) action() Action {
 		return ActionRelease
 	case VerdictLost, VerdictOrphanedClaim, VerdictStuckClaim:
 		return ActionUpdate
-	case VerdictStuckCanceling:
+	case VerdictStuckCanceling, VerdictStranded:
+		// A requeue once confirmed, when a compatible worker is online;
+		// a report otherwise (TaskJudgement.Action).
 		return ActionUpdate
 	case VerdictUnprotected:
 		return ActionReport

@@ -29,6 +29,9 @@ type taskFacts struct {
 	// neverStarted says started_at is NULL; startsUnread says the role may
 	// not read it, so neverStarted is unknown.
 	neverStarted, startsUnread bool
+	// tooOld says the claim's worker lacks a version the task needs, as
+	// pulpcore's is_compatible decides (stranded.go).
+	tooOld bool
 }
 
 // stuckCanceling says a canceling task is claimed by a live row and, in a
@@ -47,6 +50,7 @@ func (f taskFacts) stuckCanceling() bool {
 // resource it reserves would otherwise never be released.
 func (f taskFacts) justifiesNothing() bool {
 	return f.stuckCanceling() && !f.startsUnread
+
 }
 
 // claimLive says the claim's row is alive or late.
@@ -84,6 +88,10 @@ func decideTask(f taskFacts) Verdict {
 			return noVerdict
 		case f.claim == heartbeat.Gone || f.claim == heartbeat.Dead:
 			return VerdictOrphanedClaim
+		case f.claim == heartbeat.Alive && f.fullScan && f.locks == 0 && f.tooOld:
+			// pulpcore's worker found itself too old, released the
+			// task's locks and left app_lock set: no worker fetches it.
+			return VerdictStranded
 		case f.claim == heartbeat.Alive && f.fullScan && f.locks == 0:
 			return VerdictStuckClaim
 		}
@@ -119,6 +127,7 @@ func (j *judge) taskJudgements() []TaskJudgement {
 		held := j.held[id]
 		f.locks, f.immediate = int(held.count), isImmediateOwnerOf(j.lastHolder(held).Owner, id)
 		f.unheld = held.count == 1 && j.unheld[id] && j.lastHolder(held).Owner == row.Name
+		f.tooOld = j.snap.Versions && t.State == StateWaiting && f.claimed && !Compatible(row.Versions, t.Versions)
 		if runs(t.State) && f.claimLive() && !f.justifiesNothing() {
 			j.rowReserves(id, t, row.Name, held)
 		}
@@ -187,6 +196,8 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) 
 		case !confirmed(s.FirstSeen, j.snap.Now, j.p):
 			tj.Action = ActionSuspect
 		}
+	case VerdictStranded:
+		j.strandedJudgement(&tj, t)
 	}
 	return tj
 }

@@ -72,6 +72,9 @@ type TaskJudgement struct {
 	Deferred string
 	// FirstSeen is when a stuck claim was first sighted (database clock).
 	FirstSeen *time.Time
+	// Stranded is a stranded task's evidence: the versions it needs, and
+	// which online workers have them.
+	Stranded *Stranded
 	// AfterRelease is the task lock key that must be gone before the
 	// update, "" for none: a requeued task whose lock remains would block
 	// its next worker.

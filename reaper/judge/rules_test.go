@@ -109,7 +109,7 @@ func TestRuleConfirmation(t *testing.T) {
 	}
 	for _, v := range Verdicts {
 		want := v == VerdictTaskMissing || v == VerdictUnclaimed || v == VerdictNoTask || v == VerdictStuckClaim ||
-			v == VerdictStuckCanceling
+			v == VerdictStuckCanceling || v == VerdictStranded
 		require.Equal(t, want, v.needsConfirmation(), v.String()+" says once confirmed")
 	}
 }
@@ -139,6 +139,10 @@ func TestRuleLostTask(t *testing.T) {
 		{"not unprotected: a resource lock missing in a registry-only read", taskFacts{state: StateRunning, claimed: true, claim: heartbeat.Alive, locks: 1, unheld: true}, noVerdict},
 		{"not unprotected: canceling, a resource lock missing", taskFacts{state: StateCanceling, claimed: true, claim: heartbeat.Alive, locks: 1, unheld: true, fullScan: true}, noVerdict},
 		{"final tasks get no verdict", taskFacts{state: StateCompleted, claimed: true, claim: heartbeat.Dead}, noVerdict},
+		{"stranded: waiting, app_lock alive and too old, no task lock", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Alive, fullScan: true, tooOld: true}, VerdictStranded},
+		{"not stranded: too old but holding its task lock", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Alive, locks: 1, fullScan: true, tooOld: true}, noVerdict},
+		{"not stranded: too old, app_lock late", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Late, fullScan: true, tooOld: true}, noVerdict},
+		{"orphaned-claim, not stranded: too old and dead", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Dead, fullScan: true, tooOld: true}, VerdictOrphanedClaim},
 	} {
 		require.Equal(t, c.want, decideTask(c.f), c.row)
 	}
@@ -154,6 +158,7 @@ func TestRuleActions(t *testing.T) {
 		VerdictTaskMissing: ActionSuspect, VerdictUnclaimed: ActionSuspect, VerdictNoTask: ActionSuspect,
 		VerdictLost: ActionUpdate, VerdictOrphanedClaim: ActionUpdate, VerdictStuckClaim: ActionUpdate, VerdictUnprotected: ActionReport,
 		VerdictStuckCanceling: ActionUpdate,
+		VerdictStranded:       ActionUpdate,
 	}
 	require.Len(t, want, len(Verdicts), "every verdict of the catalogue")
 	for _, v := range Verdicts {

@@ -79,6 +79,10 @@ type Task struct {
 	// only for canceling tasks (no other verdict asks), and only when the
 	// role may read started_at (Snapshot.StartsUnread is false).
 	NeverStarted bool
+	// Versions is core_task.versions, app label -> least version a worker
+	// must have to run it (pulpcore's is_compatible); read for claimed
+	// waiting tasks when Snapshot.Versions says so.
+	Versions map[string]string
 }
 
 // Task states, as pulpcore writes them.
@@ -150,6 +154,10 @@ type Snapshot struct {
 	// rows the snapshot found dead (DeathsToSettle); nil when none was
 	// made, as for an inspection, which writes nothing.
 	Motion *heartbeat.Motion
+	// Versions says the tasks' and workers' versions were read (the
+	// optional grant on core_task.versions): only then is a claimed waiting
+	// task judged stranded rather than stuck.
+	Versions bool
 }
 
 // FleetOf judges the liveness of the snapshot's owners: by their heartbeats,

@@ -25,6 +25,9 @@ type Snapshot struct {
 	// StartsUnread says the role may not read core_task.started_at: no
 	// task's NeverStarted was read.
 	StartsUnread bool
+	// Versions says the rows' and the claimed waiting tasks' versions were
+	// read: the role has the optional grant on core_task.versions.
+	Versions bool
 }
 
 // Tasks are read in two statements of the snapshot transaction: first the
@@ -87,6 +90,9 @@ func ReadSnapshot(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 	}
 	snap.StartsUnread = !starts
 	if snap.Tasks, err = readTasksStarts(ctx, tx, refs, starts); err != nil {
+		return Snapshot{}, err
+	}
+	if snap.Versions, err = readVersions(ctx, tx, snap.AppStatuses, snap.Tasks); err != nil {
 		return Snapshot{}, err
 	}
 	return snap, nil

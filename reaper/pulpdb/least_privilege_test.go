@@ -43,6 +43,10 @@ func TestLeastPrivilegeRole(t *testing.T) {
 	orphaned := f.Task(judge.StateWaiting, w, []string{"shared:dom"}, -1)
 	_, err = f.DB.Pool.Exec(f.Ctx, `UPDATE core_task SET started_at = now() WHERE pulp_id = $1`, lostTask)
 	require.NoError(t, err)
+	_, err = f.DB.Pool.Exec(f.Ctx, `UPDATE core_task SET versions = hstore('file', '1.12.0') WHERE pulp_id = $1`, orphaned)
+	require.NoError(t, err)
+	_, err = f.DB.Pool.Exec(f.Ctx, `UPDATE core_appstatus SET versions = hstore('file', '1.11.0') WHERE pulp_id = $1`, w)
+	require.NoError(t, err)
 
 	t.Run("the grants", func(t *testing.T) {
 		pool := poolOf(t, asRole, nil)
@@ -51,6 +55,13 @@ func TestLeastPrivilegeRole(t *testing.T) {
 		require.Nil(t, snap.NotWritable)
 		require.Len(t, snap.AppStatuses, 2)
 		require.Contains(t, snap.Tasks, lostTask)
+		require.True(t, snap.Versions, "the optional grant on core_task.versions")
+		require.Equal(t, map[string]string{"file": "1.12.0"}, snap.Tasks[orphaned].Versions)
+		for _, r := range snap.AppStatuses {
+			if r.ID == w {
+				require.Equal(t, map[string]string{"file": "1.11.0"}, r.Versions)
+			}
+		}
 		_, err = ReadHeartbeats(f.Ctx, pool, testTimeout)
 		require.NoError(t, err)
 
@@ -90,9 +101,12 @@ func TestLeastPrivilegeRole(t *testing.T) {
 	})
 
 	t.Run("without the optional grants", func(t *testing.T) {
-		primary.Exec(t, "pulp", "REVOKE SELECT (started_at) ON core_task FROM "+pgx.Identifier{role}.Sanitize()+
+		primary.Exec(t, "pulp", "REVOKE SELECT (started_at, versions) ON core_task FROM "+pgx.Identifier{role}.Sanitize()+
 			"; REVOKE pg_read_all_stats FROM "+pgx.Identifier{role}.Sanitize())
 		pool := poolOf(t, asRole, nil)
+		snap, err := ReadSnapshot(f.Ctx, pool, testTimeout, TaskRefs{})
+		require.NoError(t, err, "the snapshot goes on without the versions")
+		require.False(t, snap.Versions)
 		starts, granted, err := ReadTaskStarts(f.Ctx, pool, testTimeout, []string{lostTask})
 		require.NoError(t, err)
 		require.False(t, granted)

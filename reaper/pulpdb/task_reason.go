@@ -8,7 +8,8 @@ import (
 
 // TaskReason is the message a task update finishes a lost or orphaned task
 // with, as its error's description, and for an unprotected task what the
-// report says of it; "" for a requeue, which finishes nothing. It is made
+// report says of it, and for a stranded task why it waits (a requeue writes
+// no message); "" for other requeues, which finish nothing. It is made
 // from the judgement when it is written or shown, not kept in it: a worker
 // that dies holding a hundred thousand tasks costs the plan no message.
 func TaskReason(tj *judge.TaskJudgement) string {
@@ -19,6 +20,8 @@ func TaskReason(tj *judge.TaskJudgement) string {
 		return fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", tj.Owner, judge.TaskKeyPrefix, tj.ID)
 	case tj.Verdict == judge.VerdictStuckCanceling:
 		return fmt.Sprintf(stuckCancelingReason, tj.Owner)
+	case tj.Verdict == judge.VerdictStranded && tj.Stranded != nil:
+		return fmt.Sprintf("Worker %s is too old for the task, which %s.", tj.Owner, tj.Stranded)
 	case tj.ClearClaim || tj.Verdict != judge.VerdictLost && tj.Verdict != judge.VerdictOrphanedClaim:
 		return ""
 	}

@@ -30,6 +30,12 @@ func TestTaskReason(t *testing.T) {
 			"Worker 1@w has gone missing; lock reaper canceled."},
 		{"orphaned claim, requeued", judge.TaskJudgement{Verdict: judge.VerdictOrphanedClaim, Owner: "1@w", StateAfter: judge.StateWaiting, ClearClaim: true}, ""},
 		{"stuck claim", judge.TaskJudgement{Verdict: judge.VerdictStuckClaim, Owner: "1@w", StateAfter: judge.StateWaiting, ClearClaim: true}, ""},
+		{"stranded, none can run it", judge.TaskJudgement{Verdict: judge.VerdictStranded, Owner: "1@w", StateAfter: judge.StateWaiting,
+			Stranded: &judge.Stranded{Needs: []judge.VersionNeed{{Label: "file", Least: "1.12.0", Has: "1.11.0"}}, Online: 25}},
+			"Worker 1@w is too old for the task, which waits for a worker with file ≥ 1.12.0; none of 25 online workers has it."},
+		{"stranded, requeued", judge.TaskJudgement{Verdict: judge.VerdictStranded, Owner: "1@w", StateAfter: judge.StateWaiting, ClearClaim: true,
+			Stranded: &judge.Stranded{Needs: []judge.VersionNeed{{Label: "file", Least: "1.12.0"}}, Online: 25, Compatible: 3}},
+			"Worker 1@w is too old for the task, which needs file ≥ 1.12.0; its worker has no file; 3 of 25 online workers have it."},
 		{"unprotected", judge.TaskJudgement{ID: id, Verdict: judge.VerdictUnprotected, Owner: "1@w", StateAfter: judge.StateRunning},
 			"Worker 1@w runs the task, but its lock task:" + id + " is gone from Redis: its resources are unguarded."},
 	}
