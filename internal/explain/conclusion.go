@@ -10,6 +10,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/internal/humantext"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
 // What an explanation concludes, and the clauses it is said in.
@@ -96,6 +97,13 @@ func (x *explainer) taskVerdictConclusion(tj reaper.TaskVerdict) (Status, string
 		return StatusStuck, fmt.Sprintf("stuck canceling: claimed by %s, %s and holds no lock for it; %s", worker, started, when), true
 	case tj.Verdict == judge.VerdictStranded:
 		return StatusStuck, strandedConclusion(x, tj, worker, held), true
+	case tj.Verdict == judge.VerdictClaimedNotStarted:
+		// Said, never written: a requeue would let two workers run it.
+		var since time.Duration
+		if tj.FirstSeen != nil {
+			since = x.e.DBNow.Sub(*tj.FirstSeen)
+		}
+		return StatusStuck, "claimed, not started: " + pulpdb.ClaimedNotStartedWords(worker, since) + "; a pass never writes it", true
 	}
 	return "", "", false
 }

@@ -44,7 +44,7 @@ func Catalog() []Family {
 		{Name: NameBuildInfo, Type: gauge, Labels: map[string][]string{"version": nil, "goversion": nil}},
 		{Name: NameHoldings, Type: gauge, Labels: map[string][]string{"liveness": livenessNames()}},
 		{Name: NameOwners, Type: gauge, Labels: map[string][]string{"liveness": livenessNames()}},
-		{Name: NameLostTasks, Type: gauge, Labels: map[string][]string{"verdict": namesOf(taskVerdicts)}},
+		{Name: NameLostTasks, Type: gauge, Labels: map[string][]string{"verdict": namesOf(lostTaskVerdicts)}},
 		{Name: NameOldestStaleAge, Type: gauge},
 		// Absent until the status page's first view (blockedMetrics).
 		{Name: NameBlockedTasks, Type: gauge},

@@ -35,7 +35,7 @@ func newFleet() fleet {
 		}, []string{"liveness"}),
 		lostTasks: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "lost_tasks",
-			Help: "Tasks the last completed pass found lost, orphaned or stuck, by verdict, whatever became of them.",
+			Help: "Tasks the last completed pass found lost, orphaned or stuck, by verdict, whatever became of them; claimed-not-started ones are only reported.",
 		}, []string{"verdict"}),
 		oldestStale: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "oldest_stale_holding_age_seconds",
@@ -49,7 +49,7 @@ func (f *fleet) initSeries() {
 		f.holdings.WithLabelValues(l.String())
 		f.owners.WithLabelValues(l.String())
 	}
-	for _, v := range taskVerdicts {
+	for _, v := range lostTaskVerdicts {
 		f.lostTasks.WithLabelValues(v.String())
 	}
 }
@@ -81,7 +81,7 @@ func (f *fleet) observe(rep *reaper.Report) {
 	for _, t := range rep.Tasks {
 		lost[t.Verdict]++
 	}
-	for _, v := range taskVerdicts {
+	for _, v := range lostTaskVerdicts {
 		f.lostTasks.WithLabelValues(v.String()).Set(float64(lost[v]))
 		delete(lost, v)
 	}

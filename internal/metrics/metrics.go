@@ -182,7 +182,10 @@ var (
 	releaseVerdicts = writing(judge.HoldingVerdicts)
 	holdingKinds    = []judge.Kind{judge.KindTask, judge.KindExclusive, judge.KindShared}
 	taskVerdicts    = writing(judge.TaskVerdicts)
-	guardNames      = slices.Concat(judge.PassGuards, []string{reaper.GuardRedisFailover})
+	// lostTaskVerdicts are the lost_tasks gauge's: the written verdicts and
+	// claimed-not-started, which is only reported but wants a look.
+	lostTaskVerdicts = append(slices.Clip(taskVerdicts), judge.VerdictClaimedNotStarted)
+	guardNames       = slices.Concat(judge.PassGuards, []string{reaper.GuardRedisFailover})
 )
 
 // writing is the verdicts of vs that are acted on (judge.Verdict.Writes).

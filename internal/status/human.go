@@ -50,7 +50,7 @@ func tone(v judge.Verdict) string {
 	case judge.VerdictPending:
 		return "info"
 	case judge.VerdictTaskMissing, judge.VerdictUnclaimed, judge.VerdictNoTask, judge.VerdictUnprotected, judge.VerdictStuckClaim,
-		judge.VerdictStuckCanceling, judge.VerdictStranded:
+		judge.VerdictStuckCanceling, judge.VerdictStranded, judge.VerdictClaimedNotStarted:
 		return "warn"
 	}
 	return "bad"

@@ -44,6 +44,11 @@ const (
 	// VerdictStranded is a waiting task claimed by a live worker whose
 	// versions are too old for it (stranded.go).
 	VerdictStranded
+	// VerdictClaimedNotStarted is a waiting task whose live worker claimed
+	// it and holds its task lock but never started it: its process may
+	// hang before set_running. Reported, never written
+	// (claimed_not_started.go).
+	VerdictClaimedNotStarted
 )
 
 var verdictNames = [...]string{
@@ -52,8 +57,9 @@ var verdictNames = [...]string{
 	VerdictTaskLost: "task-lost", VerdictUnclaimed: "unclaimed", VerdictNoTask: "no-task",
 	VerdictJustified: "justified", VerdictLost: "lost", VerdictOrphanedClaim: "orphaned-claim",
 	VerdictStuckClaim: "stuck-claim", VerdictUnprotected: "unprotected",
-	VerdictStuckCanceling: "stuck-canceling",
-	VerdictStranded:       "stranded",
+	VerdictStuckCanceling:    "stuck-canceling",
+	VerdictStranded:          "stranded",
+	VerdictClaimedNotStarted: "claimed-not-started",
 }
 
 // String is the verdict's name as verdicts.md writes it ("" for none).
@@ -94,6 +100,7 @@ var Verdicts = []Verdict{
 	VerdictUnclaimed, VerdictNoTask, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
 	VerdictStuckCanceling,
 	VerdictStranded,
+	VerdictClaimedNotStarted,
 	VerdictTaskFinished, VerdictPending, VerdictJustified, VerdictHealthy,
 }
 
@@ -107,6 +114,7 @@ var HoldingVerdicts = []Verdict{
 var TaskVerdicts = []Verdict{VerdictLost, VerdictUnprotected, VerdictOrphanedClaim, VerdictStuckClaim,
 	VerdictStuckCanceling,
 	VerdictStranded,
+	VerdictClaimedNotStarted,
 }
 
 // Writes says a finding with this verdict is acted on, now or once
@@ -144,7 +152,7 @@ func (v Verdict) action() Action {
 		// A requeue once confirmed, when a compatible worker is online;
 		// a report otherwise (TaskJudgement.Action).
 		return ActionUpdate
-	case VerdictUnprotected:
+	case VerdictUnprotected, VerdictClaimedNotStarted:
 		return ActionReport
 	}
 	return ActionSuspect

@@ -29,6 +29,8 @@ type taskFacts struct {
 	// neverStarted says started_at is NULL; startsUnread says the role may
 	// not read it, so neverStarted is unknown.
 	neverStarted, startsUnread bool
+	// claimHolds says the claim's worker holds the task's lock.
+	claimHolds bool
 	// tooOld says the claim's worker lacks a version the task needs, as
 	// pulpcore's is_compatible decides (stranded.go).
 	tooOld bool
@@ -94,6 +96,8 @@ func decideTask(f taskFacts) Verdict {
 			return VerdictStranded
 		case f.claim == heartbeat.Alive && f.fullScan && f.locks == 0:
 			return VerdictStuckClaim
+		case f.claimedNotStarted():
+			return VerdictClaimedNotStarted
 		}
 	}
 	return noVerdict
@@ -127,11 +131,17 @@ func (j *judge) taskJudgements() []TaskJudgement {
 		held := j.held[id]
 		f.locks, f.immediate = int(held.count), isImmediateOwnerOf(j.lastHolder(held).Owner, id)
 		f.unheld = held.count == 1 && j.unheld[id] && j.lastHolder(held).Owner == row.Name
+		f.claimHolds = held.count > 0 && j.lastHolder(held).Owner == row.Name
 		f.tooOld = j.snap.Versions && t.State == StateWaiting && f.claimed && !Compatible(row.Versions, t.Versions)
 		if runs(t.State) && f.claimLive() && !f.justifiesNothing() {
 			j.rowReserves(id, t, row.Name, held)
 		}
 		if v := decideTask(f); v != noVerdict {
+			if v == VerdictClaimedNotStarted && !j.claimedNotStartedConfirmed(id, t) {
+				// Only remembered: a worker sets a task running moments
+				// after it claims and locks it.
+				continue
+			}
 			out = append(out, j.taskJudgement(id, t, v, held))
 		}
 	}
@@ -198,6 +208,8 @@ func (j *judge) taskJudgement(id string, t Task, v Verdict, held taskLocksHeld) 
 		}
 	case VerdictStranded:
 		j.strandedJudgement(&tj, t)
+	case VerdictClaimedNotStarted:
+		j.claimedNotStartedJudgement(&tj, t, held)
 	}
 	return tj
 }

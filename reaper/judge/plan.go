@@ -72,6 +72,10 @@ type TaskJudgement struct {
 	Deferred string
 	// FirstSeen is when a stuck claim was first sighted (database clock).
 	FirstSeen *time.Time
+	// NotStartedFor is how long a claimed-not-started task has been seen
+	// claimed and not started: at least this long, since pulpcore keeps
+	// no time of the claim.
+	NotStartedFor time.Duration
 	// Stranded is a stranded task's evidence: the versions it needs, and
 	// which online workers have them.
 	Stranded *Stranded

@@ -143,6 +143,8 @@ func TestRuleLostTask(t *testing.T) {
 		{"not stranded: too old but holding its task lock", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Alive, locks: 1, fullScan: true, tooOld: true}, noVerdict},
 		{"not stranded: too old, app_lock late", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Late, fullScan: true, tooOld: true}, noVerdict},
 		{"orphaned-claim, not stranded: too old and dead", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Dead, fullScan: true, tooOld: true}, VerdictOrphanedClaim},
+		{"claimed-not-started: waiting, app_lock alive, holding its task lock, started_at NULL", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Alive, locks: 1, claimHolds: true, fullScan: true, neverStarted: true}, VerdictClaimedNotStarted},
+		{"not claimed-not-started: started_at unreadable", taskFacts{state: StateWaiting, claimed: true, claim: heartbeat.Alive, locks: 1, claimHolds: true, fullScan: true, startsUnread: true}, noVerdict},
 	} {
 		require.Equal(t, c.want, decideTask(c.f), c.row)
 	}
@@ -157,8 +159,9 @@ func TestRuleActions(t *testing.T) {
 		VerdictTaskFinished: ActionRelease, VerdictOwnerDead: ActionRelease, VerdictOwnerGone: ActionRelease, VerdictTaskLost: ActionRelease,
 		VerdictTaskMissing: ActionSuspect, VerdictUnclaimed: ActionSuspect, VerdictNoTask: ActionSuspect,
 		VerdictLost: ActionUpdate, VerdictOrphanedClaim: ActionUpdate, VerdictStuckClaim: ActionUpdate, VerdictUnprotected: ActionReport,
-		VerdictStuckCanceling: ActionUpdate,
-		VerdictStranded:       ActionUpdate,
+		VerdictStuckCanceling:    ActionUpdate,
+		VerdictStranded:          ActionUpdate,
+		VerdictClaimedNotStarted: ActionReport,
 	}
 	require.Len(t, want, len(Verdicts), "every verdict of the catalogue")
 	for _, v := range Verdicts {

@@ -75,8 +75,8 @@ type Task struct {
 	// ones as shared:<name>.
 	Reserved   []string
 	FinishedAt *time.Time
-	// NeverStarted says a canceling task's started_at is NULL. It is read
-	// only for canceling tasks (no other verdict asks), and only when the
+	// NeverStarted says a canceling or waiting task's started_at is NULL.
+	// It is read only for those (no other verdict asks), and only when the
 	// role may read started_at (Snapshot.StartsUnread is false).
 	NeverStarted bool
 	// Versions is core_task.versions, app label -> least version a worker

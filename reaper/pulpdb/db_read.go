@@ -54,8 +54,9 @@ WHERE pulp_id = ANY($1::text[]::uuid[])`
 	// neverStartedColumn is read only when the role may read started_at
 	// (an older grant lacks it): naming the column without the privilege
 	// fails the whole statement.
-	// Only a canceling task's start is asked for: no other verdict reads it.
-	neverStartedColumn     = `, state = 'canceling' AND started_at IS NULL`
+	// Only a canceling or waiting task's start is asked for (stuck-canceling,
+	// claimed-not-started): no other verdict reads it.
+	neverStartedColumn     = `, state IN ('canceling', 'waiting') AND started_at IS NULL`
 	readOpenTasksStartsSQL = `SELECT ` + taskColumns + neverStartedColumn + openTasksWhere
 	readTasksByIDStartsSQL = `SELECT ` + taskColumns + neverStartedColumn + tasksByIDWhere
 )

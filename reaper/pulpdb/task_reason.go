@@ -2,6 +2,9 @@ package pulpdb
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/lock-reaper/lock-reaper/internal/humantext"
 
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
 )
@@ -20,6 +23,8 @@ func TaskReason(tj *judge.TaskJudgement) string {
 		return fmt.Sprintf("Worker %s runs the task, but its lock %s%s is gone from Redis: its resources are unguarded.", tj.Owner, judge.TaskKeyPrefix, tj.ID)
 	case tj.Verdict == judge.VerdictStuckCanceling:
 		return fmt.Sprintf(stuckCancelingReason, tj.Owner)
+	case tj.Verdict == judge.VerdictClaimedNotStarted:
+		return ClaimedNotStartedWords(tj.Owner, tj.NotStartedFor) + "; lock reaper writes nothing for it: a requeue would let a second worker run it."
 	case tj.Verdict == judge.VerdictStranded && tj.Stranded != nil:
 		return fmt.Sprintf("Worker %s is too old for the task, which %s.", tj.Owner, tj.Stranded)
 	case tj.ClearClaim || tj.Verdict != judge.VerdictLost && tj.Verdict != judge.VerdictOrphanedClaim:
@@ -30,6 +35,14 @@ func TaskReason(tj *judge.TaskJudgement) string {
 		owner = "(unknown)"
 	}
 	return fmt.Sprintf(lostReason, owner, tj.StateAfter)
+}
+
+// ClaimedNotStartedWords says what is known of a claimed-not-started task:
+// pulpcore keeps no time of the claim, so the time since the first sighting
+// is a least one.
+func ClaimedNotStartedWords(owner string, notStartedFor time.Duration) string {
+	return fmt.Sprintf("claimed by %s and not started for at least %s, while it holds the task's lock; its process may hang: restarting that worker frees it",
+		owner, humantext.Duration(notStartedFor))
 }
 
 // stuckCancelingReason is TaskReason's message for a stuck canceling task:
