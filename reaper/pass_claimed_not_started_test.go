@@ -1,6 +1,7 @@
 package reaper_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -51,4 +52,21 @@ func TestPassClaimedNotStarted(t *testing.T) {
 		require.Equal(t, "1@w", f.Get(judge.TaskKeyPrefix+claimed))
 		require.Equal(t, "1@w", f.Get(judge.ResourceKeyPrefix+repo))
 	}
+}
+
+// TestClaimedNotStartedJSONKeepsItsWords: a report read back from JSON says
+// the same of a claimed-not-started task.
+func TestClaimedNotStartedJSONKeepsItsWords(t *testing.T) {
+	t.Parallel()
+	tj := &judge.TaskJudgement{ID: "t", Verdict: judge.VerdictClaimedNotStarted, Action: judge.ActionReport, Owner: "1@worker-7",
+		StateBefore: judge.StateWaiting, StateAfter: judge.StateWaiting, NotStartedFor: 14 * time.Minute}
+	b, err := json.Marshal(reaper.TaskFinding{TaskJudgement: tj, Result: reaper.ResultReported})
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"not_started_for":840.000`)
+	require.Contains(t, string(b), "claimed by 1@worker-7 and not started for at least 14 min")
+	var back reaper.TaskFinding
+	require.NoError(t, json.Unmarshal(b, &back))
+	again, err := json.Marshal(back)
+	require.NoError(t, err)
+	require.JSONEq(t, string(b), string(again))
 }

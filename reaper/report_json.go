@@ -187,6 +187,9 @@ type TaskVerdict struct {
 	Deferred    string        `json:"deferred,omitempty"`
 	FirstSeen   *time.Time    `json:"first_seen,omitempty"`
 	Stranded    *StrandedJSON `json:"stranded,omitempty"`
+	// NotStartedFor is how long a claimed-not-started task has been seen
+	// claimed and not started, at least.
+	NotStartedFor Seconds `json:"not_started_for,omitempty"`
 }
 
 // UnguardedResource is a resource an unprotected task reserves, with its
@@ -211,7 +214,7 @@ func TaskVerdictOf(tj *judge.TaskJudgement) *TaskVerdict {
 	}
 	return &TaskVerdict{ID: tj.ID, Name: tj.Name, Verdict: tj.Verdict, Action: tj.Action, Owner: tj.Owner, AppLockID: tj.AppLockID,
 		StateBefore: tj.StateBefore, StateAfter: tj.StateAfter, ClearClaim: tj.ClearClaim, Reason: pulpdb.TaskReason(tj), Deferred: tj.Deferred,
-		FirstSeen: tj.FirstSeen, Stranded: strandedJSONOf(tj.Stranded)}
+		FirstSeen: tj.FirstSeen, Stranded: strandedJSONOf(tj.Stranded), NotStartedFor: Seconds(tj.NotStartedFor)}
 }
 
 // judged is v in the judge's form (without what JSON does not carry: the
@@ -219,7 +222,7 @@ func TaskVerdictOf(tj *judge.TaskJudgement) *TaskVerdict {
 func (v TaskVerdict) judged() *judge.TaskJudgement {
 	return &judge.TaskJudgement{ID: v.ID, Name: v.Name, Verdict: v.Verdict, Action: v.Action, Owner: v.Owner, AppLockID: v.AppLockID,
 		StateBefore: v.StateBefore, StateAfter: v.StateAfter, ClearClaim: v.ClearClaim, Deferred: v.Deferred, FirstSeen: v.FirstSeen,
-		Stranded: v.Stranded.judged()}
+		Stranded: v.Stranded.judged(), NotStartedFor: time.Duration(v.NotStartedFor)}
 }
 
 // One holding is printed in several shapes: a finding of a report, a holder
