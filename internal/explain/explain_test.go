@@ -242,6 +242,23 @@ func TestExplain(t *testing.T) {
 			conclusion: "claimed by live worker 1@live (heartbeat 1 s ago): about to run",
 		},
 		{
+			name: "claimed, not started: its live worker holds its lock, confirmed",
+			build: func(w *exWorld) []any {
+				live := w.Worker("1@live", time.Second)
+				w.Task(exTarget, judge.StateWaiting, live, passtest.WorldRepo)
+				w.Hold("1@live", exTarget, passtest.WorldRepo)
+				task := w.Snap.Tasks[exTarget]
+				task.NeverStarted = true
+				w.Snap.Tasks[exTarget] = task
+				w.Snap.Suspects = map[judge.SuspectKey]judge.Suspect{judge.StuckClaimKey(exTarget, live): {
+					Verdict: judge.VerdictClaimedNotStarted, FirstSeen: w.Snap.Now.Add(-14 * time.Minute)}}
+				return nil
+			},
+			status: StatusStuck,
+			conclusion: "claimed, not started: claimed by live worker 1@live (heartbeat 1 s ago) and not started for at least 14 min, while it holds the task's lock; " +
+				"its process may hang: restarting that worker frees it; a pass never writes it",
+		},
+		{
 			name: "blocked by a dead worker's exclusive lock",
 			build: func(w *exWorld) []any {
 				dead := w.Worker("1@dead", time.Hour)

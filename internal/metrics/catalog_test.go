@@ -222,7 +222,8 @@ func TestFleetGauges(t *testing.T) {
 		{Name: "2@worker-8", Liveness: heartbeat.Alive.String(), Holdings: 1},
 		{Name: "3@worker-9", Liveness: heartbeat.Alive.String(), Holdings: 4},
 	}
-	rep.Tasks = append(rep.Tasks, reaper.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "x", Verdict: judge.VerdictStuckClaim}, Result: reaper.ResultSuspected})
+	rep.Tasks = append(rep.Tasks, reaper.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "x", Verdict: judge.VerdictStuckClaim}, Result: reaper.ResultSuspected},
+		reaper.TaskFinding{TaskJudgement: &judge.TaskJudgement{ID: "y", Verdict: judge.VerdictClaimedNotStarted, Action: judge.ActionReport}, Result: reaper.ResultReported})
 	m.Observe(rep)
 
 	g := testutil.ToFloat64
@@ -234,6 +235,7 @@ func TestFleetGauges(t *testing.T) {
 	require.Equal(t, 1.0, g(m.lostTasks.WithLabelValues("lost")))
 	require.Equal(t, 1.0, g(m.lostTasks.WithLabelValues("stuck-claim")))
 	require.Equal(t, 0.0, g(m.lostTasks.WithLabelValues("orphaned-claim")))
+	require.Equal(t, 1.0, g(m.lostTasks.WithLabelValues("claimed-not-started")), "reported only, counted all the same")
 	require.Equal(t, 90.0, g(m.oldestStale), "the suspect first seen 90s ago")
 
 	// A dead owner's heartbeat age and a finished task's age count too,
@@ -261,6 +263,7 @@ func TestFleetGauges(t *testing.T) {
 	require.Equal(t, 0.0, g(m.holdings.WithLabelValues("dead")))
 	require.Equal(t, 0.0, g(m.owners.WithLabelValues("dead")))
 	require.Equal(t, 0.0, g(m.lostTasks.WithLabelValues("lost")))
+	require.Equal(t, 0.0, g(m.lostTasks.WithLabelValues("claimed-not-started")))
 	require.Equal(t, 0.0, g(m.oldestStale))
 }
 

@@ -62,6 +62,7 @@ func TestTones(t *testing.T) {
 	assert.Equal(t, "bad", tone(judge.VerdictOwnerDead))
 	assert.Equal(t, "ok", tone(judge.VerdictHealthy))
 	assert.Equal(t, "warn", tone(judge.VerdictNoTask))
+	assert.Equal(t, "warn", tone(judge.VerdictClaimedNotStarted), "reported, never written")
 	assert.Equal(t, "ok", livenessTone("alive"))
 	assert.Equal(t, "warn", livenessTone("late"))
 	assert.Equal(t, "bad", livenessTone("dead"))
