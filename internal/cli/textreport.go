@@ -9,6 +9,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
 // writeTextReport prints a pass's report as text in layout l. Every string
@@ -296,6 +297,10 @@ func writeTaskFindings(w io.Writer, tasks []reaper.TaskFinding, l layout) {
 	for _, tf := range list[:shown(len(list), l.limit)] {
 		if tf.Stranded != nil {
 			fmt.Fprintf(w, "  %s %s\n", tf.ID, quoteText(tf.Stranded.String()))
+		}
+		// Nor can a claimed-not-started task's say whose restart frees it.
+		if tf.Verdict == judge.VerdictClaimedNotStarted {
+			fmt.Fprintf(w, "  %s %s\n", tf.ID, quoteText(pulpdb.ClaimedNotStartedWords(tf.Owner, tf.NotStartedFor)))
 		}
 	}
 }
