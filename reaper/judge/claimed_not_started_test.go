@@ -104,48 +104,11 @@ func TestJudgePropertyClaimedLockedWaitingNeverUpdated(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		c.snap.StartsUnread = rapid.IntRange(0, 3).Draw(t, "starts unread") == 0
-		for i := range rapid.IntRange(0, 4).Draw(t, "waiting with lock") {
-			if len(c.snap.AppStatuses) == 0 {
-				break
-			}
-			row := rapid.SampledFrom(c.snap.AppStatuses).Draw(t, "waiting claim")
-			id := jtID(6000 + i)
-			c.snap.Tasks[id] = Task{ID: id, Name: "pulp_file.app.tasks.synchronize", State: StateWaiting, AppLockID: row.ID,
-				Reserved: rapid.SampledFrom([][]string{nil, {ptResources[0]}, {"shared:" + ptResources[0]}}).Draw(t, "waiting reserves")}
-			c.snap.Holdings = append(c.snap.Holdings, Holding{Key: TaskKeyPrefix + id, Kind: KindTask, Owner: row.Name, Registered: rapid.Bool().Draw(t, "registered")})
-			if rapid.Bool().Draw(t, "seen before") {
-				key := StuckClaimKey(id, row.ID)
-				if c.snap.Suspects == nil {
-					c.snap.Suspects = map[SuspectKey]Suspect{}
-				}
-				c.snap.Suspects[key] = Suspect{Verdict: VerdictClaimedNotStarted, FirstSeen: c.snap.Now.Add(-rapid.SampledFrom([]time.Duration{time.Minute, c.p.ConfirmAfter, time.Hour}).Draw(t, "ago"))}
-			}
-		}
-		for id, task := range c.snap.Tasks {
-			if !c.snap.StartsUnread {
-				task.NeverStarted = rapid.Bool().Draw(t, "never started")
-			}
-			c.snap.Tasks[id] = task
-		}
-		live := heartbeat.NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace)
-		for _, plan := range []Plan{All(c.snap, c.p), Findings(c.snap, c.p)} {
-			for _, tj := range plan.Tasks {
-				if tj.StateBefore != StateWaiting {
-					continue
-				}
-				row, liveness, ok := live.Row(tj.AppLockID)
-				if !ok || liveness != heartbeat.Alive {
-					continue
-				}
-				for _, h := range c.snap.Holdings {
-					if h.Kind == KindTask && h.TaskID() == tj.ID && h.Owner == row.Name {
-						require.Equalf(t, ActionReport, tj.Action, "%s held by %s: %s", tj.ID, h.Owner, tj.Verdict)
-						require.Equal(t, StateWaiting, tj.StateAfter)
-						require.False(t, tj.ClearClaim)
-					}
-				}
-			}
-		}
+		ptAddLockedClaims(t, &c, StateWaiting, 6000, VerdictClaimedNotStarted)
+		ptLockedByLiveClaim(c, StateWaiting, func(tj TaskJudgement, holder string) {
+			require.Equalf(t, ActionReport, tj.Action, "%s held by %s: %s", tj.ID, holder, tj.Verdict)
+			require.Equal(t, StateWaiting, tj.StateAfter)
+			require.False(t, tj.ClearClaim)
+		})
 	})
 }

@@ -131,41 +131,9 @@ func TestJudgePropertyCancelingTaskLockedNeverUpdated(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		c := ptGen(t)
-		c.snap.StartsUnread = rapid.IntRange(0, 3).Draw(t, "starts unread") == 0
-		// Canceling tasks whose claim's worker holds their task lock, beside
-		// whatever the fleet holds of them: the case the property is about.
-		for i := range rapid.IntRange(0, 4).Draw(t, "canceling with lock") {
-			if len(c.snap.AppStatuses) == 0 {
-				break
-			}
-			row := rapid.SampledFrom(c.snap.AppStatuses).Draw(t, "canceling claim")
-			id := jtID(5000 + i)
-			c.snap.Tasks[id] = Task{ID: id, Name: "pulp_rpm.app.tasks.synchronize", State: StateCanceling, AppLockID: row.ID,
-				Reserved: rapid.SampledFrom([][]string{nil, {ptResources[0]}, {"shared:" + ptResources[0]}}).Draw(t, "canceling reserves")}
-			c.snap.Holdings = append(c.snap.Holdings, Holding{Key: TaskKeyPrefix + id, Kind: KindTask, Owner: row.Name, Registered: rapid.Bool().Draw(t, "registered")})
-		}
-		for id, task := range c.snap.Tasks {
-			if !c.snap.StartsUnread {
-				task.NeverStarted = rapid.Bool().Draw(t, "never started")
-			}
-			c.snap.Tasks[id] = task
-		}
-		live := heartbeat.NewFleet(c.snap.AppStatuses, c.snap.Now, c.p.HeartbeatGrace)
-		for _, plan := range []Plan{All(c.snap, c.p), Findings(c.snap, c.p)} {
-			for _, tj := range plan.Tasks {
-				if tj.StateBefore != StateCanceling {
-					continue
-				}
-				row, liveness, ok := live.Row(tj.AppLockID)
-				if !ok || liveness != heartbeat.Alive {
-					continue
-				}
-				for _, h := range c.snap.Holdings {
-					if h.Kind == KindTask && h.TaskID() == tj.ID && h.Owner == row.Name {
-						require.Failf(t, "canceling task with its lock held judged", "%s held by %s: %s, %s", tj.ID, h.Owner, tj.Verdict, tj.Action)
-					}
-				}
-			}
-		}
+		ptAddLockedClaims(t, &c, StateCanceling, 5000, noVerdict)
+		ptLockedByLiveClaim(c, StateCanceling, func(tj TaskJudgement, holder string) {
+			require.Failf(t, "canceling task with its lock held judged", "%s held by %s: %s, %s", tj.ID, holder, tj.Verdict, tj.Action)
+		})
 	})
 }
