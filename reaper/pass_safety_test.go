@@ -298,7 +298,7 @@ func (h sfHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // scripts a pass reads shared sets or the history with), and was not
 // answered NOSCRIPT.
 func sfIsRelease(cmd redis.Cmder) bool {
-	return isReleaseCall(cmd) && !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
+	return passtest.IsReleaseCall(cmd) && !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
 }
 
 // sfResults counts the findings and tasks of a report by result.

@@ -3,6 +3,7 @@ package reaper_test
 import (
 	"context"
 	"errors"
+	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"sync/atomic"
 	"testing"
 
@@ -46,7 +47,7 @@ func (*loseFirstReleaseReply) DialHook(next redis.DialHook) redis.DialHook { ret
 func (h *loseFirstReleaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if err == nil && isReleaseCall(cmd) && h.done.CompareAndSwap(false, true) {
+		if err == nil && passtest.IsReleaseCall(cmd) && h.done.CompareAndSwap(false, true) {
 			cmd.SetErr(errReleaseReplyLost)
 			return errReleaseReplyLost
 		}

@@ -2,14 +2,11 @@ package reaper_test
 
 import (
 	"context"
-	"crypto/sha1"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
@@ -39,7 +36,7 @@ func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
 	}
 	const dead, waiting = 200, 20_000
 	srv := redisserver.Start(t, "--slowlog-log-slower-than", "1000", "--slowlog-max-len", "100000")
-	keys := &releaseTaskKeys{}
+	keys := &passtest.ReleaseCalls{}
 	srv.Client.AddHook(keys)
 	f := &fixture{&passtest.Fixture{T: t, Ctx: context.Background(), Redis: &testenv.Redis{Client: srv.Client, URL: srv.URL(0)}, DB: testenv.NewDatabase(t)}}
 	domain := "shared:prn:core.domain:" + sim.NewUUID()
@@ -71,8 +68,8 @@ func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
 	}
 	require.ElementsMatch(t, owners, f.Members(domainKey), "left for a later pass, untouched")
 	longest := longestCommand(t, srv.Client)
-	t.Logf("longest command %s; at most %d task keys in one release call", describeSlow(longest), keys.most())
-	require.LessOrEqual(t, keys.most(), redislocks.ReserverCallLimit, "a release call was sent more reserving tasks than the cap")
+	t.Logf("longest command %s; at most %d task keys in one release call", describeSlow(longest), keys.Most())
+	require.LessOrEqual(t, keys.Most(), redislocks.ReserverCallLimit, "a release call was sent more reserving tasks than the cap")
 	require.Less(t, longest.Duration, 500*time.Millisecond, "a command of the pass blocked Redis: %s", describeSlow(longest))
 
 	// The backlog drains below the cap: the memberships go.
@@ -85,66 +82,8 @@ func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
 	}
 	require.Empty(t, f.Members(domainKey))
 	longest = longestCommand(t, srv.Client)
-	t.Logf("longest command %s; at most %d task keys in one release call", describeSlow(longest), keys.most())
-	require.Positive(t, keys.most(), "the memberships were checked against the waiting tasks")
-	require.LessOrEqual(t, keys.most(), redislocks.ReserverCallLimit)
+	t.Logf("longest command %s; at most %d task keys in one release call", describeSlow(longest), keys.Most())
+	require.Positive(t, keys.Most(), "the memberships were checked against the waiting tasks")
+	require.LessOrEqual(t, keys.Most(), redislocks.ReserverCallLimit)
 	require.Less(t, longest.Duration, 500*time.Millisecond, "a command of the pass blocked Redis: %s", describeSlow(longest))
-}
-
-// releaseTaskKeys records the most task keys a call of the release script
-// was sent: its KEYS are lock keys of holdings, and everything naming a task
-// lock besides is a reserving task's (each argument counted for every
-// "task:" in it, whatever the layout of the script's arguments).
-type releaseTaskKeys struct {
-	mu  sync.Mutex
-	max int
-}
-
-func (c *releaseTaskKeys) most() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.max
-}
-
-func (c *releaseTaskKeys) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *releaseTaskKeys) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		// A first EVALSHA the server answers NOSCRIPT is sent again as EVAL.
-		if args := cmd.Args(); isReleaseCall(cmd) && len(args) > 3 && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			numKeys, _ := args[2].(int)
-			n := 0
-			for _, a := range args[3+numKeys:] {
-				if s, ok := a.(string); ok {
-					n += strings.Count(s, judge.TaskKeyPrefix)
-				}
-			}
-			c.mu.Lock()
-			c.max = max(c.max, n)
-			c.mu.Unlock()
-		}
-		return err
-	}
-}
-
-// isReleaseCall says cmd calls the release script: its EVALSHA, or the EVAL
-// go-redis falls back to when the server has not loaded it yet.
-func isReleaseCall(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	if len(args) < 2 {
-		return false
-	}
-	switch cmd.Name() {
-	case "evalsha":
-		return args[1] == redislocks.ReleaseScriptSHA()
-	case "eval":
-		src, ok := args[1].(string)
-		return ok && fmt.Sprintf("%x", sha1.Sum([]byte(src))) == redislocks.ReleaseScriptSHA()
-	}
-	return false
-}
-
-func (c *releaseTaskKeys) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

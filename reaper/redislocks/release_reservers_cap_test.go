@@ -2,11 +2,9 @@ package redislocks_test
 
 import (
 	"context"
-	"crypto/sha1"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
+	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"testing"
 	"time"
 
@@ -32,7 +30,7 @@ func TestReleaseReserversCappedPerCall(t *testing.T) {
 	ctx := context.Background()
 	srv := redisserver.Start(t)
 	rdb := srv.Client
-	calls := &reserverCalls{}
+	calls := &passtest.ReleaseCalls{}
 	rdb.AddHook(calls)
 	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
 	reservers := func(n int) []redislocks.Reserver {
@@ -73,7 +71,7 @@ func TestReleaseReserversCappedPerCall(t *testing.T) {
 	require.Equal(t, []string{"2@a"}, members(t, rdb, a))
 	require.Empty(t, members(t, rdb, bb))
 	require.Equal(t, []string{"0@c"}, members(t, rdb, c), "too many reserving tasks: untouched")
-	require.Equal(t, []int{half + 1, half}, calls.taskKeys(), "one call per key's list, each list once")
+	require.Equal(t, []int{half + 1, half}, calls.TaskKeys(), "one call per key's list, each list once")
 }
 
 // TestReleaseFailedCallReadsBack: the reply of a release call is lost (as a
@@ -112,23 +110,6 @@ func TestReleaseFailedCallReadsBack(t *testing.T) {
 	require.Equal(t, []string{owner}, members(t, rdb, judge.ResourceKeyPrefix+"domain-y"))
 }
 
-// isReleaseCall says cmd calls the release script: its EVALSHA, or the EVAL
-// go-redis falls back to when the server has not loaded it yet.
-func isReleaseCall(cmd redis.Cmder) bool {
-	args := cmd.Args()
-	if len(args) < 2 {
-		return false
-	}
-	switch cmd.Name() {
-	case "evalsha":
-		return args[1] == redislocks.ReleaseScriptSHA()
-	case "eval":
-		src, ok := args[1].(string)
-		return ok && fmt.Sprintf("%x", sha1.Sum([]byte(src))) == redislocks.ReleaseScriptSHA()
-	}
-	return false
-}
-
 func members(t *testing.T, rdb *redis.Client, key string) []string {
 	t.Helper()
 	m, err := rdb.SMembers(context.Background(), key).Result()
@@ -146,7 +127,7 @@ func (lostReply) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if err == nil && isReleaseCall(cmd) {
+		if err == nil && passtest.IsReleaseCall(cmd) {
 			cmd.SetErr(errLostReply)
 			return errLostReply
 		}
@@ -155,46 +136,6 @@ func (lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func (lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// reserverCalls records, for each call of the release script that Redis
-// ran, how many reserving tasks' task keys it was sent (every "task:" in
-// its arguments past the keys).
-type reserverCalls struct {
-	mu sync.Mutex
-	n  []int
-}
-
-func (c *reserverCalls) taskKeys() []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-func (c *reserverCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *reserverCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		// A first EVALSHA the server answers NOSCRIPT is sent again as EVAL.
-		if args := cmd.Args(); isReleaseCall(cmd) && len(args) > 3 && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-			numKeys, _ := args[2].(int)
-			n := 0
-			for _, a := range args[3+numKeys:] {
-				if s, ok := a.(string); ok {
-					n += strings.Count(s, judge.TaskKeyPrefix)
-				}
-			}
-			c.mu.Lock()
-			c.n = append(c.n, n)
-			c.mu.Unlock()
-		}
-		return err
-	}
-}
-
-func (c *reserverCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
