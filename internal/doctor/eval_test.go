@@ -118,11 +118,15 @@ func TestEvalPulpcoreVersions(t *testing.T) {
 		"every worker and api process has pulpcore's own owner registry, startup self-clean and orphan reconcile", r.Evidence)
 	r = evalPulpcoreVersions([]processVersion{{"worker", "3.116.0", 2}, {"worker", "3.117.0.dev", 1}, {"api", "", 1}})
 	require.Equal(t, Warn, r.Status, r.Evidence)
-	require.Equal(t, "Pulp runs pulpcore 3.116.0 in 2 worker processes, 3.117.0.dev in 1 worker process and an unknown version in 1 api process; "+
+	require.Equal(t, "Pulp runs pulpcore 3.116.0 in 2 worker processes and 3.117.0.dev in 1 worker process; 1 api process records no pulpcore version; "+
 		"the 2 worker processes on 3.116.0 and the api process of unknown version have none of the cleanups pulpcore has since 3.117 "+
 		"(owner registry, startup self-clean, orphan reconcile)", r.Evidence)
 	r = evalPulpcoreVersions([]processVersion{{"worker", "3.116.0", 1}})
 	require.Equal(t, "Pulp runs pulpcore 3.116.0 in 1 worker process; the worker process on 3.116.0 has none of the cleanups pulpcore has since 3.117 "+
+		"(owner registry, startup self-clean, orphan reconcile)", r.Evidence)
+	// The demo's simulated workers record no version.
+	r = evalPulpcoreVersions([]processVersion{{"worker", "", 5}})
+	require.Equal(t, "Pulp's 5 worker processes record no pulpcore version; the 5 worker processes of unknown version have none of the cleanups pulpcore has since 3.117 "+
 		"(owner registry, startup self-clean, orphan reconcile)", r.Evidence)
 	r = evalPulpcoreVersions(nil)
 	require.Equal(t, Warn, r.Status)

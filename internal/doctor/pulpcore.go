@@ -69,10 +69,14 @@ func evalPulpcoreVersions(seen []processVersion) Result {
 		return Result{Status: Warn, Evidence: "core_appstatus has no rows: no Pulp process is running, or database.url names another database",
 			Fix: "check that database.url names pulpcore's database."}
 	}
-	var runs, old []string
+	var runs, unrecorded, old []string
 	oldCount := 0
 	for _, pv := range seen {
-		runs = append(runs, fmt.Sprintf("%s in %s", versionWords(pv.version), processes(pv)))
+		if pv.version == "" {
+			unrecorded = append(unrecorded, processes(pv))
+		} else {
+			runs = append(runs, fmt.Sprintf("%s in %s", pv.version, processes(pv)))
+		}
 		// Content apps take no locks; workers and API processes (immediate
 		// tasks) do.
 		takesLocks := pv.appType == "worker" || pv.appType == "api"
@@ -81,7 +85,7 @@ func evalPulpcoreVersions(seen []processVersion) Result {
 			oldCount += pv.count
 		}
 	}
-	evidence := "Pulp runs pulpcore " + joinWords(runs)
+	evidence := versionsSentence(runs, unrecorded)
 	if len(old) > 0 {
 		sort.Strings(old)
 		verb := "has"
@@ -94,12 +98,26 @@ func evalPulpcoreVersions(seen []processVersion) Result {
 	return Result{Status: OK, Evidence: evidence + "; every worker and api process has pulpcore's own " + joinWords(featureList())}
 }
 
-// versionWords is a recorded version as the sentence says it.
-func versionWords(v string) string {
-	if v == "" {
-		return "an unknown version"
+// versionsSentence says which pulpcore versions the processes run, and
+// which processes record none: "Pulp runs pulpcore 3.116.0 in 2 worker
+// processes; 1 api process records no version".
+func versionsSentence(runs, unrecorded []string) string {
+	var parts []string
+	if len(runs) > 0 {
+		parts = append(parts, "Pulp runs pulpcore "+joinWords(runs))
 	}
-	return v
+	if len(unrecorded) > 0 {
+		verb := "record"
+		if len(unrecorded) == 1 && strings.HasPrefix(unrecorded[0], "1 ") {
+			verb = "records"
+		}
+		what := joinWords(unrecorded)
+		if len(runs) == 0 {
+			what = "Pulp's " + what
+		}
+		parts = append(parts, what+" "+verb+" no pulpcore version")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // processes counts one row of processVersion: "1 api process", "3 worker
