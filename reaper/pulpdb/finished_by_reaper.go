@@ -13,7 +13,7 @@ import (
 )
 
 // finishedByReaperSQL lists the tasks a reaper finished (canceled or failed,
-// with TaskReason's message) within the last $1 seconds, newest first, after
+// with one of TaskReason's messages for them) within the last $1 seconds, newest first, after
 // the cursor ($2, $3) when one is given, at most $4. The cancel signal the
 // reaper published for such a task may still live; nothing else in the
 // database says which of them had one, and those that had none (a waiting
@@ -23,7 +23,7 @@ SELECT pulp_id::text, finished_at, now()
 FROM core_task
 WHERE state IN ('canceled', 'failed')
   AND finished_at > now() - make_interval(secs => $1)
-  AND error->>'reason' LIKE $5
+  AND error->>'reason' LIKE ANY($5::text[])
   AND ($2::timestamptz IS NULL OR (finished_at, pulp_id) < ($2, $3::uuid))
 ORDER BY finished_at DESC, pulp_id DESC
 LIMIT $4`
@@ -48,7 +48,7 @@ func ReadFinishedByReaper(ctx context.Context, pool *pgxpool.Pool, timeout time.
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rows, err := pool.Query(ctx, finishedByReaperSQL, judge.CancelSignalLifetime.Seconds(), at, id, limit, reaperReasonLike)
+	rows, err := pool.Query(ctx, finishedByReaperSQL, judge.CancelSignalLifetime.Seconds(), at, id, limit, reaperReasonLikes)
 	if err != nil {
 		return nil, time.Time{}, "", fmt.Errorf("read the tasks lock-reaper finished in the last %s (core_task): %w", judge.CancelSignalLifetime, err)
 	}

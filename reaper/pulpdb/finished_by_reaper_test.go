@@ -10,9 +10,9 @@ import (
 )
 
 // TestReadFinishedByReaper: the tasks a reaper finished within the cancel
-// signal's lifetime, newest first, a page at a time after the cursor; not
-// those finished otherwise or longer ago. A cursor it cannot read starts
-// again from the newest.
+// signal's lifetime (a stuck canceling task's cancel among them), newest
+// first, a page at a time after the cursor; not those finished otherwise or
+// longer ago. A cursor it cannot read starts again from the newest.
 func TestReadFinishedByReaper(t *testing.T) {
 	t.Parallel()
 	f := dbFixture(t)
@@ -21,6 +21,8 @@ func TestReadFinishedByReaper(t *testing.T) {
 	for _, after := range []string{judge.StateCanceled, judge.StateFailed, judge.StateCanceled, judge.StateCanceled} {
 		batch = append(batch, lost(f.Task(judge.StateRunning, w, nil, -1), w, judge.StateRunning, after))
 	}
+	batch[1] = judge.TaskJudgement{ID: f.Task(judge.StateCanceling, w, nil, -1), Verdict: judge.VerdictStuckCanceling,
+		Owner: "1@w", AppLockID: w, StateBefore: judge.StateCanceling, StateAfter: judge.StateCanceled}
 	done, err := updater(f).UpdateBatch(f.Ctx, batch)
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, true, true, true}, done)

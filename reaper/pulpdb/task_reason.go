@@ -51,9 +51,14 @@ func ClaimedNotStartedWords(owner string, notStartedFor time.Duration) string {
 const stuckCancelingReason = "Worker %s claimed the task and never started it; lock reaper canceled it, as no worker would finish its cancel."
 
 // lostReason is TaskReason's message for a task it finishes: the worker,
-// then the state. reaperReasonLike matches every message it makes, whatever
-// the worker's name (ReadFinishedByReaper).
-const (
-	lostReason       = "Worker %s has gone missing; lock reaper %s."
-	reaperReasonLike = "Worker % has gone missing; lock reaper %."
-)
+// then the state.
+const lostReason = "Worker %s has gone missing; lock reaper %s."
+
+// reaperReasonLikes match every message a task the reaper finished carries,
+// whatever the worker's name and the state (ReadFinishedByReaper): a lost
+// or orphaned task's and a stuck canceling task's, whose cancel the reaper
+// also signalled (judge.NeedsCancelSignal).
+var reaperReasonLikes = []string{
+	"Worker % has gone missing; lock reaper %.",
+	"Worker % claimed the task and never started it; lock reaper canceled it, as no worker would finish its cancel.",
+}

@@ -47,12 +47,16 @@ func TestTaskReason(t *testing.T) {
 	}
 }
 
-// TestReaperReasonLikeMatchesTaskReason: the LIKE pattern that finds the
-// tasks a reaper finished (ReadFinishedByReaper) is TaskReason's message
-// with each of its parts a wildcard, so that a change of the message
-// cannot leave them unfound.
+// TestReaperReasonLikeMatchesTaskReason: the LIKE patterns that find the
+// tasks a reaper finished (ReadFinishedByReaper) are TaskReason's messages
+// for them with each of their parts a wildcard, so that a change of a
+// message cannot leave its tasks unfound.
 func TestReaperReasonLikeMatchesTaskReason(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, strings.ReplaceAll(lostReason, "%s", "%"), reaperReasonLike)
-	require.NotContains(t, strings.ReplaceAll(lostReason, "%s", ""), "_", "no LIKE wildcard in the fixed text")
+	messages := []string{lostReason, stuckCancelingReason}
+	require.Len(t, reaperReasonLikes, len(messages))
+	for i, m := range messages {
+		require.Equal(t, strings.ReplaceAll(m, "%s", "%"), reaperReasonLikes[i])
+		require.NotContains(t, strings.ReplaceAll(m, "%s", ""), "_", "no LIKE wildcard in the fixed text")
+	}
 }
