@@ -7,6 +7,7 @@ import "github.com/lock-reaper/lock-reaper/reaper/judge"
 type StrandedJSON struct {
 	Why        string        `json:"why"`
 	Needs      []VersionNeed `json:"needs"`
+	Met        []VersionNeed `json:"met,omitempty"`
 	Online     int           `json:"online_workers"`
 	Compatible int           `json:"compatible_workers"`
 }
@@ -28,6 +29,9 @@ func strandedJSONOf(s *judge.Stranded) *StrandedJSON {
 	for i, n := range s.Needs {
 		out.Needs[i] = VersionNeed(n)
 	}
+	for _, n := range s.Met {
+		out.Met = append(out.Met, VersionNeed(n))
+	}
 	return out
 }
 
@@ -39,6 +43,9 @@ func (s *StrandedJSON) judged() *judge.Stranded {
 	out := &judge.Stranded{Online: s.Online, Compatible: s.Compatible, Needs: make([]judge.VersionNeed, len(s.Needs))}
 	for i, n := range s.Needs {
 		out.Needs[i] = judge.VersionNeed(n)
+	}
+	for _, n := range s.Met {
+		out.Met = append(out.Met, judge.VersionNeed(n))
 	}
 	return out
 }

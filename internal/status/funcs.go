@@ -12,6 +12,7 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/history"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
 // funcs are the templates' helpers. Every value from Redis or the database
@@ -66,6 +67,10 @@ var funcs = template.FuncMap{
 	"guardReason":   guardReason,
 	"guardCommands": guardCommands,
 	"sub":           func(a, b int) int { return a - b },
+	// taskWhy is what the task's database row would say, or the report
+	// says, of a judged task: a stranded task's versions, a stuck or
+	// never-started claim's worker.
+	"taskWhy": func(tj judge.TaskJudgement) string { return pulpdb.TaskReason(&tj) },
 }
 
 // overviewRows is how many rows of a list the overview shows; a link leads

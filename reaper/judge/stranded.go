@@ -42,6 +42,9 @@ type VersionNeed struct {
 type Stranded struct {
 	// Needs are the versions the claiming worker falls short of, by label.
 	Needs []VersionNeed
+	// Met are the other versions the task needs, which the claiming worker
+	// has: a worker that can run the task needs them too.
+	Met []VersionNeed
 	// Online counts the alive worker rows, Compatible those of them that
 	// have every version the task needs.
 	Online, Compatible int
@@ -56,7 +59,16 @@ func (s Stranded) String() string {
 	}
 	want := strings.Join(needs, ", ")
 	if s.Compatible == 0 {
-		return fmt.Sprintf("waits for a worker with %s; none of %d online workers has it", want, s.Online)
+		// No online worker has every version the task needs: name them
+		// all, the ones its worker lacks first.
+		all, it := want, "it"
+		for _, n := range s.Met {
+			all += ", " + n.Label + " ≥ " + n.Least
+		}
+		if len(s.Needs)+len(s.Met) > 1 {
+			it = "them all"
+		}
+		return fmt.Sprintf("waits for a worker with %s; none of %d online workers has %s", all, s.Online, it)
 	}
 	have := make([]string, len(s.Needs))
 	for i, n := range s.Needs {
@@ -73,8 +85,11 @@ func (j *judge) strandedOf(t Task, row heartbeat.AppStatus) Stranded {
 	var s Stranded
 	for _, label := range slices.Sorted(maps.Keys(t.Versions)) {
 		least := t.Versions[label]
+		need := VersionNeed{Label: label, Least: least, Has: row.Versions[label]}
 		if has, ok := row.Versions[label]; !ok || !VersionAtLeast(has, least) {
-			s.Needs = append(s.Needs, VersionNeed{Label: label, Least: least, Has: has})
+			s.Needs = append(s.Needs, need)
+		} else {
+			s.Met = append(s.Met, need)
 		}
 	}
 	for _, r := range j.snap.AppStatuses {

@@ -175,3 +175,19 @@ func TestJudgePropertyCompatibleClaimNeverRequeued(t *testing.T) {
 		}
 	})
 }
+
+// TestStrandedWordsNameEveryVersion: when no online worker can run the
+// task, the words name every version it needs, the ones its worker lacks
+// first, since a worker that can run it needs them all; while one can, they
+// name what its worker lacks.
+func TestStrandedWordsNameEveryVersion(t *testing.T) {
+	t.Parallel()
+	s := Stranded{
+		Needs:  []VersionNeed{{Label: "file", Least: "1.12.0", Has: "1.11.0"}},
+		Met:    []VersionNeed{{Label: "core", Least: "3.116.0", Has: "3.117.0"}},
+		Online: 25,
+	}
+	require.Equal(t, "waits for a worker with file ≥ 1.12.0, core ≥ 3.116.0; none of 25 online workers has them all", s.String())
+	s.Compatible = 3
+	require.Equal(t, "needs file ≥ 1.12.0; its worker has file 1.11.0; 3 of 25 online workers have it", s.String())
+}
