@@ -63,6 +63,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return runUnjam(ctx, o, stdout, logf)
 	case scenarioStatusPage:
 		return runStatusPage(ctx, o, stdout, logf)
+	case scenarioScale:
+		return runScale(ctx, o, stdout, logf)
+	case scenarioIdle:
+		return runIdle(ctx, o, stdout, logf)
 	}
 	res, err := benchmark(ctx, o, logf)
 	if err != nil {
