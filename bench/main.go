@@ -62,6 +62,7 @@ type options struct {
 	foreignHistory int
 	cases          string
 	idleSpan       time.Duration
+	render         string
 
 	jsonPath   string
 	cpuProfile string
@@ -103,6 +104,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.scaleFactor, "scale-factor", 10, "grow the unrelated keys by this factor for the flatness check (1: skip)")
 	fs.IntVar(&o.staleRegistry, "stale-registry", 1_000_000, "dead-owner: stale entries added to the owner's registry for the second longest-command pass (0: only the pass as built)")
 	fs.StringVar(&o.cases, "cases", "", "dead-owner: measure only the runs whose name matches this regular expression (e.g. '^(run|status)'); scale: only the rows (e.g. '^(incident|unrelated-10M|backlog-20k)$')")
+	fs.StringVar(&o.render, "render", "", "scale: write the tables of this JSON of an earlier run (one stopped before its last row) and measure nothing")
 	fs.DurationVar(&o.idleSpan, "idle-span", 10*time.Minute, "idle: how long run is measured")
 	fs.DurationVar(&o.daemonSpan, "daemon-span", 45*time.Second, "dead-owner: how long run and status are measured, over several passes, before SIGTERM (0: skip them)")
 	fs.BoolVar(&o.pages, "pages", true, "dead-owner: fetch every status page through the runs of run and status, during the passes and between them")

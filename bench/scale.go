@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"time"
 
@@ -112,6 +114,9 @@ type reportLoad struct {
 // runScale measures every row that -cases matches, one after the other,
 // each on a redis-server and a database of its own.
 func runScale(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	if o.render != "" {
+		return renderScale(o.render, stdout)
+	}
 	only, err := regexp.Compile(o.cases)
 	if err != nil {
 		return fmt.Errorf("-cases: %w", err)
@@ -276,3 +281,17 @@ func summariseScale(runs []scaleRun) ScalePass {
 // scaleRuns is the scale scenario's rounds of walk and audit per row unless
 // -runs says otherwise.
 const scaleRuns = 3
+
+// renderScale writes the tables of a scale run's JSON again: the rows done
+// by a run that was stopped before its last.
+func renderScale(path string, stdout io.Writer) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var res ScaleResults
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return writeScaleMarkdown(stdout, &res)
+}
