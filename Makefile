@@ -9,7 +9,7 @@ STATICCHECK ?= $(TOOLS_BIN)/staticcheck
 ACTIONLINT  ?= $(TOOLS_BIN)/actionlint
 TEST_FLAGS  ?= -race -count=1 -timeout 15m
 
-.PHONY: build test quick lint unit services tools demo audit bench soak clean
+.PHONY: build test quick lint unit services tools demo audit bench bench-scale bench-idle soak clean
 
 # REVISION is the commit `lock-reaper version` names, -dirty with local
 # changes. Go records it itself in a clone, but not in a git worktree (.git is
@@ -99,6 +99,18 @@ bench: services
 	@mkdir -p bench/results
 	$(GO) run ./bench -json bench/results/fleet-latest.json > bench/results/fleet-latest.md
 	@cat bench/results/fleet-latest.md
+
+## bench-scale: how a pass's cost grows, one factor of the incident fleet at a time (BENCHMARKS.md); about 30 minutes
+bench-scale: services
+	@mkdir -p bench/results
+	$(GO) run ./bench -scenario scale -json bench/results/scale-latest.json > bench/results/scale-latest.md
+	@cat bench/results/scale-latest.md
+
+## bench-idle: run as an idle sidecar, its CPU and RSS over 10 minutes (BENCHMARKS.md)
+bench-idle: services
+	@mkdir -p bench/results
+	$(GO) run ./bench -scenario idle -json bench/results/idle-latest.json > bench/results/idle-latest.md
+	@cat bench/results/idle-latest.md
 
 clean:
 	rm -rf bin

@@ -61,6 +61,8 @@ type options struct {
 	pages          bool
 	foreignHistory int
 	cases          string
+	idleSpan       time.Duration
+	render         string
 
 	jsonPath   string
 	cpuProfile string
@@ -75,9 +77,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary; unjam: time from a worker's death to its locks' release, with and without Kubernetes evidence; status-page: server time of each status page over 200,000 stale holdings")
+	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary; unjam: time from a worker's death to its locks' release, with and without Kubernetes evidence; status-page: server time of each status page over 200,000 stale holdings; scale: how a pass's wall time, memory and load on Redis grow, one factor of the incident fleet at a time, each row with its walk; idle: run as a sidecar with nothing to do, its CPU and RSS over -idle-span")
 	fs.StringVar(&o.shape, "shape", shapeRunning, "dead-owner: running (the owner dead, its tasks running) or finished (the owner alive, its tasks finished)")
-	fs.StringVar(&o.binary, "binary", "", "dead-owner: the lock-reaper binary to measure (default: built from this module)")
+	fs.StringVar(&o.binary, "binary", "", "dead-owner, scale, idle: the lock-reaper binary to measure (default: built from this module)")
 	fs.IntVar(&o.timeScale, "time-scale", 20, "unjam: divide every duration by this factor (it must divide the 1m schedule into whole seconds)")
 	fs.IntVar(&o.trials, "trials", 16, "unjam: deaths measured per case")
 	fs.IntVar(&o.aliveTrials, "alive-trials", 2, "unjam: trials of the live worker whose heartbeats stopped (each lasts hung_worker_grace)")
@@ -98,10 +100,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.decoys, "decoys", 0, "keys under the lock prefixes that are not locks")
 	fs.IntVar(&o.scanCount, "scan-count", 1000, "COUNT of each SCAN (redis.scan_count)")
 	fs.IntVar(&o.batchSize, "batch-size", 1000, "keys per pipelined read, holdings per release call (redis.batch_size)")
-	fs.IntVar(&o.runs, "runs", 5, "rounds of the read-only phases; medians are reported")
+	fs.IntVar(&o.runs, "runs", 5, "rounds of the read-only phases; medians are reported (scale: 3)")
 	fs.IntVar(&o.scaleFactor, "scale-factor", 10, "grow the unrelated keys by this factor for the flatness check (1: skip)")
 	fs.IntVar(&o.staleRegistry, "stale-registry", 1_000_000, "dead-owner: stale entries added to the owner's registry for the second longest-command pass (0: only the pass as built)")
-	fs.StringVar(&o.cases, "cases", "", "dead-owner: measure only the runs whose name matches this regular expression (e.g. '^(run|status)')")
+	fs.StringVar(&o.cases, "cases", "", "dead-owner: measure only the runs whose name matches this regular expression (e.g. '^(run|status)'); scale: only the rows (e.g. '^(incident|unrelated-10M|backlog-20k)$')")
+	fs.StringVar(&o.render, "render", "", "scale: write the tables of this JSON of an earlier run (one stopped before its last row) and measure nothing")
+	fs.DurationVar(&o.idleSpan, "idle-span", 10*time.Minute, "idle: how long run is measured")
 	fs.DurationVar(&o.daemonSpan, "daemon-span", 45*time.Second, "dead-owner: how long run and status are measured, over several passes, before SIGTERM (0: skip them)")
 	fs.BoolVar(&o.pages, "pages", true, "dead-owner: fetch every status page through the runs of run and status, during the passes and between them")
 	fs.IntVar(&o.foreignHistory, "foreign-history", 0, "dead-owner: entries of 2 MB written into the history of passes by someone else before each run of run and status")
@@ -165,11 +169,17 @@ func (o *options) scenarioDefaults(fs *flag.FlagSet) error {
 		return o.validateUnjam()
 	case scenarioStatusPage:
 		return nil
+	case scenarioScale:
+		if !setFlags(fs)["runs"] {
+			o.runs = scaleRuns
+		}
+		return nil
+	case scenarioIdle:
+		return nil
 	default:
-		return fmt.Errorf("-scenario must be %s, %s, %s or %s", scenarioFleet, scenarioDeadOwner, scenarioUnjam, scenarioStatusPage)
+		return fmt.Errorf("-scenario must be %s, %s, %s, %s, %s or %s", scenarioFleet, scenarioDeadOwner, scenarioUnjam, scenarioStatusPage, scenarioScale, scenarioIdle)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := setFlags(fs)
 	if !set["task-locks"] {
 		o.taskLocks = deadOwnerTaskLocks
 	}
@@ -177,4 +187,11 @@ func (o *options) scenarioDefaults(fs *flag.FlagSet) error {
 		o.unrelated = deadOwnerUnrelated
 	}
 	return nil
+}
+
+// setFlags are the flags the command line set.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
 }

@@ -47,6 +47,7 @@ type FleetFigures struct {
 	StaleHoldings    int     `json:"stale_holdings"`
 	HealthyHoldings  int     `json:"healthy_holdings"`
 	LostTasks        int     `json:"lost_tasks"`
+	QueuedTasks      int     `json:"queued_tasks,omitempty"`
 	KeysInRedis      int64   `json:"keys_in_redis"`
 	BuildSeconds     float64 `json:"build_seconds"`
 	ScanCount        int     `json:"scan_count"`
@@ -63,6 +64,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return runUnjam(ctx, o, stdout, logf)
 	case scenarioStatusPage:
 		return runStatusPage(ctx, o, stdout, logf)
+	case scenarioScale:
+		return runScale(ctx, o, stdout, logf)
+	case scenarioIdle:
+		return runIdle(ctx, o, stdout, logf)
 	}
 	res, err := benchmark(ctx, o, logf)
 	if err != nil {
@@ -161,7 +166,7 @@ func fleetFigures(o options, m *sim.FleetManifest, keys int64, took time.Duratio
 		UnrelatedKeys: o.unrelated, ScaledUnrelated: o.unrelated * o.scaleFactor, TaskLocks: o.taskLocks,
 		ExclusivePerTask: o.exclusivePerTask, Domains: o.domains, Owners: o.owners, DeadOwners: len(m.DeadOwners),
 		FinishedFraction: o.finishedFraction, StaleHoldings: m.StaleHoldings, HealthyHoldings: m.HealthyHoldings,
-		LostTasks: m.LostTasks, KeysInRedis: keys, BuildSeconds: math.Round(took.Seconds()*10) / 10,
+		LostTasks: m.LostTasks, QueuedTasks: o.queued, KeysInRedis: keys, BuildSeconds: math.Round(took.Seconds()*10) / 10,
 		ScanCount: o.scanCount, BatchSize: o.batchSize,
 	}
 }

@@ -74,12 +74,18 @@ func (r *Releaser) RememberSeen(ctx context.Context, seen map[string][]string, o
 		for i, set := range written {
 			r.shrinkSeen(ctx, set, seen[writtenOwners[i]])
 		}
-		for from := 0; from < len(written); from += seenChunk {
-			keys := written[from:min(from+seenChunk, len(written))]
+		groups := seenDeletes(written, func(i int) int { return len(seen[writtenOwners[i]]) })
+		for from := 0; from < len(groups); from += seenPipe {
 			cctx, cancel := context.WithTimeout(ctx, r.Timeout)
-			if err := r.RDB.Del(cctx, keys...).Err(); err != nil && r.Log != nil {
+			_, err := r.RDB.Pipelined(cctx, func(p redis.Pipeliner) error {
+				for _, keys := range groups[from:min(from+seenPipe, len(groups))] {
+					p.Del(cctx, keys...)
+				}
+				return nil
+			})
+			if err != nil && r.Log != nil {
 				r.Log.Warn("delete the registries seen of the pass; they expire on their own",
-					"keys", len(keys), "ttl", seenTTL, "err", err)
+					"keys", len(written), "ttl", seenTTL, "err", err)
 			}
 			cancel()
 		}
@@ -98,6 +104,33 @@ func (r *Releaser) RememberSeen(ctx context.Context, seen map[string][]string, o
 	}
 	r.seenToken = token
 	return forget, nil
+}
+
+// seenDeletes groups the sets written into DEL commands that each free at
+// most seenChunk members (and name at most seenChunk keys): DEL frees every
+// member of every set it is given in the one command, and a pass over
+// hundreds of live owners with a few hundred locks each wrote as many sets
+// (one DEL of them all blocked Redis for 41-49 ms: BENCHMARKS.md). A set
+// of more than seenChunk members, emptied by shrinkSeen first, counts as
+// none.
+func seenDeletes(written []string, members func(i int) int) [][]string {
+	var groups [][]string
+	var group []string
+	freed := 0
+	for i, set := range written {
+		n := members(i)
+		if n > seenChunk {
+			n = 0
+		}
+		if len(group) > 0 && (freed+n > seenChunk || len(group) == seenChunk) {
+			groups, group, freed = append(groups, group), nil, 0
+		}
+		group, freed = append(group, set), freed+n
+	}
+	if len(group) > 0 {
+		groups = append(groups, group)
+	}
+	return groups
 }
 
 // shrinkSeen empties a large set of keys seen a chunk per command before
