@@ -63,6 +63,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return runUnjam(ctx, o, stdout, logf)
 	case scenarioStatusPage:
 		return runStatusPage(ctx, o, stdout, logf)
+	case scenarioIncident:
+		return runIncident(ctx, o, stdout, logf)
 	}
 	res, err := benchmark(ctx, o, logf)
 	if err != nil {
