@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,4 +165,32 @@ func TestUnjamOptions(t *testing.T) {
 		_, err := parseOptions(append([]string{"-scenario", "unjam"}, args...), io.Discard)
 		require.Error(t, err, args)
 	}
+}
+
+// TestIncidentScenarioSmall runs the incident scenario on a small keyspace:
+// two rounds of the real binary's audit and once, A/B with the same binary,
+// the incident put back between them, each report checked against the
+// incident, and the in-process passes with their phases.
+func TestIncidentScenarioSmall(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "incident.json")
+	bin := filepath.Join(t.TempDir(), "lock-reaper")
+	build := exec.Command("go", "build", "-o", bin, "github.com/lock-reaper/lock-reaper")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	require.NoError(t, build.Run())
+	o, err := parseOptions([]string{"-scenario", "incident", "-binary", bin, "-binary-b", bin, "-task-locks", "200", "-unrelated", "100", "-runs", "2", "-json", out}, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, run(context.Background(), o, io.Discard, io.Discard))
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var res IncidentResults
+	require.NoError(t, json.Unmarshal(raw, &res))
+	require.Equal(t, 1067, res.Stale)
+	require.Len(t, res.Rounds, 2)
+	for _, rd := range res.Rounds {
+		require.Positive(t, rd.WalkMS)
+		require.Positive(t, rd.OnceMS)
+		require.Positive(t, rd.BOnceMS)
+	}
+	require.Len(t, res.Phases, 4, "an audit and a once in process, each round")
 }

@@ -8,6 +8,7 @@
 //	go run ./bench -cpuprofile cpu.pprof -profile audit
 //	go run ./bench -scenario unjam       # each death's release, after the moment the rules allow it: heartbeats only, pods listed, watched (stalled, forbidden); about 8 minutes (the watched deleted-pod and restart cases in real time, the others scaled 20×)
 //	go run ./bench -scenario status-page # each status page's server time over 200,000 holdings
+//	go run ./bench -scenario incident    # the incident of 2026-07-24 among 1,000,000 keys: once against one walk, audit against the baseline read
 package main
 
 import (
@@ -27,6 +28,7 @@ import (
 type options struct {
 	scenario string
 	binary   string
+	binaryB  string
 	shape    string
 
 	timeScale       int
@@ -63,6 +65,8 @@ type options struct {
 	cases          string
 	idleSpan       time.Duration
 	render         string
+	contend        int
+	phaseTimes     bool
 
 	jsonPath   string
 	cpuProfile string
@@ -77,7 +81,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; dead-owner: one dead owner holding every lock, peak RSS of the real binary; unjam: time from a worker's death to its locks' release, with and without Kubernetes evidence; status-page: server time of each status page over 200,000 stale holdings; scale: how a pass's wall time, memory and load on Redis grow, one factor of the incident fleet at a time, each row with its walk; idle: run as a sidecar with nothing to do, its CPU and RSS over -idle-span")
+	fs.StringVar(&o.scenario, "scenario", scenarioFleet, "fleet: the production-size fleet, in-process phases; incident: the incident of 2026-07-24 among a busy fleet, the real binary's once and audit against one walk of the keyspace in the same rounds; dead-owner: one dead owner holding every lock, peak RSS of the real binary; unjam: time from a worker's death to its locks' release, with and without Kubernetes evidence; status-page: server time of each status page over 200,000 stale holdings; scale: how a pass's wall time, memory and load on Redis grow, one factor of the incident fleet at a time, each row with its walk; idle: run as a sidecar with nothing to do, its CPU and RSS over -idle-span")
 	fs.StringVar(&o.shape, "shape", shapeRunning, "dead-owner: running (the owner dead, its tasks running) or finished (the owner alive, its tasks finished)")
 	fs.StringVar(&o.binary, "binary", "", "dead-owner, scale, idle: the lock-reaper binary to measure (default: built from this module)")
 	fs.IntVar(&o.timeScale, "time-scale", 20, "unjam: divide every duration by this factor (it must divide the 1m schedule into whole seconds)")
@@ -111,6 +115,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.foreignHistory, "foreign-history", 0, "dead-owner: entries of 2 MB written into the history of passes by someone else before each run of run and status")
 	fs.BoolVar(&o.longest, "longest", true, "dead-owner: measure the longest Redis command of a pass (false: only the binary's runs)")
 	fs.BoolVar(&o.processRuns, "process-runs", true, "dead-owner: measure the binary's runs (false: only the longest Redis command of a pass)")
+	fs.StringVar(&o.binaryB, "binary-b", "", "incident: a second lock-reaper binary, run in the same rounds as -binary, in turns (A/B)")
+	fs.IntVar(&o.contend, "contend", 0, "incident: busy loops (processes) run beside the rounds, to contend the CPU")
+	fs.BoolVar(&o.phaseTimes, "phase-times", true, "incident: after the rounds, run an audit and a once in this process -runs times each and note when each phase began (profiled with -cpuprofile)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the -profile phase to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write heap profiles of the -profile phase to this file and FILE.base (compare with pprof -base)")
@@ -176,8 +183,17 @@ func (o *options) scenarioDefaults(fs *flag.FlagSet) error {
 		return nil
 	case scenarioIdle:
 		return nil
+	case scenarioIncident:
+		set := setFlags(fs)
+		if !set["task-locks"] {
+			o.taskLocks = incidentLiveTasks
+		}
+		if !set["unrelated"] {
+			o.unrelated = incidentUnrelated
+		}
+		return nil
 	default:
-		return fmt.Errorf("-scenario must be %s, %s, %s, %s, %s or %s", scenarioFleet, scenarioDeadOwner, scenarioUnjam, scenarioStatusPage, scenarioScale, scenarioIdle)
+		return fmt.Errorf("-scenario must be %s, %s, %s, %s, %s, %s or %s", scenarioFleet, scenarioIncident, scenarioDeadOwner, scenarioUnjam, scenarioStatusPage, scenarioScale, scenarioIdle)
 	}
 	set := setFlags(fs)
 	if !set["task-locks"] {

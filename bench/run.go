@@ -68,6 +68,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return runScale(ctx, o, stdout, logf)
 	case scenarioIdle:
 		return runIdle(ctx, o, stdout, logf)
+	case scenarioIncident:
+		return runIncident(ctx, o, stdout, logf)
 	}
 	res, err := benchmark(ctx, o, logf)
 	if err != nil {

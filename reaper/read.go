@@ -65,19 +65,24 @@ type readResult struct {
 func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
 	var rd readResult
 	pods, podsConfirmed := r.readPods(ctx, &rd)
-	suspects, err := redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
-	if err != nil {
-		return rd, inStep("reading the remembered suspects from", SystemRedis, err)
-	}
-	seenAlive, err := redislocks.ReadSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
-	if err != nil {
-		return rd, inStep("reading the mass-death guard's memory from", SystemRedis, err)
-	}
+	// The reaper's own memory is read beside Pulp's locks, and the
+	// database's connection opened meanwhile (nothing is read from it), so
+	// that neither waits for the walk of the keyspace nor the walk for them.
+	memory := r.readMemory(ctx)
+	opened := r.openDatabase(ctx)
 	rr := &redislocks.Reader{RDB: r.rdb, ScanCount: r.cfg.ScanCount, BatchSize: r.cfg.BatchSize, Timeout: r.cfg.RedisTimeout, Progress: opts.Progress, Log: r.log}
 	rs, err := rr.Read(ctx, !opts.RegistryOnly)
-	if err != nil {
+	mem := <-memory
+	<-opened
+	switch {
+	case mem.suspectsErr != nil:
+		return rd, inStep("reading the remembered suspects from", SystemRedis, mem.suspectsErr)
+	case mem.seenAliveErr != nil:
+		return rd, inStep("reading the mass-death guard's memory from", SystemRedis, mem.seenAliveErr)
+	case err != nil:
 		return rd, inStep("reading Pulp's locks from", SystemRedis, err)
 	}
+	suspects, seenAlive := mem.suspects, mem.seenAlive
 	opts.phase(PhaseReadingDatabase, 0, 0)
 	readAt := time.Now()
 	ds, err := pulpdb.ReadSnapshot(ctx, r.pool, r.cfg.DatabaseTimeout, pulpdb.TaskRefsOf(rs.Holdings))
@@ -129,6 +134,52 @@ func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
 		r.log.Warn("ignored key", slog.String("key", ig.Key), slog.String("type", ig.Type), slog.String("reason", ig.Reason))
 	}
 	return rd, nil
+}
+
+// memory is what the reaper remembers in Redis across passes, as a pass
+// reads it.
+type memory struct {
+	suspects     map[judge.SuspectKey]judge.Suspect
+	seenAlive    map[string]judge.SeenAlive
+	suspectsErr  error
+	seenAliveErr error
+}
+
+// readMemory reads the remembered suspects and the mass-death guard's
+// memory on a goroutine of its own, and sends them once read.
+func (r *Reaper) readMemory(ctx context.Context) <-chan memory {
+	out := make(chan memory, 1)
+	go func() {
+		var m memory
+		m.suspects, m.suspectsErr = redislocks.ReadSuspects(ctx, r.rdb, r.cfg.RedisTimeout)
+		if m.suspectsErr == nil {
+			m.seenAlive, m.seenAliveErr = redislocks.ReadSeenAlive(ctx, r.rdb, r.cfg.RedisTimeout)
+		}
+		out <- m
+	}()
+	return out
+}
+
+// openDatabase opens a connection to the database while Redis is read,
+// when the pool holds none idle (an audit's first statement is the
+// snapshot's; a real pass opened one for its pass lock), and closes the
+// returned channel once done. It reads nothing: the database is read
+// after Redis. A failure is left for the snapshot's read to report.
+func (r *Reaper) openDatabase(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if r.pool.Stat().IdleConns() > 0 {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		cctx, cancel := context.WithTimeout(ctx, r.cfg.DatabaseTimeout)
+		defer cancel()
+		if c, err := r.pool.Acquire(cctx); err == nil {
+			c.Release()
+		}
+	}()
+	return done
 }
 
 // PhaseRecheckingHeartbeats: some rows look dead; the pass reads the

@@ -53,6 +53,13 @@ type IncidentSpec struct {
 	// LiveWorkers each run one healthy task holding its repository
 	// exclusively and the domain shared.
 	LiveWorkers int
+	// LiveTasksPerWorker, when above one, gives each live worker that many
+	// healthy running tasks instead of one, each with a repository of its
+	// own (the benchmark's incident among a busy fleet).
+	LiveTasksPerWorker int
+	// UnrelatedKeys are keys outside the locks, like a shared cache's
+	// (pulp:cache:…), that a keyspace SCAN must wade through.
+	UnrelatedKeys int
 	// QueuedTasks are waiting and unclaimed; every other one needs one of the
 	// dead worker's repositories, so it can only run once that is reaped.
 	QueuedTasks int
@@ -116,7 +123,8 @@ func (s IncidentSpec) withDefaults() (IncidentSpec, error) {
 	special := s.DeadRunning + s.DeadClaimed + s.DeadUnclaimed + s.DeadMissing
 	switch {
 	case s.DeadTaskLocks < 0 || s.DeadResourceLocks < 0 || s.DeadRunning < 0 || s.DeadClaimed < 0 ||
-		s.DeadUnclaimed < 0 || s.DeadMissing < 0 || s.LiveWorkers < 0 || s.QueuedTasks < 0 || s.QueuedDomainExclusive < 0:
+		s.DeadUnclaimed < 0 || s.DeadMissing < 0 || s.LiveWorkers < 0 || s.QueuedTasks < 0 || s.QueuedDomainExclusive < 0 ||
+		s.LiveTasksPerWorker < 0 || s.UnrelatedKeys < 0:
 		return s, errors.New("sim: IncidentSpec: negative count")
 	case special > s.DeadTaskLocks:
 		return s, fmt.Errorf("sim: IncidentSpec: DeadRunning+DeadClaimed+DeadUnclaimed+DeadMissing = %d exceeds DeadTaskLocks = %d", special, s.DeadTaskLocks)
@@ -220,6 +228,12 @@ func BuildIncident(ctx context.Context, rdb redis.UniversalClient, pool *pgxpool
 	if err := locks.flush(ctx); err != nil {
 		return nil, err
 	}
+	if spec.UnrelatedKeys > 0 {
+		noise := FleetSpec{UnrelatedKeys: spec.UnrelatedKeys, BatchSize: spec.BatchSize}
+		if err := (&FleetManifest{}).buildNoise(ctx, rdb, noise); err != nil {
+			return nil, err
+		}
+	}
 	queued := inc.buildQueue(spec, deadRepos)
 	// Dead tasks are oldest, queued ones newest, in pulp_created order.
 	if err := copyTasks(ctx, pool, deadRows, deadBeat.Add(-time.Hour)); err != nil {
@@ -300,11 +314,14 @@ func (inc *Incident) buildDead(ctx context.Context, locks *lockWriter, spec Inci
 	return repos, rows, nil
 }
 
-// buildLive writes one healthy running task per live worker.
+// buildLive writes the healthy running tasks of each live worker: one, or
+// LiveTasksPerWorker.
 func (inc *Incident) buildLive(ctx context.Context, locks *lockWriter, spec IncidentSpec, now time.Time) ([]taskRow, error) {
 	domain := DomainPRN(spec.DomainID)
 	var rows []taskRow
-	for i, owner := range inc.LiveOwners {
+	for k := range len(inc.LiveOwners) * max(spec.LiveTasksPerWorker, 1) {
+		i := k % len(inc.LiveOwners)
+		owner := inc.LiveOwners[i]
 		id, repo := NewUUID(), RepositoryPRN(NewUUID())
 		hs, err := locks.hold(ctx, owner, id, []string{repo}, []string{domain}, true)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/explain"
@@ -30,7 +31,12 @@ type page struct {
 	Data    any
 }
 
-var templates = template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/templates/*.html"))
+// templates are parsed at the first page served, not when the program
+// starts: every command (a CronJob's once among them) links this package,
+// and parsing them took about half of the program's start-up allocations.
+var templates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/templates/*.html"))
+})
 
 // render writes a page; a template error is logged and answered 500
 // without the half-written page.
@@ -43,7 +49,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 		p.Refresh = int(s.opts.Refresh / time.Second)
 	}
 	var buf bytes.Buffer
-	if err := templates.ExecuteTemplate(&buf, name, p); err != nil {
+	if err := templates().ExecuteTemplate(&buf, name, p); err != nil {
 		s.opts.Logger.Error("status page: render", slog.String("page", name), slog.String("error", err.Error()))
 		http.Error(w, "500 the page could not be rendered", http.StatusInternalServerError)
 		return

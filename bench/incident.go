@@ -1,0 +1,547 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
+	"github.com/lock-reaper/lock-reaper/internal/sim"
+	"github.com/lock-reaper/lock-reaper/reaper"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
+)
+
+// scenarioIncident is the incident of 2026-07-24 among a busy fleet: one
+// dead owner's 543 task locks and 524 resource holdings beside 100 live
+// workers' 20,000 healthy locks and 1,000,000 unrelated keys. Each round
+// times, in turn, one plain SCAN walk of the keyspace (the reaper's MATCH
+// and COUNT, nothing read), the baseline read (baseline.go), the real
+// binary's `audit` and its `once`; the dead owner's keys and rows are put
+// back after each `once`, untimed. Ratios are taken within a round: `once`
+// over the walk, `audit` over the baseline read.
+const scenarioIncident = "incident"
+
+// The incident's defaults (-task-locks and -unrelated change the live
+// tasks and the unrelated keys).
+const (
+	incidentLiveWorkers = 100
+	incidentLiveTasks   = 10_000
+	incidentUnrelated   = 1_000_000
+)
+
+// IncidentResults is what the incident scenario measured.
+type IncidentResults struct {
+	Machine Machine `json:"machine"`
+	// GOMAXPROCS is the bench's and the children's.
+	GOMAXPROCS int `json:"gomaxprocs"`
+	// Contenders counts the busy loops the bench ran beside the rounds
+	// (-contend); LoadBefore and LoadAfter are /proc/loadavg.
+	Contenders int             `json:"contenders"`
+	LoadBefore string          `json:"load_before"`
+	LoadAfter  string          `json:"load_after"`
+	Binary     string          `json:"binary"`
+	BinaryB    string          `json:"binary_b,omitempty"`
+	Keys       int64           `json:"keys_in_redis"`
+	Stale      int             `json:"stale_holdings"`
+	Rounds     []IncidentRound `json:"rounds"`
+	// OnceOverWalk and AuditOverBaseline are the medians of the rounds'
+	// ratios; OnceWorkOverWalk leaves out the wait of the heartbeats' second
+	// read (the child's log says when it began and ended).
+	OnceOverWalk      float64 `json:"once_over_walk"`
+	OnceWorkOverWalk  float64 `json:"once_work_over_walk"`
+	AuditOverBaseline float64 `json:"audit_over_baseline"`
+	AuditOverWalk     float64 `json:"audit_over_walk"`
+	// The same of -binary-b.
+	BOnceOverWalk      float64 `json:"b_once_over_walk,omitempty"`
+	BOnceWorkOverWalk  float64 `json:"b_once_work_over_walk,omitempty"`
+	BAuditOverBaseline float64 `json:"b_audit_over_baseline,omitempty"`
+	// Phases is the wall time of each phase of an in-process once and
+	// audit after the rounds (incidentPhases).
+	Phases []PhaseTimes `json:"phases,omitempty"`
+}
+
+// IncidentRound is one round's wall times, in milliseconds.
+type IncidentRound struct {
+	WalkMS     float64 `json:"walk_ms"`
+	BaselineMS float64 `json:"baseline_ms"`
+	AuditMS    float64 `json:"audit_ms"`
+	OnceMS     float64 `json:"once_ms"`
+	// OnceWaitMS is the `once` child's wait for the heartbeats' second read.
+	OnceWaitMS float64 `json:"once_wait_ms"`
+	// The same of -binary-b, in the same round.
+	BAuditMS    float64 `json:"b_audit_ms,omitempty"`
+	BOnceMS     float64 `json:"b_once_ms,omitempty"`
+	BOnceWaitMS float64 `json:"b_once_wait_ms,omitempty"`
+}
+
+func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	bin, cleanup, err := reaperBinary(ctx, o.binary)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	e, err := newEnv(ctx, o.redisURL, o.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	rdb := redis.NewClient(e.redisOpts)
+	defer rdb.Close()
+	pool, err := pgxpool.New(ctx, e.databaseURL)
+	if err != nil {
+		return fmt.Errorf("open benchmark database: %w", err)
+	}
+	defer pool.Close()
+	spec := sim.IncidentOf20260724()
+	spec.LiveWorkers, spec.LiveTasksPerWorker, spec.UnrelatedKeys = incidentLiveWorkers, max(o.taskLocks/incidentLiveWorkers, 1), o.unrelated
+	logf("building the incident: %d task locks and %d resource holdings of one dead owner, %d live workers with %d tasks each, %d unrelated keys",
+		spec.DeadTaskLocks, spec.DeadResourceLocks, spec.LiveWorkers, spec.LiveTasksPerWorker, spec.UnrelatedKeys)
+	inc, err := sim.BuildIncident(ctx, rdb, pool, spec)
+	if err != nil {
+		return fmt.Errorf("build the incident: %w", err)
+	}
+	stopBeat := inc.KeepAliveInBackground(context.WithoutCancel(ctx), pool)
+	defer func() { _ = stopBeat() }()
+	saved, err := saveIncident(ctx, rdb, pool, inc)
+	if err != nil {
+		return err
+	}
+	res := &IncidentResults{Machine: describeMachine(), GOMAXPROCS: runtime.GOMAXPROCS(0), Contenders: o.contend, Binary: bin,
+		Keys: rdb.DBSize(ctx).Val(), Stale: len(inc.Stale)}
+	res.Machine.fill(ctx, rdb, pool)
+	stopContend, err := contend(o.contend)
+	if err != nil {
+		return err
+	}
+	defer stopContend()
+	res.LoadBefore = loadAverage()
+	redisURL, err := claimedRedisURL(e.redisURL, e.claim.DB)
+	if err != nil {
+		return err
+	}
+	child := incidentChild{bin: bin, redisURL: redisURL, databaseURL: e.databaseURL, stale: len(inc.Stale), lost: len(inc.Cancel) + len(inc.Requeue)}
+	var childB *incidentChild
+	if o.binaryB != "" {
+		b := child
+		b.bin = o.binaryB
+		childB, res.BinaryB = &b, o.binaryB
+	}
+	for round := range o.runs {
+		var rd IncidentRound
+		start := time.Now()
+		if _, err := plainWalk(ctx, rdb, o.scanCount); err != nil {
+			return err
+		}
+		rd.WalkMS = ms(time.Since(start))
+		start = time.Now()
+		if _, err := baselineWalk(ctx, rdb, o.scanCount, o.batchSize); err != nil {
+			return err
+		}
+		rd.BaselineMS = ms(time.Since(start))
+		// With -binary-b, both binaries run in each round, in turns: A
+		// first in odd rounds, B first in even ones.
+		order := []*incidentChild{&child}
+		if childB != nil {
+			order = append(order, childB)
+			if round%2 == 1 {
+				order[0], order[1] = order[1], order[0]
+			}
+		}
+		for _, c := range order {
+			audit, once, wait := &rd.AuditMS, &rd.OnceMS, &rd.OnceWaitMS
+			if c == childB {
+				audit, once, wait = &rd.BAuditMS, &rd.BOnceMS, &rd.BOnceWaitMS
+			}
+			if *audit, _, err = c.run(ctx, reaper.ModeAudit); err != nil {
+				return err
+			}
+			if *once, *wait, err = c.run(ctx, reaper.ModeOnce); err != nil {
+				return err
+			}
+			if err := saved.restore(ctx, rdb, pool); err != nil {
+				return err
+			}
+		}
+		logf("round %d/%d: walk %.1f ms, baseline %.1f ms, audit %.1f ms (%.2f× baseline), once %.1f ms (%.2f× walk; waited %.1f ms for the second read); B: audit %.1f ms, once %.1f ms (waited %.1f ms)",
+			round+1, o.runs, rd.WalkMS, rd.BaselineMS, rd.AuditMS, rd.AuditMS/rd.BaselineMS, rd.OnceMS, rd.OnceMS/rd.WalkMS, rd.OnceWaitMS, rd.BAuditMS, rd.BOnceMS, rd.BOnceWaitMS)
+		res.Rounds = append(res.Rounds, rd)
+	}
+	res.LoadAfter = loadAverage()
+	res.summarise()
+	if o.phaseTimes {
+		if res.Phases, err = incidentPhases(ctx, o, rdb, pool, saved, logf); err != nil {
+			return err
+		}
+	}
+	if err := writeIncidentMarkdown(stdout, res); err != nil {
+		return err
+	}
+	if o.jsonPath != "" {
+		return writeJSON(o.jsonPath, res)
+	}
+	return nil
+}
+
+func (r *IncidentResults) summarise() {
+	var once, work, audit, auditWalk, bOnce, bWork, bAudit []float64
+	for _, rd := range r.Rounds {
+		once = append(once, rd.OnceMS/rd.WalkMS)
+		work = append(work, (rd.OnceMS-rd.OnceWaitMS)/rd.WalkMS)
+		audit = append(audit, rd.AuditMS/rd.BaselineMS)
+		auditWalk = append(auditWalk, rd.AuditMS/rd.WalkMS)
+		if rd.BOnceMS > 0 {
+			bOnce = append(bOnce, rd.BOnceMS/rd.WalkMS)
+			bWork = append(bWork, (rd.BOnceMS-rd.BOnceWaitMS)/rd.WalkMS)
+			bAudit = append(bAudit, rd.BAuditMS/rd.BaselineMS)
+		}
+	}
+	r.OnceOverWalk, r.OnceWorkOverWalk = round3(median(once)), round3(median(work))
+	r.AuditOverBaseline, r.AuditOverWalk = round3(median(audit)), round3(median(auditWalk))
+	r.BOnceOverWalk, r.BOnceWorkOverWalk, r.BAuditOverBaseline = round3(median(bOnce)), round3(median(bWork)), round3(median(bAudit))
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// plainWalk is one SCAN of the whole keyspace with the reaper's MATCH and
+// COUNT, reading nothing else: what reading the keyspace once costs.
+func plainWalk(ctx context.Context, rdb *redis.Client, scanCount int) (int, error) {
+	n := 0
+	iter := rdb.Scan(ctx, 0, redislocks.ScanMatch, int64(scanCount)).Iterator()
+	for iter.Next(ctx) {
+		n++
+	}
+	if err := iter.Err(); err != nil {
+		return n, fmt.Errorf("plain walk: %w", err)
+	}
+	return n, nil
+}
+
+// incidentChild runs the real binary against the incident.
+type incidentChild struct {
+	bin, redisURL, databaseURL string
+	stale, lost                int
+}
+
+// run runs `lock-reaper MODE --output json`, checks its report against the
+// incident, and returns its wall time and how long it waited for the
+// heartbeats' second read, in milliseconds.
+func (c incidentChild) run(ctx context.Context, mode string) (wallMS, waitMS float64, err error) {
+	cmd := exec.CommandContext(ctx, c.bin, mode, "--output", "json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = []string{
+		"REAPER_REDIS_URL=" + c.redisURL,
+		"REAPER_DATABASE_URL=" + c.databaseURL,
+		"REAPER_LOG_FORMAT=json",
+		"REAPER_HEARTBEAT_RECHECK=" + benchRecheck.String(),
+	}
+	// The children run with the bench's GOMAXPROCS.
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+v)
+	}
+	start := time.Now()
+	err = cmd.Run()
+	wall := time.Since(start)
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		return 0, 0, fmt.Errorf("run %s %s: %w", c.bin, mode, err)
+	}
+	want := exitcode.OK
+	if mode == reaper.ModeAudit {
+		want = exitcode.Findings
+	}
+	if code := cmd.ProcessState.ExitCode(); code != want {
+		return 0, 0, fmt.Errorf("%s: exit code %d, want %d; stderr: %s", mode, code, want, lastBytes(stderr.String(), 2000))
+	}
+	var rep struct {
+		Summary reaper.Summary `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
+		return 0, 0, fmt.Errorf("%s: JSON report: %w", mode, err)
+	}
+	s := rep.Summary
+	// The dead owner's membership of the domain is deferred by a real pass:
+	// the live workers' ten thousand tasks reserve the domain, more than one
+	// release call checks (redislocks.ReserverCallLimit).
+	got, tasks := s.Released+s.FindingsByResult[reaper.ResultDeferred], s.TasksUpdated
+	if mode == reaper.ModeAudit {
+		got, tasks = s.FindingsByResult[reaper.ResultWouldRelease], s.TasksByResult[reaper.ResultWouldUpdate]
+	}
+	if got != c.stale || tasks != c.lost {
+		return 0, 0, fmt.Errorf("%s: %d holdings and %d tasks, the incident has %d stale holdings and %d lost tasks", mode, got, tasks, c.stale, c.lost)
+	}
+	return ms(wall), recheckWaitMS(stderr.String()), nil
+}
+
+// recheckWaitMS is the time between the child's log line saying rows look
+// dead and its next line: the wait for the heartbeats' second read and the
+// read itself.
+func recheckWaitMS(log string) float64 {
+	var from time.Time
+	for line := range strings.SplitSeq(log, "\n") {
+		var l struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l.Msg, "rows look dead"):
+			from = l.Time
+		case !from.IsZero():
+			return ms(l.Time.Sub(from))
+		}
+	}
+	return 0
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// loadAverage is /proc/loadavg's first three figures.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// contend starts n busy loops beside the rounds, each a process of its own
+// (`sh -c 'while :; do :; done'`), so that the CPU is contended whatever
+// else the machine runs; the returned function ends them.
+func contend(n int) (func(), error) {
+	var cmds []*exec.Cmd
+	stop := func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}
+	for range n {
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			stop()
+			return nil, fmt.Errorf("start a busy loop: %w", err)
+		}
+		cmds = append(cmds, c)
+	}
+	return stop, nil
+}
+
+// savedIncident is what a real pass changes in the incident, kept so that
+// the next round finds it again: the dead owner's keys, dumped, and its
+// tasks' rows.
+type savedIncident struct {
+	dumps map[string]string
+	tasks []string
+}
+
+func saveIncident(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, inc *sim.Incident) (*savedIncident, error) {
+	keys := []string{redislocks.OwnerLocksPrefix + inc.DeadOwner, redislocks.ActiveOwnersKey}
+	for _, h := range inc.Stale {
+		keys = append(keys, h.Key)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	s := &savedIncident{dumps: make(map[string]string, len(keys)), tasks: append(slices.Clone(inc.Cancel), inc.Requeue...)}
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.Dump(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("dump the dead owner's keys: %w", err)
+	}
+	for i, k := range keys {
+		s.dumps[k] = cmds[i].Val()
+	}
+	for _, q := range []string{
+		`CREATE TABLE bench_saved_task AS SELECT pulp_id, state, app_lock_id, finished_at, error FROM core_task WHERE pulp_id = ANY($1::uuid[])`,
+		`CREATE TABLE bench_saved_report AS SELECT pulp_id, state FROM core_progressreport WHERE task_id = ANY($1::uuid[])`,
+	} {
+		if _, err := pool.Exec(ctx, q, s.tasks); err != nil {
+			return nil, fmt.Errorf("save the dead owner's tasks: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// restore puts back what a real pass changed: the dead owner's keys and
+// rows, and removes what the reaper wrote (its own keys, the cancel
+// signals).
+func (s *savedIncident) restore(ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool) error {
+	var written []string
+	iter := rdb.Scan(ctx, 0, "pulp:[lt][oa][cs]k*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if k := iter.Val(); strings.HasPrefix(k, "pulp:lock_reaper:") || strings.HasPrefix(k, redislocks.CancelSignalPrefix) {
+			written = append(written, k)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("find what the pass wrote: %w", err)
+	}
+	pipe := rdb.Pipeline()
+	for _, k := range written {
+		pipe.Del(ctx, k)
+	}
+	for k, v := range s.dumps {
+		pipe.RestoreReplace(ctx, k, 0, v)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("put the dead owner's keys back: %w", err)
+	}
+	for _, q := range []string{
+		`UPDATE core_task t SET state = s.state, app_lock_id = s.app_lock_id, finished_at = s.finished_at, error = s.error FROM bench_saved_task s WHERE t.pulp_id = s.pulp_id`,
+		`UPDATE core_progressreport p SET state = s.state FROM bench_saved_report s WHERE p.pulp_id = s.pulp_id`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("put the dead owner's tasks back: %w", err)
+		}
+	}
+	return nil
+}
+
+// PhaseTimes is one in-process pass over the incident: when each phase of
+// it began, in milliseconds from its start.
+type PhaseTimes struct {
+	Mode   string      `json:"mode"`
+	WallMS float64     `json:"wall_ms"`
+	Marks  []PhaseMark `json:"marks"`
+}
+
+// PhaseMark is the moment a pass told (Options.Phase, Options.Progress)
+// that it moved on.
+type PhaseMark struct {
+	Phase string  `json:"phase"`
+	AtMS  float64 `json:"at_ms"`
+}
+
+// incidentPhases runs an audit and a once in this process, -runs times
+// each, and notes when each of their phases began; with -cpuprofile, each
+// pass is profiled into a file of its own (FILE-MODE-N), which `go tool
+// pprof` merges when given several.
+func incidentPhases(ctx context.Context, o options, rdb *redis.Client, pool *pgxpool.Pool, saved *savedIncident, logf func(string, ...any)) ([]PhaseTimes, error) {
+	cfg := benchConfig()
+	cfg.ScanCount, cfg.BatchSize = o.scanCount, o.batchSize
+	cfg.MaxReleases, cfg.MaxTaskUpdates = math.MaxInt32, math.MaxInt32
+	r, err := reaper.New(cfg, rdb, pool, discardJSONLogger())
+	if err != nil {
+		return nil, err
+	}
+	var out []PhaseTimes
+	for i := range o.runs {
+		for _, mode := range []string{reaper.ModeAudit, reaper.ModeOnce} {
+			pt := PhaseTimes{Mode: mode}
+			start := time.Now()
+			mark := func(name string) {
+				if n := len(pt.Marks); n == 0 || pt.Marks[n-1].Phase != name {
+					pt.Marks = append(pt.Marks, PhaseMark{Phase: name, AtMS: ms(time.Since(start))})
+				}
+			}
+			opts := reaper.Options{Mode: mode, Progress: func(int) { mark("reading redis") }, Phase: func(name string, _, _ int) { mark(name) }}
+			stop := profileTo(o.cpuProfile, fmt.Sprintf("%s-%d", mode, i+1), logf)
+			start = time.Now()
+			if _, err := r.RunOnce(ctx, opts); err != nil {
+				stop()
+				return nil, fmt.Errorf("in-process %s: %w", mode, err)
+			}
+			pt.WallMS = ms(time.Since(start))
+			stop()
+			out = append(out, pt)
+			logf("in-process %s: %.1f ms; %v", mode, pt.WallMS, pt.Marks)
+			if mode == reaper.ModeOnce {
+				if err := saved.restore(ctx, rdb, pool); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func writeIncidentMarkdown(w io.Writer, r *IncidentResults) error {
+	var b strings.Builder
+	mc := r.Machine
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s; GOMAXPROCS %d; %d busy loops beside; load average %s before, %s after\n\n",
+		mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL, r.GOMAXPROCS, r.Contenders, r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(&b, "The incident of 2026-07-24 among a busy fleet: %s stale holdings of one dead owner, %s keys in Redis; binary %s\n\n", thousands(int64(r.Stale)), thousands(r.Keys), r.Binary)
+	b.WriteString("| round | walk | baseline read | `audit` | `once` | of it the second read's wait | audit / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, rd := range r.Rounds {
+		fmt.Fprintf(&b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f |\n", i+1, rd.WalkMS, rd.BaselineMS, rd.AuditMS, rd.OnceMS, rd.OnceWaitMS,
+			rd.AuditMS/rd.BaselineMS, rd.OnceMS/rd.WalkMS, (rd.OnceMS-rd.OnceWaitMS)/rd.WalkMS)
+	}
+	fmt.Fprintf(&b, "\nMedians of the rounds' ratios: audit / baseline read **%.3f**, audit / walk %.3f, once / walk **%.3f**, once without the second read's wait / walk %.3f\n",
+		r.AuditOverBaseline, r.AuditOverWalk, r.OnceOverWalk, r.OnceWorkOverWalk)
+	if r.BinaryB != "" {
+		fmt.Fprintf(&b, "\nBinary B, %s, in the same rounds (A first in odd rounds, B first in even ones):\n\n", r.BinaryB)
+		b.WriteString("| round | `audit` | `once` | of it the second read's wait | audit / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+		for i, rd := range r.Rounds {
+			fmt.Fprintf(&b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f |\n", i+1, rd.BAuditMS, rd.BOnceMS, rd.BOnceWaitMS,
+				rd.BAuditMS/rd.BaselineMS, rd.BOnceMS/rd.WalkMS, (rd.BOnceMS-rd.BOnceWaitMS)/rd.WalkMS)
+		}
+		fmt.Fprintf(&b, "\nMedians, binary B: audit / baseline read **%.3f**, once / walk **%.3f**, once without the second read's wait / walk %.3f\n",
+			r.BAuditOverBaseline, r.BOnceOverWalk, r.BOnceWorkOverWalk)
+	}
+	if len(r.Phases) > 0 {
+		b.WriteString("\nIn-process passes, when each phase began (ms from the start):\n\n")
+		for _, p := range r.Phases {
+			var marks []string
+			for _, m := range p.Marks {
+				marks = append(marks, fmt.Sprintf("%s %.0f", m.Phase, m.AtMS))
+			}
+			fmt.Fprintf(&b, "- %s, %.1f ms: %s\n", p.Mode, p.WallMS, strings.Join(marks, "; "))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// discardJSONLogger formats every log line as production does and throws it
+// away, so that its cost is measured but not the disk's.
+func discardJSONLogger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// profileTo profiles the CPU into base-name until the returned function is
+// called; nothing when base is "".
+func profileTo(base, name string, logf func(string, ...any)) func() {
+	if base == "" {
+		return func() {}
+	}
+	path := base + "-" + name
+	f, err := os.Create(path)
+	if err != nil {
+		logf("cpu profile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		logf("cpu profile: %v", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
+}
