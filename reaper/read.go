@@ -73,7 +73,7 @@ func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
 	rr := &redislocks.Reader{RDB: r.rdb, ScanCount: r.cfg.ScanCount, BatchSize: r.cfg.BatchSize, Timeout: r.cfg.RedisTimeout, Progress: opts.Progress, Log: r.log}
 	rs, err := rr.Read(ctx, !opts.RegistryOnly)
 	mem := <-memory
-	<-opened
+	openErr := <-opened
 	switch {
 	case mem.suspectsErr != nil:
 		return rd, inStep("reading the remembered suspects from", SystemRedis, mem.suspectsErr)
@@ -84,6 +84,9 @@ func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
 	}
 	suspects, seenAlive := mem.suspects, mem.seenAlive
 	opts.phase(PhaseReadingDatabase, 0, 0)
+	if openErr != nil {
+		return rd, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, openErr))
+	}
 	readAt := time.Now()
 	ds, err := pulpdb.ReadSnapshot(ctx, r.pool, r.cfg.DatabaseTimeout, pulpdb.TaskRefsOf(rs.Holdings))
 	if err != nil {
@@ -162,21 +165,30 @@ func (r *Reaper) readMemory(ctx context.Context) <-chan memory {
 
 // openDatabase opens a connection to the database while Redis is read,
 // when the pool holds none idle (an audit's first statement is the
-// snapshot's; a real pass opened one for its pass lock), and closes the
-// returned channel once done. It reads nothing: the database is read
-// after Redis. A failure is left for the snapshot's read to report.
-func (r *Reaper) openDatabase(ctx context.Context) <-chan struct{} {
-	done := make(chan struct{})
+// snapshot's; a real pass opened one for its pass lock), and sends nil once
+// done. It reads nothing: the database is read after Redis. A database
+// that did not answer within database.timeout is sent as the error, so that
+// the pass fails after one timeout, not two; any other failure (a refused
+// connection, which a restarting server gives for a moment) is left for the
+// snapshot's read to try again and report.
+func (r *Reaper) openDatabase(ctx context.Context) <-chan error {
+	done := make(chan error, 1)
 	if r.pool.Stat().IdleConns() > 0 {
-		close(done)
+		done <- nil
 		return done
 	}
 	go func() {
-		defer close(done)
 		cctx, cancel := context.WithTimeout(ctx, r.cfg.DatabaseTimeout)
 		defer cancel()
-		if c, err := r.pool.Acquire(cctx); err == nil {
+		c, err := r.pool.Acquire(cctx)
+		switch {
+		case err == nil:
 			c.Release()
+			done <- nil
+		case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
+			done <- fmt.Errorf("connect within database.timeout (%s): %w", r.cfg.DatabaseTimeout, err)
+		default:
+			done <- nil
 		}
 	}()
 	return done

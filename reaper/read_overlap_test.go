@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lock-reaper/lock-reaper/internal/exitcode"
 	"github.com/lock-reaper/lock-reaper/internal/testing/passtest"
 	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
@@ -53,4 +54,24 @@ func TestAuditOpensTheDatabaseAndReadsItsMemoryBesideTheLocks(t *testing.T) {
 	require.NotNil(t, got)
 	require.Equal(t, judge.VerdictTaskMissing, got.Verdict)
 	require.Equal(t, reaper.ResultSuspected, got.Result)
+}
+
+// An audit whose database does not answer the connection opened beside
+// the Redis read fails on that one timeout: the snapshot does not dial
+// again and wait a second database.timeout.
+func TestAuditOnAStalledDatabaseConnectsOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	deadRow := f.Worker("1@dead", time.Hour)
+	f.Acquire("1@dead", f.Task("running", deadRow, nil, -1), nil, false)
+	proxy := f.postgresProxy()
+	proxy.Stall(0)
+	t.Cleanup(proxy.Resume)
+	r := f.reaperOn(f.redisClient(""), f.reaperPool(proxy.Addr(), nil), func(c *reaper.Config) { c.DatabaseTimeout = 300 * time.Millisecond })
+
+	rep, err := r.RunOnce(f.Ctx, reaper.Options{Mode: reaper.ModeAudit})
+	require.ErrorIs(t, err, reaper.ErrNoSnapshot)
+	require.ErrorContains(t, err, "database.timeout")
+	require.Equal(t, exitcode.Failed, exitcode.Of(rep))
+	require.Equal(t, 1, proxy.Accepted(), "one connection tried, not a second after the first timed out")
 }
