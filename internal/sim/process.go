@@ -22,12 +22,12 @@ type process struct {
 	versions Versions
 
 	// Guarded by Fleet.mu.
-	pod          *podState // nil without Config.Pods
-	cur          *incarnation
-	killed       bool
-	restarting   bool
+	pod        *podState // nil without Config.Pods
+	cur        *incarnation
+	killed     bool
+	restarting bool
 	// removed: scaled down (Terminate); nothing restarts it.
-	removed bool
+	removed      bool
 	incarnations int
 
 	// immediateMu runs an API process's immediate tasks one at a time: two
