@@ -33,7 +33,11 @@ func TestTooOldWorkerStrandsTheTaskAndACancelSticks(t *testing.T) {
 	time.Sleep(10 * cfg.PollInterval) // the old worker never runs it
 	require.Equal(t, sim.StateCanceling, readTask(t, b, ids[0]).state)
 
-	// A new worker runs what an old one cannot.
+	// A new worker runs what an old one cannot (the old one goes first, so
+	// that it cannot strand the next task too).
+	killed, err := f.Terminate(f.Workers()[0], 10*time.Second)
+	require.NoError(t, err)
+	require.False(t, killed)
 	newer, err := f.AddWorkerWithVersions(b.ctx, sim.Versions{"core": "3.116.0", "file": "1.12.0"})
 	require.NoError(t, err)
 	more, err := f.Submit(b.ctx, 1)

@@ -33,6 +33,8 @@ type Fleet struct {
 	taskVersions atomic.Pointer[Versions]
 	// expectErrors counts the processes' errors as expected (ExpectErrors).
 	expectErrors atomic.Bool
+	// locksLostAt (unix ns) is when Redis last lost every key (LocksLost).
+	locksLostAt atomic.Int64
 
 	mu          sync.Mutex
 	started     bool
