@@ -35,8 +35,8 @@
 //
 //   - no task a live process worked on throughout a pass is updated by it;
 //   - a pass fails only within an outage window (+2 s);
-//   - a dead worker's locks are gone within ttl + grace + a heartbeat period
-//   - heartbeat_recheck + two pass gaps + a pass (7.8 s here);
+//   - a dead worker's locks are gone within ttl + grace + a heartbeat period,
+//     plus heartbeat_recheck, two pass gaps and a pass (7.8 s here);
 //   - a stranded task is requeued within confirm_after + three pass gaps + a
 //     pass (7 s) of a compatible worker being online, unless something else
 //     ended it first (its worker's row deleted on SIGTERM unclaims it, a
