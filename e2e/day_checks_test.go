@@ -29,6 +29,9 @@ type latencies struct {
 	overSlack  []string
 	unresolved []string
 	otherwise  int // ended otherwise (a cancel, a restart, a shutdown)
+	// finishedByWorker: a canceled claim its worker ran and canceled
+	// itself (not stuck).
+	finishedByWorker int
 }
 
 func (l *latencies) add(what string, took time.Duration, moved bool) {
@@ -46,8 +49,12 @@ func (l *latencies) add(what string, took time.Duration, moved bool) {
 }
 
 func (l *latencies) String() string {
-	return fmt.Sprintf("%s: %d cases, %d within the bound %v (worst %v; %d counted from an outage's end; %d ended otherwise)",
-		l.name, l.n, l.within, l.bound, l.worst.Round(time.Millisecond), l.moved, l.otherwise)
+	s := fmt.Sprintf("%s: %d cases, %d within the bound %v (worst %v; %d counted from an outage's end; %d ended otherwise)",
+		l.name, l.n, l.within, l.bound.Round(time.Millisecond), l.worst.Round(time.Millisecond), l.moved, l.otherwise)
+	if l.finishedByWorker > 0 {
+		s += fmt.Sprintf("; %d canceled claims their worker ran and canceled itself", l.finishedByWorker)
+	}
+	return s
 }
 
 // watchDeaths follows every worker death (a kill, a shutdown that kept its
@@ -145,8 +152,9 @@ func (d *day) checkDay(days int, deaths *latencies) {
 	}
 
 	stranded := d.strandedFigures(faults, rec, outages)
+	stuck := stuckCancelingFigures(faults, rec, outages)
 	notStarted := d.notStartedFigures(faults, rec, outages)
-	for _, l := range []*latencies{deaths, stranded, notStarted} {
+	for _, l := range []*latencies{deaths, stranded, stuck, notStarted} {
 		for _, s := range l.overSlack {
 			problems = append(problems, fmt.Sprintf("%s: %s, past the bound %v + %v", l.name, s, l.bound, daySlack))
 		}
@@ -178,6 +186,7 @@ func (d *day) checkDay(days int, deaths *latencies) {
 	t.Logf("  released %d by verdict %v; tasks updated %d by verdict %v", rec.summaryReleased, rec.releasedByVerdict, len(rec.updated), byVerdict)
 	t.Logf("  %s", deaths)
 	t.Logf("  %s", stranded)
+	t.Logf("  %s", stuck)
 	t.Logf("  %s", notStarted)
 	t.Logf("  violations: fleet %d, unsafe releases or task updates %d", len(d.fleet.Violations()), len(rec.unsafe))
 	require.Empty(t, problems, d.msg("the day's promises"))
@@ -199,77 +208,4 @@ func (d *day) eventList() string {
 		parts = append(parts, fmt.Sprintf("%s ×%d", n, counts[n]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// strandedFigures: each stranded claim was requeued by the reaper within the
-// bound of a compatible worker being online, or ended otherwise (canceled,
-// then stuck-canceling; its worker's row deleted on SIGTERM, which unclaims
-// it; its worker died). That every one ended is the drain's check.
-func (d *day) strandedFigures(faults []sim.FaultEvent, rec recorded, outages []dayEvent) *latencies {
-	out := &latencies{name: "stranded tasks requeued", bound: strandedBound()}
-	d.mu.Lock()
-	ups := append([]upgrade(nil), d.upgrades...)
-	d.mu.Unlock()
-	for _, ev := range faults {
-		if ev.Kind != sim.FaultStranded {
-			continue
-		}
-		from := ev.At
-		for _, u := range ups {
-			if !u.began.After(ev.At) {
-				from = ev.At
-				if u.compatible.After(from) {
-					from = u.compatible
-				}
-			}
-		}
-		requeued := time.Time{}
-		for i, tf := range rec.updated {
-			if tf.ID == ev.Task && tf.Verdict == judge.VerdictStranded && rec.updatedAt[i].After(ev.At) {
-				requeued = rec.updatedAt[i]
-				break
-			}
-		}
-		if requeued.IsZero() {
-			out.otherwise++
-			continue
-		}
-		start, moved := clockStart(from, out.bound, outages)
-		out.add(ev.Task, max(requeued.Sub(start), 0), moved)
-	}
-	return out
-}
-
-// notStartedFigures: each task whose process hung before set_running for
-// longer than the bound, while its worker lived, was reported.
-func (d *day) notStartedFigures(faults []sim.FaultEvent, rec recorded, outages []dayEvent) *latencies {
-	out := &latencies{name: "claimed-never-started tasks reported", bound: notStartedBound()}
-	ended := map[string][]time.Time{} // a worker's deaths and shutdowns
-	for _, ev := range faults {
-		if ev.Kind == sim.FaultKill || ev.Kind == sim.FaultShutdown {
-			ended[ev.Process] = append(ended[ev.Process], ev.At)
-		}
-	}
-	for _, ev := range faults {
-		if ev.Kind != sim.FaultHangBeforeStart {
-			continue
-		}
-		start, moved := clockStart(ev.At, out.bound, outages)
-		interrupted := start.Add(out.bound).After(ev.At.Add(dayHangFor))
-		for _, at := range ended[ev.Process] {
-			if !at.Before(ev.At) && at.Before(ev.At.Add(dayHangFor)) {
-				interrupted = true
-			}
-		}
-		at, ok := rec.reportedNotStarted[ev.Task]
-		switch {
-		case ok:
-			out.add(ev.Task, max(at.Sub(start), 0), moved)
-		case interrupted:
-			out.otherwise++
-		default:
-			out.unresolved = append(out.unresolved, fmt.Sprintf("task %s hung under %s from %s", ev.Task, ev.Process, ev.At.Format(time.RFC3339Nano)))
-		}
-	}
-	return out
 }

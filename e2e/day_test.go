@@ -28,9 +28,7 @@ var soakDayFlag = flag.Duration("soak-day", 0, "run TestSoakDay's compressed day
 const (
 	dayScale      = 15
 	dayWindow     = 90 * time.Second / dayScale
-	dayGap        = 5 * time.Second // between events, for the reapers to catch up
 	upgradeGrace  = 2 * time.Second // SIGTERM's grace in a rolling upgrade: longer than any task
-	upgradeStep   = 2 * time.Second // between the replacements of a rolling upgrade
 	scaleGrace    = 100 * time.Millisecond
 	redisDown     = 1500 * time.Millisecond // longer than a heartbeat period: every worker PINGs into it
 	dayHangFor    = 8 * time.Second
@@ -52,18 +50,35 @@ const (
 //   - a stranded task is requeued within confirm_after of a compatible
 //     worker being online + three gaps between passes and a pass (the first
 //     sighting, the confirmation, the write);
+//   - a stuck-canceling task (a stranded task a user canceled) is canceled
+//     within confirm_after + three gaps between passes and a pass of becoming
+//     stuck (the later of the cancel and the stranding);
 //   - a claimed-never-started task is reported within confirm_after + three
 //     gaps between passes and a pass.
 func deadWorkerBound() time.Duration {
 	return workerTTL + heartbeatGrace + workerTTL/3 + testenv.HeartbeatRecheck + 2*maxPassGap + dayPassTime
 }
 
-func strandedBound() time.Duration   { return confirmAfter + 3*maxPassGap + dayPassTime }
-func notStartedBound() time.Duration { return confirmAfter + 3*maxPassGap + dayPassTime }
+func strandedBound() time.Duration       { return confirmAfter + 3*maxPassGap + dayPassTime }
+func stuckCancelingBound() time.Duration { return confirmAfter + 3*maxPassGap + dayPassTime }
+func notStartedBound() time.Duration     { return confirmAfter + 3*maxPassGap + dayPassTime }
 func version(minor int) sim.Versions {
 	return sim.Versions{"core": fmt.Sprintf("3.%d.0", minor), "file": fmt.Sprintf("1.%d.0", minor-100)}
 }
 func (d *day) sleep(dur time.Duration) { ctxwait.Sleep(d.ctx, dur) }
+
+// dayPlan is the pace of a day: CI's short form packs the events closer and
+// replaces workers faster than the soak, with every event kind kept.
+type dayPlan struct {
+	gap         time.Duration // between events
+	upgradeStep time.Duration // between the replacements of a rolling upgrade
+	rate        float64       // tasks dispatched a second, below what the workers run
+}
+
+var (
+	ciDayPlan   = dayPlan{gap: 2 * time.Second, upgradeStep: time.Second, rate: 10}
+	soakDayPlan = dayPlan{gap: 5 * time.Second, upgradeStep: 2 * time.Second, rate: 10}
+)
 
 // TestDay runs one compressed day in CI.
 func TestDay(t *testing.T) {
@@ -86,6 +101,7 @@ type day struct {
 	*run
 	redis  *redisserver.Server
 	ro     *readOnlySwitch
+	plan   dayPlan
 	minor  int // the workers' release: version(minor)
 	mu     sync.Mutex
 	events []dayEvent
@@ -142,7 +158,10 @@ func dayRun(t *testing.T, soak time.Duration) {
 	t.Logf("seed %d: repeat with go test ./e2e -run '^%s$' -seed %d", seed, t.Name(), seed)
 	srv := redisserver.Start(t)
 	db := testenv.NewDatabase(t)
-	d := &day{ro: &readOnlySwitch{}, redis: srv, minor: 115}
+	d := &day{ro: &readOnlySwitch{}, redis: srv, minor: 115, plan: ciDayPlan}
+	if soak > 0 {
+		d.plan = soakDayPlan
+	}
 	d.run = &run{t: t, seed: seed, ctx: t.Context(), wire: newWireLog(), started: time.Now(), sc: scenario{workers: dayWorkers}}
 	var err error
 	// redis-py's PING fails at once when Redis is down; go-redis would
@@ -167,7 +186,7 @@ func dayRun(t *testing.T, soak time.Duration) {
 		PollInterval: 20 * time.Millisecond, FetchLimit: 40, Repositories: 64, SharedRepoFraction: 0.3,
 		ImmediateInTransaction: true, RestartReleasesOwnLocks: true, RestartAfterShutdown: 500 * time.Millisecond,
 		WorkerVersions: version(d.minor), Seed: seed,
-		Dispatch: sim.DispatchConfig{Rate: 20, ImmediateFraction: 0.1, CancelRate: 2},
+		Dispatch: sim.DispatchConfig{Rate: d.plan.rate, ImmediateFraction: 0.1, CancelRate: 1},
 		Faults:   sim.FaultRates{HangBeforeStart: 0.003, HangFor: dayHangFor},
 		Logger:   testLogger(t, slog.LevelWarn),
 	})
@@ -216,14 +235,21 @@ func dayRun(t *testing.T, soak time.Duration) {
 func (d *day) oneDay(n int) {
 	f := d.fleet
 	d.t.Logf("day %d", n)
-	d.event("morning", false, func() { d.sleep(dayGap) })
+	d.event("morning", false, func() {
+		// One task process hangs before set_running every day, besides
+		// the random ones: claimed-not-started.
+		f.Inject(sim.FaultHangBeforeStart)
+		d.sleep(d.plan.gap)
+	})
 	d.event("rolling upgrade", false, func() {
 		// The new API processes come first and dispatch tasks that need
-		// the new plugins, which the old workers claim and strand.
+		// the new plugins, which the old workers claim and strand. A user
+		// cancels one of those: it stays canceling (stuck-canceling).
 		d.minor++
 		f.SetTaskVersions(version(d.minor))
 		up := upgrade{began: time.Now()}
-		d.sleep(dayGap / 2)
+		d.sleep(d.plan.gap / 2)
+		d.cancelAStranded(up.began)
 		for _, old := range d.liveWorkers() {
 			_, err := f.AddWorkerWithVersions(d.ctx, version(d.minor))
 			require.NoError(d.t, err)
@@ -236,7 +262,7 @@ func (d *day) oneDay(n int) {
 			if _, err := f.Terminate(old, upgradeGrace); err != nil {
 				d.t.Logf("rolling upgrade: %v", err) // it shut down on its own meanwhile
 			}
-			d.sleep(upgradeStep)
+			d.sleep(d.plan.upgradeStep)
 		}
 	})
 	d.event("scale-up", false, func() {
@@ -244,7 +270,7 @@ func (d *day) oneDay(n int) {
 			_, err := f.AddWorkerWithVersions(d.ctx, version(d.minor))
 			require.NoError(d.t, err)
 		}
-		d.sleep(dayGap)
+		d.sleep(d.plan.gap)
 	})
 	d.event("scale-down", false, func() {
 		// Two busy workers whose task outlives the grace period get
@@ -257,7 +283,7 @@ func (d *day) oneDay(n int) {
 		if live := d.liveWorkers(); len(live) > 3 {
 			_, _ = f.Terminate(live[0], upgradeGrace)
 		}
-		d.sleep(dayGap)
+		d.sleep(d.plan.gap)
 	})
 	d.event("database read-only", true, func() {
 		f.ExpectErrors(true)
@@ -284,7 +310,7 @@ func (d *day) oneDay(n int) {
 		require.NoError(d.t, f.Kill(name))
 		d.sleep(500 * time.Millisecond)
 		require.NoError(d.t, f.Restart(d.ctx, name))
-		d.sleep(dayGap)
+		d.sleep(d.plan.gap)
 	})
 }
 
@@ -293,7 +319,7 @@ func (d *day) oneDay(n int) {
 func (d *day) recover() {
 	d.sleep(dayRecovery)
 	d.fleet.ExpectErrors(false)
-	d.sleep(dayGap)
+	d.sleep(d.plan.gap)
 }
 
 // stallHeartbeats holds a SHARE lock on core_appstatus for dur: every
@@ -311,6 +337,20 @@ func (d *day) stallHeartbeats(dur time.Duration) {
 		return nil
 	})
 	require.NoError(d.t, err)
+}
+
+// cancelAStranded cancels a task stranded since the upgrade began, as a
+// user would cancel a task that never starts.
+func (d *day) cancelAStranded(since time.Time) {
+	for _, ev := range d.fleet.Faults() {
+		if ev.Kind == sim.FaultStranded && !ev.At.Before(since) {
+			if err := d.fleet.Cancel(d.ctx, ev.Task); err != nil {
+				d.t.Logf("cancel of stranded task %s: %v", ev.Task, err)
+			}
+			return
+		}
+	}
+	d.t.Logf("no task stranded yet to cancel")
 }
 
 func (d *day) liveWorkers() []string {

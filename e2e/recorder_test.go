@@ -39,10 +39,12 @@ type passRecorder struct {
 	// quietFrom, once set, counts the passes that start after it.
 	quietFrom   time.Time
 	passesQuiet int
-	// failedPasses are the failures with their spans; updatedAt[i] is when
-	// the pass of updated[i] ended; reportedNotStarted is when a pass first
-	// reported each claimed-not-started task once confirmed.
+	// failedPasses are the failures with their spans; updatedFrom[i] and
+	// updatedAt[i] are when the pass of updated[i] started and ended;
+	// reportedNotStarted is when a pass first reported each
+	// claimed-not-started task once confirmed.
 	failedPasses       []passSpan
+	updatedFrom        []time.Time
 	updatedAt          []time.Time
 	reportedNotStarted map[string]time.Time
 }
@@ -179,6 +181,7 @@ func (p *passRecorder) record(ctx context.Context, rep *reaper.Report, err error
 	for _, tf := range rep.Tasks {
 		if tf.Result == reaper.ResultUpdated {
 			p.updated = append(p.updated, tf)
+			p.updatedFrom = append(p.updatedFrom, start)
 			p.updatedAt = append(p.updatedAt, end)
 		}
 		if tf.Verdict == judge.VerdictClaimedNotStarted && tf.Action == judge.ActionReport {
@@ -206,7 +209,7 @@ type recorded struct {
 	results                         map[reaper.Result]int
 	summaryReleased, summaryUpdated int
 	updated                         []reaper.TaskFinding
-	updatedAt                       []time.Time
+	updatedFrom, updatedAt          []time.Time
 	failedPasses                    []passSpan
 	reportedNotStarted              map[string]time.Time
 }
@@ -220,6 +223,7 @@ func (p *passRecorder) snapshot() recorded {
 		guards: map[string]int{}, released: map[holdingRef]int{}, releasedByVerdict: map[judge.Verdict]int{},
 		results: map[reaper.Result]int{}, summaryReleased: p.summaryReleased, summaryUpdated: p.summaryUpdated,
 		updated: append([]reaper.TaskFinding(nil), p.updated...), updatedAt: append([]time.Time(nil), p.updatedAt...),
+		updatedFrom:  append([]time.Time(nil), p.updatedFrom...),
 		failedPasses: append([]passSpan(nil), p.failedPasses...), reportedNotStarted: map[string]time.Time{},
 	}
 	for k, v := range p.reportedNotStarted {

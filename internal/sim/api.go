@@ -48,8 +48,12 @@ func (inc *incarnation) cancelWaiting(ctx context.Context, taskID string, releas
 		case state == StateWaiting && appLock != "":
 			// cancel_task's set_canceling: the worker that claimed it
 			// finishes the cancel, if it ever runs it (stuck-canceling).
-			if _, err := f.exec(ctx, f.pool, name, sqlSetCancelingClaimed, taskID); err != nil {
+			n, err := f.exec(ctx, f.pool, name, sqlSetCancelingClaimed, taskID)
+			if err != nil {
 				return fmt.Errorf("cancel claimed task %s: %w", taskID, err)
+			}
+			if n > 0 {
+				f.recordFault(FaultCancelClaimed, name, taskID, "claimed by "+appLock)
 			}
 			if err := f.rdb.Set(ctx, CancelKey(taskID), "cancel", cancelSignalTTLSeconds*time.Second).Err(); err != nil {
 				return fmt.Errorf("request cancel of task %s: %w", taskID, err)

@@ -30,6 +30,9 @@ func TestTooOldWorkerStrandsTheTaskAndACancelSticks(t *testing.T) {
 	require.Empty(t, holdingsOf(t, b, f.Workers()[0]), "its locks are released")
 
 	require.NoError(t, f.Cancel(b.ctx, ids[0]))
+	canceled, err := f.WaitFaults(b.ctx, sim.FaultCancelClaimed, 1)
+	require.NoError(t, err)
+	require.Equal(t, ids[0], canceled[0].Task, "the cancel of a claimed task is recorded, for the time it became canceling")
 	time.Sleep(10 * cfg.PollInterval) // the old worker never runs it
 	require.Equal(t, sim.StateCanceling, readTask(t, b, ids[0]).state)
 

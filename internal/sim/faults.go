@@ -55,6 +55,10 @@ const (
 	// Terminate): a worker shut itself down; Detail says why and whether
 	// it deleted its row.
 	FaultShutdown
+	// FaultCancelClaimed (not random: Cancel of a waiting task a worker
+	// claimed): the task is canceling, and only its worker would finish the
+	// cancel. With a stranded claim, leaves: a stuck-canceling task.
+	FaultCancelClaimed
 )
 
 // randomFaultKinds are the kinds FaultRates can inject at random.
@@ -92,6 +96,8 @@ func (k FaultKind) String() string {
 		return "stranded"
 	case FaultShutdown:
 		return "shutdown"
+	case FaultCancelClaimed:
+		return "cancel-claimed"
 	}
 	return fmt.Sprintf("fault(%d)", int(k))
 }
