@@ -30,8 +30,13 @@
 // set by the pools' PrepareConn: heartbeat writes fail and the workers shut
 // down), a heartbeat stall (LOCK TABLE core_appstatus IN SHARE MODE: writes
 // wait, nobody shuts down), a Redis restart without persistence (every lock
-// lost; PING fails and the workers shut down) and a same-name restart. Beside
-// the promises above it checks, with the mass-death guard on at 0.9:
+// lost; PING fails and the workers shut down) and a same-name restart. Each
+// day at least one task process hangs 8 s before set_running, and a user
+// cancels a stranded task. The soak leaves 5 s between events and replaces a worker
+// every 2 s; CI's short form leaves 2 s and replaces one a second; both
+// dispatch 10 tasks a second, below what the workers run, so that no backlog
+// builds up. Beside the promises above it checks, with the mass-death guard
+// on at 0.9:
 //
 //   - no task a live process worked on throughout a pass is updated by it;
 //   - a pass fails only within an outage window (+2 s);
@@ -40,7 +45,15 @@
 //   - a stranded task is requeued within confirm_after + three pass gaps + a
 //     pass (7 s) of a compatible worker being online, unless something else
 //     ended it first (its worker's row deleted on SIGTERM unclaims it, a
-//     cancel makes it stuck-canceling, which the reaper cancels);
+//     cancel makes it stuck-canceling, which the reaper cancels). A task
+//     stranded again before a requeue (unclaimed with its worker's row,
+//     then claimed by another old worker) counts once per stranding: the
+//     requeue ends the latest stranding before its pass began, the one its
+//     conditional write saw, and the earlier ones ended otherwise;
+//   - a stranded task a user canceled (canceling, claimed by a live worker
+//     that never runs it) is canceled as stuck-canceling within the same
+//     7 s of the later of the cancel and the stranding; one whose worker
+//     died or shut down first is canceled as lost;
 //   - a task whose process hangs before set_running is reported
 //     claimed-not-started within the same 7 s, and never written;
 //   - at the end every task is final and no lock is left (the drain).
