@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/internal/sim"
@@ -162,8 +163,26 @@ func (d *day) notStartedFigures(faults []sim.FaultEvent, rec recorded, outages [
 		case interrupted:
 			out.otherwise++
 		default:
-			out.unresolved = append(out.unresolved, fmt.Sprintf("task %s hung under %s from %s", ev.Task, ev.Process, ev.At.Format(time.RFC3339Nano)))
+			out.unresolved = append(out.unresolved, fmt.Sprintf("task %s hung under %s from %s; %s",
+				ev.Task, ev.Process, ev.At.Format(time.RFC3339Nano), caseContext(faults, rec, ev.Process, ev.At, ev.At.Add(dayHangFor))))
 		}
 	}
 	return out
+}
+
+// caseContext says, for a failure's message, what the fleet's process did
+// and which passes ran from from to till.
+func caseContext(faults []sim.FaultEvent, rec recorded, process string, from, till time.Time) string {
+	var parts []string
+	for _, ev := range faults {
+		if ev.Process == process && ev.At.After(from.Add(-10*time.Second)) && ev.At.Before(till) {
+			parts = append(parts, fmt.Sprintf("%s %s %s %s", ev.At.Format("15:04:05.000"), ev.Kind, ev.Task, ev.Detail))
+		}
+	}
+	for _, sp := range rec.spans {
+		if sp.end.After(from) && sp.start.Before(till) {
+			parts = append(parts, fmt.Sprintf("pass %s-%s %s %s", sp.start.Format("15:04:05.000"), sp.end.Format("15:04:05.000"), sp.err, sp.note))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -44,15 +44,18 @@ type passRecorder struct {
 	// reportedNotStarted is when a pass first reported each
 	// claimed-not-started task once confirmed.
 	failedPasses       []passSpan
+	spans              []passSpan // every pass, for a failure's message
 	updatedFrom        []time.Time
 	updatedAt          []time.Time
 	reportedNotStarted map[string]time.Time
 }
 
-// passSpan is a pass that failed, from start to end.
+// passSpan is a pass from start to end: its error, why it skipped, its
+// guards.
 type passSpan struct {
 	start, end time.Time
 	err        string
+	note       string
 }
 
 var _ daemon.Runner = (*passRecorder)(nil)
@@ -160,6 +163,17 @@ func (p *passRecorder) record(ctx context.Context, rep *reaper.Report, err error
 		p.failures = append(p.failures, fmt.Sprintf("pass at %s: %v", start.Format(time.RFC3339Nano), err))
 		p.failedPasses = append(p.failedPasses, passSpan{start: start, end: end, err: err.Error()})
 	}
+	span := passSpan{start: start, end: end}
+	if err != nil {
+		span.err = err.Error()
+	}
+	if rep != nil {
+		span.note = rep.Skipped
+		for _, g := range rep.Guards {
+			span.note += " guard " + g.Name
+		}
+	}
+	p.spans = append(p.spans, span)
 	if rep == nil {
 		return
 	}
@@ -210,7 +224,7 @@ type recorded struct {
 	summaryReleased, summaryUpdated int
 	updated                         []reaper.TaskFinding
 	updatedFrom, updatedAt          []time.Time
-	failedPasses                    []passSpan
+	failedPasses, spans             []passSpan
 	reportedNotStarted              map[string]time.Time
 }
 
@@ -225,6 +239,7 @@ func (p *passRecorder) snapshot() recorded {
 		updated: append([]reaper.TaskFinding(nil), p.updated...), updatedAt: append([]time.Time(nil), p.updatedAt...),
 		updatedFrom:  append([]time.Time(nil), p.updatedFrom...),
 		failedPasses: append([]passSpan(nil), p.failedPasses...), reportedNotStarted: map[string]time.Time{},
+		spans: append([]passSpan(nil), p.spans...),
 	}
 	for k, v := range p.reportedNotStarted {
 		r.reportedNotStarted[k] = v
