@@ -145,6 +145,10 @@ func (d *day) notStartedFigures(faults []sim.FaultEvent, rec recorded, outages [
 			ended[ev.Process] = append(ended[ev.Process], ev.At)
 		}
 	}
+	// A user's cancel of the hung task makes it canceling, which its live
+	// worker holds the lock of: no longer claimed-not-started (the worker
+	// finishes the cancel at set_running).
+	canceled := faultTimes(faults, sim.FaultCancelClaimed)
 	for _, ev := range faults {
 		if ev.Kind != sim.FaultHangBeforeStart {
 			continue
@@ -156,6 +160,11 @@ func (d *day) notStartedFigures(faults []sim.FaultEvent, rec recorded, outages [
 				interrupted = true
 			}
 		}
+		for _, at := range canceled[ev.Task] {
+			if !at.Before(ev.At) && at.Before(start.Add(out.bound)) {
+				interrupted = true
+			}
+		}
 		at, ok := rec.reportedNotStarted[ev.Task]
 		switch {
 		case ok:
@@ -164,18 +173,18 @@ func (d *day) notStartedFigures(faults []sim.FaultEvent, rec recorded, outages [
 			out.otherwise++
 		default:
 			out.unresolved = append(out.unresolved, fmt.Sprintf("task %s hung under %s from %s; %s",
-				ev.Task, ev.Process, ev.At.Format(time.RFC3339Nano), caseContext(faults, rec, ev.Process, ev.At, ev.At.Add(dayHangFor))))
+				ev.Task, ev.Process, ev.At.Format(time.RFC3339Nano), caseContext(faults, rec, ev.Process, ev.Task, ev.At, ev.At.Add(dayHangFor))))
 		}
 	}
 	return out
 }
 
-// caseContext says, for a failure's message, what the fleet's process did
-// and which passes ran from from to till.
-func caseContext(faults []sim.FaultEvent, rec recorded, process string, from, till time.Time) string {
+// caseContext says, for a failure's message, what befell the fleet's
+// process and the task, and which passes ran, from from to till.
+func caseContext(faults []sim.FaultEvent, rec recorded, process, task string, from, till time.Time) string {
 	var parts []string
 	for _, ev := range faults {
-		if ev.Process == process && ev.At.After(from.Add(-10*time.Second)) && ev.At.Before(till) {
+		if (ev.Process == process || ev.Task == task) && ev.At.After(from.Add(-10*time.Second)) && ev.At.Before(till) {
 			parts = append(parts, fmt.Sprintf("%s %s %s %s", ev.At.Format("15:04:05.000"), ev.Kind, ev.Task, ev.Detail))
 		}
 	}

@@ -55,7 +55,9 @@
 //     7 s of the later of the cancel and the stranding; one whose worker
 //     died or shut down first is canceled as lost;
 //   - a task whose process hangs before set_running is reported
-//     claimed-not-started within the same 7 s, and never written;
+//     claimed-not-started within the same 7 s, and never written, unless its
+//     worker died or shut down first, or a user canceled it (canceling, its
+//     worker finishes the cancel);
 //   - at the end every task is final and no lock is left (the drain).
 //
 // Each clock starts at the end of an outage window the case overlaps; a
