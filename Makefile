@@ -9,7 +9,7 @@ STATICCHECK ?= $(TOOLS_BIN)/staticcheck
 ACTIONLINT  ?= $(TOOLS_BIN)/actionlint
 TEST_FLAGS  ?= -race -count=1 -timeout 15m
 
-.PHONY: build test quick lint unit services tools demo audit bench bench-scale bench-idle soak clean
+.PHONY: build test quick lint unit services tools demo audit bench bench-scale bench-idle soak soak-day clean
 
 # REVISION is the commit `lock-reaper version` names, -dirty with local
 # changes. Go records it itself in a clone, but not in a git worktree (.git is
@@ -118,3 +118,7 @@ clean:
 ## soak: the end-to-end chaos test for 10 minutes (SOAK.md records a run)
 soak: services
 	$(GO) test ./e2e -run Soak -soak 10m -timeout 30m -v
+
+## soak-day: compressed ordinary days for 6 minutes (SOAK.md records a run)
+soak-day: services
+	$(GO) test ./e2e -run SoakDay -soak-day 6m -timeout 30m -v

@@ -39,6 +39,23 @@ type passRecorder struct {
 	// quietFrom, once set, counts the passes that start after it.
 	quietFrom   time.Time
 	passesQuiet int
+	// failedPasses are the failures with their spans; updatedFrom[i] and
+	// updatedAt[i] are when the pass of updated[i] started and ended;
+	// reportedNotStarted is when a pass first reported each
+	// claimed-not-started task once confirmed.
+	failedPasses       []passSpan
+	spans              []passSpan // every pass, for a failure's message
+	updatedFrom        []time.Time
+	updatedAt          []time.Time
+	reportedNotStarted map[string]time.Time
+}
+
+// passSpan is a pass from start to end: its error, why it skipped, its
+// guards.
+type passSpan struct {
+	start, end time.Time
+	err        string
+	note       string
 }
 
 var _ daemon.Runner = (*passRecorder)(nil)
@@ -47,6 +64,7 @@ func newPassRecorder(fleet *sim.Fleet, inner daemon.Runner) *passRecorder {
 	return &passRecorder{
 		fleet: fleet, inner: inner, guards: map[string]int{}, released: map[holdingRef]int{},
 		releasedByVerdict: map[judge.Verdict]int{}, results: map[reaper.Result]int{},
+		reportedNotStarted: map[string]time.Time{},
 	}
 }
 
@@ -57,8 +75,37 @@ func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.Options) (*reape
 	rep, err := p.inner.RunOnce(ctx, opts)
 	end := time.Now()
 	after := p.fleet.ActiveHoldings()
-	p.record(ctx, rep, err, start, unsafeReleases(rep, before, after, end))
+	unsafe := append(unsafeReleases(rep, before, after, end), unsafeTaskUpdates(rep, before, after, end)...)
+	p.record(ctx, rep, err, start, end, unsafe)
 	return rep, err
+}
+
+// unsafeTaskUpdates lists the tasks the report updated although a live
+// process worked on them throughout the pass, as unsafeReleases does for
+// holdings: no task may be ended or requeued under a live worker's hands.
+func unsafeTaskUpdates(rep *reaper.Report, before, after []sim.ActiveHolding, end time.Time) []string {
+	if rep == nil {
+		return nil
+	}
+	still := make(map[activeID]bool, len(after))
+	for _, h := range after {
+		still[activeIDOf(h)] = true
+	}
+	worked := map[string]sim.ActiveHolding{}
+	for _, h := range before {
+		if h.Kind == sim.KindTask && still[activeIDOf(h)] && !end.After(h.LiveUntil) {
+			worked[h.Task] = h
+		}
+	}
+	var out []string
+	for _, tf := range rep.Tasks {
+		if h, ok := worked[tf.ID]; ok && tf.Result == reaper.ResultUpdated {
+			out = append(out, fmt.Sprintf("pass at %s updated task %s (verdict %s, %s -> %s) while %s worked on it since %s",
+				rep.StartedAt.Format(time.RFC3339Nano), tf.ID, tf.Verdict, tf.StateBefore, tf.StateAfter, h.Owner,
+				h.Since.Format(time.RFC3339Nano)))
+		}
+	}
+	return out
 }
 
 // activeID names one stretch of work on one holding.
@@ -104,7 +151,7 @@ func unsafeReleases(rep *reaper.Report, before, after []sim.ActiveHolding, end t
 	return out
 }
 
-func (p *passRecorder) record(ctx context.Context, rep *reaper.Report, err error, start time.Time, unsafe []string) {
+func (p *passRecorder) record(ctx context.Context, rep *reaper.Report, err error, start, end time.Time, unsafe []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.passes++
@@ -114,7 +161,19 @@ func (p *passRecorder) record(ctx context.Context, rep *reaper.Report, err error
 	p.unsafe = append(p.unsafe, unsafe...)
 	if err != nil && ctx.Err() == nil {
 		p.failures = append(p.failures, fmt.Sprintf("pass at %s: %v", start.Format(time.RFC3339Nano), err))
+		p.failedPasses = append(p.failedPasses, passSpan{start: start, end: end, err: err.Error()})
 	}
+	span := passSpan{start: start, end: end}
+	if err != nil {
+		span.err = err.Error()
+	}
+	if rep != nil {
+		span.note = rep.Skipped
+		for _, g := range rep.Guards {
+			span.note += " guard " + g.Name
+		}
+	}
+	p.spans = append(p.spans, span)
 	if rep == nil {
 		return
 	}
@@ -136,6 +195,13 @@ func (p *passRecorder) record(ctx context.Context, rep *reaper.Report, err error
 	for _, tf := range rep.Tasks {
 		if tf.Result == reaper.ResultUpdated {
 			p.updated = append(p.updated, tf)
+			p.updatedFrom = append(p.updatedFrom, start)
+			p.updatedAt = append(p.updatedAt, end)
+		}
+		if tf.Verdict == judge.VerdictClaimedNotStarted && tf.Action == judge.ActionReport {
+			if _, seen := p.reportedNotStarted[tf.ID]; !seen {
+				p.reportedNotStarted[tf.ID] = end
+			}
 		}
 	}
 }
@@ -157,6 +223,9 @@ type recorded struct {
 	results                         map[reaper.Result]int
 	summaryReleased, summaryUpdated int
 	updated                         []reaper.TaskFinding
+	updatedFrom, updatedAt          []time.Time
+	failedPasses, spans             []passSpan
+	reportedNotStarted              map[string]time.Time
 }
 
 func (p *passRecorder) snapshot() recorded {
@@ -167,7 +236,13 @@ func (p *passRecorder) snapshot() recorded {
 		failures: append([]string(nil), p.failures...), unsafe: append([]string(nil), p.unsafe...),
 		guards: map[string]int{}, released: map[holdingRef]int{}, releasedByVerdict: map[judge.Verdict]int{},
 		results: map[reaper.Result]int{}, summaryReleased: p.summaryReleased, summaryUpdated: p.summaryUpdated,
-		updated: append([]reaper.TaskFinding(nil), p.updated...),
+		updated: append([]reaper.TaskFinding(nil), p.updated...), updatedAt: append([]time.Time(nil), p.updatedAt...),
+		updatedFrom:  append([]time.Time(nil), p.updatedFrom...),
+		failedPasses: append([]passSpan(nil), p.failedPasses...), reportedNotStarted: map[string]time.Time{},
+		spans: append([]passSpan(nil), p.spans...),
+	}
+	for k, v := range p.reportedNotStarted {
+		r.reportedNotStarted[k] = v
 	}
 	for k, v := range p.guards {
 		r.guards[k] = v

@@ -30,6 +30,7 @@ type Server struct {
 	// Client talks to database 0 as the default user.
 	Client *redis.Client
 	cmd    *exec.Cmd
+	args   []string
 }
 
 // Kill ends the server at once, as a crash would (SIGKILL: nothing is
@@ -38,6 +39,17 @@ type Server struct {
 func (s *Server) Kill() {
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
+}
+
+// Restart kills the server (SIGKILL: without persistence every key is
+// lost), waits down, and starts it again on the same port with the same
+// arguments, as a Redis pod restarted without a volume. A server started
+// with Start only; call it from the test's goroutine.
+func (s *Server) Restart(t localserver.TB, down time.Duration) {
+	t.Helper()
+	s.Kill()
+	time.Sleep(down)
+	s.cmd = run(t, append([]string{"--port", strconv.Itoa(s.Port)}, s.args...))
 }
 
 // URL is the server's redis:// URL for database db.
@@ -52,7 +64,7 @@ func Start(t localserver.TB, args ...string) *Server {
 	t.Helper()
 	port := localserver.MustFreePort(t)
 	cmd := run(t, append([]string{"--port", strconv.Itoa(port)}, args...))
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, cmd: cmd}
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, cmd: cmd, args: args}
 	s.Client = redis.NewClient(&redis.Options{Addr: s.Addr})
 	t.Cleanup(func() { _ = s.Client.Close() })
 	if err := s.Client.Ping(context.Background()).Err(); err != nil {

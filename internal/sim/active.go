@@ -59,14 +59,15 @@ func (inc *incarnation) untrack(j *job) {
 
 // ActiveHoldings lists the holdings of the tasks the fleet's live processes
 // are working on, sorted by owner and key. A killed incarnation's work is not
-// listed: what it held is stale from the moment it died.
+// listed: what it held is stale from the moment it died; nor is work whose
+// holdings Redis lost (LocksLost).
 func (f *Fleet) ActiveHoldings() []ActiveHolding {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []ActiveHolding
 	for j, a := range f.active {
-		if a.inc.p.killed || a.inc.p.cur != a.inc {
-			continue
+		if a.inc.p.killed || a.inc.p.cur != a.inc || f.locksLostSince(j.acquiredAt) {
+			continue // a dead incarnation's, or Redis lost what it held
 		}
 		base := ActiveHolding{
 			Owner: j.owner, Task: j.id, AppStatusID: a.inc.rowID, Since: a.since,

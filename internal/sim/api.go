@@ -39,12 +39,25 @@ func (inc *incarnation) cancelWaiting(ctx context.Context, taskID string, releas
 		return fmt.Errorf("cancel task %s: %w", taskID, err)
 	}
 	if n == 0 {
-		state, _, _, found, err := f.taskRow(ctx, f.pool, name, taskID)
+		state, appLock, _, found, err := f.taskRow(ctx, f.pool, name, taskID)
 		switch {
 		case err != nil:
 			return err
 		case !found:
 			return fmt.Errorf("cancel task %s: no such task", taskID)
+		case state == StateWaiting && appLock != "":
+			// cancel_task's set_canceling: the worker that claimed it
+			// finishes the cancel, if it ever runs it (stuck-canceling).
+			n, err := f.exec(ctx, f.pool, name, sqlSetCancelingClaimed, taskID)
+			if err != nil {
+				return fmt.Errorf("cancel claimed task %s: %w", taskID, err)
+			}
+			if n > 0 {
+				f.recordFault(FaultCancelClaimed, name, taskID, "claimed by "+appLock)
+			}
+			if err := f.rdb.Set(ctx, CancelKey(taskID), "cancel", cancelSignalTTLSeconds*time.Second).Err(); err != nil {
+				return fmt.Errorf("request cancel of task %s: %w", taskID, err)
+			}
 		case state == StateWaiting || state == StateRunning:
 			if err := f.rdb.Set(ctx, CancelKey(taskID), "cancel", cancelSignalTTLSeconds*time.Second).Err(); err != nil {
 				return fmt.Errorf("request cancel of task %s: %w", taskID, err)

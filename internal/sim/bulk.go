@@ -33,9 +33,15 @@ var taskColumns = []string{
 	"pulp_domain_id", "app_lock_id", "started_at", "finished_at", "immediate", "error",
 }
 
+// copier is where the bulk writers write: the pool, or a transaction.
+type copier interface {
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // dbNow reads the database clock; the builders date everything from it so
 // that ages are right whatever the client's clock says.
-func dbNow(ctx context.Context, pool *pgxpool.Pool) (time.Time, error) {
+func dbNow(ctx context.Context, pool copier) (time.Time, error) {
 	var now time.Time
 	if err := pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
 		return now, fmt.Errorf("read database clock: %w", err)
@@ -46,13 +52,13 @@ func dbNow(ctx context.Context, pool *pgxpool.Pool) (time.Time, error) {
 // copyTasks writes the rows with one COPY. A row without a creation time gets
 // base + its index in microseconds, so rows keep their order in pulp_created;
 // a zero base means the database's now.
-func copyTasks(ctx context.Context, pool *pgxpool.Pool, rows []taskRow, base time.Time) error {
+func copyTasks(ctx context.Context, pool copier, rows []taskRow, base time.Time) error {
 	return copyTaskFunc(ctx, pool, len(rows), func(i int) taskRow { return rows[i] }, base)
 }
 
 // copyTaskFunc is copyTasks for rows made on the fly, so that a million-task
 // benchmark fleet never sits in memory at once.
-func copyTaskFunc(ctx context.Context, pool *pgxpool.Pool, n int, row func(i int) taskRow, base time.Time) error {
+func copyTaskFunc(ctx context.Context, pool copier, n int, row func(i int) taskRow, base time.Time) error {
 	if n == 0 {
 		return nil
 	}

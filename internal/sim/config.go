@@ -77,6 +77,17 @@ type Config struct {
 	// lock registered under its name, as pulpcore does. Off by default so that
 	// the reaper is what cleans up after a restart.
 	RestartReleasesOwnLocks bool
+	// WorkerVersions are the plugin versions the workers run
+	// (core_appstatus.versions) unless AddWorkerWithVersions says otherwise;
+	// nil for none. A worker runs only the tasks whose versions it is
+	// compatible with (Compatible); it leaves the others claimed, as
+	// pulpcore's does: stranded.
+	WorkerVersions Versions
+	// RestartAfterShutdown restarts a worker that shut itself down (a failed
+	// heartbeat write or Redis PING) under its old name after this long, as
+	// Kubernetes restarts its container, retrying until the restart
+	// succeeds; zero leaves it down.
+	RestartAfterShutdown time.Duration
 	// DBDelay is slept before every database statement of the fleet, to
 	// simulate a slow database; SetDBDelay changes it at run time. Keep it well
 	// below the reaper's confirm_after: a worker between acquire and claim for
@@ -144,6 +155,10 @@ type FaultRates struct {
 	SlowDB float64
 	// SlowDBDelay is the extra sleep of a SlowDB fault [DefaultSlowDBDelay].
 	SlowDBDelay time.Duration
+	// HangBeforeStart, per claimed task: its process waits HangFor before
+	// set_running (claimed-not-started).
+	HangBeforeStart float64
+	HangFor         time.Duration
 }
 
 func (r FaultRates) rate(kind FaultKind) float64 {
@@ -166,6 +181,8 @@ func (r FaultRates) rate(kind FaultKind) float64 {
 		return r.HeartbeatDelay
 	case FaultSlowDB:
 		return r.SlowDB
+	case FaultHangBeforeStart:
+		return r.HangBeforeStart
 	}
 	return 0
 }
@@ -176,7 +193,7 @@ func (r FaultRates) validate() error {
 			return fmt.Errorf("sim: config Faults.%s: probability %v outside [0, 1]", k, p)
 		}
 	}
-	if r.RestartAfter < 0 || r.SlowDBDelay < 0 {
+	if r.RestartAfter < 0 || r.SlowDBDelay < 0 || r.HangFor < 0 {
 		return fmt.Errorf("sim: config Faults: negative duration")
 	}
 	return nil
@@ -233,7 +250,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("sim: config WorkerTTL/APITTL/HeartbeatGrace: negative duration")
 	case c.MinTaskDuration < 0 || c.MaxTaskDuration < c.MinTaskDuration:
 		return c, fmt.Errorf("sim: config MinTaskDuration/MaxTaskDuration: need 0 <= min (%v) <= max (%v)", c.MinTaskDuration, c.MaxTaskDuration)
-	case c.ImmediateDuration < 0 || c.PollInterval < 0 || c.DBDelay < 0:
+	case c.ImmediateDuration < 0 || c.PollInterval < 0 || c.DBDelay < 0 || c.RestartAfterShutdown < 0:
 		return c, fmt.Errorf("sim: config ImmediateDuration/PollInterval/DBDelay: negative duration")
 	case c.FetchLimit < 0 || c.Repositories < 0:
 		return c, fmt.Errorf("sim: config FetchLimit/Repositories: negative")

@@ -19,6 +19,15 @@ func (f *Fleet) AddWorker(ctx context.Context) (string, error) {
 }
 
 func (f *Fleet) addProcess(ctx context.Context, appType string) (*process, error) {
+	return f.addProcessWith(ctx, appType, nil)
+}
+
+// addProcessWith starts a process; a worker runs versions, or
+// Config.WorkerVersions when nil.
+func (f *Fleet) addProcessWith(ctx context.Context, appType string, versions Versions) (*process, error) {
+	if appType == AppTypeWorker && versions == nil {
+		versions = f.cfg.WorkerVersions
+	}
 	f.mu.Lock()
 	index := 0
 	for _, p := range f.procs {
@@ -30,7 +39,7 @@ func (f *Fleet) addProcess(ctx context.Context, appType string) (*process, error
 	if appType == AppTypeAPI {
 		ttl = f.cfg.APITTL
 	}
-	p := &process{f: f, appType: appType, ttl: ttl}
+	p := &process{f: f, appType: appType, ttl: ttl, versions: versions}
 	if f.cfg.Pods.Enabled {
 		p.pod, p.name = f.newPod(appType)
 	} else {
@@ -64,6 +73,10 @@ type ProcessInfo struct {
 	Incarnation int
 	// Pod is the name of the process's pod with Config.Pods, else empty.
 	Pod string
+	// Versions are the plugin versions a worker runs.
+	Versions Versions
+	// Removed: scaled down (Terminate), never to run again.
+	Removed bool
 }
 
 // Processes lists every worker and API process.
@@ -72,7 +85,8 @@ func (f *Fleet) Processes() []ProcessInfo {
 	defer f.mu.Unlock()
 	out := make([]ProcessInfo, 0, len(f.procs))
 	for _, p := range f.procs {
-		info := ProcessInfo{Name: p.name, AppType: p.appType, Alive: !p.killed, Incarnation: p.incarnations}
+		info := ProcessInfo{Name: p.name, AppType: p.appType, Alive: !p.killed, Incarnation: p.incarnations,
+			Versions: p.versions, Removed: p.removed}
 		if p.cur != nil {
 			info.AppStatusID = p.cur.rowID
 		}

@@ -29,7 +29,7 @@ func (f *Fleet) Submit(ctx context.Context, n int) ([]string, error) {
 // SubmitSpecs creates one waiting, unclaimed task per spec, in order, and
 // returns their ids.
 func (f *Fleet) SubmitSpecs(ctx context.Context, specs ...TaskSpec) ([]string, error) {
-	ids, err := InsertTasks(ctx, f.pool, specs...)
+	ids, err := insertTasksNeeding(ctx, f.pool, f.currentTaskVersions(), specs)
 	f.counters.created.Add(int64(len(ids)))
 	return ids, err
 }
@@ -55,6 +55,10 @@ func (f *Fleet) randomSpec() TaskSpec {
 // order (pulp_created increases along specs), each reserving its domain's PRN
 // shared unless it reserves the domain otherwise. It returns the task ids.
 func InsertTasks(ctx context.Context, pool *pgxpool.Pool, specs ...TaskSpec) ([]string, error) {
+	return insertTasksOn(ctx, pool, specs)
+}
+
+func insertTasksOn(ctx context.Context, pool copier, specs []TaskSpec) ([]string, error) {
 	rows := make([]taskRow, len(specs))
 	for i, s := range specs {
 		s = s.withDomain()

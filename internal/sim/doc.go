@@ -11,7 +11,10 @@
 //   - Fleet runs worker and API processes as goroutines: AppStatus rows with
 //     database-clock heartbeats, fetch/acquire/claim/run/release, immediate
 //     tasks, cancellation, a dispatcher, and the leak paths of the protocol as
-//     faults on demand or at seeded random rates. Every worker checks before
+//     faults on demand or at seeded random rates; worker versions that strand
+//     the tasks a worker is too old for (versions.go), and a worker's
+//     shutdown on SIGTERM with a grace period, on a failed heartbeat write or
+//     on a failed Redis PING (shutdown.go). Every worker checks before
 //     each protocol step that its locks are still its own, so a reaper that
 //     releases a healthy holding is caught as a Violation.
 //   - BuildIncident and BuildFleet write large static states in bulk

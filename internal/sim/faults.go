@@ -43,12 +43,29 @@ const (
 	FaultHeartbeatDelay
 	// FaultSlowDB: a database statement is delayed.
 	FaultSlowDB
+	// FaultHangBeforeStart: a claimed task's process waits FaultRates.HangFor
+	// before set_running while its worker beats and holds the task's locks.
+	// Leaves, for that long: a claimed-not-started task.
+	FaultHangBeforeStart
+	// FaultStranded (not random: Config.WorkerVersions and SetTaskVersions
+	// make it): a worker claimed a task it is too old for, released its
+	// locks and kept the claim. Leaves: a stranded task.
+	FaultStranded
+	// FaultShutdown (not random: a failed heartbeat write or Redis PING, or
+	// Terminate): a worker shut itself down; Detail says why and whether
+	// it deleted its row.
+	FaultShutdown
+	// FaultCancelClaimed (not random: Cancel of a waiting task a worker
+	// claimed): the task is canceling, and only its worker would finish the
+	// cancel. With a stranded claim, leaves: a stuck-canceling task.
+	FaultCancelClaimed
 )
 
 // randomFaultKinds are the kinds FaultRates can inject at random.
 var randomFaultKinds = []FaultKind{
 	FaultLeakBeforeClaim, FaultFinalNoRelease, FaultCancelPathError, FaultSupervisorError,
 	FaultCancelRace, FaultImmediateRelease, FaultKill, FaultHeartbeatDelay, FaultSlowDB,
+	FaultHangBeforeStart,
 }
 
 func (k FaultKind) String() string {
@@ -73,6 +90,14 @@ func (k FaultKind) String() string {
 		return "heartbeat-delay"
 	case FaultSlowDB:
 		return "slow-db"
+	case FaultHangBeforeStart:
+		return "hang-before-start"
+	case FaultStranded:
+		return "stranded"
+	case FaultShutdown:
+		return "shutdown"
+	case FaultCancelClaimed:
+		return "cancel-claimed"
 	}
 	return fmt.Sprintf("fault(%d)", int(k))
 }

@@ -29,6 +29,12 @@ type Fleet struct {
 	faultRates atomic.Pointer[FaultRates]
 	dispatch   atomic.Pointer[DispatchConfig]
 	dbDelay    atomic.Int64
+	// taskVersions are what dispatched tasks need (SetTaskVersions).
+	taskVersions atomic.Pointer[Versions]
+	// expectErrors counts the processes' errors as expected (ExpectErrors).
+	expectErrors atomic.Bool
+	// locksLostAt (unix ns) is when Redis last lost every key (LocksLost).
+	locksLostAt atomic.Int64
 
 	mu          sync.Mutex
 	started     bool
@@ -174,9 +180,19 @@ func (f *Fleet) noteError(ctx context.Context, who, what string, err error) {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return
 	}
+	if f.expectErrors.Load() {
+		f.counters.expectedErrors.Add(1)
+		f.log.Info("simulated process error during an outage", "process", who, "step", what, "error", err)
+		return
+	}
 	f.counters.errors.Add(1)
 	f.log.Warn("simulated process error", "process", who, "step", what, "error", err)
 }
+
+// ExpectErrors says whether the processes' errors from now on are expected,
+// as during a database or Redis outage a test causes: they are counted in
+// Stats.ExpectedErrors instead of Stats.Errors.
+func (f *Fleet) ExpectErrors(on bool) { f.expectErrors.Store(on) }
 
 // api returns a live API process, or nil.
 func (f *Fleet) api() *incarnation {

@@ -18,12 +18,16 @@ type process struct {
 	appType string
 	name    string
 	ttl     time.Duration
+	// versions are the plugin versions its rows record (workers only).
+	versions Versions
 
 	// Guarded by Fleet.mu.
-	pod          *podState // nil without Config.Pods
-	cur          *incarnation
-	killed       bool
-	restarting   bool
+	pod        *podState // nil without Config.Pods
+	cur        *incarnation
+	killed     bool
+	restarting bool
+	// removed: scaled down (Terminate); nothing restarts it.
+	removed      bool
 	incarnations int
 
 	// immediateMu runs an API process's immediate tasks one at a time: two
@@ -53,13 +57,21 @@ type incarnation struct {
 	lastBeat atomic.Int64
 	// holdUntil (unix ns) delays the next heartbeat; see holdHeartbeat.
 	holdUntil atomic.Int64
+
+	// shutdown is the stop it was asked for (shutdown.go), with its reason.
+	shutdown       atomic.Int32
+	shutdownReason atomic.Pointer[string]
+	// ignored are the tasks it claimed and found itself too old for:
+	// pulpcore's ignored_task_ids, which its fetch skips. Only its worker
+	// goroutine uses it.
+	ignored map[string]bool
 }
 
 // launch inserts a new AppStatus row for the process and starts its
 // goroutines under the fleet's context.
 func (p *process) launch(ctx context.Context) error {
 	f := p.f
-	inc := &incarnation{p: p, rowID: NewUUID(), done: make(chan struct{})}
+	inc := &incarnation{p: p, rowID: NewUUID(), done: make(chan struct{}), ignored: map[string]bool{}}
 	if p.pod != nil {
 		// The container starts, then the process in it creates its row.
 		f.mu.Lock()
@@ -71,7 +83,8 @@ func (p *process) launch(ctx context.Context) error {
 	if err := f.beforeStatement(ctx, p.name); err != nil {
 		return err
 	}
-	if _, err := f.pool.Exec(ctx, sqlInsertAppStatus, inc.rowID, p.appType, p.name, p.ttl.Seconds()); err != nil {
+	labels, versions := p.versions.pairs()
+	if _, err := f.pool.Exec(ctx, sqlInsertAppStatus, inc.rowID, p.appType, p.name, p.ttl.Seconds(), labels, versions); err != nil {
 		return fmt.Errorf("insert app status of %s: %w", p.name, err)
 	}
 
@@ -177,6 +190,11 @@ func (inc *incarnation) heartbeatLoop() {
 			if ctx.Err() != nil {
 				return
 			}
+			if p.appType == AppTypeWorker {
+				// handle_worker_heartbeat: a failed write shuts the worker down.
+				inc.requestShutdown(shutdownAbort, "heartbeat write failed")
+				return
+			}
 			f.noteError(ctx, p.name, "heartbeat", fmt.Errorf("beat: %w", err))
 			// Try again soon rather than a full interval later.
 			retryAt = time.Now().Add(interval / 4)
@@ -184,5 +202,12 @@ func (inc *incarnation) heartbeatLoop() {
 		}
 		inc.lastBeat.Store(sent.UnixNano())
 		f.counters.heartbeats.Add(1)
+		if p.appType == AppTypeWorker {
+			if err := f.rdb.Ping(ctx).Err(); err != nil && ctx.Err() == nil {
+				// handle_redis_heartbeat: so does a failed Redis PING.
+				inc.requestShutdown(shutdownAbort, "Redis PING failed")
+				return
+			}
+		}
 	}
 }

@@ -122,7 +122,7 @@ func (inc *incarnation) check(ctx context.Context, q querier, j *job, step strin
 func (inc *incarnation) judgeLoss(ctx context.Context, q querier, j *job, step string, missing []string) {
 	f := inc.p.f
 	j.compromised = true
-	if inc.mayBeReaped() {
+	if inc.mayBeReaped() || f.locksLostSince(j.acquiredAt) {
 		f.counters.excused.Add(int64(len(missing)))
 		return
 	}
@@ -159,7 +159,7 @@ func (inc *incarnation) rowChanged(ctx context.Context, q querier, j *job, step 
 		return
 	}
 	j.compromised = true
-	if inc.mayBeReaped() {
+	if inc.mayBeReaped() || f.locksLostSince(j.acquiredAt) {
 		f.counters.excused.Add(1)
 		return
 	}
@@ -176,6 +176,16 @@ func (inc *incarnation) rowChanged(ctx context.Context, q querier, j *job, step 
 		Worker: j.owner, Key: "core_task:" + j.id, Task: j.id, Step: step, At: time.Now(),
 		Detail: fmt.Sprintf("task row changed under a live process: state %q, app_lock %q", state, appLock),
 	})
+}
+
+// LocksLost tells the fleet that Redis lost its keys at about at (a restart
+// without persistence): a holding acquired before then that vanished is no
+// reaper's doing.
+func (f *Fleet) LocksLost(at time.Time) { f.locksLostAt.Store(at.UnixNano()) }
+
+func (f *Fleet) locksLostSince(acquired time.Time) bool {
+	at := f.locksLostAt.Load()
+	return at != 0 && at >= acquired.UnixNano()
 }
 
 func (f *Fleet) addViolation(v Violation) {

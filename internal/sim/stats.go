@@ -34,6 +34,16 @@ type Stats struct {
 	Violations int64
 	// Errors counts unexpected errors of simulated processes (see the log).
 	Errors int64
+	// ExpectedErrors counts the errors met while Fleet.ExpectErrors was on.
+	ExpectedErrors int64
+	// StrandedClaims counts tasks a worker claimed and left claimed because
+	// it is too old for them (FaultStranded).
+	StrandedClaims int64
+	// Shutdowns counts workers that shut down: on SIGTERM (Terminate), on a
+	// failed heartbeat write or Redis PING (FaultShutdown).
+	Shutdowns int64
+	// Aborted counts running tasks a shutting-down worker aborted.
+	Aborted int64
 	// Faults counts faults by kind.
 	Faults map[FaultKind]int64
 }
@@ -44,7 +54,8 @@ type counters struct {
 	immediateRun, immediateDeferred       atomic.Int64
 	acquired, acquireBlocked, claimsLost  atomic.Int64
 	released, heartbeats, checks, excused atomic.Int64
-	errors                                atomic.Int64
+	errors, expectedErrors                atomic.Int64
+	strandedClaims, shutdowns, aborted    atomic.Int64
 }
 
 // Stats returns a snapshot of the fleet's counters.
@@ -66,6 +77,10 @@ func (f *Fleet) Stats() Stats {
 		Checks:            c.checks.Load(),
 		Excused:           c.excused.Load(),
 		Errors:            c.errors.Load(),
+		ExpectedErrors:    c.expectedErrors.Load(),
+		StrandedClaims:    c.strandedClaims.Load(),
+		Shutdowns:         c.shutdowns.Load(),
+		Aborted:           c.aborted.Load(),
 		Faults:            map[FaultKind]int64{},
 	}
 	f.mu.Lock()

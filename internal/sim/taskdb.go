@@ -25,7 +25,7 @@ type querier interface {
 // statement that lost a race changes nothing and says so (zero rows).
 const (
 	// Pulp's fetch: waiting tasks nobody claimed, oldest first.
-	sqlWaitingTasks = `SELECT pulp_id::text, coalesce(reserved_resources_record, '{}')
+	sqlWaitingTasks = `SELECT pulp_id::text, coalesce(reserved_resources_record, '{}'), hstore_to_array(versions)
 FROM core_task WHERE state = 'waiting' AND app_lock_id IS NULL ORDER BY pulp_created LIMIT $1`
 
 	sqlClaim = `UPDATE core_task SET app_lock_id = $2, pulp_last_updated = now()
@@ -41,6 +41,14 @@ SELECT $3, 'Simulated work', 'sim.work', 'running', pulp_id FROM t`
 
 	sqlSetCanceling = `UPDATE core_task SET state = 'canceling', pulp_last_updated = now()
 WHERE pulp_id = $1 AND state IN ('waiting', 'running') AND app_lock_id = $2`
+
+	// pulpcore's set_canceling of a task a worker claimed: cancel_task then
+	// only signals, and the worker finishes the cancel, if it ever runs it.
+	// (An immediate task its API process claimed only gets the signal: the
+	// simulated API runs it to its end.)
+	sqlSetCancelingClaimed = `UPDATE core_task SET state = 'canceling', pulp_last_updated = now()
+WHERE pulp_id = $1 AND state = 'waiting'
+  AND app_lock_id IN (SELECT pulp_id FROM core_appstatus WHERE app_type = 'worker')`
 
 	// The API's cancel of a waiting task takes the claim itself.
 	sqlCancelWaiting = `UPDATE core_task SET state = 'canceling', app_lock_id = $2, pulp_last_updated = now()
@@ -69,8 +77,8 @@ FROM core_task WHERE pulp_id = $1`
   (pulp_id, pulp_created, pulp_last_updated, state, name, reserved_resources_record, pulp_domain_id, app_lock_id, immediate, deferred)
 VALUES ($1, clock_timestamp(), now(), 'waiting', $2, $3, $4, $5, true, false)`
 
-	sqlInsertAppStatus = `INSERT INTO core_appstatus (pulp_id, app_type, name, ttl, last_heartbeat)
-VALUES ($1, $2, $3, make_interval(secs => $4), now())`
+	sqlInsertAppStatus = `INSERT INTO core_appstatus (pulp_id, app_type, name, ttl, last_heartbeat, versions)
+VALUES ($1, $2, $3, make_interval(secs => $4), now(), hstore($5::text[], $6::text[]))`
 
 	sqlHeartbeat = `UPDATE core_appstatus SET last_heartbeat = now(), pulp_last_updated = now() WHERE pulp_id = $1`
 

@@ -13,6 +13,10 @@ import (
 func (inc *incarnation) workerLoop() {
 	ctx, f := inc.ctx, inc.p.f
 	for {
+		if inc.shutdown.Load() != shutdownNone {
+			inc.exit()
+			return
+		}
 		j, err := inc.fetch(ctx)
 		if ctx.Err() != nil {
 			return
@@ -33,8 +37,9 @@ func (inc *incarnation) workerLoop() {
 
 // candidate is a waiting task as fetch sees it.
 type candidate struct {
-	id     string
-	record []string
+	id       string
+	record   []string
+	versions Versions
 }
 
 // fetch is pulpcore's fetch: the oldest waiting unclaimed tasks in order,
@@ -51,6 +56,9 @@ func (inc *incarnation) fetch(ctx context.Context) (*job, error) {
 	wantedExclusive := map[string]bool{} // by blocked older tasks
 	wantedShared := map[string]bool{}
 	for _, c := range cands {
+		if inc.ignored[c.id] {
+			continue // fetch_task's exclude(pk__in=ignored_task_ids)
+		}
 		j := newJob(c.id, name, c.record)
 		if conflictsWithOlder(j, wantedExclusive, wantedShared) {
 			continue
@@ -75,6 +83,10 @@ func (inc *incarnation) fetch(ctx context.Context) (*job, error) {
 		f.counters.acquired.Add(1)
 		inc.track(j)
 		if claimed := inc.claim(ctx, j); claimed {
+			if !Compatible(inc.p.versions, c.versions) {
+				inc.strand(ctx, j, c.versions)
+				return nil, nil // handle_tasks breaks out and sleeps
+			}
 			return j, nil
 		}
 		inc.untrack(j)
@@ -112,9 +124,11 @@ func (inc *incarnation) waitingTasks(ctx context.Context) ([]candidate, error) {
 	var out []candidate
 	for rows.Next() {
 		var c candidate
-		if err := rows.Scan(&c.id, &c.record); err != nil {
+		var flat []string
+		if err := rows.Scan(&c.id, &c.record, &flat); err != nil {
 			return nil, fmt.Errorf("scan waiting task: %w", err)
 		}
+		c.versions = versionsOf(flat)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -184,6 +198,11 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 		inc.die(j.id, j.killAt)
 		return
 	}
+	if f.fire(FaultHangBeforeStart) {
+		if !inc.hangBeforeStart(ctx, j) {
+			return
+		}
+	}
 	if _, err := inc.check(ctx, f.pool, j, "set-running", false); err != nil {
 		f.noteError(ctx, name, "check before set-running", err)
 	}
@@ -194,6 +213,8 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 	if err != nil || n != 1 {
 		if err != nil {
 			f.noteError(ctx, name, "set running", err)
+		} else if inc.canceledBeforeStart(ctx, j) {
+			return
 		} else {
 			inc.rowChanged(ctx, f.pool, j, "set-running")
 		}
@@ -203,6 +224,9 @@ func (inc *incarnation) runTask(ctx context.Context, j *job) {
 
 	switch inc.execute(ctx, j, inc.taskDuration(), true) {
 	case outcomeKilled:
+		return
+	case outcomeAborted:
+		inc.abortTask(ctx, j)
 		return
 	case outcomeCanceled:
 		f.counters.stoppedOnSignal.Add(1)
@@ -254,6 +278,8 @@ const (
 	outcomeDone outcome = iota
 	outcomeCanceled
 	outcomeKilled
+	// outcomeAborted: the worker is shutting down at once (shutdown.go).
+	outcomeAborted
 )
 
 // execute stands for the task's work: it waits for d, checking every poll
@@ -278,6 +304,9 @@ func (inc *incarnation) execute(ctx context.Context, j *job, d time.Duration, ca
 		if !killAt.IsZero() && !time.Now().Before(killAt) {
 			inc.die(j.id, j.killAt)
 			return outcomeKilled
+		}
+		if inc.aborting() {
+			return outcomeAborted
 		}
 		canceled, err := inc.check(ctx, f.pool, j, "execute", cancelable)
 		if ctx.Err() != nil {
@@ -338,4 +367,61 @@ func (inc *incarnation) release(ctx context.Context, j *job) {
 		return
 	}
 	f.counters.released.Add(1)
+}
+
+// strand is handle_tasks' answer to a task the worker is too old for: it
+// remembers the task (ignored_task_ids), releases its locks
+// (_maybe_release_locks(mark_released=False)) and keeps the claim, so no
+// other worker fetches it: the task is stranded until a reaper requeues it.
+func (inc *incarnation) strand(ctx context.Context, j *job, need Versions) {
+	f := inc.p.f
+	inc.ignored[j.id] = true
+	inc.release(ctx, j)
+	inc.untrack(j)
+	f.counters.strandedClaims.Add(1)
+	f.recordFault(FaultStranded, inc.p.name, j.id, fmt.Sprintf("needs %v, runs %v", need, inc.p.versions))
+}
+
+// hangBeforeStart is a task subprocess that waits before set_running (a
+// connection from PgBouncer's queue, a row lock) for the fault's length,
+// while the worker beats and holds the task's locks: claimed-not-started. An
+// abort ends the wait as it ends a running task. It reports whether the
+// worker goes on to set_running.
+func (inc *incarnation) hangBeforeStart(ctx context.Context, j *job) bool {
+	f := inc.p.f
+	d := f.faultRates.Load().HangFor
+	f.recordFault(FaultHangBeforeStart, inc.p.name, j.id, "hangs "+d.String()+" before set_running")
+	until := time.Now().Add(d)
+	for time.Now().Before(until) {
+		if !ctxwait.Sleep(ctx, min(f.cfg.PollInterval, time.Until(until))) {
+			return false
+		}
+		if inc.aborting() {
+			inc.abortTask(ctx, j)
+			return false
+		}
+	}
+	return true
+}
+
+// canceledBeforeStart handles a set_running that found the task canceling:
+// an API canceled it after the claim (cancel_task's set_canceling, then the
+// signal). The task process ends and the supervisor finishes the cancel:
+// release, then canceled. It reports whether that was the case.
+func (inc *incarnation) canceledBeforeStart(ctx context.Context, j *job) bool {
+	f, name := inc.p.f, inc.p.name
+	state, appLock, _, _, err := f.taskRow(ctx, f.pool, name, j.id)
+	if err != nil || state != StateCanceling || appLock != inc.rowID {
+		return false
+	}
+	_ = f.rdb.Del(ctx, CancelKey(j.id)).Err()
+	inc.release(ctx, j)
+	ok, err := f.finish(ctx, f.pool, name, j.id, inc.rowID, StateCanceled, strPtr("Canceled on request (simulated)."), StateCanceling)
+	switch {
+	case err != nil:
+		f.noteError(ctx, name, "set canceled", err)
+	case ok:
+		f.counters.canceled.Add(1)
+	}
+	return true
 }
