@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +36,12 @@ func TestPassDue(t *testing.T) {
 		"the next change is exactly now":          {nil, verdictClock{since: lastPass, nextChange: now}, StartedByNextChange},
 		"the next change is later":                {nil, verdictClock{since: lastPass, nextChange: now.Add(time.Second)}, ""},
 		"no pass yet: the first pass runs anyway": {[]heartbeat.AppStatus{row(-time.Second)}, verdictClock{}, ""},
+		"a row of the last read is gone": {[]heartbeat.AppStatus{row(time.Minute)},
+			verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}, "gone": {}}}, StartedByRowGone},
+		"the rows of the last read, and a new one": {[]heartbeat.AppStatus{row(time.Minute), {ID: "new", Name: "2@w", TTL: time.Minute, LastHeartbeat: now}},
+			verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}}}, ""},
+		"a row gone before the first pass":            {nil, verdictClock{rows: map[string]struct{}{"r": {}}}, ""},
+		"the live rows' deaths to come are no change": {[]heartbeat.AppStatus{row(time.Second)}, verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}}}, ""},
 	} {
 		require.Equal(t, tc.want, passDue(pulpdb.Heartbeats{Now: now, Rows: tc.rows}, tc.clock, grace), name)
 	}
@@ -65,7 +72,7 @@ func TestHeartbeatCrossingStartsAPass(t *testing.T) {
 	first := b.waitPass(t)
 	require.NoError(t, first.Err)
 	require.EqualValues(t, 1, f.redis.Client.Exists(ctx, "task:"+taskID).Val(), "late, not dead: kept")
-	require.False(t, first.Report.NextChange.IsZero(), "the pass names the row's death as its next change")
+	require.True(t, first.Report.NextChange.IsZero(), "the row's death is no next change: the heartbeat reads see it")
 
 	res := b.waitPass(t)
 	require.NoError(t, res.Err)
@@ -117,5 +124,36 @@ func TestHeartbeatReadsGoOnThroughTheJitter(t *testing.T) {
 	require.Equal(t, StartedBySchedule, b.waitPass(t).StartedBy, "the first pass")
 	res := b.waitPass(t)
 	require.Equal(t, StartedByHeartbeat, res.StartedBy)
+	require.True(t, res.Woken)
+}
+
+// TestDeletedRowStartsAPass: a worker row that the heartbeat reads found and
+// then find no more starts a pass at once: its owner is gone, and its
+// locks are free to release. The schedule's next pass is an hour away.
+func TestDeletedRowStartsAPass(t *testing.T) {
+	t.Parallel()
+	runner := runnerFunc(func(context.Context, reaper.Options) (*reaper.Report, error) {
+		return &reaper.Report{Mode: reaper.ModeOnce, DBNow: time.Now()}, nil
+	})
+	var reads atomic.Int32
+	heartbeats := func(context.Context) (pulpdb.Heartbeats, error) {
+		rows := []heartbeat.AppStatus{{ID: "stays", Name: "1@a", AppType: "worker", TTL: time.Minute, LastHeartbeat: time.Now()}}
+		if reads.Add(1) <= 3 {
+			rows = append(rows, heartbeat.AppStatus{ID: "goes", Name: "1@b", AppType: "worker", TTL: time.Minute, LastHeartbeat: time.Now()})
+		}
+		return pulpdb.Heartbeats{Now: time.Now(), Rows: rows}, nil
+	}
+	d, err := New(runner, Config{Schedule: "@every 1h", Listen: "127.0.0.1:0", Logger: testLogger(t),
+		Heartbeats: heartbeats, HeartbeatGrace: time.Second, HeartbeatPoll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	d.jitterN = func(time.Duration) time.Duration { return 0 }
+	passes := make(chan PassResult, 10)
+	d.passDone = func(r PassResult) { passes <- r }
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(d.Stop)
+	b := &testBundle{passes: passes}
+	require.Equal(t, StartedBySchedule, b.waitPass(t).StartedBy, "the first pass")
+	res := b.waitPass(t)
+	require.Equal(t, StartedByRowGone, res.StartedBy)
 	require.True(t, res.Woken)
 }
