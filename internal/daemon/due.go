@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
@@ -76,22 +77,19 @@ func rowIDs(rows []heartbeat.AppStatus) map[string]struct{} {
 	return ids
 }
 
-// pollHeartbeats reads the heartbeats every HeartbeatPoll until a pass is
-// due or ctx ends, and says why one is. Each read is compared with the one
-// before it, across passes: a row deleted while a pass ran starts one more
-// pass, which finds the owner gone if that pass did not already. The moment that started it counts
-// as judged, so a pass that fails is not started again at every read: the
-// schedule and its backoff retry it.
+// pollHeartbeats reads the heartbeats until a pass is due or ctx ends, and
+// says why one is: the first read HeartbeatPoll after it starts, each
+// next one when nextPoll says. Each read is compared with the one before
+// it, across passes: a row deleted while a pass ran starts one more pass,
+// which finds the owner gone if that pass did not already.
 func (d *Daemon) pollHeartbeats(ctx context.Context, c *verdictClock) (reason string, ok bool) {
-	t := time.NewTicker(d.cfg.HeartbeatPoll)
-	defer t.Stop()
+	wait := d.cfg.HeartbeatPoll
 	failing := false
 	for {
-		select {
-		case <-ctx.Done():
+		if !ctxwait.Sleep(ctx, wait) {
 			return "", false
-		case <-t.C:
 		}
+		wait = d.cfg.HeartbeatPoll
 		hb, err := d.cfg.Heartbeats(ctx)
 		if err != nil {
 			if !failing && ctx.Err() == nil {
@@ -107,5 +105,26 @@ func (d *Daemon) pollHeartbeats(ctx context.Context, c *verdictClock) (reason st
 			c.passed(hb.Now, time.Time{})
 			return reason, true
 		}
+		wait = nextPoll(hb, *c, d.cfg.HeartbeatPoll, d.cfg.HeartbeatGrace)
 	}
+}
+
+// nextPoll is how long after a read of the heartbeats the next read is due:
+// at the first moment a row read can cross ttl + grace (a heartbeat only
+// moves that moment later) or the last pass's next change comes, but never
+// sooner than poll, and never later than grace: a row created after this
+// read can die no sooner than its ttl + grace after it. So a fleet whose
+// workers all beat is read about once a minute (ttl 30 s, grace 30 s)
+// rather than every poll, and a worker that stops beating is read dead
+// moments after its death, as before. A pure function of its arguments.
+func nextPoll(hb pulpdb.Heartbeats, c verdictClock, poll, grace time.Duration) time.Duration {
+	longest := max(poll, grace)
+	at := heartbeat.NextDeath(hb.Rows, grace, hb.Now)
+	if !c.nextChange.IsZero() && (at.IsZero() || c.nextChange.Before(at)) {
+		at = c.nextChange
+	}
+	if at.IsZero() {
+		return longest
+	}
+	return min(max(at.Sub(hb.Now), poll), longest)
 }

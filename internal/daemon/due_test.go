@@ -157,3 +157,31 @@ func TestDeletedRowStartsAPass(t *testing.T) {
 	require.Equal(t, StartedByRowGone, res.StartedBy)
 	require.True(t, res.Woken)
 }
+
+// nextPoll, called directly: the next read at the first moment a row read
+// can die or the next change comes, within [poll, grace].
+func TestNextPoll(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
+	const poll, grace = 2 * time.Second, 30 * time.Second
+	row := func(id string, deathIn time.Duration) heartbeat.AppStatus {
+		return heartbeat.AppStatus{ID: id, Name: "1@" + id, AppType: "worker", TTL: 30 * time.Second, LastHeartbeat: now.Add(deathIn - 30*time.Second - grace)}
+	}
+	for name, tc := range map[string]struct {
+		rows       []heartbeat.AppStatus
+		nextChange time.Time
+		want       time.Duration
+	}{
+		"a row dies in 10 s":                          {[]heartbeat.AppStatus{row("a", 10*time.Second), row("b", 25*time.Second)}, time.Time{}, 10 * time.Second},
+		"a row dies in a second: no sooner than poll": {[]heartbeat.AppStatus{row("a", time.Second)}, time.Time{}, poll},
+		"the rows beat: no later than grace":          {[]heartbeat.AppStatus{row("a", 55*time.Second)}, time.Time{}, grace},
+		"no row alive: grace":                         {[]heartbeat.AppStatus{row("a", -time.Minute)}, time.Time{}, grace},
+		"no row: grace":                               {nil, time.Time{}, grace},
+		"the next change first":                       {[]heartbeat.AppStatus{row("a", 20*time.Second)}, now.Add(5 * time.Second), 5 * time.Second},
+		"the next change after the death":             {[]heartbeat.AppStatus{row("a", 20*time.Second)}, now.Add(25 * time.Second), 20 * time.Second},
+	} {
+		got := nextPoll(pulpdb.Heartbeats{Now: now, Rows: tc.rows}, verdictClock{nextChange: tc.nextChange}, poll, grace)
+		require.Equal(t, tc.want, got, name)
+	}
+	require.Equal(t, poll, nextPoll(pulpdb.Heartbeats{Now: now}, verdictClock{}, poll, 0), "no grace: every poll")
+}
