@@ -110,21 +110,34 @@ func (d *Daemon) pollHeartbeats(ctx context.Context, c *verdictClock) (reason st
 }
 
 // nextPoll is how long after a read of the heartbeats the next read is due:
-// at the first moment a row read can cross ttl + grace (a heartbeat only
-// moves that moment later) or the last pass's next change comes, but never
-// sooner than poll, and never later than grace: a row created after this
-// read can die no sooner than its ttl + grace after it. So a fleet whose
-// workers all beat is read about once a minute (ttl 30 s, grace 30 s)
-// rather than every poll, and a worker that stops beating is read dead
-// moments after its death, as before. A pure function of its arguments.
+// at the first moment a row read can go stale (past its ttl) or cross ttl +
+// grace (a heartbeat only moves those moments later), or the last pass's
+// next change comes; never sooner than poll, and never later than grace: a
+// row created after this read can die no sooner than its ttl + grace after
+// it. The read of a row gone stale is the earlier read a pass settles the
+// row's death on without waiting a period (reaper.settleDeaths: stale in
+// the earlier read, unmoved a period later). So a fleet whose workers all
+// beat is read two or three times a minute rather than every poll, and a
+// worker that stops beating is read stale, then dead moments after its
+// death, as before. A pure function of its arguments.
 func nextPoll(hb pulpdb.Heartbeats, c verdictClock, poll, grace time.Duration) time.Duration {
 	longest := max(poll, grace)
-	at := heartbeat.NextDeath(hb.Rows, grace, hb.Now)
-	if !c.nextChange.IsZero() && (at.IsZero() || c.nextChange.Before(at)) {
-		at = c.nextChange
+	at := c.nextChange
+	consider := func(t time.Time) {
+		if t.After(hb.Now) && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	for _, r := range hb.Rows {
+		consider(r.LastHeartbeat.Add(r.TTL + staleMargin))
+		consider(r.DeathAt(grace))
 	}
 	if at.IsZero() {
 		return longest
 	}
 	return min(max(at.Sub(hb.Now), poll), longest)
 }
+
+// staleMargin is how long after a row's ttl runs out it is read, so that the
+// read finds it past its ttl.
+const staleMargin = time.Second

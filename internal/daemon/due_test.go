@@ -159,29 +159,54 @@ func TestDeletedRowStartsAPass(t *testing.T) {
 }
 
 // nextPoll, called directly: the next read at the first moment a row read
-// can die or the next change comes, within [poll, grace].
+// can go stale or die, or the next change comes, within [poll, grace].
 func TestNextPoll(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
-	const poll, grace = 2 * time.Second, 30 * time.Second
-	row := func(id string, deathIn time.Duration) heartbeat.AppStatus {
-		return heartbeat.AppStatus{ID: id, Name: "1@" + id, AppType: "worker", TTL: 30 * time.Second, LastHeartbeat: now.Add(deathIn - 30*time.Second - grace)}
+	const poll, grace, ttl = 2 * time.Second, 30 * time.Second, 30 * time.Second
+	// row's heartbeat is age old.
+	row := func(id string, age time.Duration) heartbeat.AppStatus {
+		return heartbeat.AppStatus{ID: id, Name: "1@" + id, AppType: "worker", TTL: ttl, LastHeartbeat: now.Add(-age)}
 	}
 	for name, tc := range map[string]struct {
 		rows       []heartbeat.AppStatus
 		nextChange time.Time
 		want       time.Duration
 	}{
-		"a row dies in 10 s":                          {[]heartbeat.AppStatus{row("a", 10*time.Second), row("b", 25*time.Second)}, time.Time{}, 10 * time.Second},
-		"a row dies in a second: no sooner than poll": {[]heartbeat.AppStatus{row("a", time.Second)}, time.Time{}, poll},
-		"the rows beat: no later than grace":          {[]heartbeat.AppStatus{row("a", 55*time.Second)}, time.Time{}, grace},
-		"no row alive: grace":                         {[]heartbeat.AppStatus{row("a", -time.Minute)}, time.Time{}, grace},
-		"no row: grace":                               {nil, time.Time{}, grace},
-		"the next change first":                       {[]heartbeat.AppStatus{row("a", 20*time.Second)}, now.Add(5 * time.Second), 5 * time.Second},
-		"the next change after the death":             {[]heartbeat.AppStatus{row("a", 20*time.Second)}, now.Add(25 * time.Second), 20 * time.Second},
+		"a row goes stale in 10 s":                          {[]heartbeat.AppStatus{row("a", 21*time.Second), row("b", 5*time.Second)}, time.Time{}, 10 * time.Second},
+		"a stale row dies in 10 s":                          {[]heartbeat.AppStatus{row("a", 50*time.Second)}, time.Time{}, 10 * time.Second},
+		"a row goes stale in a second: no sooner than poll": {[]heartbeat.AppStatus{row("a", 30*time.Second)}, time.Time{}, poll},
+		"the rows just beat: no later than grace":           {[]heartbeat.AppStatus{row("a", 0)}, time.Time{}, grace},
+		"no row alive: grace":                               {[]heartbeat.AppStatus{row("a", time.Hour)}, time.Time{}, grace},
+		"no row: grace":                                     {nil, time.Time{}, grace},
+		"the next change first":                             {[]heartbeat.AppStatus{row("a", 40*time.Second)}, now.Add(5 * time.Second), 5 * time.Second},
+		"the next change after the death":                   {[]heartbeat.AppStatus{row("a", 40*time.Second)}, now.Add(25 * time.Second), 20 * time.Second},
 	} {
 		got := nextPoll(pulpdb.Heartbeats{Now: now, Rows: tc.rows}, verdictClock{nextChange: tc.nextChange}, poll, grace)
 		require.Equal(t, tc.want, got, name)
 	}
 	require.Equal(t, poll, nextPoll(pulpdb.Heartbeats{Now: now}, verdictClock{}, poll, 0), "no grace: every poll")
+}
+
+// TestPollsReadADyingRowStale: the reads of a worker that stops beating
+// include one that finds it past its ttl and is a period and 2 s or more
+// before its death, the earlier read its pass settles the death on
+// without waiting (reaper.settleDeaths).
+func TestPollsReadADyingRowStale(t *testing.T) {
+	t.Parallel()
+	const poll, grace, ttl = 2 * time.Second, 30 * time.Second, 30 * time.Second
+	last := time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
+	for start := time.Duration(0); start < ttl+grace; start += 700 * time.Millisecond {
+		at, found := last.Add(start), false
+		rows := []heartbeat.AppStatus{{ID: "a", Name: "1@a", AppType: "worker", TTL: ttl, LastHeartbeat: last}}
+		for at.Before(last.Add(ttl + grace)) {
+			if age := at.Sub(last); age > ttl && age <= ttl+grace-ttl/3-2*time.Second {
+				found = true
+			}
+			at = at.Add(nextPoll(pulpdb.Heartbeats{Now: at, Rows: rows}, verdictClock{}, poll, grace))
+		}
+		if start <= ttl {
+			require.True(t, found, "reads from %v after the last heartbeat", start)
+		}
+	}
 }
