@@ -41,7 +41,12 @@ type IdleResults struct {
 	Machine Machine      `json:"machine"`
 	Fleet   FleetFigures `json:"fleet"`
 	Command string       `json:"command"`
-	SpanS   float64      `json:"span_seconds"`
+	// Watch says `run` watched the pods of a stand-in API server (-idle-watch);
+	// Watches and Lists are the server's count of them.
+	Watch   bool    `json:"watch"`
+	Watches int     `json:"watches,omitempty"`
+	Lists   int     `json:"lists,omitempty"`
+	SpanS   float64 `json:"span_seconds"`
 	// WarmS is the start of the run left out of the steady figures: the
 	// start-up and the first pass.
 	WarmS float64 `json:"warm_up_seconds"`
@@ -113,8 +118,20 @@ func runIdle(ctx context.Context, o options, stdout io.Writer, logf func(string,
 	beat, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() { _ = m.KeepAlive(beat, pool) }()
-	if err := measureIdle(ctx, o, bin, srv.url, dbURL, res, logf); err != nil {
+	var env []string
+	var k *idleKube
+	if o.idleWatch {
+		if k, err = startIdleKube(idleSpec(o)); err != nil {
+			return err
+		}
+		defer k.close()
+		env, res.Watch = k.env(), true
+	}
+	if err := measureIdle(ctx, o, bin, srv.url, dbURL, env, res, logf); err != nil {
 		return err
+	}
+	if k != nil {
+		res.Watches, res.Lists = k.api.Watches(), k.api.Lists()
 	}
 	// run logs no line per pass; its history of passes has one entry each.
 	res.Passes = int(srv.rdb.LLen(ctx, history.Key(history.DefaultPrefix)).Val())
@@ -130,7 +147,7 @@ func runIdle(ctx context.Context, o options, stdout io.Writer, logf func(string,
 // measureIdle runs `run` with the status page on under the chart's memory
 // setting and everything else as shipped, reads its CPU time and memory
 // from /proc every second for the span, then stops it.
-func measureIdle(ctx context.Context, o options, bin, redisURL, dbURL string, res *IdleResults, logf func(string, ...any)) error {
+func measureIdle(ctx context.Context, o options, bin, redisURL, dbURL string, env []string, res *IdleResults, logf func(string, ...any)) error {
 	dir, err := os.MkdirTemp("", "lr-bench-idle-")
 	if err != nil {
 		return err
@@ -148,6 +165,7 @@ func measureIdle(ctx context.Context, o options, bin, redisURL, dbURL string, re
 	cmd.Stdout, cmd.Stderr = io.Discard, stderr
 	cmd.Env = []string{"REAPER_REDIS_URL=" + redisURL, "REAPER_DATABASE_URL=" + dbURL, "REAPER_LOG_FORMAT=json",
 		memlimit.Env + "=" + fmt.Sprint(rssLimit)}
+	cmd.Env = append(cmd.Env, env...)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
@@ -253,7 +271,7 @@ func writeIdleMarkdown(w io.Writer, r *IdleResults) error {
 	mc, f := r.Machine, r.Fleet
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s\n\n", mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL)
 	fmt.Fprintf(&b, "`%s` (status page on, `%s=128Mi`, every other setting as shipped) for %.0f s over a small fleet whose workers all beat: %d owners, %d task locks, %s keys in Redis. "+
-		"Read from /proc every second; the steady figures leave out the first %.0f s.\n\n", r.Command, memlimit.Env, r.SpanS, f.Owners, f.TaskLocks, thousands(f.KeysInRedis), r.WarmS)
+		"Read from /proc every second; the steady figures leave out the first %.0f s.%s\n\n", r.Command, memlimit.Env, r.SpanS, f.Owners, f.TaskLocks, thousands(f.KeysInRedis), r.WarmS, watchNote(r.Watch))
 	b.WriteString("| figure | measured | target | met |\n|---|---:|---:|---|\n")
 	yes := func(ok bool) string {
 		if ok {
@@ -267,6 +285,16 @@ func writeIdleMarkdown(w io.Writer, r *IdleResults) error {
 	fmt.Fprintf(&b, "| steady RSS (median VmRSS), of it anonymous | %s, %s | | |\n", mib(uint64(r.SteadyRSSBytes)), mib(uint64(r.SteadyAnonBytes)))
 	fmt.Fprintf(&b, "| RSS at the end | %s | | |\n", mib(uint64(r.LastRSSBytes)))
 	fmt.Fprintf(&b, "| passes, log lines | %d, %d | | |\n", r.Passes, r.LogLines)
+	if r.Watch {
+		fmt.Fprintf(&b, "| the pods watched (stand-in API server): watches, lists | %d, %d | | |\n", r.Watches, r.Lists)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func watchNote(watch bool) string {
+	if !watch {
+		return " No Kubernetes."
+	}
+	return " The pods watched: a stand-in API server with a running pod per worker (-idle-watch), bookmarks every minute."
 }

@@ -64,9 +64,20 @@ type options struct {
 	foreignHistory int
 	cases          string
 	idleSpan       time.Duration
+	idleWatch      bool
 	render         string
 	contend        int
 	phaseTimes     bool
+	// passLimit is the memory limit (REAPER_MEMORY_LIMIT) of the scale
+	// scenario's passes: the chart's 128Mi unless a row needs more.
+	passLimit int64
+	// passDBTimeout, when set, is the scale scenario's passes'
+	// database.timeout (REAPER_DATABASE_TIMEOUT) instead of the default.
+	passDBTimeout time.Duration
+	// deferOK says the scale row's once may defer holdings that a call
+	// cannot check (more than ReserverCallLimit tasks reserve a resource):
+	// released and deferred then make the fleet's stale holdings.
+	deferOK bool
 
 	jsonPath   string
 	cpuProfile string
@@ -110,6 +121,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.cases, "cases", "", "dead-owner: measure only the runs whose name matches this regular expression (e.g. '^(run|status)'); scale: only the rows (e.g. '^(incident|unrelated-10M|backlog-20k)$')")
 	fs.StringVar(&o.render, "render", "", "scale: write the tables of this JSON of an earlier run (one stopped before its last row) and measure nothing")
 	fs.DurationVar(&o.idleSpan, "idle-span", 10*time.Minute, "idle: how long run is measured")
+	fs.BoolVar(&o.idleWatch, "idle-watch", false, "idle: run watches the workers' pods on a stand-in API server (the unjam scenario's)")
 	fs.DurationVar(&o.daemonSpan, "daemon-span", 45*time.Second, "dead-owner: how long run and status are measured, over several passes, before SIGTERM (0: skip them)")
 	fs.BoolVar(&o.pages, "pages", true, "dead-owner: fetch every status page through the runs of run and status, during the passes and between them")
 	fs.IntVar(&o.foreignHistory, "foreign-history", 0, "dead-owner: entries of 2 MB written into the history of passes by someone else before each run of run and status")

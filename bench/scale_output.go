@@ -25,6 +25,9 @@ func writeScaleMarkdown(w io.Writer, r *ScaleResults) error {
 		if row.Audit.PeakRSSBytes > rssLimit || row.Once.PeakRSSBytes > rssLimit {
 			fits = "**no**"
 		}
+		if row.LimitMiB > 0 {
+			fits += fmt.Sprintf(" (run under %dMi)", row.LimitMiB)
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s (%s) | %.0f ms | %.0f ms | %.2f | %.0f ms | %.2f | %s, %s (%s, %s) | %s | %.0f, %.0f, %.0f ms |\n",
 			row.Name, thousands(f.KeysInRedis), thousands(int64(row.LockKeys)), thousands(int64(f.Owners)), thousands(row.MembersPerSet),
 			thousands(int64(f.StaleHoldings+f.HealthyHoldings)), thousands(int64(f.StaleHoldings)),

@@ -17,7 +17,7 @@ import (
 )
 
 // pass runs `lock-reaper MODE --output json` as a CronJob would, under the
-// chart's REAPER_MEMORY_LIMIT=128Mi and the default batch sizes (or the
+// chart's REAPER_MEMORY_LIMIT=128Mi (or the row's own, o.passLimit) and the default batch sizes (or the
 // flags'), with max_releases and max_task_updates lifted so that one pass
 // does all the work; checks its report against the fleet; and measures its
 // peak RSS from outside and what it cost the server from the server's own
@@ -48,7 +48,10 @@ func (f *scaleFleet) pass(ctx context.Context, bin, mode string, o options) (sca
 		"REAPER_HEARTBEAT_RECHECK=" + benchRecheck.String(),
 		"REAPER_MAX_RELEASES=" + maxInt32Text, "REAPER_MAX_TASK_UPDATES=" + maxInt32Text,
 		fmt.Sprintf("REAPER_REDIS_SCAN_COUNT=%d", o.scanCount), fmt.Sprintf("REAPER_REDIS_BATCH_SIZE=%d", o.batchSize),
-		memlimit.Env + "=" + fmt.Sprint(rssLimit),
+		memlimit.Env + "=" + fmt.Sprint(o.passLimit),
+	}
+	if o.passDBTimeout > 0 {
+		cmd.Env = append(cmd.Env, "REAPER_DATABASE_TIMEOUT="+o.passDBTimeout.String())
 	}
 	done, err := f.srv.measureServer(ctx)
 	if err != nil {
@@ -91,18 +94,18 @@ func (f *scaleFleet) pass(ctx context.Context, bin, mode string, o options) (sca
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		return scaleRun{}, fmt.Errorf("%s: JSON report: %w", mode, err)
 	}
-	if err := f.check(mode, rep.Summary, rep.Guards); err != nil {
+	if err := f.check(mode, rep.Summary, rep.Guards, o.deferOK); err != nil {
 		return scaleRun{}, err
 	}
 	p := ScalePass{WallMS: float64(rep.DurationMS), ProcessMS: ms(wall), PeakRSSBytes: peak.hwm, PeakAnonBytes: peak.anon,
-		Holdings: rep.Scanned.TaskLocks + rep.Scanned.ResourceHoldings, Released: rep.Summary.Released, TasksUpdated: rep.Summary.TasksUpdated,
+		Holdings: rep.Scanned.TaskLocks + rep.Scanned.ResourceHoldings, Released: rep.Summary.Released, Deferred: rep.Summary.Deferred, TasksUpdated: rep.Summary.TasksUpdated,
 		RedisLoad: rep.RedisLoad, Server: load}
 	return scaleRun{pass: p}, nil
 }
 
 // check compares a pass's summary with the fleet: a figure of a wrong answer
 // would measure nothing.
-func (f *scaleFleet) check(mode string, s reaper.Summary, guards []reaper.Guard) error {
+func (f *scaleFleet) check(mode string, s reaper.Summary, guards []reaper.Guard, deferOK bool) error {
 	if len(guards) > 0 {
 		return fmt.Errorf("%s: guard %s held work back: %s", mode, guards[0].Name, guards[0].Reason)
 	}
@@ -110,6 +113,8 @@ func (f *scaleFleet) check(mode string, s reaper.Summary, guards []reaper.Guard)
 	got, tasks := s.Released, s.TasksUpdated
 	if mode == "audit" {
 		got, tasks = s.FindingsByResult[reaper.ResultWouldRelease], s.TasksByResult[reaper.ResultWouldUpdate]
+	} else if deferOK {
+		got += s.Deferred
 	}
 	if got != m.StaleHoldings || tasks != m.LostTasks || s.TasksByVerdict[judge.VerdictLost] != m.LostTasks {
 		return fmt.Errorf("%s: %d holdings and %d tasks, the fleet has %d stale holdings and %d lost tasks", mode, got, tasks, m.StaleHoldings, m.LostTasks)

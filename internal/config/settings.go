@@ -325,8 +325,9 @@ var settings = []setting{
 	{
 		key: "heartbeat_poll", group: groupRun, def: "2s",
 		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatPoll }, nonNegative),
-		doc: "How often the daemon reads the worker rows between passes, to start a pass as soon as one crosses " +
-			"ttl + heartbeat_grace or a pending verdict's time comes; 0 keeps passes to the schedule.",
+		doc: "The shortest wait between the daemon's reads of the worker rows between passes, which start a pass as soon as one crosses " +
+			"ttl + heartbeat_grace, a row is deleted or a pending verdict's time comes; the rows are read when the first of them can go stale or cross, " +
+			"at least every heartbeat_grace. 0 keeps passes to the schedule.",
 	},
 	{
 		key: "listen", group: groupRun, def: ":9090",

@@ -110,7 +110,9 @@ type Config struct {
 	Heartbeats func(ctx context.Context) (pulpdb.Heartbeats, error)
 	// HeartbeatGrace is the passes' heartbeat_grace, for Heartbeats.
 	HeartbeatGrace time.Duration
-	// HeartbeatPoll is how often Heartbeats is read. Default 2s.
+	// HeartbeatPoll is the shortest wait between two reads of Heartbeats;
+	// each read is made when a row read before can first go stale or
+	// cross, at least every HeartbeatGrace (nextPoll). Default 2s.
 	HeartbeatPoll time.Duration
 	// Events, when set, is handed each pass's report once the pass is
 	// over, to record its Kubernetes Events (kubeevents.Recorder.Record),

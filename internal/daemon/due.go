@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
+	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
@@ -14,14 +15,17 @@ const (
 	StartedBySchedule   = ""
 	StartedByKubernetes = "kubernetes: a worker container ended"
 	StartedByHeartbeat  = "heartbeat: a worker row crossed ttl + heartbeat_grace"
+	StartedByRowGone    = "heartbeat: a worker row was deleted"
 	StartedByNextChange = "a pending verdict's time came (confirm_after, finished_grace)"
 )
 
 // verdictClock is what the loop knows of the verdicts' moments, on the
 // database's clock: when the last pass judged (since) and when it said a
-// verdict could change next (nextChange, zero for none).
+// verdict could change next (nextChange, zero for none); and the rows the
+// last heartbeat read found (rows, by id; nil before the first).
 type verdictClock struct {
 	since, nextChange time.Time
+	rows              map[string]struct{}
 }
 
 // passed notes a pass that judged at dbNow and named its next change; a
@@ -35,32 +39,57 @@ func (c *verdictClock) passed(dbNow, nextChange time.Time) {
 
 // passDue says whether a pass must start now, given one read of the
 // heartbeats, and why: a row died by its heartbeat since the last pass
-// judged, or the moment that pass said a verdict could change has come.
-// It is a pure function of its arguments; "" means not yet.
+// judged, a row the last read found is gone (its owner is gone now), or
+// the moment that pass said a verdict could change has come. It is a pure
+// function of its arguments; "" means not yet.
 func passDue(hb pulpdb.Heartbeats, c verdictClock, grace time.Duration) string {
 	switch {
 	case heartbeat.DiedBetween(hb.Rows, grace, c.since, hb.Now):
 		return StartedByHeartbeat
+	case !c.since.IsZero() && rowGone(c.rows, hb.Rows):
+		return StartedByRowGone
 	case !c.nextChange.IsZero() && !hb.Now.Before(c.nextChange):
 		return StartedByNextChange
 	}
 	return ""
 }
 
-// pollHeartbeats reads the heartbeats every HeartbeatPoll until a pass is
-// due or ctx ends, and says why one is. The moment that started it counts
-// as judged, so a pass that fails is not started again at every read: the
-// schedule and its backoff retry it.
+// rowGone says a row of before is not among now's.
+func rowGone(before map[string]struct{}, now []heartbeat.AppStatus) bool {
+	if len(before) == 0 {
+		return false
+	}
+	found := 0
+	for _, r := range now {
+		if _, ok := before[r.ID]; ok {
+			found++
+		}
+	}
+	return found < len(before)
+}
+
+// rowIDs is the set of the rows' ids.
+func rowIDs(rows []heartbeat.AppStatus) map[string]struct{} {
+	ids := make(map[string]struct{}, len(rows))
+	for _, r := range rows {
+		ids[r.ID] = struct{}{}
+	}
+	return ids
+}
+
+// pollHeartbeats reads the heartbeats until a pass is due or ctx ends, and
+// says why one is: the first read HeartbeatPoll after it starts, each
+// next one when nextPoll says. Each read is compared with the one before
+// it, across passes: a row deleted while a pass ran starts one more pass,
+// which finds the owner gone if that pass did not already.
 func (d *Daemon) pollHeartbeats(ctx context.Context, c *verdictClock) (reason string, ok bool) {
-	t := time.NewTicker(d.cfg.HeartbeatPoll)
-	defer t.Stop()
+	wait := d.cfg.HeartbeatPoll
 	failing := false
 	for {
-		select {
-		case <-ctx.Done():
+		if !ctxwait.Sleep(ctx, wait) {
 			return "", false
-		case <-t.C:
 		}
+		wait = d.cfg.HeartbeatPoll
 		hb, err := d.cfg.Heartbeats(ctx)
 		if err != nil {
 			if !failing && ctx.Err() == nil {
@@ -70,9 +99,45 @@ func (d *Daemon) pollHeartbeats(ctx context.Context, c *verdictClock) (reason st
 			continue
 		}
 		failing = false
-		if reason := passDue(hb, *c, d.cfg.HeartbeatGrace); reason != "" {
+		reason := passDue(hb, *c, d.cfg.HeartbeatGrace)
+		c.rows = rowIDs(hb.Rows)
+		if reason != "" {
 			c.passed(hb.Now, time.Time{})
 			return reason, true
 		}
+		wait = nextPoll(hb, *c, d.cfg.HeartbeatPoll, d.cfg.HeartbeatGrace)
 	}
 }
+
+// nextPoll is how long after a read of the heartbeats the next read is due:
+// at the first moment a row read can go stale (past its ttl) or cross ttl +
+// grace (a heartbeat only moves those moments later), or the last pass's
+// next change comes; never sooner than poll, and never later than grace: a
+// row created after this read can die no sooner than its ttl + grace after
+// it. The read of a row gone stale is the earlier read a pass settles the
+// row's death on without waiting a period (reaper.settleDeaths: stale in
+// the earlier read, unmoved a period later). So a fleet whose workers all
+// beat is read two or three times a minute rather than every poll, and a
+// worker that stops beating is read stale, then dead moments after its
+// death, as before. A pure function of its arguments.
+func nextPoll(hb pulpdb.Heartbeats, c verdictClock, poll, grace time.Duration) time.Duration {
+	longest := max(poll, grace)
+	at := c.nextChange
+	consider := func(t time.Time) {
+		if t.After(hb.Now) && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	for _, r := range hb.Rows {
+		consider(r.LastHeartbeat.Add(r.TTL + staleMargin))
+		consider(r.DeathAt(grace))
+	}
+	if at.IsZero() {
+		return longest
+	}
+	return min(max(at.Sub(hb.Now), poll), longest)
+}
+
+// staleMargin is how long after a row's ttl runs out it is read, so that the
+// read finds it past its ttl.
+const staleMargin = time.Second

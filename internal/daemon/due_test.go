@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +36,12 @@ func TestPassDue(t *testing.T) {
 		"the next change is exactly now":          {nil, verdictClock{since: lastPass, nextChange: now}, StartedByNextChange},
 		"the next change is later":                {nil, verdictClock{since: lastPass, nextChange: now.Add(time.Second)}, ""},
 		"no pass yet: the first pass runs anyway": {[]heartbeat.AppStatus{row(-time.Second)}, verdictClock{}, ""},
+		"a row of the last read is gone": {[]heartbeat.AppStatus{row(time.Minute)},
+			verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}, "gone": {}}}, StartedByRowGone},
+		"the rows of the last read, and a new one": {[]heartbeat.AppStatus{row(time.Minute), {ID: "new", Name: "2@w", TTL: time.Minute, LastHeartbeat: now}},
+			verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}}}, ""},
+		"a row gone before the first pass":            {nil, verdictClock{rows: map[string]struct{}{"r": {}}}, ""},
+		"the live rows' deaths to come are no change": {[]heartbeat.AppStatus{row(time.Second)}, verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}}}, ""},
 	} {
 		require.Equal(t, tc.want, passDue(pulpdb.Heartbeats{Now: now, Rows: tc.rows}, tc.clock, grace), name)
 	}
@@ -65,7 +72,7 @@ func TestHeartbeatCrossingStartsAPass(t *testing.T) {
 	first := b.waitPass(t)
 	require.NoError(t, first.Err)
 	require.EqualValues(t, 1, f.redis.Client.Exists(ctx, "task:"+taskID).Val(), "late, not dead: kept")
-	require.False(t, first.Report.NextChange.IsZero(), "the pass names the row's death as its next change")
+	require.True(t, first.Report.NextChange.IsZero(), "the row's death is no next change: the heartbeat reads see it")
 
 	res := b.waitPass(t)
 	require.NoError(t, res.Err)
@@ -118,4 +125,88 @@ func TestHeartbeatReadsGoOnThroughTheJitter(t *testing.T) {
 	res := b.waitPass(t)
 	require.Equal(t, StartedByHeartbeat, res.StartedBy)
 	require.True(t, res.Woken)
+}
+
+// TestDeletedRowStartsAPass: a worker row that the heartbeat reads found and
+// then find no more starts a pass at once: its owner is gone, and its
+// locks are free to release. The schedule's next pass is an hour away.
+func TestDeletedRowStartsAPass(t *testing.T) {
+	t.Parallel()
+	runner := runnerFunc(func(context.Context, reaper.Options) (*reaper.Report, error) {
+		return &reaper.Report{Mode: reaper.ModeOnce, DBNow: time.Now()}, nil
+	})
+	var reads atomic.Int32
+	heartbeats := func(context.Context) (pulpdb.Heartbeats, error) {
+		rows := []heartbeat.AppStatus{{ID: "stays", Name: "1@a", AppType: "worker", TTL: time.Minute, LastHeartbeat: time.Now()}}
+		if reads.Add(1) <= 3 {
+			rows = append(rows, heartbeat.AppStatus{ID: "goes", Name: "1@b", AppType: "worker", TTL: time.Minute, LastHeartbeat: time.Now()})
+		}
+		return pulpdb.Heartbeats{Now: time.Now(), Rows: rows}, nil
+	}
+	d, err := New(runner, Config{Schedule: "@every 1h", Listen: "127.0.0.1:0", Logger: testLogger(t),
+		Heartbeats: heartbeats, HeartbeatGrace: time.Second, HeartbeatPoll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	d.jitterN = func(time.Duration) time.Duration { return 0 }
+	passes := make(chan PassResult, 10)
+	d.passDone = func(r PassResult) { passes <- r }
+	require.NoError(t, d.Start(context.Background()))
+	t.Cleanup(d.Stop)
+	b := &testBundle{passes: passes}
+	require.Equal(t, StartedBySchedule, b.waitPass(t).StartedBy, "the first pass")
+	res := b.waitPass(t)
+	require.Equal(t, StartedByRowGone, res.StartedBy)
+	require.True(t, res.Woken)
+}
+
+// nextPoll, called directly: the next read at the first moment a row read
+// can go stale or die, or the next change comes, within [poll, grace].
+func TestNextPoll(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
+	const poll, grace, ttl = 2 * time.Second, 30 * time.Second, 30 * time.Second
+	// row's heartbeat is age old.
+	row := func(id string, age time.Duration) heartbeat.AppStatus {
+		return heartbeat.AppStatus{ID: id, Name: "1@" + id, AppType: "worker", TTL: ttl, LastHeartbeat: now.Add(-age)}
+	}
+	for name, tc := range map[string]struct {
+		rows       []heartbeat.AppStatus
+		nextChange time.Time
+		want       time.Duration
+	}{
+		"a row goes stale in 10 s":                          {[]heartbeat.AppStatus{row("a", 21*time.Second), row("b", 5*time.Second)}, time.Time{}, 10 * time.Second},
+		"a stale row dies in 10 s":                          {[]heartbeat.AppStatus{row("a", 50*time.Second)}, time.Time{}, 10 * time.Second},
+		"a row goes stale in a second: no sooner than poll": {[]heartbeat.AppStatus{row("a", 30*time.Second)}, time.Time{}, poll},
+		"the rows just beat: no later than grace":           {[]heartbeat.AppStatus{row("a", 0)}, time.Time{}, grace},
+		"no row alive: grace":                               {[]heartbeat.AppStatus{row("a", time.Hour)}, time.Time{}, grace},
+		"no row: grace":                                     {nil, time.Time{}, grace},
+		"the next change first":                             {[]heartbeat.AppStatus{row("a", 40*time.Second)}, now.Add(5 * time.Second), 5 * time.Second},
+		"the next change after the death":                   {[]heartbeat.AppStatus{row("a", 40*time.Second)}, now.Add(25 * time.Second), 20 * time.Second},
+	} {
+		got := nextPoll(pulpdb.Heartbeats{Now: now, Rows: tc.rows}, verdictClock{nextChange: tc.nextChange}, poll, grace)
+		require.Equal(t, tc.want, got, name)
+	}
+	require.Equal(t, poll, nextPoll(pulpdb.Heartbeats{Now: now}, verdictClock{}, poll, 0), "no grace: every poll")
+}
+
+// TestPollsReadADyingRowStale: the reads of a worker that stops beating
+// include one that finds it past its ttl and is a period and 2 s or more
+// before its death, the earlier read its pass settles the death on
+// without waiting (reaper.settleDeaths).
+func TestPollsReadADyingRowStale(t *testing.T) {
+	t.Parallel()
+	const poll, grace, ttl = 2 * time.Second, 30 * time.Second, 30 * time.Second
+	last := time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
+	for start := time.Duration(0); start < ttl+grace; start += 700 * time.Millisecond {
+		at, found := last.Add(start), false
+		rows := []heartbeat.AppStatus{{ID: "a", Name: "1@a", AppType: "worker", TTL: ttl, LastHeartbeat: last}}
+		for at.Before(last.Add(ttl + grace)) {
+			if age := at.Sub(last); age > ttl && age <= ttl+grace-ttl/3-2*time.Second {
+				found = true
+			}
+			at = at.Add(nextPoll(pulpdb.Heartbeats{Now: at, Rows: rows}, verdictClock{}, poll, grace))
+		}
+		if start <= ttl {
+			require.True(t, found, "reads from %v after the last heartbeat", start)
+		}
+	}
 }

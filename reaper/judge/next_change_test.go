@@ -10,8 +10,9 @@ import (
 )
 
 // NextChange names the first moment a verdict of the plan can change: a
-// suspect's confirmation, a finished task's grace, a row's death by its
-// heartbeat; each alone, then the earliest of them.
+// suspect's confirmation, a finished task's grace; each alone, then the
+// earliest of them. A row's death by its heartbeat is not one: the daemon
+// sees it in the rows it reads.
 func TestNextChange(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
@@ -24,14 +25,13 @@ func TestNextChange(t *testing.T) {
 	suspects := map[SuspectKey]Suspect{{Key: "k", Owner: "1@a"}: {Verdict: VerdictNoTask, FirstSeen: now.Add(-time.Minute)}}
 	oldSuspect := map[SuspectKey]Suspect{{Key: "k", Owner: "1@a"}: {Verdict: VerdictNoTask, FirstSeen: now.Add(-time.Hour)}}
 
-	rowDeath := alive.LastHeartbeat.Add(alive.TTL + p.HeartbeatGrace)
 	for name, tc := range map[string]struct {
 		snap Snapshot
 		plan Plan
 		want time.Time
 	}{
-		"a row late or alive: its death": {Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{alive, dead}}, Plan{}, rowDeath},
-		"nothing pending":                {Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{dead}}, Plan{}, time.Time{}},
+		"a row late or alive: not its death, which the daemon reads": {Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{alive, dead}}, Plan{}, time.Time{}},
+		"nothing pending": {Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{dead}}, Plan{}, time.Time{}},
 		"a suspect's confirmation": {Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{dead}}, Plan{Suspects: suspects},
 			now.Add(-time.Minute + p.ConfirmAfter)},
 		"a suspect already confirmed: nothing": {Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{dead}}, Plan{Suspects: oldSuspect}, time.Time{}},
@@ -41,7 +41,7 @@ func TestNextChange(t *testing.T) {
 			Tasks: map[string]Task{taskID: {ID: taskID, State: StateRunning}}}, Plan{}, time.Time{}},
 		"the earliest": {Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{alive, dead}, Holdings: []Holding{lock},
 			Tasks: map[string]Task{taskID: {ID: taskID, State: StateCompleted, FinishedAt: &finished}}}, Plan{Suspects: suspects},
-			minTime(rowDeath, finished.Add(p.FinishedGrace), now.Add(-time.Minute+p.ConfirmAfter))},
+			minTime(finished.Add(p.FinishedGrace), now.Add(-time.Minute+p.ConfirmAfter))},
 		"with pods, a held worker's hung_worker_grace": {Snapshot{Now: now, AppStatuses: []heartbeat.AppStatus{dead, {ID: "h", Name: "1@h", AppType: "worker",
 			TTL: 30 * time.Second, LastHeartbeat: now.Add(-2 * time.Minute)}}, Pods: heartbeat.NewPodView(nil, nil)}, Plan{},
 			now.Add(-2*time.Minute + 30*time.Second + p.HeartbeatGrace + p.Kubernetes.HungWorkerGrace)},

@@ -103,6 +103,24 @@ func (l *statementLog) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pg
 
 func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// A batch's statements are logged as one entry, "batch:" and theirs joined
+// by " | ", so that a test sees what went in one batch.
+func (l *statementLog) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	var sqls []string
+	for _, q := range d.Batch.QueuedQueries {
+		sqls = append(sqls, strings.Join(strings.Fields(strings.ToLower(q.SQL)), " "))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pids = append(l.pids, conn.PgConn().PID())
+	l.sqls = append(l.sqls, "batch: "+strings.Join(sqls, " | "))
+	return ctx
+}
+
+func (l *statementLog) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // take returns what was recorded since the last take.
 func (l *statementLog) take() (pids []uint32, sqls []string) {
 	l.mu.Lock()

@@ -1,15 +1,18 @@
 package pulpdb
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
 // TestReadHeartbeats: every core_appstatus row with its ttl and last
-// heartbeat, and the database's now, read in one short read-only
-// REPEATABLE READ transaction. A ttl out of range is brought into it, and a
+// heartbeat, and the database's now, read in one batch: the statement
+// timeout and one statement, nothing else. A ttl out of range is brought into it, and a
 // version 7 pulp_id gives the row's creation time.
 func TestReadHeartbeats(t *testing.T) {
 	t.Parallel()
@@ -30,8 +33,8 @@ func TestReadHeartbeats(t *testing.T) {
 	hb, err := ReadHeartbeats(f.Ctx, pool, testTimeout)
 	require.NoError(t, err)
 	after := dbNow(t, f)
-	pids, sqls := log.take()
-	requireOneTransaction(t, pids, sqls, "begin isolation level repeatable read read only")
+	_, sqls := log.take()
+	require.Equal(t, []string{"batch: select set_config('statement_timeout', $1::text, true) | " + strings.Join(strings.Fields(strings.ToLower(heartbeatsSQL)), " ")}, sqls)
 
 	require.False(t, hb.Now.Before(before) || hb.Now.After(after), "the database's now, %v, between %v and %v", hb.Now, before, after)
 	type row struct {
@@ -60,4 +63,32 @@ func TestReadHeartbeatsEmptyFleet(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, hb.Rows)
 	require.False(t, hb.Now.IsZero())
+}
+
+// TestHeartbeatBatchIsOneTransaction: the statement_timeout the batch sets
+// first bounds the read after it, whatever the exec mode (PgBouncer's
+// transaction pooling needs simple_protocol): the protocol makes one
+// transaction of a batch.
+func TestHeartbeatBatchIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	f := dbFixture(t)
+	for name, mode := range map[string]pgx.QueryExecMode{
+		"cache_statement": pgx.QueryExecModeCacheStatement, "cache_describe": pgx.QueryExecModeCacheDescribe,
+		"describe_exec": pgx.QueryExecModeDescribeExec, "exec": pgx.QueryExecModeExec, "simple_protocol": pgx.QueryExecModeSimpleProtocol,
+	} {
+		pool := poolOf(t, f.DB.URL, func(c *pgxpool.Config) { c.ConnConfig.DefaultQueryExecMode = mode })
+		for range 2 { // the second time, the statements are prepared
+			rows, done, err := queryTimed(f.Ctx, pool, 1234*time.Millisecond, "SELECT current_setting('statement_timeout')")
+			require.NoError(t, err, name)
+			var got string
+			require.True(t, rows.Next(), name)
+			require.NoError(t, rows.Scan(&got), name)
+			done()
+			require.Equal(t, "1234ms", got, name)
+		}
+		// and not beyond the batch
+		var after string
+		require.NoError(t, pool.QueryRow(f.Ctx, "SELECT current_setting('statement_timeout')").Scan(&after), name)
+		require.NotEqual(t, "1234ms", after, name)
+	}
 }

@@ -109,7 +109,7 @@ func beginWithTimeout(ctx context.Context, db beginner, opts pgx.TxOptions, time
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1::text, true)", statementTimeoutMS(timeout)); err != nil {
+	if _, err := tx.Exec(ctx, setStatementTimeoutSQL, statementTimeoutMS(timeout)); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("set statement_timeout: %w", err)
 	}
