@@ -26,7 +26,7 @@ func TestJudgedTasksSayWhy(t *testing.T) {
 			StateBefore: judge.StateRunning, StateAfter: judge.StateCanceled},
 	}
 	var out strings.Builder
-	require.NoError(t, templates.ExecuteTemplate(&out, "judged-tasks-table", rows))
+	require.NoError(t, templates().ExecuteTemplate(&out, "judged-tasks-table", rows))
 	body := out.String()
 	assert.Contains(t, body, `<th scope="col">Why</th>`)
 	assert.Contains(t, body, "Worker 1@old is too old for the task, which waits for a worker with file ≥ 1.12.0; none of 25 online workers has it.")
