@@ -11,6 +11,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/reaper/judge"
+	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
 
 // Config is the reaper's configuration: every setting a pass reads, the
@@ -28,8 +29,13 @@ type Config struct {
 	// ScanCount is the COUNT hint of each SCAN call (redis.scan_count).
 	ScanCount int
 	// BatchSize is the number of keys per pipelined read, of holdings per
-	// release call and of tasks per update statement (redis.batch_size).
+	// release batch and of tasks per update statement (redis.batch_size).
 	BatchSize int
+	// ReleaseCallHoldings bounds the work of one release (Lua) call, in
+	// holdings: a registry entry its new-task checks count costs a tenth of
+	// one, a reserving task an eighth (redis.release_call_holdings;
+	// redislocks/release_call.go).
+	ReleaseCallHoldings int
 	// RedisTimeout is the deadline of each Redis call (redis.timeout).
 	RedisTimeout time.Duration
 	// DatabaseTimeout is the deadline of each database statement
@@ -67,12 +73,15 @@ const (
 	// another node.
 	DefaultClockSkew = 2 * time.Second
 
-	DefaultScanCount         = 1000
-	DefaultBatchSize         = 1000
-	DefaultRedisTimeout      = 5 * time.Second
-	DefaultDatabaseTimeout   = 10 * time.Second
-	DefaultSuspectTTL        = time.Hour
-	DefaultKubernetesTimeout = 5 * time.Second
+	DefaultScanCount = 1000
+	DefaultBatchSize = 1000
+	// DefaultReleaseCallHoldings keeps a release call within a few
+	// milliseconds of Redis's time (BENCHMARKS.md).
+	DefaultReleaseCallHoldings = redislocks.DefaultCallHoldings
+	DefaultRedisTimeout        = 5 * time.Second
+	DefaultDatabaseTimeout     = 10 * time.Second
+	DefaultSuspectTTL          = time.Hour
+	DefaultKubernetesTimeout   = 5 * time.Second
 )
 
 // MaxClockMargin bounds kubernetes.clock_margin: NTP keeps nodes within
@@ -99,6 +108,7 @@ func DefaultConfig() Config {
 		},
 		ScanCount:              DefaultScanCount,
 		BatchSize:              DefaultBatchSize,
+		ReleaseCallHoldings:    DefaultReleaseCallHoldings,
 		RedisTimeout:           DefaultRedisTimeout,
 		DatabaseTimeout:        DefaultDatabaseTimeout,
 		SuspectTTL:             DefaultSuspectTTL,
@@ -130,6 +140,7 @@ func (c Config) Validate() error {
 	}
 	check("redis.scan_count", positive(c.ScanCount))
 	check("redis.batch_size", positive(c.BatchSize))
+	check("redis.release_call_holdings", positive(c.ReleaseCallHoldings))
 	check("redis.timeout", positive(c.RedisTimeout))
 	check("database.timeout", positive(c.DatabaseTimeout))
 	check("heartbeat_grace", nonNegative(c.HeartbeatGrace))

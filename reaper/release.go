@@ -16,7 +16,9 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper/redislocks"
 )
 
-// release applies the releases in batches of BatchSize, one Lua call each.
+// release applies the releases in batches of at most BatchSize holdings,
+// cut by the work of one Lua call (ReleaseCallHoldings), a call each unless
+// the reserving tasks read before a batch make it several.
 func (a *actor) release(ctx context.Context) error {
 	var todo []int
 	for i, res := range a.holdingResults {
@@ -40,7 +42,7 @@ func (a *actor) release(ctx context.Context) error {
 		}
 		return strings.Compare(gx.Owner, gy.Owner)
 	})
-	rel := &redislocks.Releaser{RDB: a.r.rdb, Timeout: a.r.cfg.RedisTimeout, Log: a.r.log}
+	rel := &redislocks.Releaser{RDB: a.r.rdb, Timeout: a.r.cfg.RedisTimeout, Log: a.r.log, CallHoldings: a.r.cfg.ReleaseCallHoldings}
 	end, err := rel.BatchEnds(ctx, a.plan.Holdings, todo, a.r.cfg.BatchSize)
 	if err != nil {
 		a.failHoldings(todo)

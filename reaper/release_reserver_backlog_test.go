@@ -69,12 +69,12 @@ func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
 	require.ElementsMatch(t, owners, f.Members(domainKey), "left for a later pass, untouched")
 	longest := longestCommand(t, srv.Client)
 	t.Logf("longest command %s; at most %d task keys in one release call", describeSlow(longest), keys.Most())
-	require.LessOrEqual(t, keys.Most(), redislocks.ReserverCallLimit, "a release call was sent more reserving tasks than the cap")
+	require.LessOrEqual(t, keys.Most(), redislocks.ReserverCallLimit(reaper.DefaultReleaseCallHoldings), "a release call was sent more reserving tasks than the cap")
 	require.Less(t, longest.Duration, 500*time.Millisecond, "a command of the pass blocked Redis: %s", describeSlow(longest))
 
 	// The backlog drains below the cap: the memberships go.
 	_, err = f.DB.Pool.Exec(f.Ctx, `UPDATE core_task SET state = 'completed', finished_at = now()
-		WHERE pulp_id IN (SELECT pulp_id FROM core_task WHERE state = 'waiting' LIMIT $1)`, waiting-redislocks.ReserverCallLimit/4)
+		WHERE pulp_id IN (SELECT pulp_id FROM core_task WHERE state = 'waiting' LIMIT $1)`, waiting-redislocks.ReserverCallLimit(reaper.DefaultReleaseCallHoldings)/4)
 	require.NoError(t, err)
 	rep = f.pass(r, reaper.ModeOnce)
 	for _, o := range owners {
@@ -84,6 +84,6 @@ func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
 	longest = longestCommand(t, srv.Client)
 	t.Logf("longest command %s; at most %d task keys in one release call", describeSlow(longest), keys.Most())
 	require.Positive(t, keys.Most(), "the memberships were checked against the waiting tasks")
-	require.LessOrEqual(t, keys.Most(), redislocks.ReserverCallLimit)
+	require.LessOrEqual(t, keys.Most(), redislocks.ReserverCallLimit(reaper.DefaultReleaseCallHoldings))
 	require.Less(t, longest.Duration, 500*time.Millisecond, "a command of the pass blocked Redis: %s", describeSlow(longest))
 }

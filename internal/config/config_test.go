@@ -62,6 +62,7 @@ func TestDefault(t *testing.T) {
 	want.Redis.URL = "redis://localhost:6379/0"
 	want.Pass.ScanCount = reaper.DefaultScanCount
 	want.Pass.BatchSize = reaper.DefaultBatchSize
+	want.Pass.ReleaseCallHoldings = reaper.DefaultReleaseCallHoldings
 	want.Pass.RedisTimeout = reaper.DefaultRedisTimeout
 	want.Database.URL = ""
 	want.Pass.DatabaseTimeout = reaper.DefaultDatabaseTimeout

@@ -32,7 +32,7 @@ func TestPassGetsEverySetting(t *testing.T) {
 	t.Parallel()
 	// A valid value other than the default, for each setting of Config.Pass.
 	other := map[string]string{
-		"redis.scan_count": "17", "redis.batch_size": "23", "redis.timeout": "7s", "database.timeout": "11s",
+		"redis.scan_count": "17", "redis.batch_size": "23", "redis.release_call_holdings": "29", "redis.timeout": "7s", "database.timeout": "11s",
 		"heartbeat_grace": "31s", "heartbeat_recheck": "12s", "finished_grace": "61s", "confirm_after": "3m", "suspect_ttl": "2h",
 		"lost_running": "failed", "orphaned_waiting": "cancel", "max_dead_fraction": "0.25",
 		"min_workers": "4", "max_releases": "10001", "max_task_updates": "1001", "coordinate_with_pulpcore": "false",

@@ -130,7 +130,14 @@ var settings = []setting{
 	{
 		key: "redis.batch_size", group: groupRedis,
 		binding: bindPass(intCodec, func(rc *reaper.Config) *int { return &rc.BatchSize }),
-		doc:     "Keys per pipelined read, holdings per release (Lua) call and tasks per update statement.",
+		doc:     "Keys per pipelined read, holdings per release batch and tasks per update statement.",
+	},
+	{
+		key: "redis.release_call_holdings", group: groupRedis,
+		binding: bindPass(intCodec, func(rc *reaper.Config) *int { return &rc.ReleaseCallHoldings }),
+		doc: "Work of one release (Lua) call, which blocks Redis while it runs, in holdings: 10 registry " +
+			"entries a live owner's new-task check counts, or 8 tasks reserving a shared resource, count as one. " +
+			"A shared membership whose resource more than (this - 1) × 8 incomplete tasks reserve is deferred.",
 	},
 	{
 		key: "redis.timeout", group: groupRedis,

@@ -19,8 +19,15 @@ type Releaser struct {
 	// Log is told of the registry entries pruned before the releases.
 	Log *slog.Logger
 
+	// CallHoldings is the work one release call may take, in holdings
+	// (redis.release_call_holdings; 0: DefaultCallHoldings): release_call.go.
+	CallHoldings int
+
 	// seenToken names the task locks seen that RememberSeen stored.
 	seenToken string
+	// registry holds the registry sizes of the guarded owners, as BatchEnds
+	// read them, for the calls' budget of work.
+	registry map[string]int64
 }
 
 // Batch is one call of the release script.
@@ -60,8 +67,8 @@ const (
 	// took a new task since the snapshot; it is left alone.
 	OwnerChanged Outcome = 'o'
 	// TooManyReservers: more tasks reserve the holding's resource than one
-	// call may check (ReserverCallLimit); left alone, untouched, for a later
-	// pass.
+	// call may check (ReserverCallLimit of the call's budget); left alone,
+	// untouched, for a later pass.
 	TooManyReservers Outcome = 'm'
 	// StillHeld: a call failed (a timeout, a lost connection) and the
 	// holding was read again after it: it is still held.
@@ -87,13 +94,20 @@ func releaseFlag(kind judge.Kind, guarded bool) byte {
 // for Release to run again in a call of its own.
 const handedBack Outcome = 'b'
 
-// Release runs one batch and returns one Outcome per holding. The holdings
-// the script hands back (its SSCAN pages ran out before their owner's
-// new-task check ended) go to a further call, as many as it takes: each
-// call settles at least its first guarded owner. So do the guarded
-// holdings whose reserving tasks do not fit in a call beside the others'
-// (ReserverCallLimit); a holding whose resource alone has more is
-// TooManyReservers, sent to no call.
+// Release runs one batch and returns one Outcome per holding. A call takes
+// the holdings that fit its budget of work (fitCall: holdings, registries,
+// reserving tasks), in order, and the rest go to further calls, each run
+// after the one before has written: a key an earlier call released is gone
+// for the holdings of the later ones, as it is within a call. A guarded
+// holding whose resource alone has more reserving tasks than a call may
+// check is TooManyReservers, sent to no call. The holdings the script hands
+// back (its SSCAN pages ran out before their owner's new-task check ended)
+// go to a further call too, as many as it takes: each call settles at least
+// its first guarded owner. The owners to retire go with the call that takes
+// the last holding then pending, once their registries have lost every
+// entry the batch releases (the holdings of an owner judged dead or gone are
+// not guarded, unless shared: only a shared membership's check can hand it
+// back, after that call, and the owner is then retired by a later pass).
 //
 // When a call fails, the holdings it was given are read again (settle):
 // a script runs whole or not at all, so what is no longer held is
@@ -111,12 +125,14 @@ func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
 	}
 	retire := b.Retire
 	for len(pending) > 0 || len(retire) > 0 {
-		now, later := fitReservers(b, pending, out)
+		now, later := r.fitCall(b, pending, out)
 		if len(now) == 0 && len(retire) == 0 {
 			break
 		}
 		call := b.subset(now)
-		call.Retire, retire = retire, nil
+		if len(later) == 0 {
+			call.Retire, retire = retire, nil
+		}
 		res, err := r.releaseOnce(ctx, call)
 		if err != nil {
 			r.settle(ctx, call, now, out)

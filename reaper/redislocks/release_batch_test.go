@@ -1,6 +1,7 @@
 package redislocks_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,11 +18,30 @@ import (
 // holding came: a key released earlier in the batch is already gone for a
 // later holding of it, of either kind; each owner's registry loses exactly
 // the keys it no longer holds; a dead owner whose registry the batch empties
-// leaves pulp:active_owners.
+// leaves pulp:active_owners. So it is when the batch is cut into several
+// calls by their budget of work (redis.release_call_holdings): each call
+// writes before the next runs, the holdings keep their order, and the owner
+// is retired by the call that takes the last of them.
 func TestReleaseBatchAsIfWrittenAtOnce(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		callHoldings int
+		calls        []int
+	}{
+		{0, []int{7}}, {1, []int{1, 1, 1, 1, 1, 1, 1}}, {3, []int{3, 3, 1}}, {4, []int{4, 3}},
+	} {
+		t.Run(fmt.Sprintf("call holdings %d", tc.callHoldings), func(t *testing.T) {
+			t.Parallel()
+			releaseBatchAsIfWrittenAtOnce(t, tc.callHoldings, tc.calls)
+		})
+	}
+}
+
+func releaseBatchAsIfWrittenAtOnce(t *testing.T, callHoldings int, calls []int) {
 	f := passtest.New(t)
 	rdb := f.Redis.Client
+	recorded := &passtest.ReleaseCalls{}
+	rdb.AddHook(recorded)
 	const dead, other = "1@dead", "2@other"
 	held := judge.ResourceKeyPrefix + "prn:rpm.rpmrepository:held"
 	taken := judge.ResourceKeyPrefix + "prn:rpm.rpmrepository:taken"
@@ -36,7 +56,7 @@ func TestReleaseBatchAsIfWrittenAtOnce(t *testing.T) {
 	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.OwnerLocksPrefix+other, taken, domainSet).Err())
 	require.NoError(t, rdb.SAdd(f.Ctx, redislocks.ActiveOwnersKey, dead, other).Err())
 
-	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
+	rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second, CallHoldings: callHoldings}
 	holdings := []judge.Holding{
 		{Key: held, Owner: dead, Kind: judge.KindExclusive},
 		{Key: held, Owner: dead, Kind: judge.KindExclusive}, // listed twice: gone by now
@@ -58,6 +78,7 @@ func TestReleaseBatchAsIfWrittenAtOnce(t *testing.T) {
 	require.Zero(t, rdb.Exists(f.Ctx, redislocks.OwnerLocksPrefix+dead).Val(), "the dead owner's registry lost every key it no longer holds")
 	require.ElementsMatch(t, []string{taken, domainSet}, f.Members(redislocks.OwnerLocksPrefix+other), "another owner's registry is not touched")
 	require.ElementsMatch(t, []string{other}, f.Members(redislocks.ActiveOwnersKey), "the dead owner left, after its registry emptied")
+	require.Equal(t, calls, recorded.Holdings(), "the holdings of each call")
 }
 
 // TestReleaseBatchNewTaskCheckSeesItsOwnDeletes: a live owner's registry
@@ -66,16 +87,19 @@ func TestReleaseBatchAsIfWrittenAtOnce(t *testing.T) {
 // time the live owner's holding comes: its entry is stale, pruned, and the
 // live owner's leaked resource is released, as it would be had the lock been
 // deleted on the spot. Coming first, the same holding finds the key there and
-// is left alone.
+// is left alone. So it is when each holding goes in a call of its own.
 func TestReleaseBatchNewTaskCheckSeesItsOwnDeletes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name        string
-		deleteFirst bool
-		want        redislocks.Outcome
+		name         string
+		deleteFirst  bool
+		callHoldings int
+		want         redislocks.Outcome
 	}{
-		{"the lock is released earlier in the batch", true, redislocks.Released},
-		{"the lock is released later in the batch", false, redislocks.OwnerChanged},
+		{"the lock is released earlier in the batch", true, 0, redislocks.Released},
+		{"the lock is released later in the batch", false, 0, redislocks.OwnerChanged},
+		{"the lock is released by an earlier call of the batch", true, 1, redislocks.Released},
+		{"the lock is released by a later call of the batch", false, 1, redislocks.OwnerChanged},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -97,7 +121,9 @@ func TestReleaseBatchNewTaskCheckSeesItsOwnDeletes(t *testing.T) {
 			if !tc.deleteFirst {
 				b.Holdings, b.Guarded = []judge.Holding{guardedLeak, deleted}, []bool{true, false}
 			}
-			rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second}
+			rel := &redislocks.Releaser{RDB: rdb, Timeout: 10 * time.Second, CallHoldings: tc.callHoldings}
+			recorded := &passtest.ReleaseCalls{}
+			rdb.AddHook(recorded)
 			rememberSeen(t, rel, map[string][]string{live: {running}})
 			res, err := rel.Release(f.Ctx, b)
 			require.NoError(t, err)
@@ -105,6 +131,11 @@ func TestReleaseBatchNewTaskCheckSeesItsOwnDeletes(t *testing.T) {
 			require.Equal(t, redislocks.Released, results[foreign])
 			require.Equal(t, tc.want, results[leak])
 			require.Equal(t, "", f.Get(foreign))
+			calls := []int{2}
+			if tc.callHoldings == 1 {
+				calls = []int{1, 1}
+			}
+			require.Equal(t, calls, recorded.Holdings(), "one call, or one a holding")
 			if tc.want == redislocks.Released {
 				require.Equal(t, "", f.Get(leak))
 				require.ElementsMatch(t, []string{running}, f.Members(redislocks.OwnerLocksPrefix+live), "the stale entry is pruned")

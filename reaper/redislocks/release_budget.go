@@ -11,9 +11,12 @@ import (
 // holdings to release (todo, indexes of holdings in release order) for the release script's
 // new-task check, and returns where each batch ends. A registry of more
 // than one SSCAN page is pruned first, a page per call; the batches are then
-// cut at batchSize holdings, and earlier when the registries of their
-// guarded owners would together pass registryCallBudget entries (a batch
-// starts with at least one holding whatever its owner's size).
+// cut at batchSize holdings, and earlier when their work (release_call.go:
+// a holding each, and the registries of their guarded owners) would pass
+// the call's budget, or their guarded owners' registries registryCallBudget
+// entries together (a batch starts with at least one holding whatever its
+// owner's size). Release may still cut a batch into several calls, by the
+// reserving tasks read just before it.
 func (r *Releaser) BatchEnds(ctx context.Context, holdings []judge.Judgement, todo []int, batchSize int) (func(start int) int, error) {
 	owners := GuardedOwners(holdings, todo)
 	sizes, large, err := registrySizes(ctx, r.RDB, r.Timeout, owners)
@@ -38,20 +41,31 @@ func (r *Releaser) BatchEnds(ctx context.Context, holdings []judge.Judgement, to
 			sizes[o] = n
 		}
 	}
+	r.registry = sizes
+	budget := r.callBudget()
 	return func(start int) int {
 		var walked int64
+		work := 0
 		inBatch := map[string]bool{}
 		end := start
 		for end < len(todo) && end-start < batchSize {
 			jd := holdings[todo[end]]
+			cost := 1
 			if judge.Guarded(jd) && !inBatch[jd.Owner] {
-				cost := sizes[jd.Owner]
-				if end > start && walked+cost > registryCallBudget {
+				entries := sizes[jd.Owner]
+				if end > start && walked+entries > registryCallBudget {
+					break
+				}
+				cost += registryWork(entries, budget)
+				if end > start && work+cost > budget {
 					break
 				}
 				inBatch[jd.Owner] = true
-				walked += cost
+				walked += entries
+			} else if end > start && work+cost > budget {
+				break
 			}
+			work += cost
 			end++
 		}
 		return end

@@ -20,7 +20,7 @@ import (
 
 // TestReleaseReserversCappedPerCall: the reserving tasks of a lock key go to
 // a call once, however many memberships of it the call releases; a call is
-// sent at most ReserverCallLimit of them, the memberships of a key whose
+// sent at most ReserverCallLimit of them (less the work of its holdings), the memberships of a key whose
 // list does not fit beside the others' going to a further call; a key whose
 // list alone is longer leaves its memberships untouched (TooManyReservers).
 // The owner holding a reserving task's lock keeps its membership, an owner
@@ -48,7 +48,8 @@ func TestReleaseReserversCappedPerCall(t *testing.T) {
 		b.Holdings = append(b.Holdings, judge.Holding{Key: key, Owner: owner, Kind: judge.KindShared})
 		b.Guarded = append(b.Guarded, true)
 	}
-	half := redislocks.ReserverCallLimit/2 + 1
+	limit := redislocks.ReserverCallLimit(redislocks.DefaultCallHoldings)
+	half := limit/2 + 1
 	for i := range 5 {
 		member("domain-a", fmt.Sprintf("%d@a", i))
 	}
@@ -57,7 +58,7 @@ func TestReleaseReserversCappedPerCall(t *testing.T) {
 	}
 	member("domain-c", "0@c")
 	a, bb, c := judge.ResourceKeyPrefix+"domain-a", judge.ResourceKeyPrefix+"domain-b", judge.ResourceKeyPrefix+"domain-c"
-	b.Reservers[a], b.Reservers[bb], b.Reservers[c] = reservers(half), reservers(half), reservers(redislocks.ReserverCallLimit+1)
+	b.Reservers[a], b.Reservers[bb], b.Reservers[c] = reservers(half), reservers(half), reservers(limit+1)
 	// 2@a took a task reserving domain-a since the snapshot; 3@a's lock of
 	// another is its own stale one.
 	require.NoError(t, rdb.Set(ctx, judge.TaskKeyPrefix+b.Reservers[a][7].ID, "2@a", 0).Err())

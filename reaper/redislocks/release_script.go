@@ -62,8 +62,9 @@ import (
 // read once (MGET, a page at a time; a GET each for a user whose ACL lacks
 // MGET) into the owners holding them, and each
 // membership asks its own owner's, so a call's cost grows with the tasks it
-// is sent, not with tasks times memberships; Release sends a call at most
-// ReserverCallLimit of them (release_reservers.go).
+// is sent, not with tasks times memberships; Release sends a call only as
+// many as its budget of work leaves beside its holdings (release_call.go),
+// and never a key's list longer than ReserverCallLimit.
 //
 // Counting a registry costs time an entry, in a script that blocks Redis,
 // so a call counts (or
@@ -77,7 +78,8 @@ import (
 // The new-task check walks at most registryCheckLimit entries of one
 // owner's registry; the reaper prunes a larger one beforehand, a page per
 // call (pruneRegistry), and cuts the batches so that one call walks at most
-// registryCallBudget entries in all. An owner whose registry is still larger
+// registryCallBudget entries in all, and counts each owner's entries in the
+// call's budget of work (release_call.go). An owner whose registry is still larger
 // keeps its guarded holdings (owner-changed): no call may block Redis for
 // long. The checks of one call walk at most registryCallPages SSCAN pages
 // together, however sparse the tables: an owner whose check runs out of

@@ -35,10 +35,18 @@ func IsReleaseCall(cmd redis.Cmder) bool {
 // ReleaseCalls is a go-redis hook that records, for each call of the
 // release script that Redis ran, how many reserving tasks' task keys it was
 // sent: every "task:" in its arguments past the keys, whatever the layout
-// of the script's arguments.
+// of the script's arguments; and how many holdings (keys) it was given.
 type ReleaseCalls struct {
-	mu sync.Mutex
-	n  []int
+	mu       sync.Mutex
+	n        []int
+	holdings []int
+}
+
+// Holdings is the holdings (keys) of each call, in order.
+func (c *ReleaseCalls) Holdings() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.holdings)
 }
 
 // TaskKeys is the task keys of each call, in order.
@@ -76,6 +84,7 @@ func (c *ReleaseCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			}
 			c.mu.Lock()
 			c.n = append(c.n, n)
+			c.holdings = append(c.holdings, numKeys)
 			c.mu.Unlock()
 		}
 		return err
