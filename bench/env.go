@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
@@ -84,4 +85,39 @@ func (e *env) close() {
 	if e.dbName != "" {
 		_ = pulpschema.DropDatabase(ctx, e.adminURL, e.dbName)
 	}
+}
+
+// clients opens a Redis client on the env's logical database and a pool on
+// its PostgreSQL database; the caller closes both.
+func (e *env) clients(ctx context.Context) (*redis.Client, *pgxpool.Pool, error) {
+	pool, err := openBenchPool(ctx, e.databaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return redis.NewClient(e.redisOpts), pool, nil
+}
+
+// benchDatabase creates a throwaway database with pulpcore's schema on the
+// server of adminURL, for a scenario on a redis-server of its own, and opens
+// a pool on it; drop closes the pool and drops the database.
+func benchDatabase(ctx context.Context, adminURL string) (pool *pgxpool.Pool, dbURL string, drop func(), err error) {
+	name, dbURL, err := pulpschema.CreateDatabase(ctx, adminURL, "lr_bench_")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	dropDB := func() { _ = pulpschema.DropDatabase(context.Background(), adminURL, name) }
+	if pool, err = openBenchPool(ctx, dbURL); err != nil {
+		dropDB()
+		return nil, "", nil, err
+	}
+	return pool, dbURL, func() { pool.Close(); dropDB() }, nil
+}
+
+// openBenchPool opens a pool on a benchmark database.
+func openBenchPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open benchmark database: %w", err)
+	}
+	return pool, nil
 }

@@ -12,10 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/lock-reaper/lock-reaper/internal/memlimit"
-	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper/history"
 )
@@ -96,16 +93,11 @@ func runIdle(ctx context.Context, o options, stdout io.Writer, logf func(string,
 		return err
 	}
 	defer srv.close()
-	name, dbURL, err := pulpschema.CreateDatabase(ctx, o.databaseURL, "lr_bench_")
+	pool, dbURL, drop, err := benchDatabase(ctx, o.databaseURL)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = pulpschema.DropDatabase(context.Background(), o.databaseURL, name) }()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		return fmt.Errorf("open benchmark database: %w", err)
-	}
-	defer pool.Close()
+	defer drop()
 	res := &IdleResults{Machine: describeMachine(), SpanS: o.idleSpan.Seconds(), MillicoreTarget: idleMillicoreTarget, RSSTargetBytes: idleRSSTarget}
 	res.Machine.fill(ctx, srv.rdb, pool)
 	start := time.Now()

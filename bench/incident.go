@@ -99,12 +99,11 @@ func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(str
 		return err
 	}
 	defer e.close()
-	rdb := redis.NewClient(e.redisOpts)
-	defer rdb.Close()
-	pool, err := pgxpool.New(ctx, e.databaseURL)
+	rdb, pool, err := e.clients(ctx)
 	if err != nil {
-		return fmt.Errorf("open benchmark database: %w", err)
+		return err
 	}
+	defer rdb.Close()
 	defer pool.Close()
 	spec := sim.IncidentOf20260724()
 	spec.LiveWorkers, spec.LiveTasksPerWorker, spec.UnrelatedKeys = incidentLiveWorkers, max(o.taskLocks/incidentLiveWorkers, 1), o.unrelated

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
 	"github.com/lock-reaper/lock-reaper/internal/redisserver"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -97,16 +95,11 @@ func measureLongestCommand(ctx context.Context, o options, stale int, logf func(
 	rdb := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))})
 	defer rdb.Close()
 
-	name, dbURL, err := pulpschema.CreateDatabase(ctx, o.databaseURL, "lr_bench_")
+	pool, _, drop, err := benchDatabase(ctx, o.databaseURL)
 	if err != nil {
 		return lc, err
 	}
-	defer func() { _ = pulpschema.DropDatabase(context.Background(), o.databaseURL, name) }()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		return lc, fmt.Errorf("open benchmark database: %w", err)
-	}
-	defer pool.Close()
+	defer drop()
 
 	spec := deadOwnerSpec(o)
 	m, err := sim.BuildFleet(ctx, rdb, pool, spec)

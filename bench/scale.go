@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lock-reaper/lock-reaper/internal/pulpschema"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 )
 
@@ -193,16 +192,11 @@ func measureScaleRow(ctx context.Context, o options, row scaleRow, bin string, m
 		return out, err
 	}
 	defer srv.close()
-	name, dbURL, err := pulpschema.CreateDatabase(ctx, o.databaseURL, "lr_bench_")
+	pool, dbURL, drop, err := benchDatabase(ctx, o.databaseURL)
 	if err != nil {
 		return out, err
 	}
-	defer func() { _ = pulpschema.DropDatabase(context.Background(), o.databaseURL, name) }()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		return out, fmt.Errorf("open benchmark database: %w", err)
-	}
-	defer pool.Close()
+	defer drop()
 	machine.fill(ctx, srv.rdb, pool)
 
 	logf("%s: building %d unrelated keys, %d task locks, %d owners, %d domains, %d waiting tasks", row.name, o.unrelated, o.taskLocks, o.owners, o.domains, o.queued)

@@ -11,9 +11,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lock-reaper/lock-reaper/internal/sim"
 	"github.com/lock-reaper/lock-reaper/internal/status"
 	"github.com/lock-reaper/lock-reaper/reaper"
@@ -69,12 +66,11 @@ func runStatusPage(ctx context.Context, o options, stdout io.Writer, logf func(s
 		return err
 	}
 	defer e.close()
-	rdb := redis.NewClient(e.redisOpts)
-	defer rdb.Close()
-	pool, err := pgxpool.New(ctx, e.databaseURL)
+	rdb, pool, err := e.clients(ctx)
 	if err != nil {
-		return fmt.Errorf("open benchmark database: %w", err)
+		return err
 	}
+	defer rdb.Close()
 	defer pool.Close()
 	spec := sim.IncidentOf20260724()
 	spec.DeadTaskLocks, spec.DeadResourceLocks, spec.QueuedTasks = statusTaskLocks, statusTaskLocks, statusQueued

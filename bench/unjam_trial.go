@@ -34,12 +34,11 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 		return tr, err
 	}
 	defer e.close()
-	rdb := redis.NewClient(e.redisOpts)
-	defer rdb.Close()
-	pool, err := pgxpool.New(ctx, e.databaseURL)
+	rdb, pool, err := e.clients(ctx)
 	if err != nil {
-		return tr, fmt.Errorf("open benchmark database: %w", err)
+		return tr, err
 	}
+	defer rdb.Close()
 	defer pool.Close()
 	machineOnce.Do(func() { m.fill(ctx, rdb, pool) })
 
