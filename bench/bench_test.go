@@ -180,7 +180,8 @@ func TestIncidentScenarioSmall(t *testing.T) {
 	require.NoError(t, build.Run())
 	o, err := parseOptions([]string{"-scenario", "incident", "-binary", bin, "-binary-b", bin, "-task-locks", "200", "-unrelated", "100", "-runs", "2", "-json", out}, io.Discard)
 	require.NoError(t, err)
-	require.NoError(t, run(context.Background(), o, io.Discard, io.Discard))
+	var md strings.Builder
+	require.NoError(t, run(context.Background(), o, &md, io.Discard))
 	raw, err := os.ReadFile(out)
 	require.NoError(t, err)
 	var res IncidentResults
@@ -191,6 +192,12 @@ func TestIncidentScenarioSmall(t *testing.T) {
 		require.Positive(t, rd.WalkMS)
 		require.Positive(t, rd.OnceMS)
 		require.Positive(t, rd.BOnceMS)
+		require.Positive(t, rd.OnceWaitMS, "the dead owner's rows are read a second time")
+		require.Positive(t, rd.AuditWaitMS)
+		require.NotEmpty(t, rd.OncePhases, "the binary's report times its phases")
+		require.NotEmpty(t, rd.BAuditPhases)
 	}
 	require.Len(t, res.Phases, 4, "an audit and a once in process, each round")
+	require.Contains(t, md.String(), "Where binary A's time went")
+	require.Contains(t, md.String(), "| second read |")
 }

@@ -64,11 +64,14 @@ type IncidentResults struct {
 	OnceOverWalk      float64 `json:"once_over_walk"`
 	OnceWorkOverWalk  float64 `json:"once_work_over_walk"`
 	AuditOverBaseline float64 `json:"audit_over_baseline"`
-	AuditOverWalk     float64 `json:"audit_over_walk"`
+	// AuditWorkOverBaseline leaves out the audit's wait for the second read.
+	AuditWorkOverBaseline float64 `json:"audit_work_over_baseline"`
+	AuditOverWalk         float64 `json:"audit_over_walk"`
 	// The same of -binary-b.
-	BOnceOverWalk      float64 `json:"b_once_over_walk,omitempty"`
-	BOnceWorkOverWalk  float64 `json:"b_once_work_over_walk,omitempty"`
-	BAuditOverBaseline float64 `json:"b_audit_over_baseline,omitempty"`
+	BOnceOverWalk          float64 `json:"b_once_over_walk,omitempty"`
+	BOnceWorkOverWalk      float64 `json:"b_once_work_over_walk,omitempty"`
+	BAuditOverBaseline     float64 `json:"b_audit_over_baseline,omitempty"`
+	BAuditWorkOverBaseline float64 `json:"b_audit_work_over_baseline,omitempty"`
 	// Phases is the wall time of each phase of an in-process once and
 	// audit after the rounds (incidentPhases).
 	Phases []PhaseTimes `json:"phases,omitempty"`
@@ -80,12 +83,28 @@ type IncidentRound struct {
 	BaselineMS float64 `json:"baseline_ms"`
 	AuditMS    float64 `json:"audit_ms"`
 	OnceMS     float64 `json:"once_ms"`
-	// OnceWaitMS is the `once` child's wait for the heartbeats' second read.
-	OnceWaitMS float64 `json:"once_wait_ms"`
+	// OnceWaitMS and AuditWaitMS are the children's waits for the
+	// heartbeats' second read.
+	OnceWaitMS  float64 `json:"once_wait_ms"`
+	AuditWaitMS float64 `json:"audit_wait_ms"`
+	// OncePhases and AuditPhases are the children's reports' phase times
+	// (a binary too old to report them has none).
+	OncePhases  []reaper.PhaseTime `json:"once_phases,omitempty"`
+	AuditPhases []reaper.PhaseTime `json:"audit_phases,omitempty"`
 	// The same of -binary-b, in the same round.
-	BAuditMS    float64 `json:"b_audit_ms,omitempty"`
-	BOnceMS     float64 `json:"b_once_ms,omitempty"`
-	BOnceWaitMS float64 `json:"b_once_wait_ms,omitempty"`
+	BAuditMS     float64            `json:"b_audit_ms,omitempty"`
+	BOnceMS      float64            `json:"b_once_ms,omitempty"`
+	BOnceWaitMS  float64            `json:"b_once_wait_ms,omitempty"`
+	BAuditWaitMS float64            `json:"b_audit_wait_ms,omitempty"`
+	BOncePhases  []reaper.PhaseTime `json:"b_once_phases,omitempty"`
+	BAuditPhases []reaper.PhaseTime `json:"b_audit_phases,omitempty"`
+}
+
+// childRun is one run of the binary: its wall time, its wait for the
+// heartbeats' second read, and its report's phase times.
+type childRun struct {
+	wallMS, waitMS float64
+	phases         []reaper.PhaseTime
 }
 
 func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
@@ -161,16 +180,22 @@ func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(str
 			}
 		}
 		for _, c := range order {
-			audit, once, wait := &rd.AuditMS, &rd.OnceMS, &rd.OnceWaitMS
+			audit, auditWait, auditPhases := &rd.AuditMS, &rd.AuditWaitMS, &rd.AuditPhases
+			once, onceWait, oncePhases := &rd.OnceMS, &rd.OnceWaitMS, &rd.OncePhases
 			if c == childB {
-				audit, once, wait = &rd.BAuditMS, &rd.BOnceMS, &rd.BOnceWaitMS
+				audit, auditWait, auditPhases = &rd.BAuditMS, &rd.BAuditWaitMS, &rd.BAuditPhases
+				once, onceWait, oncePhases = &rd.BOnceMS, &rd.BOnceWaitMS, &rd.BOncePhases
 			}
-			if *audit, _, err = c.run(ctx, reaper.ModeAudit); err != nil {
+			a, err := c.run(ctx, reaper.ModeAudit)
+			if err != nil {
 				return err
 			}
-			if *once, *wait, err = c.run(ctx, reaper.ModeOnce); err != nil {
+			*audit, *auditWait, *auditPhases = a.wallMS, a.waitMS, a.phases
+			w, err := c.run(ctx, reaper.ModeOnce)
+			if err != nil {
 				return err
 			}
+			*once, *onceWait, *oncePhases = w.wallMS, w.waitMS, w.phases
 			if err := saved.restore(ctx, rdb, pool); err != nil {
 				return err
 			}
@@ -196,21 +221,24 @@ func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(str
 }
 
 func (r *IncidentResults) summarise() {
-	var once, work, audit, auditWalk, bOnce, bWork, bAudit []float64
+	var once, work, audit, auditWork, auditWalk, bOnce, bWork, bAudit, bAuditWork []float64
 	for _, rd := range r.Rounds {
 		once = append(once, rd.OnceMS/rd.WalkMS)
 		work = append(work, (rd.OnceMS-rd.OnceWaitMS)/rd.WalkMS)
 		audit = append(audit, rd.AuditMS/rd.BaselineMS)
+		auditWork = append(auditWork, (rd.AuditMS-rd.AuditWaitMS)/rd.BaselineMS)
 		auditWalk = append(auditWalk, rd.AuditMS/rd.WalkMS)
 		if rd.BOnceMS > 0 {
 			bOnce = append(bOnce, rd.BOnceMS/rd.WalkMS)
 			bWork = append(bWork, (rd.BOnceMS-rd.BOnceWaitMS)/rd.WalkMS)
 			bAudit = append(bAudit, rd.BAuditMS/rd.BaselineMS)
+			bAuditWork = append(bAuditWork, (rd.BAuditMS-rd.BAuditWaitMS)/rd.BaselineMS)
 		}
 	}
 	r.OnceOverWalk, r.OnceWorkOverWalk = round3(median(once)), round3(median(work))
-	r.AuditOverBaseline, r.AuditOverWalk = round3(median(audit)), round3(median(auditWalk))
-	r.BOnceOverWalk, r.BOnceWorkOverWalk, r.BAuditOverBaseline = round3(median(bOnce)), round3(median(bWork)), round3(median(bAudit))
+	r.AuditOverBaseline, r.AuditWorkOverBaseline, r.AuditOverWalk = round3(median(audit)), round3(median(auditWork)), round3(median(auditWalk))
+	r.BOnceOverWalk, r.BOnceWorkOverWalk = round3(median(bOnce)), round3(median(bWork))
+	r.BAuditOverBaseline, r.BAuditWorkOverBaseline = round3(median(bAudit)), round3(median(bAuditWork))
 }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
@@ -236,9 +264,9 @@ type incidentChild struct {
 }
 
 // run runs `lock-reaper MODE --output json`, checks its report against the
-// incident, and returns its wall time and how long it waited for the
-// heartbeats' second read, in milliseconds.
-func (c incidentChild) run(ctx context.Context, mode string) (wallMS, waitMS float64, err error) {
+// incident, and returns its wall time, how long it waited for the
+// heartbeats' second read, and its phase times.
+func (c incidentChild) run(ctx context.Context, mode string) (childRun, error) {
 	cmd := exec.CommandContext(ctx, c.bin, mode, "--output", "json")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -253,24 +281,25 @@ func (c incidentChild) run(ctx context.Context, mode string) (wallMS, waitMS flo
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+v)
 	}
 	start := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	wall := time.Since(start)
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
-		return 0, 0, fmt.Errorf("run %s %s: %w", c.bin, mode, err)
+		return childRun{}, fmt.Errorf("run %s %s: %w", c.bin, mode, err)
 	}
 	want := exitcode.OK
 	if mode == reaper.ModeAudit {
 		want = exitcode.Findings
 	}
 	if code := cmd.ProcessState.ExitCode(); code != want {
-		return 0, 0, fmt.Errorf("%s: exit code %d, want %d; stderr: %s", mode, code, want, lastBytes(stderr.String(), 2000))
+		return childRun{}, fmt.Errorf("%s: exit code %d, want %d; stderr: %s", mode, code, want, lastBytes(stderr.String(), 2000))
 	}
 	var rep struct {
-		Summary reaper.Summary `json:"summary"`
+		Summary    reaper.Summary     `json:"summary"`
+		PhaseTimes []reaper.PhaseTime `json:"phase_times"`
 	}
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
-		return 0, 0, fmt.Errorf("%s: JSON report: %w", mode, err)
+		return childRun{}, fmt.Errorf("%s: JSON report: %w", mode, err)
 	}
 	s := rep.Summary
 	// The dead owner's membership of the domain is deferred by a real pass:
@@ -281,9 +310,15 @@ func (c incidentChild) run(ctx context.Context, mode string) (wallMS, waitMS flo
 		got, tasks = s.FindingsByResult[reaper.ResultWouldRelease], s.TasksByResult[reaper.ResultWouldUpdate]
 	}
 	if got != c.stale || tasks != c.lost {
-		return 0, 0, fmt.Errorf("%s: %d holdings and %d tasks, the incident has %d stale holdings and %d lost tasks", mode, got, tasks, c.stale, c.lost)
+		return childRun{}, fmt.Errorf("%s: %d holdings and %d tasks, the incident has %d stale holdings and %d lost tasks", mode, got, tasks, c.stale, c.lost)
 	}
-	return ms(wall), recheckWaitMS(stderr.String()), nil
+	run := childRun{wallMS: ms(wall), waitMS: recheckWaitMS(stderr.String()), phases: rep.PhaseTimes}
+	for _, p := range rep.PhaseTimes {
+		if p.Phase == reaper.TimeSecondRead {
+			run.waitMS = p.MS
+		}
+	}
+	return run, nil
 }
 
 // recheckWaitMS is the time between the child's log line saying rows look
@@ -485,22 +520,28 @@ func writeIncidentMarkdown(w io.Writer, r *IncidentResults) error {
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s; GOMAXPROCS %d; %d busy loops beside; load average %s before, %s after\n\n",
 		mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL, r.GOMAXPROCS, r.Contenders, r.LoadBefore, r.LoadAfter)
 	fmt.Fprintf(&b, "The incident of 2026-07-24 among a busy fleet: %s stale holdings of one dead owner, %s keys in Redis; binary %s\n\n", thousands(int64(r.Stale)), thousands(r.Keys), r.Binary)
-	b.WriteString("| round | walk | baseline read | `audit` | `once` | of it the second read's wait | audit / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| round | walk | baseline read | `audit` | of it the second read's wait | `once` | of it the second read's wait | audit / baseline | audit without the wait / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, rd := range r.Rounds {
-		fmt.Fprintf(&b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f |\n", i+1, rd.WalkMS, rd.BaselineMS, rd.AuditMS, rd.OnceMS, rd.OnceWaitMS,
-			rd.AuditMS/rd.BaselineMS, rd.OnceMS/rd.WalkMS, (rd.OnceMS-rd.OnceWaitMS)/rd.WalkMS)
+		fmt.Fprintf(&b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f | %.3f |\n", i+1, rd.WalkMS, rd.BaselineMS, rd.AuditMS, rd.AuditWaitMS, rd.OnceMS, rd.OnceWaitMS,
+			rd.AuditMS/rd.BaselineMS, (rd.AuditMS-rd.AuditWaitMS)/rd.BaselineMS, rd.OnceMS/rd.WalkMS, (rd.OnceMS-rd.OnceWaitMS)/rd.WalkMS)
 	}
-	fmt.Fprintf(&b, "\nMedians of the rounds' ratios: audit / baseline read **%.3f**, audit / walk %.3f, once / walk **%.3f**, once without the second read's wait / walk %.3f\n",
-		r.AuditOverBaseline, r.AuditOverWalk, r.OnceOverWalk, r.OnceWorkOverWalk)
+	fmt.Fprintf(&b, "\nMedians of the rounds' ratios: audit / baseline read **%.3f**, without the second read's wait **%.3f**, audit / walk %.3f, once / walk **%.3f**, once without the second read's wait / walk **%.3f**\n",
+		r.AuditOverBaseline, r.AuditWorkOverBaseline, r.AuditOverWalk, r.OnceOverWalk, r.OnceWorkOverWalk)
+	writePhaseBreakdown(&b, "A", r.Rounds, func(rd IncidentRound) (childRun, childRun) {
+		return childRun{wallMS: rd.AuditMS, phases: rd.AuditPhases}, childRun{wallMS: rd.OnceMS, phases: rd.OncePhases}
+	})
 	if r.BinaryB != "" {
 		fmt.Fprintf(&b, "\nBinary B, %s, in the same rounds (A first in odd rounds, B first in even ones):\n\n", r.BinaryB)
-		b.WriteString("| round | `audit` | `once` | of it the second read's wait | audit / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| round | `audit` | of it the second read's wait | `once` | of it the second read's wait | audit / baseline | audit without the wait / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for i, rd := range r.Rounds {
-			fmt.Fprintf(&b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f |\n", i+1, rd.BAuditMS, rd.BOnceMS, rd.BOnceWaitMS,
-				rd.BAuditMS/rd.BaselineMS, rd.BOnceMS/rd.WalkMS, (rd.BOnceMS-rd.BOnceWaitMS)/rd.WalkMS)
+			fmt.Fprintf(&b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f | %.3f |\n", i+1, rd.BAuditMS, rd.BAuditWaitMS, rd.BOnceMS, rd.BOnceWaitMS,
+				rd.BAuditMS/rd.BaselineMS, (rd.BAuditMS-rd.BAuditWaitMS)/rd.BaselineMS, rd.BOnceMS/rd.WalkMS, (rd.BOnceMS-rd.BOnceWaitMS)/rd.WalkMS)
 		}
-		fmt.Fprintf(&b, "\nMedians, binary B: audit / baseline read **%.3f**, once / walk **%.3f**, once without the second read's wait / walk %.3f\n",
-			r.BAuditOverBaseline, r.BOnceOverWalk, r.BOnceWorkOverWalk)
+		fmt.Fprintf(&b, "\nMedians, binary B: audit / baseline read **%.3f**, without the second read's wait **%.3f**, once / walk **%.3f**, once without the second read's wait / walk **%.3f**\n",
+			r.BAuditOverBaseline, r.BAuditWorkOverBaseline, r.BOnceOverWalk, r.BOnceWorkOverWalk)
+		writePhaseBreakdown(&b, "B", r.Rounds, func(rd IncidentRound) (childRun, childRun) {
+			return childRun{wallMS: rd.BAuditMS, phases: rd.BAuditPhases}, childRun{wallMS: rd.BOnceMS, phases: rd.BOncePhases}
+		})
 	}
 	if len(r.Phases) > 0 {
 		b.WriteString("\nIn-process passes, when each phase began (ms from the start):\n\n")

@@ -19,7 +19,7 @@ var ErrNoSnapshot = errNoSnapshot
 
 // ReadSnapshot reads a pass's snapshot as opts ask, without judging it.
 func (r *Reaper) ReadSnapshot(ctx context.Context, opts Options) (judge.Snapshot, error) {
-	rd, err := r.read(ctx, opts)
+	rd, err := r.read(ctx, opts, nil)
 	return rd.snap, err
 }
 

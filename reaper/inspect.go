@@ -44,7 +44,7 @@ type Inspection struct {
 // anything, not even suspects.
 func (r *Reaper) Inspect(ctx context.Context, opts InspectOptions) (*Inspection, error) {
 	pass := Options{Mode: ModeAudit, RegistryOnly: opts.RegistryOnly, Progress: opts.Progress}
-	rd, err := r.read(ctx, pass)
+	rd, err := r.read(ctx, pass, nil)
 	if err != nil {
 		return nil, err
 	}

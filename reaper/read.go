@@ -62,7 +62,7 @@ type readResult struct {
 //
 // A read that fails returns what it read before it failed: the pods, which
 // the pass records and reports all the same.
-func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
+func (r *Reaper) read(ctx context.Context, opts Options, clock *phaseClock) (readResult, error) {
 	var rd readResult
 	pods, podsConfirmed := r.readPods(ctx, &rd)
 	// The reaper's own memory is read beside Pulp's locks, and the
@@ -83,6 +83,7 @@ func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
 		return rd, inStep("reading Pulp's locks from", SystemRedis, err)
 	}
 	suspects, seenAlive := mem.suspects, mem.seenAlive
+	clock.done(TimeRedisRead)
 	opts.phase(PhaseReadingDatabase, 0, 0)
 	if openErr != nil {
 		return rd, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, openErr))
@@ -100,6 +101,7 @@ func (r *Reaper) read(ctx context.Context, opts Options) (readResult, error) {
 	pods.WithAge(time.Since(podsConfirmed))
 	// A hold on a view too old to hold by itself rests on a list of its own.
 	r.confirmHolds(ctx, pods, ds.AppStatuses, ds.Now)
+	clock.done(TimeDatabaseRead)
 	rd.snap = judge.Snapshot{
 		Now: ds.Now, Holdings: rs.Holdings, AppStatuses: ds.AppStatuses,
 		Tasks: ds.Tasks, Suspects: suspects, SeenAlive: seenAlive, FullScan: !opts.RegistryOnly,

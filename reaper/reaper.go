@@ -94,7 +94,8 @@ func (r *Reaper) run(ctx context.Context, opts Options, adjust func(*judge.Plan)
 	if opts.Mode == "" {
 		opts.Mode = ModeOnce
 	}
-	rep := &Report{Mode: opts.Mode, StartedAt: time.Now().UTC()}
+	start := time.Now()
+	rep := &Report{Mode: opts.Mode, StartedAt: start.UTC(), clock: newPhaseClock(start)}
 	// The pass's calls carry its counters; the daemon's other reads on the
 	// same client (status page, heartbeat polls) have contexts of their own
 	// and are not counted, even while a pass runs.
@@ -107,6 +108,8 @@ func (r *Reaper) run(ctx context.Context, opts Options, adjust func(*judge.Plan)
 	}
 	rep.summarizeAll()
 	r.recordPass(ctx, opts, rep, err)
+	rep.clock.done(TimeRecord)
+	rep.PhaseTimes = rep.clock.times
 	// Every goroutine of the pass is done: the counts are final.
 	rep.RedisLoad = load.report()
 	return rep, err
@@ -137,9 +140,10 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 			return inStep("checking that Redis is the primary in", SystemRedis, err)
 		}
 		rep.redisPrimary = true
+		rep.clock.done(TimeChecks)
 	}
 
-	rd, err := r.read(ctx, opts)
+	rd, err := r.read(ctx, opts, rep.clock)
 	// The record of the pods seen is the one Redis write outside the act
 	// phase, made even when the read failed after the pods were listed: a
 	// pod's absence proves a death only for a pod some pass saw (podMemory),
@@ -163,12 +167,16 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 			rep.Notes = append(rep.Notes, note)
 		}
 		rep.noteMotion(snap.Motion, snap.AppStatuses)
+		if rep.HeartbeatRecheck != nil {
+			rep.clock.done(TimeSecondRead)
+		}
 	}
 	// Before the first write, which no pass makes without a snapshot.
 	var primary redislocks.Primary
 	primaryKnown, checkErr := false, error(nil)
 	if !dryRun {
 		primary, primaryKnown, checkErr = r.checkCancelSignals(ctx, rep)
+		rep.clock.done(TimeSignalCheck)
 	}
 	plan := judgeFor(snap, r.cfg.Policy, opts)
 	if opts.Snapshot != nil {
@@ -192,6 +200,7 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	// that its tasks (a dead worker's hundred thousand) are not kept through
 	// the actor's work unless opts.Snapshot kept them.
 	rows, now := snap.AppStatuses, snap.Now
+	rep.clock.done(TimeJudge)
 	err = errors.Join(act.run(ctx), checkErr)
 	if g, ok := act.openWriteGuard(); ok {
 		rep.Guards = append(rep.Guards, g)
@@ -200,6 +209,7 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	if primaryKnown {
 		r.notePrimaryChange(ctx, rep, primary)
 	}
+	rep.clock.done(TimeWrites)
 	rep.fill(&plan, act)
 	rep.ReleaseDelays = releaseDelays(rows, now, &plan, rep, r.cfg.Policy.HeartbeatGrace)
 	for i := range rep.Tasks {

@@ -19,6 +19,8 @@ type Report struct {
 	Mode       string    `json:"mode"`
 	StartedAt  time.Time `json:"started_at"`
 	DurationMS int64     `json:"duration_ms"`
+	// PhaseTimes says where the duration went, phase by phase.
+	PhaseTimes []PhaseTime `json:"phase_times,omitempty"`
 	// DBNow is the database clock every age was measured against.
 	DBNow time.Time `json:"db_now"`
 	// Skipped says why the pass did nothing (another reaper held the lock).
@@ -65,6 +67,8 @@ type Report struct {
 	// bookkeepingFailed names the records of its own the pass could not
 	// write, Redis being full (BookkeepingWriteFailures).
 	bookkeepingFailed []string
+	// clock notes the phases' ends while the pass runs (PhaseTimes).
+	clock *phaseClock
 }
 
 // Scanned counts what the pass read.
