@@ -98,6 +98,15 @@ type IncidentRound struct {
 	BAuditWaitMS float64            `json:"b_audit_wait_ms,omitempty"`
 	BOncePhases  []reaper.PhaseTime `json:"b_once_phases,omitempty"`
 	BAuditPhases []reaper.PhaseTime `json:"b_audit_phases,omitempty"`
+	// The Redis server's CPU time (INFO cpu, user and system) while each
+	// ran: how busy the walk keeps Redis, and what a pass asks of it
+	// besides. It counts every client of a shared server.
+	WalkRedisCPUMS     float64 `json:"walk_redis_cpu_ms"`
+	BaselineRedisCPUMS float64 `json:"baseline_redis_cpu_ms"`
+	AuditRedisCPUMS    float64 `json:"audit_redis_cpu_ms"`
+	OnceRedisCPUMS     float64 `json:"once_redis_cpu_ms"`
+	BAuditRedisCPUMS   float64 `json:"b_audit_redis_cpu_ms,omitempty"`
+	BOnceRedisCPUMS    float64 `json:"b_once_redis_cpu_ms,omitempty"`
 }
 
 // childRun is one run of the binary: its wall time, its wait for the
@@ -160,16 +169,19 @@ func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(str
 	}
 	for round := range o.runs {
 		var rd IncidentRound
+		cpu := redisCPU(rdb)
 		start := time.Now()
 		if _, err := plainWalk(ctx, rdb, o.scanCount); err != nil {
 			return err
 		}
 		rd.WalkMS = ms(time.Since(start))
+		rd.WalkRedisCPUMS, cpu = ms(redisCPU(rdb)-cpu), redisCPU(rdb)
 		start = time.Now()
 		if _, err := baselineWalk(ctx, rdb, o.scanCount, o.batchSize); err != nil {
 			return err
 		}
 		rd.BaselineMS = ms(time.Since(start))
+		rd.BaselineRedisCPUMS = ms(redisCPU(rdb) - cpu)
 		// With -binary-b, both binaries run in each round, in turns: A
 		// first in odd rounds, B first in even ones.
 		order := []*incidentChild{&child}
@@ -180,22 +192,25 @@ func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(str
 			}
 		}
 		for _, c := range order {
-			audit, auditWait, auditPhases := &rd.AuditMS, &rd.AuditWaitMS, &rd.AuditPhases
-			once, onceWait, oncePhases := &rd.OnceMS, &rd.OnceWaitMS, &rd.OncePhases
+			audit, auditWait, auditPhases, auditCPU := &rd.AuditMS, &rd.AuditWaitMS, &rd.AuditPhases, &rd.AuditRedisCPUMS
+			once, onceWait, oncePhases, onceCPU := &rd.OnceMS, &rd.OnceWaitMS, &rd.OncePhases, &rd.OnceRedisCPUMS
 			if c == childB {
-				audit, auditWait, auditPhases = &rd.BAuditMS, &rd.BAuditWaitMS, &rd.BAuditPhases
-				once, onceWait, oncePhases = &rd.BOnceMS, &rd.BOnceWaitMS, &rd.BOncePhases
+				audit, auditWait, auditPhases, auditCPU = &rd.BAuditMS, &rd.BAuditWaitMS, &rd.BAuditPhases, &rd.BAuditRedisCPUMS
+				once, onceWait, oncePhases, onceCPU = &rd.BOnceMS, &rd.BOnceWaitMS, &rd.BOncePhases, &rd.BOnceRedisCPUMS
 			}
+			cpu := redisCPU(rdb)
 			a, err := c.run(ctx, reaper.ModeAudit)
 			if err != nil {
 				return err
 			}
 			*audit, *auditWait, *auditPhases = a.wallMS, a.waitMS, a.phases
+			*auditCPU, cpu = ms(redisCPU(rdb)-cpu), redisCPU(rdb)
 			w, err := c.run(ctx, reaper.ModeOnce)
 			if err != nil {
 				return err
 			}
 			*once, *onceWait, *oncePhases = w.wallMS, w.waitMS, w.phases
+			*onceCPU = ms(redisCPU(rdb) - cpu)
 			if err := saved.restore(ctx, rdb, pool); err != nil {
 				return err
 			}
@@ -530,6 +545,7 @@ func writeIncidentMarkdown(w io.Writer, r *IncidentResults) error {
 	writePhaseBreakdown(&b, "A", r.Rounds, func(rd IncidentRound) (childRun, childRun) {
 		return childRun{wallMS: rd.AuditMS, phases: rd.AuditPhases}, childRun{wallMS: rd.OnceMS, phases: rd.OncePhases}
 	})
+	writeRedisBusy(&b, r.Rounds)
 	if r.BinaryB != "" {
 		fmt.Fprintf(&b, "\nBinary B, %s, in the same rounds (A first in odd rounds, B first in even ones):\n\n", r.BinaryB)
 		b.WriteString("| round | `audit` | of it the second read's wait | `once` | of it the second read's wait | audit / baseline | audit without the wait / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -584,4 +600,23 @@ func profileTo(base, name string, logf func(string, ...any)) func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}
+}
+
+// writeRedisBusy writes how busy the walk keeps the Redis server and what
+// the passes ask of it besides, from the rounds' medians: a single-threaded
+// server that the walk alone keeps busy cannot serve a pass's other
+// commands in the walk's gaps, so their CPU time adds to the pass's wall.
+func writeRedisBusy(b *strings.Builder, rounds []IncidentRound) {
+	var walk, walkCPU, baselineCPU, auditCPU, onceCPU []float64
+	for _, rd := range rounds {
+		if rd.WalkRedisCPUMS <= 0 {
+			return
+		}
+		walk, walkCPU = append(walk, rd.WalkMS), append(walkCPU, rd.WalkRedisCPUMS)
+		baselineCPU, auditCPU, onceCPU = append(baselineCPU, rd.BaselineRedisCPUMS), append(auditCPU, rd.AuditRedisCPUMS), append(onceCPU, rd.OnceRedisCPUMS)
+	}
+	w, wc := median(walk), median(walkCPU)
+	fmt.Fprintf(b, "\nRedis's CPU (INFO cpu, medians over the rounds): the walk %.1f ms over %.1f ms of wall (the server busy %.0f%% of the walk); the baseline read %.1f ms, `audit` %.1f ms, `once` %.1f ms: %.1f, %.1f and %.1f ms above the walk's. A walk that keeps the server busy leaves few gaps for a pass's other commands: at a server busy all through the walk, the pass cannot end before the walk and that CPU, %.3f× (audit) and %.3f× (once) of the walk.\n",
+		wc, w, 100*wc/w, median(baselineCPU), median(auditCPU), median(onceCPU),
+		median(baselineCPU)-wc, median(auditCPU)-wc, median(onceCPU)-wc, (w+median(auditCPU)-wc)/w, (w+median(onceCPU)-wc)/w)
 }
