@@ -155,10 +155,10 @@ func PodsListedBy(src reaper.PodSource) func() bool {
 // row's death on without waiting a period (reaper.settleDeaths: stale in
 // the earlier read, unmoved a period later), and while the pods are only
 // listed the read that starts the pass whose list can find its pod gone
-// (passDue). So a fleet whose workers all
-// beat is read two or three times a minute rather than every poll, and a
-// worker that stops beating is read stale, then dead moments after its
-// death, as before. A pure function of its arguments.
+// (passDue). So a fleet whose workers all beat is read two or three times
+// a minute rather than every poll, and a worker that stops beating is read
+// stale, then dead moments after its death, as before. A pure function of
+// its arguments.
 func nextPoll(hb pulpdb.Heartbeats, c verdictClock, poll, grace time.Duration) time.Duration {
 	longest := max(poll, grace)
 	at := c.nextChange
