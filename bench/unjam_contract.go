@@ -63,9 +63,12 @@ func (o options) contractMoment(c unjamCase, died, lastBeat time.Time) (time.Tim
 // expected is the range the rules and the daemon give for a case, from
 // the death (the last heartbeat for a live worker): the owner's last
 // heartbeat was 0 to ttl/3 before its death; a row past ttl + grace starts
-// a pass within heartbeat_poll; pod evidence a list shows waits for the
-// next pass, on the schedule (+ jitter) or at ttl + grace, whichever first;
-// the kubelet's report a watch sees starts one after the wake's debounce.
+// a pass within heartbeat_poll; while the pods are only listed, so does a
+// row past its ttl, a second after it (a pod deleted at the death is then
+// gone from that pass's list); other pod evidence a list shows waits for
+// the next pass, on the schedule (+ jitter) or at ttl + grace, whichever
+// first; the kubelet's report a watch sees starts one after the wake's
+// debounce.
 func (o options) expected(c unjamCase) string {
 	period := unjamWorkerTTL / 3
 	poll := daemon.HeartbeatPollDefault
@@ -87,8 +90,14 @@ func (o options) expected(c unjamCase) string {
 		return fmt.Sprintf("%.0f s (the wake's debounce)", daemon.WakeDebounceDefault.Seconds())
 	case c.Death == deathRestarted:
 		lo, hi = 0, next
+	case c.Fault != watchStalled:
+		// pod-gone, the pods listed: the pass the row's going past its
+		// ttl starts, read a second after it and within a poll.
+		lo, hi = unjamWorkerTTL-period, unjamWorkerTTL+time.Second+poll
 	default:
-		// pod-gone: once the row is past its ttl, at the next pass.
+		// pod-gone through a stalled watch, whose cache is read until its
+		// silence is noticed: once the row is past its ttl, at the next
+		// pass.
 		lo, hi = unjamWorkerTTL-period, next
 	}
 	out := fmt.Sprintf("%.0f–%.0f s", lo.Seconds(), hi.Seconds())

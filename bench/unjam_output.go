@@ -24,7 +24,8 @@ func writeUnjamMarkdown(w io.Writer, r *UnjamResults) error {
 			m.WatchTimeScale, float64(watchMirrorPeriod.Milliseconds()))
 	}
 	fmt.Fprintf(&b, "The daemon is run's: passes on the schedule, one as soon as a heartbeat read (every %.0f s) finds a row past ttl + grace "+
-		"or a pending verdict's time come, and, with a watch, one after each kubelet's report of a container's end. "+
+		"or a pending verdict's time come, with the pods only listed one when a row goes past its ttl, "+
+		"and, with a watch, one after each kubelet's report of a container's end. "+
 		"A watch's silence limit is %.0f s, the API server's bookmark interval %.0f s.\n\n", m.HeartbeatPollS, m.WatchMaxSilenceS, m.BookmarkS)
 	b.WriteString("| death | Kubernetes evidence | trials | the rules allow the release at | released after that moment (min / median / max) | after last heartbeat + ttl + grace | after the death | blocked task started after the death | by the rules, from the death | released by | after the kubelet's report |\n")
 	b.WriteString("|---|---|---:|---|---|---|---|---|---|---|---|\n")

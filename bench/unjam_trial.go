@@ -72,11 +72,13 @@ func (o options) unjamTrial(ctx context.Context, c unjamCase, machineOnce *sync.
 		return tr, err
 	}
 	// run's daemon: the schedule, and the worker rows read every
-	// heartbeat_poll (internal/cli/run.go), scaled.
+	// heartbeat_poll, with a pass when one goes stale while the pods are
+	// only listed (internal/cli/run.go), scaled.
 	dc := daemon.Config{
 		Schedule: fmt.Sprintf("@every %v", o.scaled(unjamSchedule)), Jitter: o.scaled(unjamJitter),
 		FullScanInterval: o.scaled(unjamFullScan), Listen: "127.0.0.1:0",
 		Heartbeats: rec.r.Heartbeats, HeartbeatGrace: o.scaled(unjamGrace), HeartbeatPoll: o.scaled(daemon.HeartbeatPollDefault),
+		PodsListed: daemon.PodsListedBy(rec.pods),
 	}
 	if watched != nil && watched.watcher != nil {
 		dc.Wake, dc.WakeDebounce = watched.watcher.Ended(), o.scaled(daemon.WakeDebounceDefault)
@@ -250,6 +252,8 @@ func (o options) releasedBy(p passRecord, key, owner string, lastBeat time.Time)
 // with the moment each pass ended.
 type passRecorder struct {
 	r *reaper.Reaper
+	// pods is the reaper's pod source, nil without Kubernetes.
+	pods reaper.PodSource
 
 	mu     sync.Mutex
 	passes []passRecord
@@ -307,7 +311,7 @@ func (o options) newPassRecorder(rdb *redis.Client, pool *pgxpool.Pool, fleet *s
 	if err != nil {
 		return nil, err
 	}
-	return &passRecorder{r: r}, nil
+	return &passRecorder{r: r, pods: cfg.PodSource}, nil
 }
 
 func (p *passRecorder) RunOnce(ctx context.Context, opts reaper.Options) (*reaper.Report, error) {

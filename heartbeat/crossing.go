@@ -29,6 +29,27 @@ func DiedBetween(rows []AppStatus, grace time.Duration, since, now time.Time) bo
 	return false
 }
 
+// WentStaleBetween says some row the pod rules judge (a worker's or an API
+// process's, named {pid}@{hostname}) was within its ttl at since and is
+// past it at now (both the database's clock): from that moment the absence
+// of its pod from a list proves its death (pod-gone), and a pass that judged
+// at since could not have applied it. As DiedBetween, on the rows just read
+// (a row that beat again has not gone stale), and a zero since says nothing.
+func WentStaleBetween(rows []AppStatus, since, now time.Time) bool {
+	if since.IsZero() {
+		return false
+	}
+	for _, r := range rows {
+		if _, _, ok := podOwner(r); !ok {
+			continue
+		}
+		if at := r.LastHeartbeat.Add(r.TTL); !at.Before(since) && at.Before(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // NextDeath is the earliest moment after now at which a row becomes dead by
 // its heartbeat if it does not heartbeat again; zero when every row is dead.
 func NextDeath(rows []AppStatus, grace time.Duration, now time.Time) time.Time {

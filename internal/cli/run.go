@@ -47,6 +47,7 @@ func runDaemon(ctx context.Context, env Env, cmd *cobra.Command, loader *config.
 		defer stopWatch()
 		dc.Wake = s.pods.Ended()
 	}
+	dc.PodsListed = daemon.PodsListedBy(s.podSource)
 	if s.events != nil {
 		dc.Events = s.events.Record
 	}

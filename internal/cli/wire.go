@@ -27,6 +27,10 @@ type setup struct {
 	// pods is the watch that keeps the pods for run's passes, nil
 	// elsewhere or when Kubernetes evidence is off.
 	pods *kube.Watcher
+	// podSource is the passes' pod source: pods, a Source listed by each
+	// pass (no watch, or the watch refused), or nil when Kubernetes
+	// evidence is off.
+	podSource reaper.PodSource
 	// tally sums up the released holdings per owner in text logs; the
 	// commands that release flush it after their pass. nil otherwise.
 	tally *releaseTally
@@ -139,6 +143,7 @@ func newReaperWith(fs *pflag.FlagSet, loader *config.Loader, env Env, force, wat
 		}
 		rc.PodSource = s.pods
 	}
+	s.podSource = rc.PodSource
 	r, err := reaper.New(rc, s.rdb, s.pool, logger)
 	if err != nil {
 		s.close()

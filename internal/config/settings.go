@@ -333,7 +333,8 @@ var settings = []setting{
 		key: "heartbeat_poll", group: groupRun, def: "2s",
 		binding: bind(durationCodec, func(c *Config) *time.Duration { return &c.HeartbeatPoll }, nonNegative),
 		doc: "The shortest wait between the daemon's reads of the worker rows between passes, which start a pass as soon as one crosses " +
-			"ttl + heartbeat_grace, a row is deleted or a pending verdict's time comes; the rows are read when the first of them can go stale or cross, " +
+			"ttl + heartbeat_grace, a row is deleted or a pending verdict's time comes, and, while the Kubernetes pods are listed by each pass " +
+			"rather than watched, once when a row goes past its ttl; the rows are read when the first of them can go stale or cross, " +
 			"at least every heartbeat_grace. 0 keeps passes to the schedule.",
 	},
 	{

@@ -104,10 +104,21 @@ type Config struct {
 	// Heartbeats, when set, is read every HeartbeatPoll between passes (the
 	// worker rows and the database's now: reaper.Reaper.Heartbeats), and a
 	// pass starts as soon as a row crossed ttl + HeartbeatGrace since the last
-	// pass, or the moment the last pass said a verdict could change
-	// (reaper.Report.NextChange) has come. The schedule stays the longest
-	// wait between passes.
+	// pass, a row the last read found is deleted, a row went past its ttl
+	// while the pods are only listed (PodsListed), or the moment the last
+	// pass said a verdict could change (reaper.Report.NextChange) has come.
+	// The schedule stays the longest wait between passes.
 	Heartbeats func(ctx context.Context) (pulpdb.Heartbeats, error)
+	// PodsListed, when set, says whether the passes' pods come from a list
+	// each pass makes, rather than from a watch whose reports wake passes
+	// (Wake): no watch, or a watch that is refused, failing or silent
+	// (kube.Watcher.FromCache false). While it says so, a heartbeat read
+	// that finds a row gone past its ttl since the last pass starts a pass,
+	// once per row: from that moment the pod's absence from a list proves
+	// the worker dead (pod-gone), and no watch would start that pass. nil
+	// without Kubernetes evidence. It is called on every heartbeat read,
+	// so it must return at once.
+	PodsListed func() bool
 	// HeartbeatGrace is the passes' heartbeat_grace, for Heartbeats.
 	HeartbeatGrace time.Duration
 	// HeartbeatPoll is the shortest wait between two reads of Heartbeats;

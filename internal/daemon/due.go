@@ -7,6 +7,7 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/ctxwait"
+	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
@@ -16,6 +17,7 @@ const (
 	StartedByKubernetes = "kubernetes: a worker container ended"
 	StartedByHeartbeat  = "heartbeat: a worker row crossed ttl + heartbeat_grace"
 	StartedByRowGone    = "heartbeat: a worker row was deleted"
+	StartedByStale      = "heartbeat: a worker row went past its ttl while the pods are only listed"
 	StartedByNextChange = "a pending verdict's time came (confirm_after, finished_grace)"
 )
 
@@ -39,15 +41,27 @@ func (c *verdictClock) passed(dbNow, nextChange time.Time) {
 
 // passDue says whether a pass must start now, given one read of the
 // heartbeats, and why: a row died by its heartbeat since the last pass
-// judged, a row the last read found is gone (its owner is gone now), or
-// the moment that pass said a verdict could change has come. It is a pure
-// function of its arguments; "" means not yet.
-func passDue(hb pulpdb.Heartbeats, c verdictClock, grace time.Duration) string {
+// judged, a row the last read found is gone (its owner is gone now), a row
+// went past its ttl since that pass while the pods are only listed
+// (listed), or the moment that pass said a verdict could change has come.
+//
+// A row past its ttl is the moment pod-gone can apply: its pod's absence
+// from a list then proves the death. A watch wakes a pass itself when a
+// worker's container ends; a list is only made by a pass, so without a
+// watch the pass is started here, once: the pass it starts judges at or
+// after this read, so the row is not found going stale again. Without
+// Kubernetes listed is false: the heartbeat's crossing is then the only
+// moment.
+//
+// It is a pure function of its arguments; "" means not yet.
+func passDue(hb pulpdb.Heartbeats, c verdictClock, grace time.Duration, listed bool) string {
 	switch {
 	case heartbeat.DiedBetween(hb.Rows, grace, c.since, hb.Now):
 		return StartedByHeartbeat
 	case !c.since.IsZero() && rowGone(c.rows, hb.Rows):
 		return StartedByRowGone
+	case listed && heartbeat.WentStaleBetween(hb.Rows, c.since, hb.Now):
+		return StartedByStale
 	case !c.nextChange.IsZero() && !hb.Now.Before(c.nextChange):
 		return StartedByNextChange
 	}
@@ -99,13 +113,36 @@ func (d *Daemon) pollHeartbeats(ctx context.Context, c *verdictClock) (reason st
 			continue
 		}
 		failing = false
-		reason := passDue(hb, *c, d.cfg.HeartbeatGrace)
+		reason := passDue(hb, *c, d.cfg.HeartbeatGrace, d.podsListed())
 		c.rows = rowIDs(hb.Rows)
 		if reason != "" {
 			c.passed(hb.Now, time.Time{})
 			return reason, true
 		}
 		wait = nextPoll(hb, *c, d.cfg.HeartbeatPoll, d.cfg.HeartbeatGrace)
+	}
+}
+
+// podsListed says whether the passes' pods come from a list each pass
+// makes (Config.PodsListed); false without Kubernetes evidence.
+func (d *Daemon) podsListed() bool {
+	return d.cfg.PodsListed != nil && d.cfg.PodsListed()
+}
+
+// PodsListedBy is Config.PodsListed for the passes' pod source src: nil
+// without one (no Kubernetes evidence); always true for a source each pass
+// lists (kube.Source: no watch, or the watch refused); for a watch's
+// (kube.Watcher, whose FromCache says whether ListPods reads its cache)
+// true while its cache is not read: not yet synced, failing or silent. A
+// watch that is read wakes passes itself (Config.Wake).
+func PodsListedBy(src reaper.PodSource) func() bool {
+	switch src := src.(type) {
+	case nil:
+		return nil
+	case interface{ FromCache() bool }:
+		return func() bool { return !src.FromCache() }
+	default:
+		return func() bool { return true }
 	}
 }
 
@@ -116,10 +153,12 @@ func (d *Daemon) pollHeartbeats(ctx context.Context, c *verdictClock) (reason st
 // row created after this read can die no sooner than its ttl + grace after
 // it. The read of a row gone stale is the earlier read a pass settles the
 // row's death on without waiting a period (reaper.settleDeaths: stale in
-// the earlier read, unmoved a period later). So a fleet whose workers all
-// beat is read two or three times a minute rather than every poll, and a
-// worker that stops beating is read stale, then dead moments after its
-// death, as before. A pure function of its arguments.
+// the earlier read, unmoved a period later), and while the pods are only
+// listed the read that starts the pass whose list can find its pod gone
+// (passDue). So a fleet whose workers all beat is read two or three times
+// a minute rather than every poll, and a worker that stops beating is read
+// stale, then dead moments after its death, as before. A pure function of
+// its arguments.
 func nextPoll(hb pulpdb.Heartbeats, c verdictClock, poll, grace time.Duration) time.Duration {
 	longest := max(poll, grace)
 	at := c.nextChange

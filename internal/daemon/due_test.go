@@ -14,8 +14,9 @@ import (
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
-// passDue, called directly: a death by heartbeat since the last pass, or the
-// last pass's next change come.
+// passDue, called directly: a death by heartbeat since the last pass, a row
+// gone, a row gone stale since the last pass while the pods are only listed,
+// or the last pass's next change come.
 func TestPassDue(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
@@ -25,25 +26,34 @@ func TestPassDue(t *testing.T) {
 	}
 	lastPass := now.Add(-2 * time.Second)
 	for name, tc := range map[string]struct {
-		rows  []heartbeat.AppStatus
-		clock verdictClock
-		want  string
+		rows   []heartbeat.AppStatus
+		clock  verdictClock
+		listed bool
+		want   string
 	}{
-		"a row died after the last pass":          {[]heartbeat.AppStatus{row(-time.Second)}, verdictClock{since: lastPass}, StartedByHeartbeat},
-		"a row died before the last pass":         {[]heartbeat.AppStatus{row(-time.Minute)}, verdictClock{since: lastPass}, ""},
-		"a row dies in a second":                  {[]heartbeat.AppStatus{row(time.Second)}, verdictClock{since: lastPass}, ""},
-		"the next change has come":                {nil, verdictClock{since: lastPass, nextChange: now.Add(-time.Millisecond)}, StartedByNextChange},
-		"the next change is exactly now":          {nil, verdictClock{since: lastPass, nextChange: now}, StartedByNextChange},
-		"the next change is later":                {nil, verdictClock{since: lastPass, nextChange: now.Add(time.Second)}, ""},
-		"no pass yet: the first pass runs anyway": {[]heartbeat.AppStatus{row(-time.Second)}, verdictClock{}, ""},
+		"a row died after the last pass":          {[]heartbeat.AppStatus{row(-time.Second)}, verdictClock{since: lastPass}, true, StartedByHeartbeat},
+		"a row died before the last pass":         {[]heartbeat.AppStatus{row(-time.Minute)}, verdictClock{since: lastPass}, true, ""},
+		"a row dies in a second":                  {[]heartbeat.AppStatus{row(time.Second)}, verdictClock{since: lastPass}, true, ""},
+		"the next change has come":                {nil, verdictClock{since: lastPass, nextChange: now.Add(-time.Millisecond)}, true, StartedByNextChange},
+		"the next change is exactly now":          {nil, verdictClock{since: lastPass, nextChange: now}, true, StartedByNextChange},
+		"the next change is later":                {nil, verdictClock{since: lastPass, nextChange: now.Add(time.Second)}, true, ""},
+		"no pass yet: the first pass runs anyway": {[]heartbeat.AppStatus{row(-time.Second)}, verdictClock{}, true, ""},
 		"a row of the last read is gone": {[]heartbeat.AppStatus{row(time.Minute)},
-			verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}, "gone": {}}}, StartedByRowGone},
+			verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}, "gone": {}}}, true, StartedByRowGone},
 		"the rows of the last read, and a new one": {[]heartbeat.AppStatus{row(time.Minute), {ID: "new", Name: "2@w", TTL: time.Minute, LastHeartbeat: now}},
-			verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}}}, ""},
-		"a row gone before the first pass":            {nil, verdictClock{rows: map[string]struct{}{"r": {}}}, ""},
-		"the live rows' deaths to come are no change": {[]heartbeat.AppStatus{row(time.Second)}, verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}}}, ""},
+			verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}}}, true, ""},
+		"a row gone before the first pass":            {nil, verdictClock{rows: map[string]struct{}{"r": {}}}, true, ""},
+		"the live rows' deaths to come are no change": {[]heartbeat.AppStatus{row(time.Second)}, verdictClock{since: lastPass, rows: map[string]struct{}{"r": {}}}, true, ""},
+		// Every case above with the pods listed: it changes none of them.
+		// row(grace - d) went past its ttl d ago.
+		"a row went stale after the last pass, the pods listed":          {[]heartbeat.AppStatus{row(grace - time.Second)}, verdictClock{since: lastPass}, true, StartedByStale},
+		"a row went stale after the last pass, the pods watched or none": {[]heartbeat.AppStatus{row(grace - time.Second)}, verdictClock{since: lastPass}, false, ""},
+		"a row went stale before the last pass: that pass listed":        {[]heartbeat.AppStatus{row(grace - 3*time.Second)}, verdictClock{since: lastPass}, true, ""},
+		"a row not yet stale": {[]heartbeat.AppStatus{row(grace + time.Second)}, verdictClock{since: lastPass}, true, ""},
+		"a row went stale, no pass yet: the first pass runs anyway": {[]heartbeat.AppStatus{row(grace - time.Second)}, verdictClock{}, true, ""},
+		"a death and a row gone stale: the death":                   {[]heartbeat.AppStatus{row(-time.Second), row(grace - time.Second)}, verdictClock{since: lastPass}, true, StartedByHeartbeat},
 	} {
-		require.Equal(t, tc.want, passDue(pulpdb.Heartbeats{Now: now, Rows: tc.rows}, tc.clock, grace), name)
+		require.Equal(t, tc.want, passDue(pulpdb.Heartbeats{Now: now, Rows: tc.rows}, tc.clock, grace, tc.listed), name)
 	}
 }
 
