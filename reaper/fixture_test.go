@@ -25,15 +25,20 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) reaper(mutate func(*reaper.Config)) *reaper.Reaper {
 	f.T.Helper()
+	r, err := reaper.New(f.config(mutate), f.Redis.Client, f.DB.Pool, passtest.Logger())
+	require.NoError(f.T, err)
+	return r
+}
+
+// config is the tests' configuration of a reaper, as mutate changes it.
+func (f *fixture) config(mutate func(*reaper.Config)) reaper.Config {
 	cfg := reaper.DefaultConfig()
 	cfg.HeartbeatRecheck = testenv.HeartbeatRecheck
 	cfg.BatchSize = 7 // several batches even in small tests
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	r, err := reaper.New(cfg, f.Redis.Client, f.DB.Pool, passtest.Logger())
-	require.NoError(f.T, err)
-	return r
+	return cfg
 }
 
 func (f *fixture) pass(r *reaper.Reaper, mode string) *reaper.Report {

@@ -66,10 +66,13 @@ func (r *Reaper) read(ctx context.Context, opts Options, clock *phaseClock) (rea
 	var rd readResult
 	pods, podsConfirmed := r.readPods(ctx, &rd)
 	// The reaper's own memory is read beside Pulp's locks, and the
-	// database's connection opened meanwhile (nothing is read from it), so
-	// that neither waits for the walk of the keyspace nor the walk for them.
+	// database's connection opened meanwhile (and the heartbeats read on it,
+	// an earlier reading for the deaths to settle on; the snapshot waits
+	// for the walk), so that neither waits for the walk of the keyspace nor
+	// the walk for them.
 	memory := r.readMemory(ctx)
-	opened := r.openDatabase(ctx)
+	opened, earlyDone := r.openDatabase(ctx)
+	defer earlyDone()
 	rr := &redislocks.Reader{RDB: r.rdb, ScanCount: r.cfg.ScanCount, BatchSize: r.cfg.BatchSize, Timeout: r.cfg.RedisTimeout, Progress: opts.Progress, Log: r.log}
 	rs, err := rr.Read(ctx, !opts.RegistryOnly)
 	mem := <-memory
@@ -88,6 +91,7 @@ func (r *Reaper) read(ctx context.Context, opts Options, clock *phaseClock) (rea
 	if openErr != nil {
 		return rd, fmt.Errorf("%w: %w", errNoSnapshot, inStep("reading Pulp's workers and tasks from", SystemDatabase, openErr))
 	}
+	earlyDone()
 	readAt := time.Now()
 	ds, err := pulpdb.ReadSnapshot(ctx, r.pool, r.cfg.DatabaseTimeout, pulpdb.TaskRefsOf(rs.Holdings))
 	if err != nil {
@@ -168,32 +172,50 @@ func (r *Reaper) readMemory(ctx context.Context) <-chan memory {
 // openDatabase opens a connection to the database while Redis is read,
 // when the pool holds none idle (an audit's first statement is the
 // snapshot's; a real pass opened one for its pass lock), and sends nil once
-// done. It reads nothing: the database is read after Redis. A database
-// that did not answer within database.timeout is sent as the error, so that
-// the pass fails after one timeout, not two; any other failure (a refused
-// connection, which a restarting server gives for a moment) is left for the
-// snapshot's read to try again and report.
-func (r *Reaper) openDatabase(ctx context.Context) <-chan error {
-	done := make(chan error, 1)
-	if r.pool.Stat().IdleConns() > 0 {
-		done <- nil
-		return done
-	}
+// done. A database that did not answer within database.timeout is sent as
+// the error, so that the pass fails after one timeout, not two; any other
+// failure (a refused connection, which a restarting server gives for a
+// moment) is left for the snapshot's read to try again and report.
+//
+// Once connected it reads the heartbeats, and only them (the snapshot, the
+// tasks among it, is read after Redis): an earlier reading for the pass's
+// deaths to settle on (settleDeaths), so that a pass whose walk of the
+// keyspace outlasts a heartbeat period does not wait a period after its
+// snapshot. A reading that fails is dropped: the pass then waits and reads
+// again, as it would without it. done, which the pass calls before its
+// snapshot, ends a reading still under way (it would come too late to be
+// earlier) and waits for it.
+func (r *Reaper) openDatabase(ctx context.Context) (opened <-chan error, done func()) {
+	out := make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
 	go func() {
-		cctx, cancel := context.WithTimeout(ctx, r.cfg.DatabaseTimeout)
-		defer cancel()
-		c, err := r.pool.Acquire(cctx)
-		switch {
-		case err == nil:
-			c.Release()
-			done <- nil
-		case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
-			done <- fmt.Errorf("connect within database.timeout (%s): %w", r.cfg.DatabaseTimeout, err)
-		default:
-			done <- nil
+		defer close(finished)
+		if r.pool.Stat().IdleConns() == 0 {
+			cctx, cancel := context.WithTimeout(ctx, r.cfg.DatabaseTimeout)
+			c, err := r.pool.Acquire(cctx)
+			switch {
+			case err == nil:
+				c.Release()
+			case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
+				cancel()
+				out <- fmt.Errorf("connect within database.timeout (%s): %w", r.cfg.DatabaseTimeout, err)
+				return
+			default:
+				cancel()
+				out <- nil
+				return
+			}
+			cancel()
+		}
+		out <- nil
+		if hb, err := pulpdb.ReadHeartbeats(ctx, r.pool, r.cfg.DatabaseTimeout); err == nil {
+			r.recent.add(hb)
+		} else if ctx.Err() == nil {
+			r.log.Debug("the heartbeats' early reading failed: a pass that finds rows dead reads them again a period after its snapshot", slog.String("error", err.Error()))
 		}
 	}()
-	return done
+	return out, func() { cancel(); <-finished }
 }
 
 // PhaseRecheckingHeartbeats: some rows look dead; the pass reads the
@@ -247,13 +269,14 @@ func (rs *readings) before(now time.Time, d time.Duration) (heartbeat.Reading, b
 // settleDeaths says what reads of the heartbeats a period apart say of the
 // rows the snapshot finds dead and a pass would act on (judge.DeathsToSettle).
 // A read the Reaper already has, a period or more before the snapshot (the
-// daemon's polls), may settle them; otherwise the pass waits until a period
+// daemon's polls, or the pass's own early reading made while Redis was
+// read: openDatabase), may settle them; otherwise the pass waits until a period
 // after its snapshot and reads the heartbeats again. readAt is when the
 // snapshot's database read began, on this process's clock. A second read
 // that fails leaves those rows unsettled, held this pass: it is said, in
 // the note returned for the report, not raised. Only a context that ends
 // fails the pass.
-func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt time.Time, opts Options) (m *heartbeat.Motion, note string, err error) {
+func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt time.Time, opts Options, clock *phaseClock) (m *heartbeat.Motion, note string, err error) {
 	ids := judge.DeathsToSettle(snap, r.cfg.Policy)
 	if len(ids) == 0 {
 		return nil, "", nil
@@ -271,6 +294,7 @@ func (r *Reaper) settleDeaths(ctx context.Context, snap judge.Snapshot, readAt t
 		slog.Int("rows", len(ids)), slog.Duration("after", wait))
 	opts.phase(PhaseRecheckingHeartbeats, 0, 0)
 	later, err := r.readHeartbeatsAfter(ctx, snap.Now, readAt, wait)
+	clock.done(TimeSecondRead)
 	if ctx.Err() != nil {
 		return nil, "", inStep("waiting to read Pulp's worker heartbeats again from", SystemDatabase, ctx.Err())
 	}

@@ -160,16 +160,13 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	// A break-glass release is the operator's word that the owner died.
 	if opts.ReleaseOwner == "" {
 		var note string
-		if snap.Motion, note, err = r.settleDeaths(ctx, snap, rd.readAt, opts); err != nil {
+		if snap.Motion, note, err = r.settleDeaths(ctx, snap, rd.readAt, opts, rep.clock); err != nil {
 			return err
 		}
 		if note != "" {
 			rep.Notes = append(rep.Notes, note)
 		}
 		rep.noteMotion(snap.Motion, snap.AppStatuses)
-		if rep.HeartbeatRecheck != nil {
-			rep.clock.done(TimeSecondRead)
-		}
 	}
 	// Before the first write, which no pass makes without a snapshot.
 	var primary redislocks.Primary
