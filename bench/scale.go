@@ -195,6 +195,9 @@ func measureScaleRow(ctx context.Context, o options, row scaleRow, bin string, m
 		return out, err
 	}
 	defer srv.close()
+	if err := loadReleaseScript(ctx, srv.rdb); err != nil {
+		return out, err
+	}
 	pool, dbURL, drop, err := benchDatabase(ctx, o.databaseURL)
 	if err != nil {
 		return out, err
