@@ -96,6 +96,9 @@ func TestDeadOwnerScenarioSmall(t *testing.T) {
 		require.Positive(t, l.LongestUS, l.Case)
 		require.NotEmpty(t, l.Command, l.Case)
 	}
+	require.Zero(t, res.Longest[0].RegistryWalkUS, "no stale entries: no walk")
+	require.Positive(t, res.Longest[1].RegistryWalkUS, "the walk of the registry the pass is compared with")
+	require.GreaterOrEqual(t, res.Longest[1].RegistryWalked, int64(20_000))
 	for _, r := range res.Runs {
 		require.Positive(t, r.PeakRSSBytes, r.Name)
 		require.Positive(t, r.PeakAnonBytes, r.Name)

@@ -146,6 +146,9 @@ type ServerLoad struct {
 	// OverBound counts the client's calls over callBound (the commands
 	// scripts run within them apart).
 	OverBound int `json:"calls_over_bound"`
+	// ReleaseCalls is the release script's calls one by one; nil when the
+	// phase called no script.
+	ReleaseCalls *ReleaseCalls `json:"release_calls,omitempty"`
 }
 
 // callBound is the server time one call may take: Pulp's Redis serves every
@@ -206,6 +209,11 @@ func serverLoad(before, after serverStats, slow []redis.SlowLog) ServerLoad {
 			l.SlowestUS, l.Slowest = us, label
 		}
 	}
+	var scripts int64
+	for _, name := range []string{"eval", "evalsha"} {
+		scripts += after.commands[name].calls - before.commands[name].calls
+	}
+	l.ReleaseCalls = releaseCalls(slow, scripts)
 	for _, c := range byName {
 		c.TotalMS = round2(c.TotalMS)
 		l.Commands = append(l.Commands, *c)

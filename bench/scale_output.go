@@ -55,6 +55,8 @@ func writeScaleMarkdown(w io.Writer, r *ScaleResults) error {
 		}
 	}
 
+	writeReleaseCalls(&b, r)
+
 	b.WriteString("\nThe slowest call of each command (SLOWLOG; a blank: no call took " + fmt.Sprint(slowlogThreshold.Microseconds()) + " µs), the median audit and the real pass:\n\n")
 	b.WriteString("| row | pass | command | calls | time in it | slowest | over 5 ms |\n|---|---|---|---:|---:|---:|---:|\n")
 	for _, row := range r.Rows {
@@ -73,6 +75,29 @@ func writeScaleMarkdown(w io.Writer, r *ScaleResults) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeReleaseCalls is the table of the release script's calls, one line per
+// pass that made any.
+func writeReleaseCalls(b *strings.Builder, r *ScaleResults) {
+	th := thousands(slowlogThreshold.Microseconds())
+	fmt.Fprintf(b, "\nThe release script's calls one by one (SLOWLOG: each an EVALSHA of its SHA, the script loaded before the passes; a call under %s µs is not logged, "+
+		"and counts among the script calls under it, every script's together, from commandstats):\n\n", th)
+	fmt.Fprintf(b, "| row | pass | release calls ≥ %s µs | median | 90th percentile | slowest | over 5 ms | time in them | script calls under %s µs |\n", th, th)
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, row := range r.Rows {
+		for _, p := range []struct {
+			name string
+			s    ServerLoad
+		}{{"audit", row.Audit.Server}, {"once", row.Once.Server}} {
+			rc := p.s.ReleaseCalls
+			if rc == nil || rc.Logged == 0 {
+				continue
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s µs | %s µs | %s µs | %d | %.1f ms | %s |\n", row.Name, p.name, thousands(int64(rc.Logged)),
+				thousands(rc.MedianUS), thousands(rc.P90US), thousands(rc.MaxUS), rc.OverBound, rc.TotalMS, thousands(rc.ScriptCallsUnder))
+		}
+	}
 }
 
 func mibShort(n int64) string { return fmt.Sprintf("%.1f", float64(n)/(1<<20)) }

@@ -37,6 +37,9 @@ func TestScaleScenarioSmall(t *testing.T) {
 			require.NotEmpty(t, p.Server.Commands, r.Name)
 		}
 		require.Positive(t, r.Once.Released, r.Name)
+		rc := r.Once.Server.ReleaseCalls
+		require.NotNil(t, rc, "%s: the once pass called the release script", r.Name)
+		require.Positive(t, int64(rc.Logged)+rc.ScriptCallsUnder, r.Name)
 	}
 	require.Equal(t, 20_000, res.Rows[1].Fleet.QueuedTasks)
 }

@@ -156,17 +156,25 @@ func (r *Releaser) Release(ctx context.Context, b Batch) ([]Outcome, error) {
 }
 
 // subset is the batch's holdings at idx, with the reserving tasks of their
-// keys, and no owner to retire.
+// keys as the call sends them (callReservers), and no owner to retire.
 func (b Batch) subset(idx []int) Batch {
 	out := Batch{Holdings: make([]judge.Holding, len(idx)), Guarded: make([]bool, len(idx))}
+	owners := map[string]map[string]bool{}
 	for n, i := range idx {
-		out.Holdings[n], out.Guarded[n] = b.Holdings[i], b.Guarded[i]
-		if rs, ok := b.Reservers[b.Holdings[i].Key]; ok && b.Guarded[i] {
-			if out.Reservers == nil {
-				out.Reservers = map[string][]Reserver{}
+		h := b.Holdings[i]
+		out.Holdings[n], out.Guarded[n] = h, b.Guarded[i]
+		if _, ok := b.Reservers[h.Key]; ok && b.Guarded[i] {
+			if owners[h.Key] == nil {
+				owners[h.Key] = map[string]bool{}
 			}
-			out.Reservers[b.Holdings[i].Key] = rs
+			owners[h.Key][h.Owner] = true
 		}
+	}
+	for key, o := range owners {
+		if out.Reservers == nil {
+			out.Reservers = map[string][]Reserver{}
+		}
+		out.Reservers[key] = callReservers(b.Reservers[key], o)
 	}
 	return out
 }

@@ -116,6 +116,13 @@ local token = ARGV[n + 3]
 -- MGET at a time, before anything is written; a holding then asks its
 -- owner's list alone.
 local held_by = {}
+-- Only the guarded owners of this call are ever asked about: a task lock
+-- another name holds is no new task of theirs, and is not kept.
+local guarded = {}
+for i = 1, n do
+  local flag = string.sub(flags, i, i)
+  if flag == 'X' or flag == 'S' then guarded[ARGV[2 + i]] = true end
+end
 local j = n + 5
 for _ = 1, tonumber(ARGV[n + 4]) do
   local key, m = ARGV[j], tonumber(ARGV[j + 1])
@@ -139,8 +146,9 @@ for _ = 1, tonumber(ARGV[n + 4]) do
       end
     end
     for k = 1, last - from + 1 do
-      local value, task = values[k], ARGV[from + k - 1]
-      if value and stale[task] ~= value then
+      local value = values[k]
+      local task = value and guarded[value] and ARGV[from + k - 1]
+      if task and stale[task] ~= value then
         local tasks = holders[value]
         if tasks == nil then
           tasks = {}
