@@ -38,6 +38,10 @@ type actor struct {
 	// of memory, notes says so for the report (bookkeepingRefused).
 	bookkeepingFailed []string
 	notes             []string
+	// crowded are the shared resources whose guarded memberships are
+	// deferred without a check: the snapshot shows more tasks reserving
+	// them than a release call checks (crowdedShared).
+	crowded map[string]bool
 }
 
 func (a *actor) run(ctx context.Context) error {

@@ -193,6 +193,9 @@ func (r *Reaper) runPass(ctx context.Context, opts Options, rep *Report, adjust 
 	}
 	act := &actor{r: r, plan: &plan, holdings: snap.Holdings, dryRun: dryRun, phase: opts.Phase,
 		declaredDead: declaredDead(snap, r.cfg.Policy.HeartbeatGrace, opts.ReleaseOwner)}
+	if !dryRun {
+		act.crowded = crowdedShared(snap, &plan, redislocks.ReserverCallLimit(r.cfg.ReleaseCallHoldings))
+	}
 	// Nothing reads the snapshot past this point but its rows and clock, so
 	// that its tasks (a dead worker's hundred thousand) are not kept through
 	// the actor's work unless opts.Snapshot kept them.

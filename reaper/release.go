@@ -95,7 +95,10 @@ func (a *actor) release(ctx context.Context) error {
 			case ResultOwnerChanged:
 				a.holdingResults[i] = ResultOwnerChanged
 			case ResultDeferred:
-				a.holdBack(i)
+				// A crowded resource's membership has its result and reason.
+				if a.holdingResults[i] != ResultDeferred {
+					a.holdBack(i)
+				}
 			}
 		}
 		if err != nil {
@@ -190,6 +193,12 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 		if !b.Guarded[n] || h.Kind != judge.KindShared {
 			continue
 		}
+		if a.crowded[h.Resource()] {
+			leave[n] = ResultDeferred
+			a.holdingResults[idx[n]] = ResultDeferred
+			a.plan.Holdings[idx[n]].Deferred = judge.DeferredTooManyReservers
+			continue
+		}
 		resources = append(resources, h.Resource())
 		if l := a.plan.Holdings[idx[n]].Evidence().OwnerLiveness; (l == heartbeat.Dead || l == heartbeat.Gone) && h.Owner != a.declaredDead {
 			notLive = append(notLive, h.Owner)
@@ -218,7 +227,7 @@ func (a *actor) checkShared(ctx context.Context, idx []int, b *redislocks.Batch)
 		holder, sessions = a.holdingWrite(check)
 	}
 	for n, h := range b.Holdings {
-		if !b.Guarded[n] || h.Kind != judge.KindShared {
+		if !b.Guarded[n] || h.Kind != judge.KindShared || a.crowded[h.Resource()] {
 			continue
 		}
 		switch {
