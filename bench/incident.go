@@ -117,6 +117,9 @@ type childRun struct {
 }
 
 func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
+	if o.render != "" {
+		return renderIncident(o.render, stdout)
+	}
 	bin, cleanup, err := reaperBinary(ctx, o.binary)
 	if err != nil {
 		return err
@@ -545,7 +548,7 @@ func writeIncidentMarkdown(w io.Writer, r *IncidentResults) error {
 	writePhaseBreakdown(&b, "A", r.Rounds, func(rd IncidentRound) (childRun, childRun) {
 		return childRun{wallMS: rd.AuditMS, phases: rd.AuditPhases}, childRun{wallMS: rd.OnceMS, phases: rd.OncePhases}
 	})
-	writeRedisBusy(&b, r.Rounds)
+	writeRedisBusy(&b, "A", r.Rounds, func(rd IncidentRound) (float64, float64) { return rd.AuditRedisCPUMS, rd.OnceRedisCPUMS })
 	if r.BinaryB != "" {
 		fmt.Fprintf(&b, "\nBinary B, %s, in the same rounds (A first in odd rounds, B first in even ones):\n\n", r.BinaryB)
 		b.WriteString("| round | `audit` | of it the second read's wait | `once` | of it the second read's wait | audit / baseline | audit without the wait / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -558,6 +561,7 @@ func writeIncidentMarkdown(w io.Writer, r *IncidentResults) error {
 		writePhaseBreakdown(&b, "B", r.Rounds, func(rd IncidentRound) (childRun, childRun) {
 			return childRun{wallMS: rd.BAuditMS, phases: rd.BAuditPhases}, childRun{wallMS: rd.BOnceMS, phases: rd.BOncePhases}
 		})
+		writeRedisBusy(&b, "B", r.Rounds, func(rd IncidentRound) (float64, float64) { return rd.BAuditRedisCPUMS, rd.BOnceRedisCPUMS })
 	}
 	if len(r.Phases) > 0 {
 		b.WriteString("\nIn-process passes, when each phase began (ms from the start):\n\n")
@@ -606,17 +610,31 @@ func profileTo(base, name string, logf func(string, ...any)) func() {
 // the passes ask of it besides, from the rounds' medians: a single-threaded
 // server that the walk alone keeps busy cannot serve a pass's other
 // commands in the walk's gaps, so their CPU time adds to the pass's wall.
-func writeRedisBusy(b *strings.Builder, rounds []IncidentRound) {
+func writeRedisBusy(b *strings.Builder, binary string, rounds []IncidentRound, passes func(IncidentRound) (audit, once float64)) {
 	var walk, walkCPU, baselineCPU, auditCPU, onceCPU []float64
 	for _, rd := range rounds {
-		if rd.WalkRedisCPUMS <= 0 {
+		audit, once := passes(rd)
+		if rd.WalkRedisCPUMS <= 0 || audit <= 0 {
 			return
 		}
 		walk, walkCPU = append(walk, rd.WalkMS), append(walkCPU, rd.WalkRedisCPUMS)
-		baselineCPU, auditCPU, onceCPU = append(baselineCPU, rd.BaselineRedisCPUMS), append(auditCPU, rd.AuditRedisCPUMS), append(onceCPU, rd.OnceRedisCPUMS)
+		baselineCPU, auditCPU, onceCPU = append(baselineCPU, rd.BaselineRedisCPUMS), append(auditCPU, audit), append(onceCPU, once)
 	}
 	w, wc := median(walk), median(walkCPU)
-	fmt.Fprintf(b, "\nRedis's CPU (INFO cpu, medians over the rounds): the walk %.1f ms over %.1f ms of wall (the server busy %.0f%% of the walk); the baseline read %.1f ms, `audit` %.1f ms, `once` %.1f ms: %.1f, %.1f and %.1f ms above the walk's. A walk that keeps the server busy leaves few gaps for a pass's other commands: at a server busy all through the walk, the pass cannot end before the walk and that CPU, %.3f× (audit) and %.3f× (once) of the walk.\n",
-		wc, w, 100*wc/w, median(baselineCPU), median(auditCPU), median(onceCPU),
+	fmt.Fprintf(b, "\nRedis's CPU with binary %s (INFO cpu, medians over the rounds): the walk %.1f ms over %.1f ms of wall (the server busy %.0f%% of the walk); the baseline read %.1f ms, `audit` %.1f ms, `once` %.1f ms: %.1f, %.1f and %.1f ms above the walk's. A walk that keeps the server busy leaves few gaps for a pass's other commands: at a server busy all through the walk, the pass cannot end before the walk and that CPU, %.3f× (audit) and %.3f× (once) of the walk.\n",
+		binary, wc, w, 100*wc/w, median(baselineCPU), median(auditCPU), median(onceCPU),
 		median(baselineCPU)-wc, median(auditCPU)-wc, median(onceCPU)-wc, (w+median(auditCPU)-wc)/w, (w+median(onceCPU)-wc)/w)
+}
+
+// renderIncident writes the tables of an incident run's JSON again.
+func renderIncident(path string, stdout io.Writer) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	var res IncidentResults
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return writeIncidentMarkdown(stdout, &res)
 }

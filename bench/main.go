@@ -119,7 +119,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.scaleFactor, "scale-factor", 10, "grow the unrelated keys by this factor for the flatness check (1: skip)")
 	fs.IntVar(&o.staleRegistry, "stale-registry", 1_000_000, "dead-owner: stale entries added to the owner's registry for the second longest-command pass (0: only the pass as built)")
 	fs.StringVar(&o.cases, "cases", "", "dead-owner: measure only the runs whose name matches this regular expression (e.g. '^(run|status)'); scale: only the rows (e.g. '^(incident|unrelated-10M|backlog-20k)$')")
-	fs.StringVar(&o.render, "render", "", "scale: write the tables of this JSON of an earlier run (one stopped before its last row) and measure nothing")
+	fs.StringVar(&o.render, "render", "", "scale, incident: write the tables of this JSON of an earlier run (scale: one stopped before its last row) and measure nothing")
 	fs.DurationVar(&o.idleSpan, "idle-span", 10*time.Minute, "idle: how long run is measured")
 	fs.BoolVar(&o.idleWatch, "idle-watch", false, "idle: run watches the workers' pods on a stand-in API server (the unjam scenario's)")
 	fs.DurationVar(&o.daemonSpan, "daemon-span", 45*time.Second, "dead-owner: how long run and status are measured, over several passes, before SIGTERM (0: skip them)")
