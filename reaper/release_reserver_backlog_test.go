@@ -26,8 +26,9 @@ import (
 // reserving the domain, and the check used to walk the whole list for each
 // member inside one script call (2.1 s of blocked Redis on an idle
 // machine). Now no release call is sent more than ReserverCallLimit of the
-// reserving tasks' task keys, and the longest command of the pass on a
-// test-started Redis (its SLOWLOG) stays far below that; the memberships
+// reserving tasks' task keys (the time of the pass's longest command, from
+// a test-started Redis's SLOWLOG, is logged here and measured in the bench's
+// backlog row, not bounded in a test); the memberships
 // the cap leaves are deferred with their reason, never failed. Once the
 // backlog is under the cap, the next pass releases them.
 func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
@@ -70,7 +71,6 @@ func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
 	longest := longestCommand(t, srv.Client)
 	t.Logf("longest command %s; at most %d task keys in one release call", describeSlow(longest), keys.Most())
 	require.LessOrEqual(t, keys.Most(), redislocks.ReserverCallLimit(reaper.DefaultReleaseCallHoldings), "a release call was sent more reserving tasks than the cap")
-	require.Less(t, longest.Duration, 500*time.Millisecond, "a command of the pass blocked Redis: %s", describeSlow(longest))
 
 	// The backlog drains below the cap: the memberships go.
 	_, err = f.DB.Pool.Exec(f.Ctx, `UPDATE core_task SET state = 'completed', finished_at = now()
@@ -85,5 +85,4 @@ func TestWaitingBacklogDoesNotBlockRedis(t *testing.T) {
 	t.Logf("longest command %s; at most %d task keys in one release call", describeSlow(longest), keys.Most())
 	require.Positive(t, keys.Most(), "the memberships were checked against the waiting tasks")
 	require.LessOrEqual(t, keys.Most(), redislocks.ReserverCallLimit(reaper.DefaultReleaseCallHoldings))
-	require.Less(t, longest.Duration, 500*time.Millisecond, "a command of the pass blocked Redis: %s", describeSlow(longest))
 }
