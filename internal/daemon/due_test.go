@@ -10,7 +10,6 @@ import (
 
 	"github.com/lock-reaper/lock-reaper/heartbeat"
 	"github.com/lock-reaper/lock-reaper/internal/sim"
-	"github.com/lock-reaper/lock-reaper/reaper"
 	"github.com/lock-reaper/lock-reaper/reaper/pulpdb"
 )
 
@@ -106,31 +105,24 @@ func TestHeartbeatReadsGoOnThroughTheJitter(t *testing.T) {
 	t.Parallel()
 	const grace = time.Second
 	var dies time.Time
-	runner := runnerFunc(func(context.Context, reaper.Options) (*reaper.Report, error) {
-		return &reaper.Report{Mode: reaper.ModeOnce, DBNow: time.Now()}, nil
-	})
 	heartbeats := func(context.Context) (pulpdb.Heartbeats, error) {
 		row := heartbeat.AppStatus{ID: "r", Name: "1@w", AppType: "worker", TTL: time.Second, LastHeartbeat: dies.Add(-time.Second - grace)}
 		return pulpdb.Heartbeats{Now: time.Now(), Rows: []heartbeat.AppStatus{row}}, nil
 	}
-	d, err := New(runner, Config{Schedule: "@every 1s", Jitter: time.Hour, Listen: "127.0.0.1:0", Logger: testLogger(t),
-		Heartbeats: heartbeats, HeartbeatGrace: grace, HeartbeatPoll: 50 * time.Millisecond})
-	require.NoError(t, err)
 	var draws int
-	d.jitterN = func(n time.Duration) time.Duration {
-		if draws++; draws == 1 {
-			return 0
+	firstNoJitter := func(d *Daemon) {
+		d.jitterN = func(n time.Duration) time.Duration {
+			if draws++; draws == 1 {
+				return 0
+			}
+			return n - 1
 		}
-		return n - 1
 	}
 	// The row dies 1.5 s after the start: after the first tick, inside its
 	// jitter.
 	dies = time.Now().Add(1500 * time.Millisecond)
-	passes := make(chan PassResult, 10)
-	d.passDone = func(r PassResult) { passes <- r }
-	require.NoError(t, d.Start(context.Background()))
-	t.Cleanup(d.Stop)
-	b := &testBundle{passes: passes}
+	_, b := start(t, context.Background(), idleRunner, Config{Schedule: "@every 1s", Jitter: time.Hour,
+		Heartbeats: heartbeats, HeartbeatGrace: grace, HeartbeatPoll: 50 * time.Millisecond}, firstNoJitter)
 	require.Equal(t, StartedBySchedule, b.waitPass(t).StartedBy, "the first pass")
 	res := b.waitPass(t)
 	require.Equal(t, StartedByHeartbeat, res.StartedBy)
@@ -142,9 +134,6 @@ func TestHeartbeatReadsGoOnThroughTheJitter(t *testing.T) {
 // locks are free to release. The schedule's next pass is an hour away.
 func TestDeletedRowStartsAPass(t *testing.T) {
 	t.Parallel()
-	runner := runnerFunc(func(context.Context, reaper.Options) (*reaper.Report, error) {
-		return &reaper.Report{Mode: reaper.ModeOnce, DBNow: time.Now()}, nil
-	})
 	var reads atomic.Int32
 	heartbeats := func(context.Context) (pulpdb.Heartbeats, error) {
 		rows := []heartbeat.AppStatus{{ID: "stays", Name: "1@a", AppType: "worker", TTL: time.Minute, LastHeartbeat: time.Now()}}
@@ -153,15 +142,8 @@ func TestDeletedRowStartsAPass(t *testing.T) {
 		}
 		return pulpdb.Heartbeats{Now: time.Now(), Rows: rows}, nil
 	}
-	d, err := New(runner, Config{Schedule: "@every 1h", Listen: "127.0.0.1:0", Logger: testLogger(t),
-		Heartbeats: heartbeats, HeartbeatGrace: time.Second, HeartbeatPoll: 20 * time.Millisecond})
-	require.NoError(t, err)
-	d.jitterN = func(time.Duration) time.Duration { return 0 }
-	passes := make(chan PassResult, 10)
-	d.passDone = func(r PassResult) { passes <- r }
-	require.NoError(t, d.Start(context.Background()))
-	t.Cleanup(d.Stop)
-	b := &testBundle{passes: passes}
+	_, b := start(t, context.Background(), idleRunner, Config{Schedule: "@every 1h",
+		Heartbeats: heartbeats, HeartbeatGrace: time.Second, HeartbeatPoll: 20 * time.Millisecond}, noJitter)
 	require.Equal(t, StartedBySchedule, b.waitPass(t).StartedBy, "the first pass")
 	res := b.waitPass(t)
 	require.Equal(t, StartedByRowGone, res.StartedBy)

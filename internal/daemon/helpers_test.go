@@ -60,9 +60,18 @@ type testBundle struct {
 	base   string // http://host:port of the daemon's listener
 }
 
+// idleRunner is a Runner whose passes find nothing, at the database's now.
+var idleRunner = runnerFunc(func(context.Context, reaper.Options) (*reaper.Report, error) {
+	return &reaper.Report{Mode: reaper.ModeOnce, DBNow: time.Now()}, nil
+})
+
+// noJitter takes the jitter out of every scheduled pass.
+func noJitter(d *Daemon) { d.jitterN = func(time.Duration) time.Duration { return 0 } }
+
 // start makes and starts a daemon listening on a free loopback port; the
 // test stops it at cleanup, and goleak then checks nothing is left behind.
-func start(t *testing.T, ctx context.Context, runner Runner, cfg Config) (*Daemon, *testBundle) {
+// before, when given, changes the daemon before it starts (its jitter).
+func start(t *testing.T, ctx context.Context, runner Runner, cfg Config, before ...func(*Daemon)) (*Daemon, *testBundle) {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	if cfg.Logger == nil {
@@ -70,6 +79,9 @@ func start(t *testing.T, ctx context.Context, runner Runner, cfg Config) (*Daemo
 	}
 	d, err := New(runner, cfg)
 	require.NoError(t, err)
+	for _, b := range before {
+		b(d)
+	}
 	passes := make(chan PassResult, 1000)
 	d.passDone = func(r PassResult) { passes <- r }
 	require.NoError(t, d.Start(ctx))

@@ -87,22 +87,12 @@ func staleRowDaemon(t *testing.T, podsListed func() bool) []string {
 	t.Helper()
 	const ttl, grace = 2 * time.Second, 2 * time.Second
 	lastBeat := time.Now()
-	runner := runnerFunc(func(context.Context, reaper.Options) (*reaper.Report, error) {
-		return &reaper.Report{Mode: reaper.ModeOnce, DBNow: time.Now()}, nil
-	})
 	heartbeats := func(context.Context) (pulpdb.Heartbeats, error) {
 		row := heartbeat.AppStatus{ID: "r", Name: "1@dying", AppType: "worker", TTL: ttl, LastHeartbeat: lastBeat}
 		return pulpdb.Heartbeats{Now: time.Now(), Rows: []heartbeat.AppStatus{row}}, nil
 	}
-	d, err := New(runner, Config{Schedule: "@every 1h", Listen: "127.0.0.1:0", Logger: testLogger(t),
-		Heartbeats: heartbeats, HeartbeatGrace: grace, HeartbeatPoll: 20 * time.Millisecond, PodsListed: podsListed})
-	require.NoError(t, err)
-	d.jitterN = func(time.Duration) time.Duration { return 0 }
-	passes := make(chan PassResult, 10)
-	d.passDone = func(r PassResult) { passes <- r }
-	require.NoError(t, d.Start(context.Background()))
-	t.Cleanup(d.Stop)
-	b := &testBundle{passes: passes}
+	_, b := start(t, context.Background(), idleRunner, Config{Schedule: "@every 1h",
+		Heartbeats: heartbeats, HeartbeatGrace: grace, HeartbeatPoll: 20 * time.Millisecond, PodsListed: podsListed}, noJitter)
 	var started []string
 	for {
 		res := b.waitPass(t)
