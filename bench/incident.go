@@ -58,62 +58,52 @@ type IncidentResults struct {
 	Keys       int64           `json:"keys_in_redis"`
 	Stale      int             `json:"stale_holdings"`
 	Rounds     []IncidentRound `json:"rounds"`
-	// OnceOverWalk and AuditOverBaseline are the medians of the rounds'
-	// ratios; OnceWorkOverWalk leaves out the wait of the heartbeats' second
-	// read (the child's log says when it began and ended).
-	OnceOverWalk      float64 `json:"once_over_walk"`
-	OnceWorkOverWalk  float64 `json:"once_work_over_walk"`
-	AuditOverBaseline float64 `json:"audit_over_baseline"`
-	// AuditWorkOverBaseline leaves out the audit's wait for the second read.
-	AuditWorkOverBaseline float64 `json:"audit_work_over_baseline"`
-	AuditOverWalk         float64 `json:"audit_over_walk"`
-	// The same of -binary-b.
-	BOnceOverWalk          float64 `json:"b_once_over_walk,omitempty"`
-	BOnceWorkOverWalk      float64 `json:"b_once_work_over_walk,omitempty"`
-	BAuditOverBaseline     float64 `json:"b_audit_over_baseline,omitempty"`
-	BAuditWorkOverBaseline float64 `json:"b_audit_work_over_baseline,omitempty"`
+	// IncidentRatios are binary A's; B's, with -binary-b.
+	IncidentRatios
+	B *IncidentRatios `json:"b,omitempty"`
 	// Phases is the wall time of each phase of an in-process once and
 	// audit after the rounds (incidentPhases).
 	Phases []PhaseTimes `json:"phases,omitempty"`
+}
+
+// IncidentRatios are the medians of the rounds' ratios of one binary.
+// The work ratios leave out the wait for the heartbeats' second read.
+type IncidentRatios struct {
+	OnceOverWalk          float64 `json:"once_over_walk"`
+	OnceWorkOverWalk      float64 `json:"once_work_over_walk"`
+	AuditOverBaseline     float64 `json:"audit_over_baseline"`
+	AuditWorkOverBaseline float64 `json:"audit_work_over_baseline"`
+	AuditOverWalk         float64 `json:"audit_over_walk"`
 }
 
 // IncidentRound is one round's wall times, in milliseconds.
 type IncidentRound struct {
 	WalkMS     float64 `json:"walk_ms"`
 	BaselineMS float64 `json:"baseline_ms"`
-	AuditMS    float64 `json:"audit_ms"`
-	OnceMS     float64 `json:"once_ms"`
-	// OnceWaitMS and AuditWaitMS are the children's waits for the
-	// heartbeats' second read.
-	OnceWaitMS  float64 `json:"once_wait_ms"`
-	AuditWaitMS float64 `json:"audit_wait_ms"`
-	// OncePhases and AuditPhases are the children's reports' phase times
-	// (a binary too old to report them has none).
-	OncePhases  []reaper.PhaseTime `json:"once_phases,omitempty"`
-	AuditPhases []reaper.PhaseTime `json:"audit_phases,omitempty"`
-	// The same of -binary-b, in the same round.
-	BAuditMS     float64            `json:"b_audit_ms,omitempty"`
-	BOnceMS      float64            `json:"b_once_ms,omitempty"`
-	BOnceWaitMS  float64            `json:"b_once_wait_ms,omitempty"`
-	BAuditWaitMS float64            `json:"b_audit_wait_ms,omitempty"`
-	BOncePhases  []reaper.PhaseTime `json:"b_once_phases,omitempty"`
-	BAuditPhases []reaper.PhaseTime `json:"b_audit_phases,omitempty"`
 	// The Redis server's CPU time (INFO cpu, user and system) while each
 	// ran: how busy the walk keeps Redis, and what a pass asks of it
 	// besides. It counts every client of a shared server.
 	WalkRedisCPUMS     float64 `json:"walk_redis_cpu_ms"`
 	BaselineRedisCPUMS float64 `json:"baseline_redis_cpu_ms"`
-	AuditRedisCPUMS    float64 `json:"audit_redis_cpu_ms"`
-	OnceRedisCPUMS     float64 `json:"once_redis_cpu_ms"`
-	BAuditRedisCPUMS   float64 `json:"b_audit_redis_cpu_ms,omitempty"`
-	BOnceRedisCPUMS    float64 `json:"b_once_redis_cpu_ms,omitempty"`
+	// IncidentPasses are binary A's; B's, with -binary-b, in the same round.
+	IncidentPasses
+	B *IncidentPasses `json:"b,omitempty"`
+}
+
+// IncidentPasses are one binary's audit and once in a round.
+type IncidentPasses struct {
+	Audit childRun `json:"audit"`
+	Once  childRun `json:"once"`
 }
 
 // childRun is one run of the binary: its wall time, its wait for the
-// heartbeats' second read, and its report's phase times.
+// heartbeats' second read, its report's phase times (none from a binary
+// too old to report them) and the Redis server's CPU time meanwhile.
 type childRun struct {
-	wallMS, waitMS float64
-	phases         []reaper.PhaseTime
+	WallMS     float64            `json:"wall_ms"`
+	WaitMS     float64            `json:"wait_ms"`
+	Phases     []reaper.PhaseTime `json:"phases,omitempty"`
+	RedisCPUMS float64            `json:"redis_cpu_ms"`
 }
 
 func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(string, ...any)) error {
@@ -195,31 +185,21 @@ func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(str
 			}
 		}
 		for _, c := range order {
-			audit, auditWait, auditPhases, auditCPU := &rd.AuditMS, &rd.AuditWaitMS, &rd.AuditPhases, &rd.AuditRedisCPUMS
-			once, onceWait, oncePhases, onceCPU := &rd.OnceMS, &rd.OnceWaitMS, &rd.OncePhases, &rd.OnceRedisCPUMS
+			passes, err := c.passes(ctx, rdb)
+			if err != nil {
+				return err
+			}
 			if c == childB {
-				audit, auditWait, auditPhases, auditCPU = &rd.BAuditMS, &rd.BAuditWaitMS, &rd.BAuditPhases, &rd.BAuditRedisCPUMS
-				once, onceWait, oncePhases, onceCPU = &rd.BOnceMS, &rd.BOnceWaitMS, &rd.BOncePhases, &rd.BOnceRedisCPUMS
+				rd.B = &passes
+			} else {
+				rd.IncidentPasses = passes
 			}
-			cpu := redisCPU(rdb)
-			a, err := c.run(ctx, reaper.ModeAudit)
-			if err != nil {
-				return err
-			}
-			*audit, *auditWait, *auditPhases = a.wallMS, a.waitMS, a.phases
-			*auditCPU, cpu = ms(redisCPU(rdb)-cpu), redisCPU(rdb)
-			w, err := c.run(ctx, reaper.ModeOnce)
-			if err != nil {
-				return err
-			}
-			*once, *onceWait, *oncePhases = w.wallMS, w.waitMS, w.phases
-			*onceCPU = ms(redisCPU(rdb) - cpu)
 			if err := saved.restore(ctx, rdb, pool); err != nil {
 				return err
 			}
 		}
-		logf("round %d/%d: walk %.1f ms, baseline %.1f ms, audit %.1f ms (%.2f× baseline), once %.1f ms (%.2f× walk; waited %.1f ms for the second read); B: audit %.1f ms, once %.1f ms (waited %.1f ms)",
-			round+1, o.runs, rd.WalkMS, rd.BaselineMS, rd.AuditMS, rd.AuditMS/rd.BaselineMS, rd.OnceMS, rd.OnceMS/rd.WalkMS, rd.OnceWaitMS, rd.BAuditMS, rd.BOnceMS, rd.BOnceWaitMS)
+		logf("round %d/%d: walk %.1f ms, baseline %.1f ms, audit %.1f ms (%.2f× baseline), once %.1f ms (%.2f× walk; waited %.1f ms for the second read)",
+			round+1, o.runs, rd.WalkMS, rd.BaselineMS, rd.Audit.WallMS, rd.Audit.WallMS/rd.BaselineMS, rd.Once.WallMS, rd.Once.WallMS/rd.WalkMS, rd.Once.WaitMS)
 		res.Rounds = append(res.Rounds, rd)
 	}
 	res.LoadAfter = loadAverage()
@@ -239,25 +219,31 @@ func runIncident(ctx context.Context, o options, stdout io.Writer, logf func(str
 }
 
 func (r *IncidentResults) summarise() {
-	var once, work, audit, auditWork, auditWalk, bOnce, bWork, bAudit, bAuditWork []float64
-	for _, rd := range r.Rounds {
-		once = append(once, rd.OnceMS/rd.WalkMS)
-		work = append(work, (rd.OnceMS-rd.OnceWaitMS)/rd.WalkMS)
-		audit = append(audit, rd.AuditMS/rd.BaselineMS)
-		auditWork = append(auditWork, (rd.AuditMS-rd.AuditWaitMS)/rd.BaselineMS)
-		auditWalk = append(auditWalk, rd.AuditMS/rd.WalkMS)
-		if rd.BOnceMS > 0 {
-			bOnce = append(bOnce, rd.BOnceMS/rd.WalkMS)
-			bWork = append(bWork, (rd.BOnceMS-rd.BOnceWaitMS)/rd.WalkMS)
-			bAudit = append(bAudit, rd.BAuditMS/rd.BaselineMS)
-			bAuditWork = append(bAuditWork, (rd.BAuditMS-rd.BAuditWaitMS)/rd.BaselineMS)
-		}
+	r.IncidentRatios = ratiosOf(r.Rounds, func(rd IncidentRound) *IncidentPasses { return &rd.IncidentPasses })
+	if len(r.Rounds) > 0 && r.Rounds[0].B != nil {
+		b := ratiosOf(r.Rounds, func(rd IncidentRound) *IncidentPasses { return rd.B })
+		r.B = &b
 	}
-	r.OnceOverWalk, r.OnceWorkOverWalk = round3(median(once)), round3(median(work))
-	r.AuditOverBaseline, r.AuditWorkOverBaseline, r.AuditOverWalk = round3(median(audit)), round3(median(auditWork)), round3(median(auditWalk))
-	r.BOnceOverWalk, r.BOnceWorkOverWalk = round3(median(bOnce)), round3(median(bWork))
-	r.BAuditOverBaseline, r.BAuditWorkOverBaseline = round3(median(bAudit)), round3(median(bAuditWork))
 }
+
+// ratiosOf is the medians of the rounds' ratios of the binary whose passes
+// pick takes from a round.
+func ratiosOf(rounds []IncidentRound, pick func(IncidentRound) *IncidentPasses) IncidentRatios {
+	var once, work, audit, auditWork, auditWalk []float64
+	for _, rd := range rounds {
+		p := pick(rd)
+		once = append(once, p.Once.WallMS/rd.WalkMS)
+		work = append(work, p.Once.work()/rd.WalkMS)
+		audit = append(audit, p.Audit.WallMS/rd.BaselineMS)
+		auditWork = append(auditWork, p.Audit.work()/rd.BaselineMS)
+		auditWalk = append(auditWalk, p.Audit.WallMS/rd.WalkMS)
+	}
+	return IncidentRatios{OnceOverWalk: round3(median(once)), OnceWorkOverWalk: round3(median(work)),
+		AuditOverBaseline: round3(median(audit)), AuditWorkOverBaseline: round3(median(auditWork)), AuditOverWalk: round3(median(auditWalk))}
+}
+
+// work is the run's wall time without its wait for the second read.
+func (c childRun) work() float64 { return c.WallMS - c.WaitMS }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
@@ -330,13 +316,32 @@ func (c incidentChild) run(ctx context.Context, mode string) (childRun, error) {
 	if got != c.stale || tasks != c.lost {
 		return childRun{}, fmt.Errorf("%s: %d holdings and %d tasks, the incident has %d stale holdings and %d lost tasks", mode, got, tasks, c.stale, c.lost)
 	}
-	run := childRun{wallMS: ms(wall), waitMS: recheckWaitMS(stderr.String()), phases: rep.PhaseTimes}
+	run := childRun{WallMS: ms(wall), WaitMS: recheckWaitMS(stderr.String()), Phases: rep.PhaseTimes}
 	for _, p := range rep.PhaseTimes {
 		if p.Phase == reaper.TimeSecondRead {
-			run.waitMS = p.MS
+			run.WaitMS = p.MS
 		}
 	}
 	return run, nil
+}
+
+// passes runs the binary's audit, then its once, each with the Redis
+// server's CPU time it took.
+func (c incidentChild) passes(ctx context.Context, rdb *redis.Client) (IncidentPasses, error) {
+	var p IncidentPasses
+	for _, run := range []struct {
+		mode string
+		into *childRun
+	}{{reaper.ModeAudit, &p.Audit}, {reaper.ModeOnce, &p.Once}} {
+		cpu := redisCPU(rdb)
+		r, err := c.run(ctx, run.mode)
+		if err != nil {
+			return p, err
+		}
+		r.RedisCPUMS = ms(redisCPU(rdb) - cpu)
+		*run.into = r
+	}
+	return p, nil
 }
 
 // recheckWaitMS is the time between the child's log line saying rows look
@@ -538,30 +543,10 @@ func writeIncidentMarkdown(w io.Writer, r *IncidentResults) error {
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, Redis %s, PostgreSQL %s; GOMAXPROCS %d; %d busy loops beside; load average %s before, %s after\n\n",
 		mc.CPUs, mc.CPUModel, mc.Go, mc.Redis, mc.PostgreSQL, r.GOMAXPROCS, r.Contenders, r.LoadBefore, r.LoadAfter)
 	fmt.Fprintf(&b, "The incident of 2026-07-24 among a busy fleet: %s stale holdings of one dead owner, %s keys in Redis; binary %s\n\n", thousands(int64(r.Stale)), thousands(r.Keys), r.Binary)
-	b.WriteString("| round | walk | baseline read | `audit` | of it the second read's wait | `once` | of it the second read's wait | audit / baseline | audit without the wait / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for i, rd := range r.Rounds {
-		fmt.Fprintf(&b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f | %.3f |\n", i+1, rd.WalkMS, rd.BaselineMS, rd.AuditMS, rd.AuditWaitMS, rd.OnceMS, rd.OnceWaitMS,
-			rd.AuditMS/rd.BaselineMS, (rd.AuditMS-rd.AuditWaitMS)/rd.BaselineMS, rd.OnceMS/rd.WalkMS, (rd.OnceMS-rd.OnceWaitMS)/rd.WalkMS)
-	}
-	fmt.Fprintf(&b, "\nMedians of the rounds' ratios: audit / baseline read **%.3f**, without the second read's wait **%.3f**, audit / walk %.3f, once / walk **%.3f**, once without the second read's wait / walk **%.3f**\n",
-		r.AuditOverBaseline, r.AuditWorkOverBaseline, r.AuditOverWalk, r.OnceOverWalk, r.OnceWorkOverWalk)
-	writePhaseBreakdown(&b, "A", r.Rounds, func(rd IncidentRound) (childRun, childRun) {
-		return childRun{wallMS: rd.AuditMS, phases: rd.AuditPhases}, childRun{wallMS: rd.OnceMS, phases: rd.OncePhases}
-	})
-	writeRedisBusy(&b, "A", r.Rounds, func(rd IncidentRound) (float64, float64) { return rd.AuditRedisCPUMS, rd.OnceRedisCPUMS })
-	if r.BinaryB != "" {
+	writeBinaryRounds(&b, "A", r.Rounds, r.IncidentRatios, func(rd IncidentRound) *IncidentPasses { return &rd.IncidentPasses })
+	if r.B != nil {
 		fmt.Fprintf(&b, "\nBinary B, %s, in the same rounds (A first in odd rounds, B first in even ones):\n\n", r.BinaryB)
-		b.WriteString("| round | `audit` | of it the second read's wait | `once` | of it the second read's wait | audit / baseline | audit without the wait / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for i, rd := range r.Rounds {
-			fmt.Fprintf(&b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f | %.3f |\n", i+1, rd.BAuditMS, rd.BAuditWaitMS, rd.BOnceMS, rd.BOnceWaitMS,
-				rd.BAuditMS/rd.BaselineMS, (rd.BAuditMS-rd.BAuditWaitMS)/rd.BaselineMS, rd.BOnceMS/rd.WalkMS, (rd.BOnceMS-rd.BOnceWaitMS)/rd.WalkMS)
-		}
-		fmt.Fprintf(&b, "\nMedians, binary B: audit / baseline read **%.3f**, without the second read's wait **%.3f**, once / walk **%.3f**, once without the second read's wait / walk **%.3f**\n",
-			r.BAuditOverBaseline, r.BAuditWorkOverBaseline, r.BOnceOverWalk, r.BOnceWorkOverWalk)
-		writePhaseBreakdown(&b, "B", r.Rounds, func(rd IncidentRound) (childRun, childRun) {
-			return childRun{wallMS: rd.BAuditMS, phases: rd.BAuditPhases}, childRun{wallMS: rd.BOnceMS, phases: rd.BOncePhases}
-		})
-		writeRedisBusy(&b, "B", r.Rounds, func(rd IncidentRound) (float64, float64) { return rd.BAuditRedisCPUMS, rd.BOnceRedisCPUMS })
+		writeBinaryRounds(&b, "B", r.Rounds, *r.B, func(rd IncidentRound) *IncidentPasses { return rd.B })
 	}
 	if len(r.Phases) > 0 {
 		b.WriteString("\nIn-process passes, when each phase began (ms from the start):\n\n")
@@ -575,6 +560,21 @@ func writeIncidentMarkdown(w io.Writer, r *IncidentResults) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeBinaryRounds writes one binary's rounds, the medians of their ratios,
+// where its time went and what it asked of Redis.
+func writeBinaryRounds(b *strings.Builder, binary string, rounds []IncidentRound, ratios IncidentRatios, pick func(IncidentRound) *IncidentPasses) {
+	b.WriteString("| round | walk | baseline read | `audit` | of it the second read's wait | `once` | of it the second read's wait | audit / baseline | audit without the wait / baseline | once / walk | once without the wait / walk |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, rd := range rounds {
+		p := pick(rd)
+		fmt.Fprintf(b, "| %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.3f | %.3f | %.3f | %.3f |\n", i+1, rd.WalkMS, rd.BaselineMS, p.Audit.WallMS, p.Audit.WaitMS, p.Once.WallMS, p.Once.WaitMS,
+			p.Audit.WallMS/rd.BaselineMS, p.Audit.work()/rd.BaselineMS, p.Once.WallMS/rd.WalkMS, p.Once.work()/rd.WalkMS)
+	}
+	fmt.Fprintf(b, "\nMedians of binary %s's ratios: audit / baseline read **%.3f**, without the second read's wait **%.3f**, audit / walk %.3f, once / walk **%.3f**, once without the second read's wait / walk **%.3f**\n",
+		binary, ratios.AuditOverBaseline, ratios.AuditWorkOverBaseline, ratios.AuditOverWalk, ratios.OnceOverWalk, ratios.OnceWorkOverWalk)
+	writePhaseBreakdown(b, binary, rounds, pick)
+	writeRedisBusy(b, binary, rounds, pick)
 }
 
 // discardJSONLogger formats every log line as production does and throws it
@@ -610,15 +610,15 @@ func profileTo(base, name string, logf func(string, ...any)) func() {
 // the passes ask of it besides, from the rounds' medians: a single-threaded
 // server that the walk alone keeps busy cannot serve a pass's other
 // commands in the walk's gaps, so their CPU time adds to the pass's wall.
-func writeRedisBusy(b *strings.Builder, binary string, rounds []IncidentRound, passes func(IncidentRound) (audit, once float64)) {
+func writeRedisBusy(b *strings.Builder, binary string, rounds []IncidentRound, pick func(IncidentRound) *IncidentPasses) {
 	var walk, walkCPU, baselineCPU, auditCPU, onceCPU []float64
 	for _, rd := range rounds {
-		audit, once := passes(rd)
-		if rd.WalkRedisCPUMS <= 0 || audit <= 0 {
+		p := pick(rd)
+		if rd.WalkRedisCPUMS <= 0 || p.Audit.RedisCPUMS <= 0 {
 			return
 		}
 		walk, walkCPU = append(walk, rd.WalkMS), append(walkCPU, rd.WalkRedisCPUMS)
-		baselineCPU, auditCPU, onceCPU = append(baselineCPU, rd.BaselineRedisCPUMS), append(auditCPU, audit), append(onceCPU, once)
+		baselineCPU, auditCPU, onceCPU = append(baselineCPU, rd.BaselineRedisCPUMS), append(auditCPU, p.Audit.RedisCPUMS), append(onceCPU, p.Once.RedisCPUMS)
 	}
 	w, wc := median(walk), median(walkCPU)
 	fmt.Fprintf(b, "\nRedis's CPU with binary %s (INFO cpu, medians over the rounds): the walk %.1f ms over %.1f ms of wall (the server busy %.0f%% of the walk); the baseline read %.1f ms, `audit` %.1f ms, `once` %.1f ms: %.1f, %.1f and %.1f ms above the walk's. A walk that keeps the server busy leaves few gaps for a pass's other commands: at a server busy all through the walk, the pass cannot end before the walk and that CPU, %.3f× (audit) and %.3f× (once) of the walk.\n",

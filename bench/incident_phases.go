@@ -17,26 +17,26 @@ const outsideThePass = "start, connections, printing the report, exit"
 // as the medians over the rounds of its reports' phase times, beside the
 // walk's and the baseline read's: what stands between a pass and one walk.
 // Nothing is written for a binary that reports no phase times.
-func writePhaseBreakdown(b *strings.Builder, binary string, rounds []IncidentRound, runs func(IncidentRound) (audit, once childRun)) {
+func writePhaseBreakdown(b *strings.Builder, binary string, rounds []IncidentRound, pick func(IncidentRound) *IncidentPasses) {
 	var order []string
 	per := map[string]map[string][]float64{"audit": {}, "once": {}}
 	var walks, baselines []float64
 	for _, rd := range rounds {
-		audit, once := runs(rd)
-		if len(audit.phases) == 0 || len(once.phases) == 0 {
+		audit, once := pick(rd).Audit, pick(rd).Once
+		if len(audit.Phases) == 0 || len(once.Phases) == 0 {
 			return
 		}
 		walks, baselines = append(walks, rd.WalkMS), append(baselines, rd.BaselineMS)
 		for mode, run := range map[string]childRun{"audit": audit, "once": once} {
 			inside := 0.0
-			for _, p := range run.phases {
+			for _, p := range run.Phases {
 				if !slices.Contains(order, p.Phase) {
 					order = append(order, p.Phase)
 				}
 				per[mode][p.Phase] = append(per[mode][p.Phase], p.MS)
 				inside += p.MS
 			}
-			per[mode][outsideThePass] = append(per[mode][outsideThePass], run.wallMS-inside)
+			per[mode][outsideThePass] = append(per[mode][outsideThePass], run.WallMS-inside)
 		}
 	}
 	order = phaseOrder(order)
